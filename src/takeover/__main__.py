@@ -1,0 +1,3 @@
+from takeover.cli import main
+
+main()

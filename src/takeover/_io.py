@@ -1,0 +1,116 @@
+"""Small file helpers shared by every stage: atomic writes and JSON Lines.
+
+Results are written atomically (temporary file in the same folder, fsync, rename) so that a crash never
+leaves a half-written record, and a re-run can trust every file it finds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; parent folders are created. Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path: Path | str, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Pydantic models become plain dicts (JSON mode); everything else is returned unchanged."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json")
+    return obj
+
+
+def dumps(obj: Any, *, indent: int | None = 2) -> str:
+    """Deterministic JSON: sorted keys are *not* used so that model field order is kept, but the same
+    object always gives the same bytes."""
+    return json.dumps(to_jsonable(obj), indent=indent, ensure_ascii=False)
+
+
+def atomic_write_json(path: Path | str, obj: Any) -> Path:
+    """Write ``obj`` (a pydantic model or JSON-able value) as indented JSON, atomically."""
+    return atomic_write_text(path, dumps(obj) + "\n")
+
+
+def write_jsonl(path: Path | str, rows: Iterable[Any]) -> Path:
+    """Write rows (models or dicts) as JSON Lines, atomically."""
+    text = "".join(json.dumps(to_jsonable(r), ensure_ascii=False) + "\n" for r in rows)
+    return atomic_write_text(path, text)
+
+
+def append_jsonl(path: Path | str, row: Any) -> None:
+    """Append one row and flush it to disk: used for logs written as a run goes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(to_jsonable(row), ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line (1-based line numbers).
+
+    Raises:
+        takeover.errors.InputError: a line is not valid JSON (names the file and line).
+    """
+    from takeover.errors import InputError
+
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(path, f"not valid JSON ({exc.msg} at column {exc.colno})", record=f"line {lineno}") from None
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def sha256_file(path: Path | str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """Short content hash of a JSON-able value (keys sorted): the key of a unit of work."""
+    text = json.dumps(to_jsonable(obj), sort_keys=True, ensure_ascii=False, default=str)
+    return sha256_text(text)[:length]

@@ -1,0 +1,1 @@
+"""Predecessor and successor runs over mini-swe-agent (PROTOCOL.md sections 5, 8; issue 6)."""

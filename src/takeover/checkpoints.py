@@ -1,0 +1,1 @@
+"""Checkpoint materialization (PROTOCOL.md section 5; issue 4)."""

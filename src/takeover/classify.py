@@ -1,0 +1,1 @@
+"""File classes, verification commands and verification results (PROTOCOL.md sections 3, 4; issue 4)."""

@@ -1,0 +1,1 @@
+"""The embedded default model endpoint (issue 8)."""

@@ -1,0 +1,1 @@
+"""Per-(repo, version) execution environments for the local backend (issue 3)."""

@@ -1,0 +1,46 @@
+"""Errors that users see.
+
+Every error about bad input names the file, the record (line number or index) and the field, so that a
+user can find the offending bytes without reading our code. The CLI turns :class:`InputError` into one
+line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+
+class TakeoverError(Exception):
+    """Base class of every error raised on purpose by ``takeover``."""
+
+
+class InputError(TakeoverError):
+    """Bad input: a file, a record in it, and the field that is wrong.
+
+    Attributes:
+        path: the file (or directory) that was read.
+        record: where in the file: ``"line 12"``, ``"index 3"``, ``"row 7"``, or ``None`` for the whole file.
+        field: dotted field path inside the record (``"messages[3].content"``), or ``None``.
+        reason: what is wrong, in a few words.
+    """
+
+    def __init__(self, path: object, reason: str, *, record: str | None = None, field: str | None = None):
+        self.path = str(path)
+        self.record = record
+        self.field = field
+        self.reason = reason
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        parts = [self.path]
+        if self.record:
+            parts.append(self.record)
+        if self.field:
+            parts.append(f"field {self.field!r}")
+        return f"{': '.join(parts)}: {self.reason}"
+
+
+class EnvironmentUnavailable(TakeoverError):
+    """Something the machine lacks (an interpreter, git, Docker, a sandbox); the message says how to supply it."""
+
+
+class RepositoryUnavailable(TakeoverError):
+    """A task's repository or commit cannot be obtained from the mirror or from GitHub."""

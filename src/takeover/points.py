@@ -1,0 +1,1 @@
+"""Handoff point detection (PROTOCOL.md section 4; issue 4)."""

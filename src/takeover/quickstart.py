@@ -1,0 +1,1 @@
+"""takeover quickstart: the whole protocol offline on one machine (issue 8)."""

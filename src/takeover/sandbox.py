@@ -1,0 +1,93 @@
+"""Run agent and replay commands with no network and no writes outside their workspace.
+
+On Linux with bubblewrap (``bwrap``) the whole file system is mounted read-only, the workspace (and any
+extra writable folders the caller names) read-write, ``/tmp`` is a private tmpfs, and the network
+namespace is empty. Where no sandbox is available, commands run unconfined and callers must say so in
+their output (:func:`status` gives the sentence). Engineering standard: "agent commands never run with
+write access outside their workspace when a sandbox is available".
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+DISABLE_ENV = "TAKEOVER_NO_SANDBOX"
+
+
+class SandboxStatus(BaseModel):
+    """Whether commands will be confined, and a sentence for the user."""
+
+    available: bool
+    tool: str | None
+    message: str
+
+
+@functools.cache
+def _bwrap_works(bwrap: str) -> bool:
+    try:
+        proc = subprocess.run(
+            [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "true"],
+            capture_output=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def status() -> SandboxStatus:
+    """Detect bubblewrap; ``TAKEOVER_NO_SANDBOX=1`` turns the sandbox off on purpose."""
+    if os.environ.get(DISABLE_ENV):
+        return SandboxStatus(available=False, tool=None, message=f"sandbox disabled by {DISABLE_ENV}: commands run unconfined")
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return SandboxStatus(
+            available=False,
+            tool=None,
+            message="no sandbox: bubblewrap (bwrap) not found, commands run unconfined "
+            "(install it: apt-get install bubblewrap)",
+        )
+    if not _bwrap_works(bwrap):
+        return SandboxStatus(
+            available=False,
+            tool=None,
+            message="no sandbox: bwrap is installed but cannot create namespaces here; commands run unconfined",
+        )
+    return SandboxStatus(available=True, tool=bwrap, message="sandbox: bubblewrap (no network, writes only in the workspace)")
+
+
+def wrap(
+    argv: Sequence[str],
+    workspace: Path | str,
+    *,
+    cwd: Path | str | None = None,
+    writable: Sequence[Path | str] = (),
+    network: bool = False,
+) -> list[str]:
+    """Return ``argv`` wrapped in bubblewrap, or unchanged when no sandbox is available.
+
+    Args:
+        argv: the command, e.g. ``["bash", "-c", "pytest -x"]``.
+        workspace: folder mounted read-write (the repository checkout).
+        cwd: working directory inside the sandbox (default: the workspace); must exist.
+        writable: further folders mounted read-write (e.g. a run's scratch folder).
+        network: keep the host network (default: none).
+    """
+    st = status()
+    if not st.available:
+        return list(argv)
+    ws = str(Path(workspace).resolve())
+    cmd = [st.tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for folder in [ws, *(str(Path(w).resolve()) for w in writable)]:
+        cmd += ["--bind", folder, folder]
+    if not network:
+        cmd.append("--unshare-net")
+    cmd += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd or ws), "--"]
+    return cmd + list(argv)

@@ -1,0 +1,222 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 that replays recorded responses.
+
+Tests, benchmarks and demos talk to it instead of a real model: it speaks ``POST /v1/chat/completions``
+(and ``/chat/completions``) and ``GET /v1/models``, answers each request with the next entry of its
+script, and keeps every request it received for assertions. It is a real server on a real socket, so the
+code under test (litellm, mini-swe-agent, our client) runs unchanged.
+
+A script entry (dict) is one of:
+
+- ``{"content": "text"}``: a normal completion. Optional ``usage`` ({``prompt_tokens``,
+  ``completion_tokens``, ``cached_tokens``}); without it usage is computed deterministically (see
+  :func:`count_words`): prompt tokens = words in all request messages, completion tokens = words in the
+  content. ``"usage": null`` sends no usage at all.
+- ``{"status": 429, "error": "rate limited"}``: an HTTP error with an OpenAI-style error body.
+- ``{"delay": 5.0, ...}``: sleep that many seconds before answering (to provoke client timeouts).
+- ``{"tool_calls": [{"name": "bash", "arguments": {...}}], "content": ""}``: a native tool call answer.
+
+``script`` may also be a callable ``f(request_json, n) -> entry`` for answers that depend on the request.
+When the script is exhausted the server answers HTTP 500 ``script exhausted``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+Entry = dict[str, Any]
+Script = list[Entry] | Callable[[dict, int], Entry]
+
+
+def count_words(text: str) -> int:
+    """The scripted server's deterministic token count: whitespace-separated words."""
+    return len(text.split())
+
+
+def _message_text(msg: dict) -> str:
+    content = msg.get("content")
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def prompt_words(request: dict) -> int:
+    """Scripted prompt tokens of a chat request: words over all its messages' contents."""
+    return sum(count_words(_message_text(m)) for m in request.get("messages", []))
+
+
+class ScriptedServer:
+    """Context manager: ``with ScriptedServer([...]) as srv: srv.base_url`` -> ``http://127.0.0.1:PORT/v1``.
+
+    Attributes:
+        requests: the JSON bodies received, in order.
+        served: number of script entries answered (errors included).
+    """
+
+    def __init__(self, script: Script, *, model: str = "scripted-model", port: int = 0):
+        self.script = script
+        self.model = model
+        self.requests: list[dict] = []
+        self.served = 0
+        self._lock = threading.Lock()
+        self._counter = itertools.count()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _next_entry(self, body: dict) -> Entry | None:
+        with self._lock:
+            n = next(self._counter)
+            self.requests.append(body)
+            self.served += 1
+        if callable(self.script):
+            return self.script(body, n)
+        return self.script[n] if n < len(self.script) else None
+
+    def _completion(self, body: dict, entry: Entry) -> dict:
+        content = entry.get("content", "")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        finish = "stop"
+        if entry.get("tool_calls"):
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call["arguments"], str)
+                        else json.dumps(call["arguments"]),
+                    },
+                }
+                for i, call in enumerate(entry["tool_calls"])
+            ]
+            finish = "tool_calls"
+        out: dict[str, Any] = {
+            "id": f"chatcmpl-scripted-{self.served}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", self.model),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        }
+        if "usage" in entry and entry["usage"] is None:
+            return out
+        usage = dict(entry.get("usage") or {})
+        prompt = usage.get("prompt_tokens", prompt_words(body))
+        completion = usage.get("completion_tokens", count_words(content or ""))
+        out["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if usage.get("cached_tokens") is not None:
+            out["usage"]["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+        return out
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+
+            def do_GET(self):
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "invalid JSON body"}})
+                    return
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"unknown path {self.path}"}})
+                    return
+                entry = server._next_entry(body)
+                if entry is None:
+                    self._send(500, {"error": {"message": "script exhausted", "type": "server_error"}})
+                    return
+                if entry.get("delay"):
+                    time.sleep(float(entry["delay"]))
+                if entry.get("status", 200) != 200:
+                    self._send(
+                        int(entry["status"]),
+                        {"error": {"message": entry.get("error", "scripted error"), "type": "scripted", "code": entry["status"]}},
+                    )
+                    return
+                self._send(200, server._completion(body, entry))
+
+        return Handler
+
+
+def load_script(path: Path | str) -> list[Entry]:
+    """Read a script file: a JSON list of entries, or JSON Lines of entries."""
+    text = Path(path).read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m takeover.testing.scripted_server SCRIPT.json [--port N]``: serve until interrupted."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("script")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    srv = ScriptedServer(load_script(args.script), port=args.port).start()
+    print(srv.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()

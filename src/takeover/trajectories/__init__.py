@@ -1,0 +1,1 @@
+"""Trajectories: the normalized event model and readers of real agents' native formats (issue 2)."""

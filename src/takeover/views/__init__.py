@@ -1,0 +1,1 @@
+"""Handoff views, the takeover prompt and model-written notes (PROTOCOL.md section 7; issue 5)."""
