@@ -1,1 +1,117 @@
-"""Repository mirrors and workspaces (PROTOCOL.md sections 5, 6; issue 3)."""
+"""Repository mirrors and workspaces (PROTOCOL.md section 5: a checkpoint starts from ``base_commit``).
+
+A *mirror* is a bare repository per SWE-bench repository, named ``owner__name.git``. It comes from the
+folder the user names (``--mirror DIR`` or ``TAKEOVER_MIRROR``), or is cloned from GitHub on first use
+into the cache (``TAKEOVER_CACHE``, default ``~/.cache/takeover``). A *workspace* is a fresh checkout of
+one commit in its own folder, made with ``git clone --shared`` so that no history is copied and nothing
+is written into the mirror: the user's mirror is only ever read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from takeover.errors import RepositoryUnavailable
+
+MIRROR_ENV = "TAKEOVER_MIRROR"
+CACHE_ENV = "TAKEOVER_CACHE"
+GITHUB_URL = "https://github.com/{repo}.git"
+
+
+def cache_dir() -> Path:
+    """Root of takeover's cache (mirrors cloned from GitHub, environments, the embedded model)."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "takeover")
+
+
+def _git(*args: str, cwd: Path | str | None = None, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=check, timeout=timeout)
+
+
+def _has_commit(bare: Path, commit: str) -> bool:
+    return _git("--git-dir", str(bare), "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+
+
+class RepoSource:
+    """Where repositories come from: the user's mirror folder first, then a GitHub clone in the cache.
+
+    Args:
+        mirror: folder of bare repositories ``owner__name.git`` (default: ``$TAKEOVER_MIRROR``); read only.
+        allow_network: clone or fetch from GitHub when the mirror lacks a repository or commit.
+    """
+
+    def __init__(self, mirror: Path | str | None = None, *, allow_network: bool = True):
+        value = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
+        self.mirror = Path(value).expanduser() if value else None
+        self.allow_network = allow_network
+        self.clones = cache_dir() / "mirrors"
+
+    def bare_repo(self, repo: str, commit: str | None = None) -> Path:
+        """Path of a bare repository for ``repo`` (``owner/name``) that holds ``commit``.
+
+        Raises:
+            RepositoryUnavailable: neither the mirror nor GitHub (when allowed) can supply it; the message
+                says which folder was looked at and how to provide the repository.
+        """
+        slug = repo.replace("/", "__")
+        if self.mirror is not None:
+            candidate = self.mirror / f"{slug}.git"
+            if candidate.exists() and (commit is None or _has_commit(candidate, commit)):
+                return candidate
+        cached = self.clones / f"{slug}.git"
+        if cached.exists() and (commit is None or _has_commit(cached, commit)):
+            return cached
+        where = f"mirror {self.mirror}" if self.mirror else f"no mirror ({MIRROR_ENV} unset)"
+        if not self.allow_network:
+            raise RepositoryUnavailable(
+                f"{repo}{'@' + commit[:12] if commit else ''} is not in the {where} and network access is off; "
+                f"put a bare clone at <mirror>/{slug}.git (git clone --bare {GITHUB_URL.format(repo=repo)})"
+            )
+        try:
+            if not cached.exists():
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                tmp = cached.with_name(cached.name + ".partial")
+                shutil.rmtree(tmp, ignore_errors=True)
+                _git("clone", "--bare", "--quiet", GITHUB_URL.format(repo=repo), str(tmp), timeout=3600)
+                tmp.rename(cached)
+            elif commit is not None:
+                _git("--git-dir", str(cached), "fetch", "--quiet", "origin", commit, timeout=3600)
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            detail = getattr(exc, "stderr", "") or str(exc)
+            raise RepositoryUnavailable(
+                f"cannot clone {repo} from GitHub ({detail.strip()[:200]}); {where}. "
+                f"Provide a mirror folder with {slug}.git (--mirror DIR or {MIRROR_ENV})"
+            ) from None
+        if commit is not None and not _has_commit(cached, commit):
+            raise RepositoryUnavailable(f"commit {commit} not found in {repo}")
+        return cached
+
+    def workspace(self, repo: str, commit: str, dest: Path | str) -> Path:
+        """Check out ``commit`` of ``repo`` into the new folder ``dest`` (must not exist or be empty).
+
+        The checkout shares the mirror's objects (``git clone --shared``): no history is copied, and the
+        mirror is not written to. The workspace has no remote, so nothing in it can push or fetch.
+
+        Returns:
+            ``dest`` as a :class:`Path`.
+        Raises:
+            RepositoryUnavailable: the repository or commit cannot be obtained.
+            FileExistsError: ``dest`` exists and is not empty.
+        """
+        dest = Path(dest)
+        if dest.exists() and any(dest.iterdir()):
+            raise FileExistsError(f"workspace folder {dest} exists and is not empty")
+        bare = self.bare_repo(repo, commit)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _git("clone", "--shared", "--no-checkout", "--quiet", str(bare.resolve()), str(dest))
+        _git("remote", "remove", "origin", cwd=dest)
+        _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+        return dest
+
+
+def make_workspace(repo: str, commit: str, dest: Path | str, *, mirror: Path | str | None = None) -> Path:
+    """Shortcut for ``RepoSource(mirror).workspace(repo, commit, dest)``."""
+    return RepoSource(mirror).workspace(repo, commit, dest)

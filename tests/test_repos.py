@@ -1,0 +1,54 @@
+"""Workspaces are fresh checkouts that share the mirror's objects and never write into the mirror."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import git, make_repo
+from takeover.errors import RepositoryUnavailable
+from takeover.repos import RepoSource
+
+
+def _tree_state(path):
+    out = []
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            p = os.path.join(root, f)
+            st = os.stat(p)
+            out.append((p, st.st_size, st.st_mtime_ns))
+    return sorted(out)
+
+
+def test_workspace_checks_out_base_commit_without_touching_mirror(tmp_path):
+    src, first = make_repo(tmp_path / "src", {"pkg/a.py": "x = 1\n"}, bare_mirror=None)
+    (src / "pkg/a.py").write_text("x = 2\n")
+    git(src, "commit", "-qam", "second")
+    mirror = tmp_path / "mirror"
+    git(tmp_path, "clone", "-q", "--bare", str(src), str(mirror / "acme__widget.git"))
+    before = _tree_state(mirror)
+
+    ws = RepoSource(mirror, allow_network=False).workspace("acme/widget", first, tmp_path / "ws")
+
+    assert (ws / "pkg/a.py").read_text() == "x = 1\n"
+    assert git(ws, "rev-parse", "HEAD").strip() == first
+    assert git(ws, "remote").strip() == ""
+    assert (ws / ".git/objects/info/alternates").exists()  # shared objects, no copied history
+    assert _tree_state(mirror) == before
+
+
+def test_missing_repository_names_the_mirror(tmp_path):
+    (tmp_path / "mirror").mkdir()
+    with pytest.raises(RepositoryUnavailable, match="acme__gone.git"):
+        RepoSource(tmp_path / "mirror", allow_network=False).workspace("acme/gone", "0" * 40, tmp_path / "ws")
+
+
+def test_nonempty_destination_is_refused(tmp_path):
+    _src, sha = make_repo(tmp_path / "src", {"a.py": ""}, bare_mirror=tmp_path / "m" / "o__r.git")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        RepoSource(tmp_path / "m", allow_network=False).workspace("o/r", sha, tmp_path / "ws")
+    assert subprocess.run(["cat", str(tmp_path / "ws" / "keep.txt")], capture_output=True, text=True).stdout == "mine"
