@@ -1,0 +1,251 @@
+"""The experiment file: one TOML file names everything a study needs (PROTOCOL.md sections 2-9).
+
+Example (paths are relative to the TOML file's folder)::
+
+    output_dir = "out/pilot"
+    mirror = "/data/mirror"            # folder of bare repositories owner__name.git (or TAKEOVER_MIRROR)
+    views = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
+    point_types = ["after_first_source_edit", "after_first_verification_result",
+                   "after_first_post_failure_edit"]
+
+    [dataset]
+    path = "swebench_verified.jsonl"
+    buckets = ["15 min - 1 hour", "1-4 hours"]
+    seed = 20260430
+    limit = 75
+    # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
+
+    [predecessor]                       # either a model to run ...
+    model = { name = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
+    # trajectories = ["runs/mini-swe-agent/"]   # ... or trajectory files/folders to import
+
+    [[successors]]
+    name = "openai/qwen"
+    base_url = "http://127.0.0.1:8000/v1"
+
+    [limits]
+    step_limit = 500
+    time_limit = 14400
+
+    [grading]
+    backend = "local"
+
+    [execution]
+    workers = 4
+    model_concurrency = 4
+    environment_concurrency = 2
+    executor = "local"
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from takeover.errors import InputError
+from takeover.models import ModelSettings
+from takeover.points import POINT_TYPES, PointType
+
+VIEWS: tuple[str, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
+ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
+PAPER_BUCKETS = ["15 min - 1 hour", "1-4 hours"]
+PAPER_SEED = 20260430
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetConfig(_Strict):
+    """Source tasks (PROTOCOL.md section 2).
+
+    Attributes:
+        path: SWE-bench instances file (``.jsonl``/``.json``/``.parquet``) or a Hugging Face dataset name.
+        buckets: difficulty buckets kept by the seeded selection.
+        seed: seed of the shuffled order.
+        limit: first N of the shuffled order (``None``: all).
+        instance_ids: explicit instances; when given, buckets/seed/limit are not used.
+        repos: keep only these repositories (``owner/name``), applied before the seeded selection.
+    """
+
+    path: str
+    buckets: list[str] = Field(default_factory=lambda: list(PAPER_BUCKETS))
+    seed: int = PAPER_SEED
+    limit: int | None = 75
+    instance_ids: list[str] | None = None
+    repos: list[str] | None = None
+
+
+class PredecessorConfig(_Strict):
+    """Who starts the source tasks: a model run by us, or trajectories imported from files/folders."""
+
+    model: ModelSettings | None = None
+    trajectories: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> PredecessorConfig:
+        if (self.model is None) == (not self.trajectories):
+            raise ValueError("give exactly one of 'model' (run a predecessor) or 'trajectories' (import runs)")
+        return self
+
+
+class LimitsConfig(_Strict):
+    """Limits of every agent run, the same for every view (PROTOCOL.md section 8; paper values)."""
+
+    step_limit: int = 500
+    time_limit: float = 4 * 3600.0
+    command_timeout: float = 600.0
+    grading_timeout: float = 1800.0
+    protocol: Literal["text", "tools"] = "text"
+
+
+class GradingConfig(_Strict):
+    backend: Literal["local", "docker"] = "local"
+
+
+class NotesConfig(_Strict):
+    """Note writer for ``summary_notes``/``structured_notes`` (paper: the predecessor's model).
+
+    Defaults to the predecessor model when one is run, else to the first successor.
+    """
+
+    model: ModelSettings | None = None
+
+
+class ExecutionConfig(_Strict):
+    """Parallelism: ``workers`` processes (or Ray tasks) in flight; at most ``model_concurrency`` units
+    that call a model and ``environment_concurrency`` units that use a test environment at a time."""
+
+    workers: int = Field(default=1, ge=1)
+    model_concurrency: int | None = Field(default=None, ge=1)
+    environment_concurrency: int | None = Field(default=None, ge=1)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+
+
+class ExperimentConfig(_Strict):
+    """A whole study. Construct it from a TOML file with :func:`load_experiment` or directly in Python.
+
+    Relative paths are resolved against ``base_dir`` (the TOML file's folder; the current folder when
+    built in Python).
+    """
+
+    name: str = "experiment"
+    output_dir: str
+    mirror: str | None = None
+    allow_network: bool = True
+    dataset: DatasetConfig
+    predecessor: PredecessorConfig
+    successors: list[ModelSettings] = Field(min_length=1)
+    views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
+    point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    grading: GradingConfig = Field(default_factory=GradingConfig)
+    notes: NotesConfig = Field(default_factory=NotesConfig)
+    execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
+    bootstrap_resamples: int = 5000
+    bootstrap_seed: int = PAPER_SEED
+    base_dir: str | None = Field(default=None, description="folder that relative paths are resolved against")
+
+    @field_validator("views")
+    @classmethod
+    def _views_unique(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError("views are listed twice")
+        return value
+
+    @field_validator("successors")
+    @classmethod
+    def _successors_unique(cls, value: list[ModelSettings]) -> list[ModelSettings]:
+        names = [m.name for m in value]
+        if len(set(names)) != len(names):
+            raise ValueError(f"successor names must be unique: {names}")
+        return value
+
+    # --- resolved paths -------------------------------------------------------------------------------
+    def _resolve(self, value: str) -> Path:
+        p = Path(value).expanduser()
+        if not p.is_absolute() and self.base_dir:
+            p = Path(self.base_dir) / p
+        return p.absolute()
+
+    @property
+    def out(self) -> Path:
+        """The output folder (absolute)."""
+        return self._resolve(self.output_dir)
+
+    @property
+    def dataset_path(self) -> Path | str:
+        """The dataset file (absolute), or the dataset name when no such file exists (Hugging Face)."""
+        p = self._resolve(self.dataset.path)
+        if p.exists() or p.suffix in {".jsonl", ".json", ".parquet"}:
+            return p
+        return self.dataset.path
+
+    @property
+    def mirror_path(self) -> Path | None:
+        value = self.mirror or os.environ.get("TAKEOVER_MIRROR")
+        return self._resolve(value) if value else None
+
+    @property
+    def trajectory_paths(self) -> list[Path]:
+        return [self._resolve(p) for p in self.predecessor.trajectories or []]
+
+    @property
+    def notes_model(self) -> ModelSettings:
+        """The note writer: ``notes.model``, else the predecessor model, else the first successor."""
+        return self.notes.model or self.predecessor.model or self.successors[0]
+
+    def resolved(self) -> dict[str, Any]:
+        """The fully resolved configuration (absolute paths, defaults filled, no secrets)."""
+        data = self.model_dump(mode="json")
+        data["output_dir"] = str(self.out)
+        data["mirror"] = str(self.mirror_path) if self.mirror_path else None
+        data["dataset"]["path"] = str(self.dataset_path)
+        if self.predecessor.trajectories:
+            data["predecessor"]["trajectories"] = [str(p) for p in self.trajectory_paths]
+        data["notes"]["model"] = self.notes_model.public()
+        data["execution"]["model_concurrency"] = self.execution.model_concurrency or self.execution.workers
+        data["execution"]["environment_concurrency"] = (
+            self.execution.environment_concurrency or self.execution.workers
+        )
+        return data
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def load_experiment(path: Path | str) -> ExperimentConfig:
+    """Read an experiment TOML file into an :class:`ExperimentConfig`.
+
+    Raises:
+        InputError: the file is missing, is not valid TOML, or a key is unknown or has a bad value; the
+            error names the file and the TOML key (``successors[0].base_url``).
+    """
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "experiment file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(path, f"not valid TOML: {exc}") from None
+    raw.setdefault("base_dir", str(path.resolve().parent))
+    try:
+        return ExperimentConfig.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InputError(path, msg + more, field=_loc(err["loc"]) or None) from None

@@ -1,0 +1,177 @@
+"""Report statistics against values computed by hand, and the report built from unit files only."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from takeover.report import build_report
+from takeover.report.stats import (
+    mcnemar_exact,
+    median,
+    paired_bootstrap_relative_median_change,
+    relative_change,
+    wilson_interval,
+)
+
+
+def test_mcnemar_exact_matches_hand_computed_binomial():
+    # b = 1 pair solved only by the base, c = 7 only by the new view: p = 2 * P(X <= 1 | n=8, 1/2)
+    # = 2 * (1 + 8) / 256.
+    base = [True] + [False] * 7 + [True, True, False]
+    new = [False] + [True] * 7 + [True, True, False]
+    r = mcnemar_exact(base, new)
+    assert (r["base_only"], r["new_only"], r["n"]) == (1, 7, 11)
+    assert r["p_value"] == pytest.approx(18 / 256)
+    assert r["difference"] == pytest.approx(6 / 11)
+    # Symmetric: swapping the views gives the same p and the opposite difference.
+    s = mcnemar_exact(new, base)
+    assert s["p_value"] == pytest.approx(18 / 256) and s["difference"] == pytest.approx(-6 / 11)
+    # No discordant pair: p = 1.
+    assert mcnemar_exact([True, False], [True, False])["p_value"] == 1.0
+    # b=0, c=3: p = 2 * (1/2)^3.
+    assert mcnemar_exact([False] * 3, [True] * 3)["p_value"] == pytest.approx(0.25)
+
+
+def test_medians_and_relative_change():
+    assert median([10, 30, 20]) == 20
+    assert median([1, 2, 3, 4]) == 2.5
+    assert median([]) is None
+    assert relative_change(10, 20) == pytest.approx(-0.5)
+    assert relative_change(30, 20) == pytest.approx(0.5)
+    assert relative_change(5, 0) is None
+
+
+def test_bootstrap_equals_direct_numpy_recomputation():
+    base = [10, 20, 30, 40, 50]
+    new = [5, 12, 30, 20, 25]
+    est, low, high = paired_bootstrap_relative_median_change(base, new, resamples=200, seed=7)
+    assert est == pytest.approx(20 / 30 - 1)
+    # Direct recomputation: one resample at a time, point indices drawn with replacement.
+    rng = np.random.default_rng(7)
+    a, b = np.array(base, float), np.array(new, float)
+    stats = []
+    for _ in range(200):
+        idx = rng.integers(0, 5, 5)
+        stats.append(np.median(b[idx]) / np.median(a[idx]) - 1)
+    assert low == pytest.approx(np.quantile(stats, 0.025))
+    assert high == pytest.approx(np.quantile(stats, 0.975))
+    assert low <= est <= high
+    # Same seed, same interval; pairs are kept together (a constant ratio gives a zero-width interval).
+    assert paired_bootstrap_relative_median_change(base, new, resamples=200, seed=7) == (est, low, high)
+    e2, l2, h2 = paired_bootstrap_relative_median_change([2, 4, 6], [1, 2, 3], resamples=300, seed=1)
+    assert (e2, l2, h2) == pytest.approx((-0.5, -0.5, -0.5))
+    with pytest.raises(ValueError):
+        paired_bootstrap_relative_median_change([1, 2], [1], resamples=10)
+    assert paired_bootstrap_relative_median_change([], []) == (None, None, None)
+
+
+def test_wilson_interval_known_values():
+    low, high = wilson_interval(5, 10)
+    assert (low, high) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert wilson_interval(0, 0) == (None, None)
+    low, high = wilson_interval(0, 4)
+    assert low == 0.0 and high == pytest.approx(0.4899, abs=1e-4)
+
+
+# --- a report from hand-written unit files ----------------------------------------------------------
+
+
+def _unit(out: Path, stage: str, key: str, status: str = "done", output: dict | None = None, **extra) -> None:
+    path = out / "units" / stage / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"stage": stage, "key": key, "status": status, "output": output or {}, "started_at": "t",
+              "seconds": 1.0, "labels": {}, "inputs": {}, **extra}
+    path.write_text(json.dumps(record))
+
+
+def _write_experiment(out: Path) -> None:
+    """3 points x 2 views for one successor. repo_only: events 100/200/300, tokens 1000/2000/3000,
+    solved p1,p2. raw_trace: events 50/100/-, tokens 400/1000/-, solved p1,p3... except p3's run failed
+    for infrastructure (endpoint) reasons, so it is not solved and has no metrics."""
+    plan: dict = {"name": "hand", "bootstrap": {"resamples": 300, "seed": 3}, "stages": {
+        "points": [], "handoff_state": [], "view": [], "takeover": [], "grade": []}}
+    states = {"p1": "needs_completion", "p2": "resolved_preserve", "p3": "needs_completion"}
+    types = {"p1": "after_first_source_edit", "p2": "after_first_source_edit", "p3": "after_first_verification_result"}
+    for p, state in states.items():
+        plan["stages"]["handoff_state"].append({"key": f"hs-{p}", "labels": {"point_key": p, "point_type": types[p]}})
+        _unit(out, "handoff_state", f"hs-{p}", output={"handoff_state": state})
+    _unit(out, "view", "v-p1", output={"characters": 1000}, prompt_tokens=70, completion_tokens=30)
+    plan["stages"]["view"].append({"key": "v-p1", "labels": {"view": "summary_notes"}})
+    runs = {
+        ("repo_only", "p1"): (100, 1000, True),
+        ("repo_only", "p2"): (200, 2000, True),
+        ("repo_only", "p3"): (300, 3000, False),
+        ("raw_trace", "p1"): (50, 400, True),
+        ("raw_trace", "p2"): (100, 1000, False),
+    }
+    for view in ("repo_only", "raw_trace"):
+        for p in ("p1", "p2", "p3"):
+            tk, gk = f"t-{view}-{p}", f"g-{view}-{p}"
+            labels = {"successor": "m", "instance_id": f"inst-{p}", "point_type": types[p], "point_key": p,
+                      "view": view}
+            plan["stages"]["takeover"].append({"key": tk, "labels": labels})
+            plan["stages"]["grade"].append({"key": gk, "labels": {"takeover_key": tk}})
+            if (view, p) in runs:
+                ev, tok, solved = runs[(view, p)]
+                _unit(out, "takeover", tk, output={"agent_events": ev, "prompt_tokens": tok,
+                      "completion_tokens": ev, "initial_prompt_chars": 10 if view == "repo_only" else 30,
+                      "exit_status": "submitted"})
+                _unit(out, "grade", gk, output={"resolved": solved, "fail_to_pass_rate": 1.0 if solved else 0.0})
+            else:
+                _unit(out, "takeover", tk, status="failed", failure_kind="infrastructure",
+                      reason="APIConnectionError: endpoint refused")
+    (out / "plan.json").write_text(json.dumps(plan))
+
+
+def test_report_tables_from_unit_files(tmp_path):
+    out = tmp_path / "exp"
+    _write_experiment(out)
+    report = build_report(out)
+
+    with open(out / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 6
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["view"] == "raw_trace" and failed[0]["failure_kind"] == "infrastructure"
+    assert failed[0]["resolved"] == "False"
+    assert rows[0]["successor"] == "m" and rows[0]["view"] == "repo_only" and rows[0]["handoff_state"] == "needs_completion"
+
+    summary = {e["view"]: e for e in report.data["summary"]}
+    base, raw = summary["repo_only"], summary["raw_trace"]
+    assert (base["points"], base["solved"], base["solved_rate"]) == (3, 2, pytest.approx(2 / 3))
+    # The infrastructure failure stays in the denominator: 1 solved of 3 points.
+    assert (raw["points"], raw["solved"], raw["infrastructure_failures"]) == (3, 1, 1)
+    assert base["median_agent_events"] == 200 and raw["median_agent_events"] == 75
+    assert base["median_prompt_tokens"] == 2000 and raw["median_prompt_tokens"] == 700
+    vs = raw["vs_repo_only"]
+    # Paired over p1, p2 (both finished): repo_only median events 150, raw_trace 75 -> -50%.
+    assert vs["agent_events"]["pairs"] == 2
+    assert vs["agent_events"]["relative_change"] == pytest.approx(-0.5)
+    assert vs["prompt_tokens"]["relative_change"] == pytest.approx(700 / 1500 - 1)
+    assert vs["initial_prompt_chars"]["relative_change"] == pytest.approx(2.0)
+    # Solved: p2 lost (base only), p3 lost for both: b=1, c=0 -> p = 1, difference -1/3.
+    assert vs["solved_rate"]["base_only"] == 1 and vs["solved_rate"]["new_only"] == 0
+    assert vs["solved_rate"]["p_value"] == 1.0 and vs["solved_rate"]["difference"] == pytest.approx(-1 / 3)
+    # Breakdowns and Table 1.
+    by_state = report.data["by_handoff_state"]
+    assert set(by_state) == {"needs_completion", "resolved_preserve"}
+    assert {e["view"]: e["points"] for e in by_state["needs_completion"]} == {"repo_only": 2, "raw_trace": 2}
+    assert report.data["table1"]["points"] == {
+        "after_first_source_edit": {"needs_completion": 1, "resolved_preserve": 1},
+        "after_first_verification_result": {"needs_completion": 1},
+    }
+    assert report.data["note_writing"]["summary_notes"] == {"units": 1, "prompt_tokens": 70, "completion_tokens": 30,
+                                                            "characters_total": 1000}
+    assert report.data["units"]["takeover"] == {"done": 5, "failed": 1, "failed_infrastructure": 1}
+    assert "| m | raw_trace | 3 | 33.3% | -33.3 pp (p=1) | 75 | -50%" in report.markdown
+    assert (out / "plots" / "events_tokens.png").stat().st_size > 1000
+    assert (out / "plots" / "solved_rate.png").stat().st_size > 1000
+    # Deterministic: a second build gives byte-identical files.
+    first = (out / "report.json").read_bytes(), (out / "results.csv").read_bytes()
+    build_report(out, plots=False)
+    assert ((out / "report.json").read_bytes(), (out / "results.csv").read_bytes()) == first
