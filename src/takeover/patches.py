@@ -15,7 +15,8 @@ _DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
 
 
 def _target_path(pf) -> str:
-    path = pf.path
+    # Some dumps store diffs with CRLF line ends (SWE-Gym, SWE-agent 1.x); the "\r" is not part of the path.
+    path = pf.path.rstrip("\r")
     return path[2:] if path.startswith(("a/", "b/")) else path
 
 
@@ -29,7 +30,7 @@ def patch_files(patch: str) -> list[str]:
     try:
         return [_target_path(pf) for pf in PatchSet(patch)]
     except UnidiffParseError:
-        return [m.group(2) for m in _DIFF_HEADER.finditer(patch)]
+        return [m.group(2).rstrip("\r") for m in _DIFF_HEADER.finditer(patch)]
 
 
 def split_patch(patch: str) -> dict[str, str]:

@@ -1,14 +1,40 @@
 """Source tasks: SWE-bench instances, loading and the seeded selection (PROTOCOL.md section 2).
 
-Loaders and ``select_tasks`` are filled in by the tasks work (issue 2); the record is shared by every stage.
+Public API:
+
+- :class:`SourceTask`: one SWE-bench instance (shared record).
+- :func:`load_tasks`: rows from a local ``.jsonl`` / ``.json`` / ``.parquet`` file, or a Hugging Face dataset
+  name (``princeton-nlp/SWE-bench_Verified``) when the ``datasets`` package and the network are available.
+- :func:`select_tasks`: the seeded selection of PROTOCOL.md section 2.
+- :func:`write_selection` / :func:`read_selection_header`: the selection file.
+
+Selection file layout (decided here): JSON Lines; the first line is a header record
+``{"takeover_selection": 1, "dataset": ..., "dataset_sha256": ..., "difficulties": [...], "seed": ...,
+"limit": ..., "candidates": ..., "count": ...}`` and every further line is one :class:`SourceTask` in
+selection order. :func:`load_tasks` recognises the header by its ``takeover_selection`` key and skips it, so
+a selection file is itself a dataset. The bytes depend only on (dataset content, buckets, seed, limit) and
+the dataset path as given: the same inputs always give the same file.
 """
 
 from __future__ import annotations
 
 import json
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from takeover.errors import EnvironmentUnavailable, InputError
+
+#: Difficulty buckets of the paper's selection (PROTOCOL.md section 2).
+PAPER_DIFFICULTIES: tuple[str, ...] = ("15 min - 1 hour", "1-4 hours")
+#: Seed and size of the paper's selection (PROTOCOL.md section 2).
+PAPER_SEED = 20260430
+PAPER_LIMIT = 75
+#: Key that marks the header line of a selection file.
+SELECTION_HEADER_KEY = "takeover_selection"
 
 
 def _as_test_list(value: Any) -> list[str]:
@@ -62,3 +88,193 @@ class SourceTask(BaseModel):
     def repo_slug(self) -> str:
         """``owner__name``: the mirror folder stem and SWE-bench's instance prefix."""
         return self.repo.replace("/", "__")
+
+
+class SelectionHeader(BaseModel):
+    """First line of a selection file: everything the selection is reproducible from (PROTOCOL.md section 2).
+
+    ``candidates`` is the number of dataset rows in the chosen buckets; ``count`` the number kept
+    (``min(limit, candidates)``).
+    """
+
+    takeover_selection: int = 1
+    dataset: str
+    dataset_sha256: str
+    difficulties: list[str]
+    seed: int
+    limit: int | None
+    candidates: int
+    count: int
+
+
+def _task_from_row(row: Any, path: Path | str, record: str) -> SourceTask:
+    if not isinstance(row, dict):
+        raise InputError(path, f"expected a JSON object, got {type(row).__name__}", record=record)
+    try:
+        return SourceTask.model_validate(row)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(part) for part in err["loc"]) or None
+        reason = "missing" if err["type"] == "missing" else err["msg"]
+        raise InputError(path, reason, record=record, field=field) from None
+
+
+def _is_header(row: Any) -> bool:
+    return isinstance(row, dict) and SELECTION_HEADER_KEY in row
+
+
+def _load_jsonl(path: Path) -> list[SourceTask]:
+    from takeover._io import iter_jsonl
+
+    tasks = []
+    for lineno, row in iter_jsonl(path):
+        if _is_header(row):
+            continue
+        tasks.append(_task_from_row(row, path, f"line {lineno}"))
+    return tasks
+
+
+def _load_json(path: Path) -> list[SourceTask]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not valid JSON ({exc.msg} at column {exc.colno})", record=f"line {exc.lineno}") from None
+    if isinstance(data, dict):
+        # A single instance, or a {"instances": [...]} / {"rows": [...]} wrapper.
+        for key in ("instances", "rows", "data"):
+            if isinstance(data.get(key), list):
+                data = data[key]
+                break
+        else:
+            data = [data]
+    if not isinstance(data, list):
+        raise InputError(path, "expected a JSON list of SWE-bench instances")
+    return [_task_from_row(row, path, f"index {i}") for i, row in enumerate(data) if not _is_header(row)]
+
+
+def _load_parquet(path: Path) -> list[SourceTask]:
+    import pyarrow.parquet as pq
+
+    try:
+        rows = pq.read_table(path).to_pylist()
+    except (OSError, ValueError) as exc:  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        raise InputError(path, f"not a readable parquet file ({exc})") from None
+    return [_task_from_row(row, path, f"row {i}") for i, row in enumerate(rows)]
+
+
+def _load_hf(name: str, split: str) -> list[SourceTask]:
+    try:
+        import datasets  # lazy: heavy import, optional dependency
+    except ImportError:
+        raise EnvironmentUnavailable(
+            f"{name!r} is not a local file; loading a Hugging Face dataset needs the 'datasets' package "
+            "(pip install 'takeover[hf]'), or pass a local .jsonl/.json/.parquet file"
+        ) from None
+    try:
+        ds = datasets.load_dataset(name, split=split)
+    except Exception as exc:  # noqa: BLE001 -- network, hub and cache errors have no common base class
+        raise EnvironmentUnavailable(
+            f"could not load Hugging Face dataset {name!r} (split {split!r}): {exc}. Offline? Pass a local "
+            ".jsonl/.json/.parquet file instead"
+        ) from None
+    return [_task_from_row(dict(row), name, f"row {i}") for i, row in enumerate(ds)]
+
+
+def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
+    """Load SWE-bench instances.
+
+    Args:
+        source: a local file (``.jsonl``, ``.json`` list, ``.parquet``; a selection file written by
+            :func:`write_selection` also works, its header is skipped) or, when no such file exists, a
+            Hugging Face dataset name such as ``princeton-nlp/SWE-bench_Verified``.
+        split: dataset split for Hugging Face names.
+
+    Returns:
+        The instances in file order. ``FAIL_TO_PASS``/``PASS_TO_PASS`` are lists whichever encoding the
+        file used (JSON lists or JSON-encoded strings).
+
+    Raises:
+        InputError: unreadable file or a bad row (names file, ``line N``/``index N``/``row N`` and field).
+        EnvironmentUnavailable: a dataset name while ``datasets`` is missing or the network is unreachable.
+    """
+    path = Path(source)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".jsonl":
+            return _load_jsonl(path)
+        if suffix == ".json":
+            return _load_json(path)
+        if suffix == ".parquet":
+            return _load_parquet(path)
+        raise InputError(path, f"unknown dataset file type {suffix!r} (expected .jsonl, .json or .parquet)")
+    if path.exists():
+        raise InputError(path, "is not a file")
+    name = str(source)
+    if "/" in name and not name.startswith((".", "/")) and name.count("/") == 1 and not path.suffix:
+        return _load_hf(name, split)
+    raise InputError(path, "no such file")
+
+
+def select_tasks(
+    tasks: Iterable[SourceTask], difficulties: Sequence[str], seed: int, limit: int | None
+) -> list[SourceTask]:
+    """The seeded selection of PROTOCOL.md section 2.
+
+    Keeps the tasks whose ``difficulty`` is one of ``difficulties``, sorts them by ``instance_id`` (so the
+    result does not depend on the file's row order), shuffles them with ``random.Random(seed)`` and keeps
+    the first ``limit`` (all when ``limit`` is ``None``). The result is therefore a function of (dataset
+    content, buckets, seed, limit) alone.
+    """
+    wanted = set(difficulties)
+    candidates = sorted((t for t in tasks if t.difficulty in wanted), key=lambda t: t.instance_id)
+    random.Random(seed).shuffle(candidates)
+    return candidates if limit is None else candidates[:limit]
+
+
+def write_selection(path: Path | str, tasks: Sequence[SourceTask], header: SelectionHeader) -> Path:
+    """Write a selection file atomically: header line, then one task per line (see module docstring)."""
+    from takeover._io import atomic_write_text
+
+    lines = [json.dumps(header.model_dump(mode="json"), ensure_ascii=False)]
+    lines += [json.dumps(t.model_dump(mode="json"), ensure_ascii=False) for t in tasks]
+    return atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def read_selection_header(path: Path | str) -> SelectionHeader | None:
+    """The header of a selection file, or ``None`` when the file has none (a plain dataset)."""
+    from takeover._io import iter_jsonl
+
+    for lineno, row in iter_jsonl(path):
+        if _is_header(row):
+            try:
+                return SelectionHeader.model_validate(row)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                raise InputError(path, err["msg"], record=f"line {lineno}", field=".".join(map(str, err["loc"]))) from None
+        return None
+    return None
+
+
+def make_selection(
+    dataset: Path | str, difficulties: Sequence[str], seed: int, limit: int | None
+) -> tuple[SelectionHeader, list[SourceTask]]:
+    """Load ``dataset`` (a local file), select (PROTOCOL.md section 2) and return (header, tasks)."""
+    from takeover._io import sha256_file
+
+    path = Path(dataset)
+    if not path.is_file():
+        raise InputError(path, "the selection needs a local dataset file (its sha256 is recorded)")
+    tasks = load_tasks(path)
+    wanted = set(difficulties)
+    candidates = sum(1 for t in tasks if t.difficulty in wanted)
+    chosen = select_tasks(tasks, difficulties, seed, limit)
+    header = SelectionHeader(
+        dataset=str(dataset),
+        dataset_sha256=sha256_file(path),
+        difficulties=list(difficulties),
+        seed=seed,
+        limit=limit,
+        candidates=candidates,
+        count=len(chosen),
+    )
+    return header, chosen

@@ -1,9 +1,72 @@
-"""CLI commands of this concept (registered by :func:`register`)."""
+"""``takeover tasks ...``: source tasks (PROTOCOL.md section 2)."""
 
 from __future__ import annotations
 
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from takeover.errors import TakeoverError
+
+tasks_app = typer.Typer(
+    help="Source tasks: load SWE-bench instances and make the seeded selection.", no_args_is_help=True
+)
+
+
+def _counts_table(title: str, column: str, counts: Counter) -> Table:
+    table = Table(title=title)
+    table.add_column(column)
+    table.add_column("tasks", justify="right")
+    for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        table.add_row(str(key), str(n))
+    table.add_row("[bold]total[/bold]", f"[bold]{sum(counts.values())}[/bold]")
+    return table
+
+
+@tasks_app.command("select")
+def select(
+    dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench file (.jsonl, .json or .parquet).")],
+    out: Annotated[
+        Path, typer.Option("--out", help="Selection file to write (JSON Lines with a header line).")
+    ],
+    difficulty: Annotated[
+        list[str] | None, typer.Option("--difficulty", help="Difficulty bucket to keep (repeatable).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the shuffle (paper: 20260430).")] = 20260430,
+    limit: Annotated[
+        int | None, typer.Option(help="Number of tasks kept (paper: 75); all when omitted.")
+    ] = 75,
+) -> None:
+    """Write the seeded selection of source tasks and print per-repo and per-difficulty counts.
+
+    Example: takeover tasks select --dataset swebench_verified.jsonl --difficulty "15 min - 1 hour"
+    --difficulty "1-4 hours" --seed 20260430 --limit 75 --out tasks.jsonl
+    """
+    from takeover.tasks import PAPER_DIFFICULTIES, make_selection, write_selection
+
+    buckets = list(difficulty) if difficulty else list(PAPER_DIFFICULTIES)
+    try:
+        header, chosen = make_selection(dataset, buckets, seed, limit)
+        write_selection(out, chosen, header)
+    except TakeoverError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    console = Console()
+    console.print(_counts_table("Selected tasks per repository", "repo", Counter(t.repo for t in chosen)))
+    console.print(
+        _counts_table("Selected tasks per difficulty", "difficulty", Counter(t.difficulty for t in chosen))
+    )
+    console.print(
+        f"selected {header.count} of {header.candidates} tasks in {len(buckets)} bucket(s); "
+        f"seed {seed}; dataset sha256 {header.dataset_sha256[:12]}...; wrote {out}"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add ``takeover tasks`` to ``app``."""
+    app.add_typer(tasks_app, name="tasks")

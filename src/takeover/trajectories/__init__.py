@@ -1,1 +1,44 @@
-"""Trajectories: the normalized event model and readers of real agents' native formats (issue 2)."""
+"""Trajectories: the normalized event model and readers of real agents' native formats (issue 2).
+
+Read any supported file (the format is detected from the content)::
+
+    from takeover.trajectories import read_trajectories
+
+    for traj in read_trajectories("run.traj.json"):
+        print(traj.format, traj.instance_id, traj.agent_events, traj.prompt_tokens)
+
+Built-in readers (one module each; the module docstring says exactly how native records map to events):
+``mini-swe-agent`` (:mod:`.mini_swe_agent`), ``openhands-v0`` (:mod:`.openhands_v0`),
+``openhands-v0-messages`` (:mod:`.openhands_v0_messages`), ``openhands-v1`` and ``openhands-v1-dir``
+(:mod:`.openhands_v1`), ``swe-agent`` (:mod:`.swe_agent`). Add a format with :func:`register_reader`.
+"""
+
+from takeover.trajectories.model import Event, LLMCall, Trajectory, Usage
+from takeover.trajectories.registry import (
+    Reader,
+    detect_format,
+    get_reader,
+    iter_trajectories,
+    read_trajectories,
+    readers,
+    register_reader,
+    unregister_reader,
+)
+from takeover.trajectories.summary import TrajectorySummary, summarize
+
+__all__ = [
+    "Event",
+    "LLMCall",
+    "Reader",
+    "Trajectory",
+    "TrajectorySummary",
+    "Usage",
+    "detect_format",
+    "get_reader",
+    "iter_trajectories",
+    "read_trajectories",
+    "readers",
+    "register_reader",
+    "summarize",
+    "unregister_reader",
+]

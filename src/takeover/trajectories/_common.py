@@ -1,0 +1,244 @@
+"""Shared plumbing of the trajectory readers: parsing a file once, naming bad records, usage and paths.
+
+A :class:`Source` reads and parses a file (or looks at a directory) once; every reader's ``detect`` and
+``read`` share that parse, so detection by content costs nothing extra. A :class:`Ctx` carries "where am I"
+(file, record, field path) so that every error about bad input names all three (``InputError``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from takeover.errors import InputError
+from takeover.trajectories.model import Usage
+
+_UPLOADED = re.compile(r"<uploaded_files>\s*\n?\s*(\S[^\n]*?)\s*\n?\s*</uploaded_files>")
+
+
+class Source:
+    """One path given to the readers: a file parsed as a JSON document or as JSON Lines, or a directory.
+
+    Attributes:
+        path: the path as given.
+        is_dir: whether it is a directory (readers of run directories look inside it).
+    """
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise InputError(self.path, "no such file or directory")
+        self.is_dir = self.path.is_dir()
+
+    @cached_property
+    def text(self) -> str:
+        try:
+            return self.path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(self.path, f"not UTF-8 text (byte {exc.start})") from None
+
+    @cached_property
+    def parsed(self) -> tuple[str, Any]:
+        """``("document", value)`` for a JSON file, ``("jsonl", [(line_number, value), ...])`` for JSON Lines.
+
+        Raises:
+            InputError: empty, truncated or malformed JSON; names the line (and column) of the damage.
+        """
+        text = self.text
+        if not text.strip():
+            raise InputError(self.path, "empty file")
+        try:
+            return "document", json.loads(text)
+        except json.JSONDecodeError as exc:
+            first_error = exc
+        if first_error.msg != "Extra data":
+            # A damaged single document, unless the first line stands on its own (JSON Lines damaged later).
+            first_line = text.lstrip().split("\n", 1)[0]
+            try:
+                json.loads(first_line)
+            except json.JSONDecodeError:
+                raise InputError(
+                    self.path,
+                    f"not valid JSON: {first_error.msg} at column {first_error.colno} (truncated or malformed file)",
+                    record=f"line {first_error.lineno}",
+                ) from None
+        rows = []
+        for lineno, line in enumerate(text.split("\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise InputError(
+                    self.path,
+                    f"not valid JSON: {exc.msg} at column {exc.colno} (truncated or malformed line)",
+                    record=f"line {lineno}",
+                ) from None
+        return "jsonl", rows
+
+    def records(self) -> list[tuple[str | None, Any]]:
+        """Top-level records with their labels: ``line N`` (JSON Lines), ``index N`` (a JSON list), or a
+        single ``(None, value)`` for one JSON object (``line 1`` when the file is named ``*.jsonl``)."""
+        kind, value = self.parsed
+        if kind == "jsonl":
+            return [(f"line {n}", v) for n, v in value]
+        if isinstance(value, list):
+            return [(f"index {i}", v) for i, v in enumerate(value)]
+        return [("line 1" if self.path.suffix == ".jsonl" else None, value)]
+
+    def first(self) -> Any:
+        """The first top-level record (what detection looks at), or ``None`` for an empty list."""
+        recs = self.records()
+        return recs[0][1] if recs else None
+
+
+class Ctx:
+    """Where a reader is: file, record label and the field path inside the record (for error messages)."""
+
+    __slots__ = ("path", "prefix", "record")
+
+    def __init__(self, path: Path | str, record: str | None, prefix: str = ""):
+        self.path = str(path)
+        self.record = record
+        self.prefix = prefix
+
+    def _join(self, key: str | int) -> str:
+        if isinstance(key, int):
+            return f"{self.prefix}[{key}]"
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    def key(self, key: str) -> Ctx:
+        return Ctx(self.path, self.record, self._join(key))
+
+    def item(self, name: str, index: int) -> Ctx:
+        """Context of ``name[index]``: becomes the record itself when the file holds a single run."""
+        if self.record is None and not self.prefix:
+            return Ctx(self.path, f"{name}[{index}]")
+        return Ctx(self.path, self.record, f"{self._join(name)}[{index}]")
+
+    def field(self, key: str | None = None) -> str | None:
+        if key is None:
+            return self.prefix or None
+        return self._join(key)
+
+    def error(self, reason: str, key: str | None = None) -> InputError:
+        return InputError(self.path, reason, record=self.record, field=self.field(key))
+
+    def need(self, obj: Any, key: str, kind: type | tuple[type, ...] | None = None) -> Any:
+        """``obj[key]``, raising :class:`InputError` (naming the field) when missing or of the wrong type."""
+        if not isinstance(obj, dict):
+            raise self.error(f"expected a JSON object, got {type(obj).__name__}")
+        if key not in obj or obj[key] is None:
+            raise self.error("missing required field", key)
+        value = obj[key]
+        if kind is not None and not isinstance(value, kind):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise self.error(f"expected {_json_type(names)}, got {_json_type(type(value).__name__)}", key)
+        return value
+
+    def list_of_objects(self, obj: Any, key: str) -> list[dict]:
+        """``obj[key]`` as a list whose items are all JSON objects."""
+        items = self.need(obj, key, list)
+        for i, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise self.item(key, i).error(
+                    f"expected a JSON object, got {_json_type(type(item).__name__)}"
+                )
+        return items
+
+
+def _json_type(py: str) -> str:
+    return {
+        "dict": "object",
+        "list": "array",
+        "str": "string",
+        "int": "integer",
+        "float": "number",
+        "bool": "boolean",
+        "NoneType": "null",
+    }.get(py, py)
+
+
+def as_int(value: Any) -> int | None:
+    """An integer from an int or a numeric string; ``None`` otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+        return int(value)
+    return None
+
+
+def openai_usage(usage: Any) -> Usage | None:
+    """A :class:`Usage` from an OpenAI-style ``usage`` object (``prompt_tokens``, ``completion_tokens``,
+    ``prompt_tokens_details.cached_tokens``); ``None`` when there is none."""
+    if not isinstance(usage, dict):
+        return None
+    prompt = as_int(usage.get("prompt_tokens"))
+    completion = as_int(usage.get("completion_tokens"))
+    if prompt is None and completion is None:
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if cached is None:
+        cached = as_int(usage.get("cache_read_input_tokens"))
+    return Usage(prompt_tokens=prompt or 0, completion_tokens=completion or 0, cached_tokens=cached)
+
+
+def uploaded_dir(text: Any) -> str | None:
+    """The repository root named in OpenHands' ``<uploaded_files>/workspace/x</uploaded_files>`` preamble."""
+    if not isinstance(text, str):
+        return None
+    m = _UPLOADED.search(text)
+    return m.group(1).strip() if m else None
+
+
+def content_text(content: Any) -> str:
+    """Text of a chat message ``content``: a string, or the ``text`` parts of a content list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return "\n".join(parts)
+    return str(content)
+
+
+def editor_event_fields(args: dict) -> dict[str, Any]:
+    """Map ``str_replace_editor``/``file_editor`` arguments to :class:`Event` fields.
+
+    Returns keys ``type`` (``file_view`` for ``view``, else ``file_edit``), ``path``, ``edit``, ``old_text``,
+    ``new_text``, ``file_text``, ``insert_line``, ``view_range`` (only those present).
+    """
+    command = args.get("command")
+    out: dict[str, Any] = {"path": args.get("path") if isinstance(args.get("path"), str) else None}
+    if command == "view":
+        out["type"] = "file_view"
+        vr = args.get("view_range")
+        if isinstance(vr, list) and len(vr) == 2 and all(as_int(v) is not None for v in vr):
+            out["view_range"] = [as_int(v) for v in vr]
+        return out
+    out["type"] = "file_edit"
+    out["edit"] = command if isinstance(command, str) else None
+    for src, dst in (("old_str", "old_text"), ("new_str", "new_text"), ("file_text", "file_text")):
+        if isinstance(args.get(src), str):
+            out[dst] = args[src]
+    if as_int(args.get("insert_line")) is not None:
+        out["insert_line"] = as_int(args["insert_line"])
+    return out
+
+
+BASH_TOOLS = frozenset({"execute_bash", "bash", "terminal", "cmd_run", "execute_command"})
+EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
+FINISH_TOOLS = frozenset({"finish", "submit"})
+THINK_TOOLS = frozenset({"think"})

@@ -1,0 +1,167 @@
+"""The reader registry: detection by content and the entry points :func:`read_trajectories` /
+:func:`iter_trajectories`.
+
+A reader is a name, a ``detect(source) -> bool`` that looks at the parsed content (never at the file
+name), and a ``read(source) -> list[Trajectory]``. Readers are tried in ``priority`` order (lower first);
+the first whose ``detect`` accepts the source reads it. Another module (for example a reader of
+takeover's own run directories) plugs in with::
+
+    from takeover.trajectories import Reader, register_reader
+
+    register_reader(Reader(name="takeover", detect=my_detect, read=my_read, priority=10))
+
+``detect`` must be cheap and must not raise for foreign content; it gets the same :class:`Source` (file
+parsed once) that ``read`` gets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from takeover.errors import InputError
+from takeover.trajectories._common import Source
+from takeover.trajectories.model import Trajectory
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One native trajectory format.
+
+    Attributes:
+        name: the value of :attr:`Trajectory.format` this reader produces.
+        detect: ``detect(source) -> bool``; true when the content is in this format. Must not raise for
+            other formats (an :class:`InputError` from parsing the file is let through).
+        read: ``read(source) -> list[Trajectory]`` (one per run in the file or directory).
+        priority: lower is tried first.
+        description: one line for listings and error messages.
+        directories: whether the reader accepts a directory (run folder) rather than a file.
+    """
+
+    name: str
+    detect: Callable[[Source], bool]
+    read: Callable[[Source], list[Trajectory]]
+    priority: int = 100
+    description: str = ""
+    directories: bool = False
+
+
+_READERS: dict[str, Reader] = {}
+
+
+def register_reader(reader: Reader, *, replace: bool = False) -> Reader:
+    """Add ``reader`` to the registry and return it.
+
+    Raises:
+        ValueError: a reader of that name exists and ``replace`` is false.
+    """
+    if reader.name in _READERS and not replace:
+        raise ValueError(f"a trajectory reader named {reader.name!r} is already registered")
+    _READERS[reader.name] = reader
+    return reader
+
+
+def unregister_reader(name: str) -> None:
+    """Remove a reader (no error when absent)."""
+    _READERS.pop(name, None)
+
+
+def readers() -> list[Reader]:
+    """Registered readers in the order they are tried."""
+    _load_builtin()
+    return sorted(_READERS.values(), key=lambda r: (r.priority, r.name))
+
+
+def get_reader(name: str) -> Reader:
+    """The reader called ``name``; ``KeyError`` lists the known names."""
+    _load_builtin()
+    try:
+        return _READERS[name]
+    except KeyError:
+        raise KeyError(f"unknown trajectory format {name!r}; known: {', '.join(sorted(_READERS))}") from None
+
+
+def _unknown(source: Source) -> InputError:
+    names = ", ".join(r.name for r in readers())
+    if source.is_dir:
+        return InputError(
+            source.path, f"unknown trajectory format: not a run directory of any known format ({names})"
+        )
+    records = source.records()
+    if not records:
+        return InputError(source.path, f"unknown trajectory format: no records (known formats: {names})")
+    label, first = records[0]
+    if isinstance(first, dict):
+        keys = ", ".join(sorted(first)[:8])
+        what = f"an object with keys {keys}" if keys else "an empty object"
+    else:
+        what = f"a JSON {type(first).__name__}"
+    return InputError(
+        source.path,
+        f"unknown trajectory format: {what} (known formats: {names})",
+        record=label or "top-level object",
+    )
+
+
+def detect_format(path: Path | str) -> str:
+    """Name of the reader that accepts ``path`` (by content).
+
+    Raises:
+        InputError: unreadable or damaged file, or no reader accepts it.
+    """
+    return _detect(Source(path)).name
+
+
+def _detect(source: Source) -> Reader:
+    for reader in readers():
+        if source.is_dir != reader.directories:
+            continue
+        if reader.detect(source):
+            return reader
+    raise _unknown(source)
+
+
+def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Trajectory]:
+    """Read every run in ``path``: a file holding one or many runs, or a run directory.
+
+    Args:
+        path: trajectory file (``.json``, ``.jsonl``, ``.traj``...) or run directory (OpenHands v1 events
+            folder with ``base_state.json``).
+        format: a reader name to skip detection.
+
+    Returns:
+        One :class:`Trajectory` per run, in file order; ``source_path`` and ``record`` say where each came from.
+
+    Raises:
+        InputError: truncated or malformed file, unknown format, or a record missing a required field; the
+            message names the file, the record (line or index) and the field.
+    """
+    source = Source(path)
+    reader = get_reader(format) if format else _detect(source)
+    return reader.read(source)
+
+
+def iter_trajectories(paths: Iterable[Path | str], *, format: str | None = None) -> Iterator[Trajectory]:
+    """Yield the runs of many files in order (each file is read when reached; the first bad file raises)."""
+    for path in paths:
+        yield from read_trajectories(path, format=format)
+
+
+#: Modules of the built-in readers (each defines ``READERS``), loaded on first use.
+BUILTIN_MODULES = ("mini_swe_agent", "openhands_v0", "openhands_v0_messages", "openhands_v1", "swe_agent")
+_BUILTIN_LOADED = False
+
+
+def _load_builtin() -> None:
+    global _BUILTIN_LOADED
+    if _BUILTIN_LOADED:
+        return
+    _BUILTIN_LOADED = True
+    import importlib
+
+    for name in BUILTIN_MODULES:
+        module = importlib.import_module(f"takeover.trajectories.{name}")
+        for reader in module.READERS:
+            if reader.name not in _READERS:
+                _READERS[reader.name] = reader

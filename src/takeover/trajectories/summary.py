@@ -1,0 +1,54 @@
+"""One-line summaries of trajectories: what ``takeover inspect`` prints (table row or JSON line)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from takeover.trajectories.model import Trajectory
+
+
+class TrajectorySummary(BaseModel):
+    """Counts and totals of one run (units: events, calls, tokens).
+
+    ``prompt_tokens``/``completion_tokens`` are the sums over per-call usage; for formats that keep only
+    run totals (SWE-agent ``info.model_stats``) they are those totals, and ``usage_per_call`` is false.
+    """
+
+    format: str
+    instance_id: str | None
+    agent_events: int
+    actions: int
+    observations: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    exit_status: str | None
+    final_patch_files: list[str]
+    usage_per_call: bool = True
+
+    def json_row(self) -> dict:
+        """The exact keys of ``takeover inspect --json``."""
+        return self.model_dump(exclude={"usage_per_call"})
+
+
+def summarize(traj: Trajectory) -> TrajectorySummary:
+    """Summary of ``traj`` (see :class:`TrajectorySummary` for where token totals come from)."""
+    prompt, completion, per_call = traj.prompt_tokens, traj.completion_tokens, True
+    totals = traj.metadata.get("usage_totals") if isinstance(traj.metadata, dict) else None
+    if not any(c.usage for c in traj.llm_calls) and isinstance(totals, dict):
+        prompt = int(totals.get("prompt_tokens") or 0)
+        completion = int(totals.get("completion_tokens") or 0)
+        per_call = False
+    return TrajectorySummary(
+        format=traj.format,
+        instance_id=traj.instance_id,
+        agent_events=traj.agent_events,
+        actions=traj.actions,
+        observations=traj.observations,
+        llm_calls=len(traj.llm_calls),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        exit_status=traj.exit_status,
+        final_patch_files=traj.final_patch_files,
+        usage_per_call=per_call,
+    )
