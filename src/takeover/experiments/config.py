@@ -60,6 +60,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class EndpointSettings(ModelSettings):
+    """:class:`takeover.models.ModelSettings` that rejects unknown keys (a typo in the experiment file
+    must not silently fall back to a default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class DatasetConfig(_Strict):
     """Source tasks (PROTOCOL.md section 2).
 
@@ -83,7 +90,7 @@ class DatasetConfig(_Strict):
 class PredecessorConfig(_Strict):
     """Who starts the source tasks: a model run by us, or trajectories imported from files/folders."""
 
-    model: ModelSettings | None = None
+    model: EndpointSettings | None = None
     trajectories: list[str] | None = None
 
     @model_validator(mode="after")
@@ -113,7 +120,7 @@ class NotesConfig(_Strict):
     Defaults to the predecessor model when one is run, else to the first successor.
     """
 
-    model: ModelSettings | None = None
+    model: EndpointSettings | None = None
 
 
 class ExecutionConfig(_Strict):
@@ -140,7 +147,7 @@ class ExperimentConfig(_Strict):
     allow_network: bool = True
     dataset: DatasetConfig
     predecessor: PredecessorConfig
-    successors: list[ModelSettings] = Field(min_length=1)
+    successors: list[EndpointSettings] = Field(min_length=1)
     views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

@@ -50,13 +50,18 @@ class UnitFailure(Exception):
 
 
 class UnitSpec(BaseModel):
-    """What to do for one unit. ``key`` is derived from ``stage``, ``fn`` and ``inputs`` only."""
+    """What to do for one unit. ``key`` is derived from ``stage``, ``fn`` and ``inputs`` only.
+
+    ``context`` carries settings that must not change the key (where the mirror is, network access,
+    the output folder), ``labels`` what progress displays and reports group by.
+    """
 
     stage: str
     fn: str
     inputs: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, Any] = Field(default_factory=dict)
     resources: list[Resource] = Field(default_factory=list)
+    context: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -107,12 +112,14 @@ class UnitContext(BaseModel):
         work_dir: this unit's own folder ``OUT/work/<stage>/<key>/`` (emptied before a redo is up to the
             function; it is created before the call).
         key: the unit key.
+        context: the spec's ``context`` (mirror, network access, ...).
     """
 
     out_dir: str
     work_dir: str
     key: str
     stage: str
+    context: dict[str, Any] = Field(default_factory=dict)
 
 
 def unit_path(out_dir: Path | str, stage: str, key: str) -> Path:
@@ -178,7 +185,7 @@ def execute_unit(spec_json: str, out_dir: str) -> str:
     key = spec.key
     work = work_path(out_dir, spec.stage, key)
     work.mkdir(parents=True, exist_ok=True)
-    ctx = UnitContext(out_dir=str(out_dir), work_dir=str(work), key=key, stage=spec.stage)
+    ctx = UnitContext(out_dir=str(out_dir), work_dir=str(work), key=key, stage=spec.stage, context=spec.context)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     common = {

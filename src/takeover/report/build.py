@@ -187,7 +187,11 @@ def collect_rows(out_dir: Path | str, plan: dict | None = None) -> tuple[list[di
                 row[c] = o.get(c)
         failing = None
         if run is None or run["status"] == "failed":
-            failing = run or {"status": "missing", "reason": entry.get("blocked") or "not run yet"}
+            failing = run or (
+                {"status": "blocked", "reason": entry["blocked"]}
+                if entry.get("blocked")
+                else {"status": "missing", "reason": "not run yet"}
+            )
         elif grade is None or grade["status"] == "failed":
             failing = grade or {"status": "missing", "reason": "grading not run yet"}
         if failing is None:
@@ -198,7 +202,7 @@ def collect_rows(out_dir: Path | str, plan: dict | None = None) -> tuple[list[di
             row["status"] = "done"
             row["failure_kind"] = "agent" if (row["exit_status"] or "submitted") != "submitted" else None
         else:
-            row["status"] = "failed" if failing["status"] == "failed" else "missing"
+            row["status"] = failing["status"]
             row["failure_kind"] = failing.get("failure_kind") or "infrastructure"
             row["reason"] = failing.get("reason")
         rows.append(row)
