@@ -181,9 +181,11 @@ def read(source: Source) -> list[Trajectory]:
             thought = _thought(text) if text else None
             for action in actions:
                 command = action["command"]
+                # Tool-calling runs keep the command outside the text; the event text shows both.
+                event_text = text if command in text else f"{text}\n\n{command}".strip()
                 idx = add_action(
                     type="finish" if _is_submit(command) else "command",
-                    text=text,
+                    text=event_text,
                     thought=thought,
                     command=command,
                     llm_call=call,
