@@ -1,9 +1,89 @@
-"""CLI commands of this concept (registered by :func:`register`)."""
+"""``takeover views``: build the handoff views of one handoff point and write them to a folder.
+
+A thin layer over :func:`takeover.views.build_view` and :func:`write_views`.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add ``takeover views`` to ``app``."""
+
+    @app.command("views")
+    def views(
+        file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
+        point: Annotated[str, typer.Option("--point", help="Handoff point type, e.g. after_first_source_edit.")],
+        dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
+        out: Annotated[Path, typer.Option("--out", help="Output folder: <view>.md files and views.json.")],
+        view: Annotated[str, typer.Option("--view", help="repo_only, raw_trace, summary_notes, structured_notes or all.")] = "all",
+        model: Annotated[str | None, typer.Option("--model", help="Note-writing model name (needed for the notes views).")] = None,
+        base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")] = None,
+        api_key_env: Annotated[str, typer.Option("--api-key-env", help="Name of the variable holding the API key.")] = "OPENAI_API_KEY",
+        mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git (replay).")] = None,
+        points_file: Annotated[Path | None, typer.Option("--points-file", help="Saved points of this run (takeover points output) instead of re-detecting.")] = None,
+        record: Annotated[int | None, typer.Option("--record", help="0-based index of the run when FILE holds several.")] = None,
+        templates: Annotated[Path | None, typer.Option("--templates", help="Folder of templates overriding the packaged ones.")] = None,
+        max_chars: Annotated[int | None, typer.Option("--max-chars", help="raw_trace budget in characters (default: none).")] = None,
+        max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="raw_trace budget in estimated tokens (default: none).")] = None,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model request.")] = 300.0,
+        retries: Annotated[int, typer.Option("--retries", help="Retries on 429/5xx/timeouts per model request.")] = 3,
+        offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+    ) -> None:
+        """Write the takeover prompt of each view of one handoff point to OUT/<view>.md, plus OUT/views.json.
+
+        Example:
+
+            takeover views trajs/psf__requests-1766.json --point after_first_source_edit \\
+              --dataset swebench_verified.jsonl --mirror /data/mirror --out views/ \\
+              --model qwen --base-url http://127.0.0.1:8080/v1
+        """
+        from rich.console import Console
+        from rich.table import Table
+
+        from takeover.models import ModelSettings
+        from takeover.views.build import VIEW_NAMES
+        from takeover.views.runner import load_inputs, write_views
+
+        console = Console(stderr=True)
+        names = list(VIEW_NAMES) if view == "all" else [v.strip() for v in view.split(",")]
+        unknown = [n for n in names if n not in VIEW_NAMES]
+        if unknown:
+            raise typer.BadParameter(f"unknown view {unknown[0]!r}; expected all or one of {', '.join(VIEW_NAMES)}")
+        settings = None
+        if model:
+            settings = ModelSettings(
+                name=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
+            )
+        inputs = load_inputs(
+            file, point, dataset, record=record, mirror=mirror, points_file=points_file, allow_network=not offline
+        )
+        for note in inputs.notes:
+            console.print(f"[yellow]note:[/yellow] {note}")
+        if inputs.point is None:
+            console.print(f"[red]no {point} point in this run:[/red] {inputs.missing_reason}")
+            raise typer.Exit(1)
+        summary = write_views(
+            inputs, names, out, model=settings, template_dir=templates, max_chars=max_chars, max_tokens=max_tokens
+        )
+        table = Table(title=f"{inputs.task.instance_id} @ {point} (event {inputs.point.event_index})")
+        for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
+            table.add_column(column)
+        for name, row in summary["views"].items():
+            note = row.get("note_tokens")
+            table.add_row(
+                name,
+                str(row.get("characters", "-")),
+                str(row.get("estimated_tokens", "-")),
+                str(note["prompt_tokens"] + note["completion_tokens"]) if note else "-",
+                row["validation"],
+            )
+        Console().print(table)
+        for name, row in summary["views"].items():
+            if row.get("error"):
+                console.print(f"[yellow]{name}:[/yellow] {row['error']}")
+        console.print(f"wrote {out / 'views.json'}")

@@ -1,1 +1,53 @@
-"""Handoff views, the takeover prompt and model-written notes (PROTOCOL.md section 7; issue 5)."""
+"""Handoff views, the takeover prompt and model-written notes (PROTOCOL.md section 7; issue 5).
+
+Files:
+
+- ``build.py``: :func:`build_view` / :func:`build_views` and the :class:`ViewResult` record.
+- ``prompt.py``: Jinja templates (``templates/``, overridable): :func:`takeover_prompt`, :func:`task_prompt`.
+- ``evidence.py``: event rendering ``[step N | source | type]`` and the note writer's evidence packet.
+- ``raw_trace.py``: the ``raw_trace`` block (optional budget keeping the newest events).
+- ``structured.py``: the bounded continuation record (deterministic fields + model fields, validation).
+- ``notes.py``: the note writer (temperature 0, 1,600 tokens, at most two retries).
+- ``leak.py``: the leak guard every view passes before it is returned.
+- ``client.py``: chat-completion client with exact retries and per-attempt usage.
+- ``tokens.py``: offline token estimates.
+"""
+
+from takeover.views.build import (
+    NOTES_VIEWS,
+    VIEW_NAMES,
+    ModelRequired,
+    ViewName,
+    ViewResult,
+    build_view,
+    build_views,
+)
+from takeover.views.client import CallAttempt, Completion, ModelCallError, ModelClient, ModelUsage
+from takeover.views.leak import Leak, LeakGuard, ViewLeakError
+from takeover.views.notes import NotesFailed
+from takeover.views.prompt import takeover_prompt, task_prompt
+from takeover.views.structured import DeterministicFields, ModelNotes, compute_fields
+
+__all__ = [
+    "NOTES_VIEWS",
+    "VIEW_NAMES",
+    "CallAttempt",
+    "Completion",
+    "DeterministicFields",
+    "Leak",
+    "LeakGuard",
+    "ModelCallError",
+    "ModelClient",
+    "ModelNotes",
+    "ModelRequired",
+    "ModelUsage",
+    "NotesFailed",
+    "ViewLeakError",
+    "ViewName",
+    "ViewResult",
+    "build_view",
+    "build_views",
+    "compute_fields",
+    "takeover_prompt",
+    "task_prompt",
+]

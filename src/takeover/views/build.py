@@ -1,0 +1,200 @@
+"""Build one handoff view for one handoff point (PROTOCOL.md section 7).
+
+:func:`build_view` takes explicit inputs (trajectory, :class:`~takeover.points.HandoffPoint`, source task,
+checkpoint patch text) so it works for any point from any detector. Every view passes the leak guard
+(:mod:`takeover.views.leak`) before it is returned; secrets are masked (:func:`takeover.redact.redact`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from takeover.errors import TakeoverError
+from takeover.models import ModelSettings
+from takeover.points import HandoffPoint
+from takeover.redact import redact
+from takeover.tasks import SourceTask
+from takeover.trajectories.model import Trajectory
+from takeover.views.client import ModelClient, ModelUsage
+from takeover.views.leak import LeakGuard
+from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed, write_notes
+from takeover.views.prompt import takeover_prompt
+from takeover.views.raw_trace import raw_trace_block
+from takeover.views.tokens import estimate_tokens, estimator_name
+
+ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
+VIEW_NAMES: tuple[ViewName, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
+NOTES_VIEWS: tuple[ViewName, ...] = ("summary_notes", "structured_notes")
+ValidationOutcome = Literal["not_applicable", "valid", "repaired", "retried"]
+
+
+class ModelRequired(TakeoverError):
+    """A notes view was asked for without a model to write the notes."""
+
+    def __init__(self, view: str):
+        self.view = view
+        super().__init__(f"{view}: a model is needed to write the notes (give --model, and --base-url for an "
+                         "OpenAI-compatible endpoint)")
+
+
+class ViewResult(BaseModel):
+    """One built view.
+
+    Attributes:
+        view: the view name.
+        instance_id, point_type, event_index: which handoff point it is for.
+        block: the view block alone (empty for ``repo_only``).
+        prompt: the full takeover prompt (preamble + block + original task prompt).
+        characters: ``len(prompt)`` (Unicode characters); ``bytes``: its UTF-8 size.
+        estimated_tokens: tokenizer estimate of ``prompt`` (``token_estimator`` names the method).
+        note_usage: tokens/seconds spent writing notes (notes views only), kept apart from the successor's.
+        note_model: public settings of the note writer (no secrets).
+        validation: ``not_applicable`` (deterministic views), ``valid``, ``repaired`` or ``retried``.
+        attempts: note-writing attempts (0 for deterministic views).
+        rejections: reasons of rejected note attempts.
+        dropped_events: events left out of ``raw_trace`` by a budget.
+        structured: for ``structured_notes``: ``{"facts": ..., "notes": ...}``.
+    """
+
+    view: ViewName
+    instance_id: str
+    point_type: str
+    event_index: int
+    block: str
+    prompt: str
+    characters: int
+    bytes: int
+    estimated_tokens: int
+    token_estimator: str
+    note_usage: ModelUsage | None = None
+    note_model: dict | None = None
+    validation: ValidationOutcome = "not_applicable"
+    attempts: int = 0
+    rejections: list[str] = Field(default_factory=list)
+    dropped_events: int = 0
+    structured: dict | None = None
+
+
+def _result(view, trajectory, point, task, block, prompt, **extra) -> ViewResult:
+    return ViewResult(
+        view=view,
+        instance_id=task.instance_id or trajectory.instance_id or "",
+        point_type=point.type,
+        event_index=point.event_index,
+        block=block,
+        prompt=prompt,
+        characters=len(prompt),
+        bytes=len(prompt.encode("utf-8")),
+        estimated_tokens=estimate_tokens(prompt),
+        token_estimator=estimator_name(),
+        **extra,
+    )
+
+
+def build_view(
+    name: ViewName,
+    trajectory: Trajectory,
+    point: HandoffPoint,
+    task: SourceTask,
+    checkpoint_patch: str = "",
+    *,
+    model: ModelSettings | ModelClient | None = None,
+    template_dir: Path | str | None = None,
+    max_chars: int | None = None,
+    max_tokens: int | None = None,
+    handoff_state: str | None = None,
+    guard: LeakGuard | None = None,
+    note_max_tokens: int = NOTE_MAX_TOKENS,
+) -> ViewResult:
+    """Build view ``name`` of ``point`` in ``trajectory``.
+
+    Args:
+        name: ``repo_only``, ``raw_trace``, ``summary_notes`` or ``structured_notes``.
+        trajectory: the predecessor run (normalized events).
+        point: the handoff point; events after ``point.event_index`` are never used.
+        task: the source task (its problem statement is the original task prompt).
+        checkpoint_patch: cumulative diff at the point (structured notes' change state; the leak guard
+            treats it as visible).
+        model: note writer for the notes views (settings, or a client whose usage keeps accumulating).
+        template_dir: folder of user templates overriding the packaged ones.
+        max_chars / max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
+        handoff_state: the checkpoint's grading label when known, so the guard can keep it out.
+        guard: a prebuilt :class:`LeakGuard` for this point (saves work when building several views).
+
+    Raises:
+        ValueError: unknown view name or an event index outside the trajectory.
+        ModelRequired: a notes view without ``model``.
+        NotesFailed: the note writer gave no acceptable answer (carries the usage spent).
+        takeover.views.leak.ViewLeakError: a deterministic view would leak (a bug or bad input).
+        takeover.errors.InputError: a broken user template.
+    """
+    if name not in VIEW_NAMES:
+        raise ValueError(f"unknown view {name!r}; expected one of {', '.join(VIEW_NAMES)}")
+    if not 0 <= point.event_index < len(trajectory.events):
+        raise ValueError(
+            f"handoff event {point.event_index} is outside the trajectory's {len(trajectory.events)} events"
+        )
+    guard = guard or LeakGuard(trajectory, point.event_index, task, checkpoint_patch, handoff_state=handoff_state)
+
+    def make_prompt(block: str) -> str:
+        return redact(takeover_prompt(name, block, task, template_dir=template_dir))
+
+    if name == "repo_only":
+        prompt = make_prompt("")
+        guard.check(prompt, view=name)
+        return _result(name, trajectory, point, task, "", prompt)
+    if name == "raw_trace":
+        trace = raw_trace_block(
+            trajectory, point.event_index, max_chars=max_chars, max_tokens=max_tokens, template_dir=template_dir
+        )
+        prompt = make_prompt(trace.block)
+        guard.check(prompt, view=name)
+        return _result(name, trajectory, point, task, redact(trace.block), prompt, dropped_events=trace.dropped)
+    if model is None:
+        raise ModelRequired(name)
+    client = model if isinstance(model, ModelClient) else ModelClient(model)
+    try:
+        outcome = write_notes(
+            name, client, trajectory, point, task, checkpoint_patch, guard, make_prompt,
+            template_dir=template_dir, max_tokens=note_max_tokens,
+        )
+    finally:
+        if not isinstance(model, ModelClient):
+            client.close()
+    structured = None
+    if outcome.notes is not None:
+        structured = {"facts": outcome.facts.model_dump(), "notes": outcome.notes.model_dump()}
+    return _result(
+        name, trajectory, point, task, redact(outcome.block), outcome.prompt,
+        note_usage=outcome.usage,
+        note_model=client.settings.public(),
+        validation=outcome.validation,
+        attempts=outcome.attempts,
+        rejections=outcome.rejections,
+        structured=structured,
+    )
+
+
+def build_views(
+    names: list[ViewName] | tuple[ViewName, ...],
+    trajectory: Trajectory,
+    point: HandoffPoint,
+    task: SourceTask,
+    checkpoint_patch: str = "",
+    **kwargs,
+) -> dict[str, ViewResult | TakeoverError]:
+    """Build several views of one point with one leak guard. A view that cannot be built
+    (:class:`ModelRequired`, :class:`NotesFailed`) maps to its error instead of stopping the others."""
+    guard = kwargs.pop("guard", None) or LeakGuard(
+        trajectory, point.event_index, task, checkpoint_patch, handoff_state=kwargs.get("handoff_state")
+    )
+    out: dict[str, ViewResult | TakeoverError] = {}
+    for name in names:
+        try:
+            out[name] = build_view(name, trajectory, point, task, checkpoint_patch, guard=guard, **kwargs)
+        except (ModelRequired, NotesFailed) as exc:
+            out[name] = exc
+    return out

@@ -1,0 +1,213 @@
+"""Model-written notes: ``summary_notes`` and the model half of ``structured_notes`` (PROTOCOL.md section 7).
+
+The note writer sees only the predecessor's evidence: the problem statement and the evidence packet
+(:func:`takeover.views.evidence.evidence_packet`: last 80 events up to the point, 1,200 characters each;
+code and patches removed for structured notes) and, for structured notes, the deterministic fields.
+Calls use temperature 0 and at most 1,600 completion tokens.
+
+An answer is accepted only when it passes validation; otherwise the writer is told why (without
+repeating any hidden text) and asked again, at most :data:`MAX_RETRIES` (2) times:
+
+- summary notes: non-empty plain text (a single fenced block around the whole answer is unwrapped and
+  counts as a repair), not only "fixed/done/solved", no leak (:mod:`takeover.views.leak`);
+- structured notes: a JSON object matching :class:`~takeover.views.structured.ModelNotes` (repaired when
+  fenced or wrapped in text), no overconfidence or contradiction
+  (:func:`~takeover.views.structured.content_problems`), no leak in the rendered view.
+
+Validation outcome: ``valid`` (first answer accepted as is), ``repaired`` (first answer accepted after a
+local repair), ``retried`` (accepted after one or two retries). When every attempt is rejected,
+:class:`NotesFailed` is raised with ``outcome="rejected"``; when the endpoint fails for good, with
+``outcome="model_error"``. Either way it carries the note-writing usage spent so far, which is reported
+separately from the successor's tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from takeover.errors import TakeoverError
+from takeover.points import HandoffPoint
+from takeover.tasks import SourceTask
+from takeover.trajectories.model import Trajectory
+from takeover.views.client import ModelCallError, ModelClient, ModelUsage
+from takeover.views.evidence import PACKET_CLIP, evidence_packet
+from takeover.views.leak import LeakGuard
+from takeover.views.prompt import render
+from takeover.views.structured import (
+    DeterministicFields,
+    ModelNotes,
+    bare_done,
+    compute_fields,
+    content_problems,
+    parse_model_notes,
+)
+
+NOTE_TEMPERATURE = 0.0
+NOTE_MAX_TOKENS = 1600
+MAX_RETRIES = 2
+NotesView = Literal["summary_notes", "structured_notes"]
+Validation = Literal["valid", "repaired", "retried"]
+
+
+class NotesOutcome(BaseModel):
+    """An accepted note-writing result.
+
+    Attributes:
+        block: the view block (summary text, or the rendered continuation record).
+        prompt: the full takeover prompt built from ``block``.
+        validation: ``valid`` / ``repaired`` / ``retried``.
+        attempts: note-writing attempts (1..3); HTTP retries are counted in ``usage.calls``.
+        rejections: why each rejected attempt was rejected (full detail, for the experimenter).
+        usage: tokens and seconds of every call made to write these notes.
+        notes / facts: the structured record's two halves (structured notes only).
+        raw_answers: the model's answer of each attempt.
+    """
+
+    view: NotesView
+    block: str
+    prompt: str
+    validation: Validation
+    attempts: int
+    rejections: list[str] = Field(default_factory=list)
+    usage: ModelUsage
+    notes: ModelNotes | None = None
+    facts: DeterministicFields | None = None
+    raw_answers: list[str] = Field(default_factory=list)
+
+
+class NotesFailed(TakeoverError):
+    """No acceptable notes: every attempt rejected (``outcome="rejected"``) or the endpoint failed
+    (``outcome="model_error"``). ``usage`` holds the note-writing tokens spent anyway."""
+
+    def __init__(self, view: str, outcome: str, reasons: list[str], usage: ModelUsage, attempts: int):
+        self.view = view
+        self.outcome = outcome
+        self.reasons = reasons
+        self.usage = usage
+        self.attempts = attempts
+        last = reasons[-1] if reasons else "no answer"
+        super().__init__(f"{view}: no acceptable notes after {attempts} attempt(s) ({outcome}): {last}")
+
+
+def _unwrap_fence(text: str) -> tuple[str, bool]:
+    m = re.fullmatch(r"\s*```[^\n]*\n(.*?)\n?```\s*", text, re.DOTALL)
+    return (m.group(1).strip(), True) if m else (text.strip(), False)
+
+
+def _feedback_reason(kind: str, detail: str) -> str:
+    # Never echo hidden text back to the writer: that would hand it the very information we keep out.
+    if kind == "grading_vocabulary":
+        return f"it uses the term {detail!r}, which does not belong in the notes"
+    if kind == "later_event":
+        return "it states things that are not in the event log you were given"
+    return "it contains information that is not in the evidence you were given"
+
+
+def write_notes(
+    view: NotesView,
+    client: ModelClient,
+    trajectory: Trajectory,
+    point: HandoffPoint,
+    task: SourceTask,
+    checkpoint_patch: str,
+    guard: LeakGuard,
+    make_prompt: Callable[[str], str],
+    *,
+    template_dir: Path | str | None = None,
+    max_tokens: int = NOTE_MAX_TOKENS,
+    max_retries: int = MAX_RETRIES,
+) -> NotesOutcome:
+    """Ask the model for notes and validate them (see module docstring).
+
+    Args:
+        make_prompt: builds the full takeover prompt from a view block (the leak guard checks the result).
+
+    Raises:
+        NotesFailed: every attempt rejected, or :class:`ModelCallError` from the endpoint.
+    """
+    structured = view == "structured_notes"
+    facts = compute_fields(point, checkpoint_patch) if structured else None
+    entries, earlier = evidence_packet(trajectory, point.event_index, remove_code=structured)
+    request = render(
+        "notes_structured.md.j2" if structured else "notes_summary.md.j2",
+        template_dir,
+        problem_statement=task.problem_statement.strip(),
+        events=entries,
+        earlier=earlier,
+        clip=PACKET_CLIP,
+        facts=facts,
+    )
+    messages = [
+        {"role": "system", "content": render("notes_system.md.j2", template_dir)},
+        {"role": "user", "content": request},
+    ]
+    usage_start = client.usage.model_copy()
+    rejections: list[str] = []
+    answers: list[str] = []
+
+    def spent() -> ModelUsage:
+        u = client.usage.model_copy()
+        for field in ("calls", "failed_calls", "prompt_tokens", "completion_tokens", "cached_tokens"):
+            setattr(u, field, getattr(u, field) - getattr(usage_start, field))
+        u.seconds = round(u.seconds - usage_start.seconds, 6)
+        return u
+
+    for attempt in range(1, max_retries + 2):
+        try:
+            completion = client.complete(messages, temperature=NOTE_TEMPERATURE, max_tokens=max_tokens)
+        except ModelCallError as exc:
+            raise NotesFailed(view, "model_error", [*rejections, str(exc)], spent(), attempt) from None
+        answer = completion.content
+        answers.append(answer)
+        reasons: list[str] = []
+        feedback: list[str] = []
+        notes: ModelNotes | None = None
+        repaired = False
+        block = ""
+        if structured:
+            notes, repaired, problem = parse_model_notes(answer)
+            if problem:
+                reasons.append(problem)
+            else:
+                reasons.extend(content_problems(notes, facts))
+                block = render("view_structured_notes.md.j2", template_dir, facts=facts, notes=notes)
+            feedback.extend(reasons)
+        else:
+            block, repaired = _unwrap_fence(answer)
+            if not block:
+                reasons.append("the answer is empty")
+            elif bare_done(block):
+                reasons.append(f"overconfident: the notes only say {block!r}")
+            feedback.extend(reasons)
+        prompt = ""
+        if not reasons:
+            prompt = make_prompt(block)
+            for leak in guard.find(prompt):
+                reasons.append(f"leak ({leak.kind}): {leak.detail}")
+                feedback.append(_feedback_reason(leak.kind, leak.detail))
+        if not reasons:
+            return NotesOutcome(
+                view=view,
+                block=block,
+                prompt=prompt,
+                validation="valid" if attempt == 1 and not repaired else ("repaired" if attempt == 1 else "retried"),
+                attempts=attempt,
+                rejections=rejections,
+                usage=spent(),
+                notes=notes,
+                facts=facts,
+                raw_answers=answers,
+            )
+        rejections.append(f"attempt {attempt}: " + "; ".join(reasons))
+        messages = [
+            *messages,
+            {"role": "assistant", "content": answer},
+            {"role": "user", "content": render("notes_retry.md.j2", template_dir, reasons=sorted(set(feedback)),
+                                              structured=structured)},
+        ]
+    raise NotesFailed(view, "rejected", rejections, spent(), max_retries + 1)
