@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,7 +16,7 @@ from conftest import DATASET
 from typer.testing import CliRunner
 
 from takeover.cli import app
-from takeover.errors import InputError
+from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.tasks import (
     PAPER_DIFFICULTIES,
     PAPER_LIMIT,
@@ -82,6 +85,27 @@ def test_bad_rows_name_file_line_and_field(tmp_path):
     with pytest.raises(InputError) as info:
         load_tasks(path)
     assert info.value.record == "line 2"
+
+
+def test_dataset_name_without_datasets_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if the optional package were not installed
+    with pytest.raises(EnvironmentUnavailable, match="needs the 'datasets' package"):
+        load_tasks("princeton-nlp/SWE-bench_Verified")
+    with pytest.raises(InputError, match="no such file"):
+        load_tasks("missing/file.jsonl")
+
+
+@pytest.mark.slow
+def test_dataset_name_offline_is_a_clear_error(tmp_path):
+    code = "from takeover.tasks import load_tasks; load_tasks('princeton-nlp/SWE-bench_Verified')"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, check=False, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert (
+        "EnvironmentUnavailable: could not load Hugging Face dataset 'princeton-nlp/SWE-bench_Verified'"
+        in proc.stderr
+    )
+    assert "Pass a local .jsonl/.json/.parquet file instead" in proc.stderr
 
 
 def test_select_tasks_follows_protocol_section_2():

@@ -55,7 +55,10 @@ def inspect(
             ("exit status", "left"),
             ("final patch files", "left"),
         ):
-            table.add_column(name, justify=justify)
+            # Counts never wrap; names and paths fold when the terminal is narrow.
+            table.add_column(
+                name, justify=justify, no_wrap=justify == "right" or name == "format", overflow="fold"
+            )
         for s in rows:
             mark = "" if s.usage_per_call else "*"
             table.add_row(
