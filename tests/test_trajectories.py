@@ -546,3 +546,81 @@ def test_unknown_format(tmp_path):
     assert info.value.path == str(path) and "unknown trajectory format" in info.value.reason
     with pytest.raises(InputError, match="not a run directory"):
         read_trajectories(tmp_path)
+
+
+def test_openhands_v0_early_pair_history(tmp_path):
+    row = json.loads(V0_FILES[1].read_text().splitlines()[0])
+    hist = row["history"]
+    paired = dict(row, history=[hist[i : i + 2] for i in range(0, len(hist), 2)])
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(paired) + "\n")
+    (old,) = read_trajectories(path)
+    assert counts(old) == expected_v0(row)
+
+
+@pytest.mark.parametrize(
+    ("action", "open_file", "expected"),
+    [
+        ("submit\n", None, {"type": "finish", "command": "submit"}),
+        (
+            "edit 3:4\n    return 2\nend_of_edit\n",
+            "/r/a.py",
+            {
+                "type": "file_edit",
+                "edit": "edit",
+                "path": "/r/a.py",
+                "new_text": "    return 2",
+                "view_range": [3, 4],
+            },
+        ),
+        (
+            "str_replace_editor str_replace /testbed/mod.py   --old_str '    return 1' --new_str 'x = \"it'\"'\"'s\"'",
+            None,
+            {
+                "type": "file_edit",
+                "edit": "str_replace",
+                "path": "/testbed/mod.py",
+                "old_text": "    return 1",
+                "new_text": 'x = "it\'s"',
+            },
+        ),
+        (
+            "str_replace_editor create /testbed/r.py --file_text 'print(1)\nprint(2)'",
+            None,
+            {
+                "type": "file_edit",
+                "edit": "create",
+                "path": "/testbed/r.py",
+                "file_text": "print(1)\nprint(2)",
+            },
+        ),
+        (
+            "str_replace_editor insert /testbed/r.py --insert_line 7 --new_str 'y = 2'",
+            None,
+            {
+                "type": "file_edit",
+                "edit": "insert",
+                "path": "/testbed/r.py",
+                "new_text": "y = 2",
+                "insert_line": 7,
+            },
+        ),
+        (
+            "str_replace_editor view /testbed/r.py --view_range 10 20",
+            None,
+            {"type": "file_view", "path": "/testbed/r.py", "view_range": [10, 20]},
+        ),
+        (
+            "insert 'a = 1' 5",
+            "/r/b.py",
+            {"type": "file_edit", "edit": "insert", "path": "/r/b.py", "new_text": "a = 1", "insert_line": 5},
+        ),
+        ("open src/x.py 120", "/r/y.py", {"type": "file_view", "path": "src/x.py"}),
+        ("scroll_down", "/r/y.py", {"type": "file_view", "path": "/r/y.py"}),
+        ("python -m pytest -x tests/", None, {"type": "command", "command": "python -m pytest -x tests/"}),
+    ],
+)
+def test_swe_agent_parse_action(action, open_file, expected):
+    from takeover.trajectories.swe_agent import parse_action
+
+    assert parse_action(action, open_file) == expected

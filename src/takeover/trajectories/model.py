@@ -59,7 +59,8 @@ class Event(BaseModel):
         edit: for ``file_edit``: ``create``, ``str_replace``, ``insert``, ``undo_edit``, ``write`` or the
             native tool's verb.
         old_text / new_text / file_text / insert_line: editor arguments where the format has them.
-        view_range: ``[start, end]`` lines for ``file_view``, where given.
+        view_range: ``[start, end]`` lines for ``file_view``, where given; for a line-range edit (SWE-agent
+            ``edit N:M``), the replaced lines ``[N, M]``.
         cwd: working directory of a command, where recorded.
         llm_call: index into :attr:`Trajectory.llm_calls` of the call that produced this action.
         cause: for observations, the index of the action event it answers.

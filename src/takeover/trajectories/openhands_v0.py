@@ -17,7 +17,8 @@ How history events map to events (decided here):
 - Every other observation (``run``, ``read``, ``edit``, ``think``, ``error``, ...) is an observation event,
   source ``environment``, answering the action whose ``id`` is its ``cause`` (an ``error`` observation with no
   cause answers a tool call the model got wrong; it is counted, with ``cause`` ``None``). ``exit_code`` is
-  ``extras.metadata.exit_code`` (older builds: ``extras.exit_code``).
+  ``extras.metadata.exit_code`` (older builds: ``extras.exit_code``). Early builds that stored
+  ``history`` as ``[action, observation]`` pairs are flattened first.
 - LLM calls: the entries of ``metrics.token_usages`` in order (one per ``response_id``; usage from them,
   cached tokens = ``cache_read_tokens``); when a row has none, one call per distinct
   ``tool_call_metadata.model_response.id`` of the actions, with that response's ``usage``. Actions produced
@@ -51,6 +52,8 @@ def _is_v0_row(row: Any) -> bool:
     if not hist:
         return "instruction" in row and "metadata" in row
     first = hist[0]
+    if isinstance(first, list) and first:  # early 0.x: [action, observation] pairs
+        first = first[0]
     return isinstance(first, dict) and ("action" in first or "observation" in first) and "kind" not in first
 
 
@@ -112,6 +115,10 @@ def _error_status(error: Any) -> str:
 def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
     """One ``output.jsonl`` row as a :class:`Trajectory` (see the module docstring)."""
     instance_id = ctx.need(row, "instance_id", str)
+    raw_history = ctx.need(row, "history", list)
+    if raw_history and all(isinstance(pair, list) for pair in raw_history):
+        # Early 0.x builds stored history as [action, observation] pairs: flatten them in order.
+        row = {**row, "history": [ev for pair in raw_history for ev in pair if isinstance(ev, dict) and ev]}
     history = ctx.list_of_objects(row, "history")
     metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
     calls: list[LLMCall] = []
