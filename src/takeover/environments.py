@@ -794,7 +794,11 @@ def prepare_environment(task: Any, workspace: Path | str, *, spec_file: Path | s
         runner(cmd, cwd=workspace, env=env, what=f"pre-install step {cmd!r}")
     for cmd in spec.install:
         shell, extras = _install_step_for_workspace(cmd, ws_python)
-        runner(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
+        try:
+            # uv's cache nearly always holds the build backend already: skip the index round trips.
+            runner(shell, cwd=workspace, env={**env, "UV_OFFLINE": "1"}, what=f"install step {cmd!r}")
+        except EnvironmentUnavailable:
+            runner(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
         if _PIP_INSTALL.match(cmd):
             out = subprocess.run([str(ws_python), "-c", _MISSING_DEPS, str(ws_site), json.dumps(extras)],
                                  capture_output=True, text=True, env=env, check=False)

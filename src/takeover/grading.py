@@ -52,6 +52,8 @@ EXIT_CODE_MARKER = ">>>>> Test command exit code:"
 class TestOutcome(BaseModel):
     """Tests of one class (FAIL_TO_PASS or PASS_TO_PASS) split by outcome, as in swebench's report."""
 
+    __test__ = False  # not a pytest test class despite the name
+
     success: list[str] = Field(default_factory=list)
     failure: list[str] = Field(default_factory=list)
 
@@ -82,6 +84,7 @@ class GradeResult(BaseModel):
     env_seconds: float = 0.0
     test_seconds: float = 0.0
     env_cached: bool | None = None
+    env_build_seconds: float = 0.0
     log_path: str | None = None
     applied: bool = False
     apply_error: str | None = None
@@ -392,6 +395,7 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
             return result
         result.env_seconds = time.monotonic() - start
         result.env_cached = env.cached
+        result.env_build_seconds = env.build_seconds
         result.notes += env.notes
         _write(run_log, f"environment: python {env.interpreter_version} at {env.python} (shared {env.shared_venv}, "
                         f"cached {env.cached}, build {env.build_seconds:.1f} s, setup {env.setup_seconds:.1f} s)\n")

@@ -1,9 +1,114 @@
-"""CLI commands of this concept (registered by :func:`register`)."""
+"""``takeover grade``: SWE-bench grading of a patch or a predictions file (PROTOCOL.md section 6)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.console import Console
+from rich.table import Table
+
+from takeover.errors import InputError, TakeoverError
+
+
+def _outcome(o) -> str:
+    return f"{len(o.success)}/{len(o.success) + len(o.failure)}"
+
+
+def grade_command(
+    dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench tasks (.jsonl, .json or .parquet).")],
+    instance: Annotated[list[str] | None, typer.Option("--instance", help="instance_id to grade (repeatable).")] = None,
+    patch: Annotated[Path | None, typer.Option("--patch", help="Candidate patch file (unified diff).")] = None,
+    gold: Annotated[bool, typer.Option("--gold", help="Grade the task's reference patch.")] = False,
+    empty: Annotated[bool, typer.Option("--empty", help="Grade the empty patch.")] = False,
+    predictions: Annotated[
+        Path | None, typer.Option("--predictions", help="SWE-bench predictions (preds.json or .jsonl) to grade.")
+    ] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local (venv + sandbox) or docker (official harness).")] = "local",
+    mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git.")] = None,
+    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="Where logs and report.json go.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed for each test run.")] = 1800,
+    env_spec: Annotated[
+        Path | None, typer.Option("--env-spec", help="JSON/TOML file: 'owner/name[/version]' -> environment spec.")
+    ] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+) -> None:
+    """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
+
+    Examples: takeover grade --dataset swebench_verified.jsonl --instance pallets__flask-5014 --gold --json;
+    takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend local
+    """
+    from takeover.grading import Prediction, grade_predictions, read_predictions
+    from takeover.repos import RepoSource
+    from takeover.tasks import load_tasks
+
+    try:
+        chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
+        if chosen != 1:
+            raise InputError("command line", "give exactly one of --patch FILE, --gold, --empty, --predictions FILE")
+        if predictions is None and not instance:
+            raise InputError("command line", "--instance ID is required with --patch, --gold or --empty")
+        tasks = load_tasks(dataset)
+        by_id = {t.instance_id: t for t in tasks}
+        for iid in instance or []:
+            if iid not in by_id:
+                raise InputError(dataset, f"no task with instance_id {iid!r}", field="instance_id")
+        if predictions is not None:
+            preds = read_predictions(predictions)
+            if instance:
+                preds = [p for p in preds if p.instance_id in set(instance)]
+        else:
+            preds = []
+            for iid in instance or []:
+                if patch is not None:
+                    try:
+                        text = patch.read_text(encoding="utf-8")
+                    except OSError as exc:
+                        raise InputError(patch, f"cannot read patch ({exc.strerror})") from None
+                    preds.append(Prediction(instance_id=iid, model_name_or_path="patch", model_patch=text))
+                elif gold:
+                    preds.append(Prediction(instance_id=iid, model_name_or_path="gold", model_patch=by_id[iid].patch))
+                else:
+                    preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
+        results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, allow_network=not offline),
+                                    timeout=timeout, log_dir=log_dir, spec_file=env_spec)
+    except TakeoverError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    if as_json:
+        rows = [r.summary() for r in results]
+        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+    else:
+        console = Console()
+        table = Table(title=f"SWE-bench grading ({backend} backend)")
+        for col in ("instance_id", "resolved", "handoff state", "FAIL_TO_PASS", "PASS_TO_PASS", "env s", "test s"):
+            table.add_column(col, no_wrap=col in ("instance_id", "handoff state"))
+        for r in results:
+            table.add_row(r.instance_id, "yes" if r.resolved else "no", r.handoff_state or "error",
+                          _outcome(r.FAIL_TO_PASS), _outcome(r.PASS_TO_PASS), f"{r.env_seconds:.1f}",
+                          f"{r.test_seconds:.1f}")
+        console.print(table)
+        if results and results[0].backend == "local" and not results[0].sandboxed:
+            from takeover.sandbox import status
+
+            console.print(f"[yellow]{status().message}[/yellow]", highlight=False)
+        for r in results:
+            if r.apply_error:
+                console.print(f"[yellow]{r.instance_id}: patch does not apply:[/yellow] {r.apply_error}", markup=True,
+                              highlight=False)
+            if r.error:
+                console.print(f"[red]{r.instance_id}: {r.error}[/red]", highlight=False)
+            if r.timed_out:
+                console.print(f"[red]{r.instance_id}: tests timed out after {timeout:.0f} s (process group killed)[/red]")
+            console.print(f"log: {r.log_path}", highlight=False)
+    if any(r.error for r in results):
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add ``takeover grade``."""
+    app.command("grade")(grade_command)

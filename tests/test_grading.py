@@ -1,0 +1,210 @@
+"""Grading mechanics on a tiny package in a git repository built here (no environment build: the task's
+``takeover_env_spec`` uses the current interpreter, which has pytest)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import make_repo
+from typer.testing import CliRunner
+
+from takeover.grading import grade, grade_predictions
+from takeover.repos import RepoSource
+
+CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+TESTS = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+TEST_PATCH = """diff --git a/tests/test_calc.py b/tests/test_calc.py
+--- a/tests/test_calc.py
++++ b/tests/test_calc.py
+@@ -1,5 +1,9 @@
+-from calc import mul
++from calc import add, mul
+ 
+ 
+ def test_mul():
+     assert mul(2, 3) == 6
++
++
++def test_add():
++    assert add(2, 3) == 5
+"""
+GOLD = """diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,5 +1,5 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+ 
+ 
+ def mul(a, b):
+"""
+BREAKS_MUL = """diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,6 +1,6 @@
+ def add(a, b):
+-    return a - b
++    return a + b
+ 
+ 
+ def mul(a, b):
+-    return a * b
++    return a + b
+"""
+DOES_NOT_APPLY = """diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,5 +1,5 @@
+ def add(a, b):
+-    return a * b * 7
++    return a + b
+ 
+ 
+ def mul(a, b):
+"""
+SPEC = {"python": None, "test_cmd": "pytest -rA -p no:cacheprovider", "log_parser": "pytest"}
+
+
+def _hang_patch(token: str) -> str:
+    return f"""diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -1,5 +1,8 @@
+ def add(a, b):
+-    return a - b
++    import subprocess, time
++    subprocess.Popen(["sleep", "{token}"])
++    time.sleep(600)
++    return a + b
+ 
+ 
+ def mul(a, b):
+"""
+
+
+@pytest.fixture
+def calc_task(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    mirror = tmp_path / "mirror"
+    _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": CALC, "tests/test_calc.py": TESTS, "conftest.py": ""},
+                       bare_mirror=mirror / "acme__calc.git")
+    task = {
+        "instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": sha, "problem_statement": "add subtracts",
+        "version": "0.1", "patch": GOLD, "test_patch": TEST_PATCH,
+        "FAIL_TO_PASS": ["tests/test_calc.py::test_add"], "PASS_TO_PASS": ["tests/test_calc.py::test_mul"],
+        "takeover_env_spec": SPEC,
+    }
+    return task, RepoSource(mirror, allow_network=False)
+
+
+def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
+    task, source = calc_task
+    gold = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    assert gold.error is None and gold.applied
+    assert gold.resolved and gold.handoff_state == "resolved_preserve"
+    assert gold.FAIL_TO_PASS.success == ["tests/test_calc.py::test_add"]
+    assert gold.PASS_TO_PASS.success == ["tests/test_calc.py::test_mul"]
+    log = Path(gold.log_path).read_text()
+    assert ">>>>> Start Test Output" in log and ">>>>> End Test Output" in log
+    assert "PASSED tests/test_calc.py::test_add" in log
+    report = json.loads((Path(gold.log_path).parent / "report.json").read_text())
+    assert report["acme__calc-1"]["resolved"] is True
+
+    empty = grade(task, "", repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    assert not empty.resolved and empty.handoff_state == "needs_completion"
+    assert empty.FAIL_TO_PASS.failure == ["tests/test_calc.py::test_add"]
+    assert empty.PASS_TO_PASS.success == ["tests/test_calc.py::test_mul"]
+    # the mirror was only read: its refs are unchanged and it holds no workspace files
+    assert not (tmp_path / "mirror" / "acme__calc.git" / "calc.py").exists()
+
+
+def test_patch_that_does_not_apply_is_invalid_with_the_hunk(calc_task, tmp_path):
+    task, source = calc_task
+    r = grade(task, DOES_NOT_APPLY, repo_source=source, log_dir=tmp_path / "logs")
+    assert not r.applied and r.handoff_state == "invalid" and not r.resolved
+    assert "calc.py" in r.apply_error
+    assert "-    return a * b * 7" in r.apply_error  # the failing hunk is shown
+    assert r.error is None
+
+
+def test_patch_breaking_pass_to_pass_is_broke_existing(calc_task, tmp_path):
+    task, source = calc_task
+    r = grade(task, BREAKS_MUL, repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    assert r.FAIL_TO_PASS.success == ["tests/test_calc.py::test_add"]
+    assert r.PASS_TO_PASS.failure == ["tests/test_calc.py::test_mul"]
+    assert r.handoff_state == "broke_existing" and not r.resolved
+
+
+def _processes_with(token: str) -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if token.encode() in (d / "cmdline").read_bytes():
+                    found.append(int(d.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_hanging_test_is_killed_with_its_process_group(calc_task, tmp_path):
+    task, source = calc_task
+    token = f"{uuid.uuid4().int % 10**6 + 10**6}.{os.getpid()}"  # a unique sleep duration to look for
+    r = grade(task, _hang_patch(token), repo_source=source, log_dir=tmp_path / "logs", timeout=6)
+    assert r.timed_out and not r.resolved
+    assert 6 <= r.test_seconds < 30
+    assert r.FAIL_TO_PASS.failure == ["tests/test_calc.py::test_add"]
+    assert r.handoff_state == "needs_completion"
+    assert ">>>>> Tests Timed Out" in Path(r.log_path).read_text()
+    assert _processes_with(token) == []  # the grandchild "sleep" died with the group
+
+
+def test_predictions_resume_and_unknown_instance(calc_task, tmp_path):
+    from takeover.errors import InputError
+
+    task, source = calc_task
+    preds = [{"instance_id": "acme__calc-1", "model_name_or_path": "m/1", "model_patch": DOES_NOT_APPLY}]
+    first = grade_predictions([task], preds, repo_source=source, log_dir=tmp_path / "logs")
+    saved = tmp_path / "logs" / "m__1" / "acme__calc-1" / "result.json"
+    assert saved.exists() and first[0].handoff_state == "invalid"
+    mtime = saved.stat().st_mtime_ns
+    again = grade_predictions([task], preds, repo_source=source, log_dir=tmp_path / "logs")
+    assert again[0] == first[0] and saved.stat().st_mtime_ns == mtime  # reused, not re-graded
+    with pytest.raises(InputError, match="acme__calc-9"):
+        grade_predictions([task], [{"instance_id": "acme__calc-9", "model_patch": ""}], repo_source=source)
+
+
+def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
+    import typer
+
+    from takeover.cli import grade as grade_cli
+
+    # only this command's module: the test must not depend on other commands' import-time state
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    grade_cli.register(app)
+    task, _ = calc_task
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps(task) + "\n")
+    patch = tmp_path / "p.diff"
+    patch.write_text(DOES_NOT_APPLY)
+    runner = CliRunner()
+    res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance", "acme__calc-1", "--patch", str(patch),
+                              "--mirror", str(tmp_path / "mirror"), "--offline", "--json",
+                              "--log-dir", str(tmp_path / "logs")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["handoff_state"] == "invalid" and out["resolved"] is False
+    assert set(out) >= {"instance_id", "FAIL_TO_PASS", "PASS_TO_PASS", "backend", "env_seconds", "test_seconds",
+                        "log_path"}
+    res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance", "acme__calc-1", "--empty",
+                              "--backend", "docker", "--mirror", str(tmp_path / "mirror")])
+    if subprocess.run(["sh", "-c", "test -S /var/run/docker.sock"], check=False).returncode != 0:
+        assert res.exit_code == 2
+        assert "no Docker daemon answers" in res.output and "--backend local" in res.output
