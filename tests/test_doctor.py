@@ -1,0 +1,96 @@
+"""takeover doctor on this machine: each row says what was found and how to fix it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from conftest import make_repo
+
+from takeover import doctor, sandbox
+from takeover.testing.scripted_server import ScriptedServer
+
+
+def by_name(checks):
+    return {c.name: c for c in checks}
+
+
+def test_all_rows_in_order_on_this_machine(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TAKEOVER_MIRROR", raising=False)
+    checks = doctor.run_checks()
+    assert [c.name for c in checks] == ["python", "interpreters", "git", "sandbox", "docker", "mirror",
+                                        "model endpoint", "llama-cpp", "embedded model", "embedded inference",
+                                        "disk"]
+    rows = by_name(checks)
+    assert rows["python"].status == "ok"  # the suite runs on 3.11+
+    git_version = subprocess.run(["git", "--version"], check=False, capture_output=True, text=True).stdout.strip()
+    assert rows["git"].status == "ok" and rows["git"].detail == git_version
+    st = sandbox.status()
+    assert (rows["sandbox"].status == "ok") == st.available
+    assert rows["sandbox"].detail == st.message
+    assert rows["mirror"].status == "warn" and "TAKEOVER_MIRROR not set" in rows["mirror"].detail
+    assert rows["embedded model"].status == "warn" and "not cached" in rows["embedded model"].detail
+    assert rows["embedded inference"].status == "warn" and "skipped" in rows["embedded inference"].detail
+    assert rows["disk"].status in ("ok", "fail") and "GB free" in rows["disk"].detail
+    for c in checks:
+        assert (c.fix == "") == (c.status == "ok"), c  # every problem comes with a fix, and only problems
+
+
+def test_docker_row_tells_client_from_daemon():
+    row = doctor.check_docker()
+    if shutil.which("docker") is None:
+        assert row.status == "warn" and row.detail.startswith("no docker client")
+    else:
+        answers = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], check=False,
+                                 capture_output=True, text=True, timeout=30).returncode == 0
+        assert (row.status == "ok") == answers
+        if not answers:
+            assert row.detail == "docker client present, but the daemon does not answer"
+
+
+def test_mirror_lists_its_repositories(tmp_path):
+    mirror = tmp_path / "mirror"
+    make_repo(tmp_path / "src", {"a.py": "x = 1\n"}, bare_mirror=mirror / "octo__demo.git")
+    row = doctor.check_mirror(mirror)
+    assert row.status == "ok" and f"{mirror}: 1 repositories (octo/demo)" in row.detail
+    assert doctor.check_mirror(tmp_path / "absent").status == "fail"
+    (tmp_path / "empty").mkdir()
+    assert doctor.check_mirror(tmp_path / "empty").status == "warn"
+
+
+def test_endpoint_answers_or_not():
+    with ScriptedServer([], model="demo-model") as srv:
+        row = doctor.check_endpoint(srv.base_url)
+        assert row.status == "ok" and row.detail == f"{srv.base_url} serves demo-model"
+        dead = srv.base_url.replace(str(srv.port), "9")  # port 9 (discard) is closed on 127.0.0.1
+    row = doctor.check_endpoint(dead)
+    assert row.status == "fail" and "does not answer" in row.detail and "serve-model" in row.fix
+    assert doctor.check_endpoint(None).status == "ok"
+
+
+def test_interpreters_found_in_a_pyenv_tree(tmp_path, monkeypatch):
+    exe = tmp_path / "pyenv" / "versions" / "3.9.1" / "bin" / "python3.9"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    found = doctor.find_interpreters()
+    assert str(exe) in found["3.9"]
+
+
+def test_cli_json_and_strict(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from takeover.cli import app
+
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("TAKEOVER_MIRROR", raising=False)
+    runner = CliRunner()
+    res = runner.invoke(app, ["doctor", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    assert rows["mirror"]["status"] == "warn"  # so --strict must fail on this configuration
+    strict = runner.invoke(app, ["doctor", "--strict", "--mirror", str(tmp_path / "absent")])
+    assert strict.exit_code == 1
+    assert "takeover doctor" in strict.stdout and "failing" in strict.stdout

