@@ -6,9 +6,20 @@ rules of :mod:`takeover.classify` (issue 4).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
+
+from takeover.classify import (
+    failure_evidence,
+    file_class,
+    is_git_restore_command,
+    is_verification_command,
+    verification_result,
+)
+from takeover.patches import count_changed_lines
+from takeover.trajectories.model import Event
 
 PointType = Literal["after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit"]
 POINT_TYPES: tuple[PointType, ...] = (
@@ -56,3 +67,158 @@ class MissingPoint(BaseModel):
 
     type: PointType
     reason: str
+
+
+# --- detection (issue 4) -----------------------------------------------------------------------------
+
+
+
+class Verification(BaseModel):
+    """One observation of a verification command (PROTOCOL.md section 4)."""
+
+    event_index: int
+    command: str
+    result: VerificationResult
+    evidence: str | None = None
+
+
+def command_of(events: Sequence[Event], index: int) -> str | None:
+    """The shell command an event ran or answers: its own ``command``, or, for an observation, the
+    command of the action it answers (``cause``, else the nearest earlier action)."""
+    ev = events[index]
+    if ev.command:
+        return ev.command
+    if ev.kind != "observation":
+        return None
+    if ev.cause is not None and 0 <= ev.cause < len(events):
+        return events[ev.cause].command
+    for j in range(index - 1, -1, -1):
+        if events[j].kind == "action":
+            return events[j].command
+    return None
+
+
+def verifications(events: Sequence[Event]) -> list[Verification]:
+    """Every observation of a verification command, in order, with its result and failure evidence."""
+    found = []
+    for i, ev in enumerate(events):
+        if ev.kind != "observation":
+            continue
+        command = command_of(events, i)
+        if not is_verification_command(command):
+            continue
+        result = verification_result(ev.text, ev.exit_code)
+        evidence = failure_evidence(ev.text) if result == "failed" else None
+        found.append(Verification(event_index=i, command=command or "", result=result, evidence=evidence))
+    return found
+
+
+def source_edits(events: Sequence[Event], diffs: Sequence[Mapping[str, str]]) -> list[int]:
+    """Indices of source edits: events after which the per-file diff of at least one source file differs
+    from its diff after the previous event (PROTOCOL.md section 3). Test and artifact changes never count."""
+    if len(diffs) != len(events):
+        raise ValueError(f"diffs has {len(diffs)} entries for {len(events)} events")
+    edits = []
+    previous: Mapping[str, str] = {}
+    for i, current in enumerate(diffs):
+        changed = set(previous) | set(current)
+        if any(file_class(p) == "source" and previous.get(p) != current.get(p) for p in changed):
+            edits.append(i)
+        previous = current
+    return edits
+
+
+def cumulative_patch(diff: Mapping[str, str]) -> str:
+    """The cumulative patch of a per-file diff map (path order, as git writes it)."""
+    return "".join(diff[p] for p in sorted(diff))
+
+
+def _point(
+    kind: PointType, index: int, diffs: Sequence[Mapping[str, str]], edits: list[int], checks: list[Verification]
+) -> HandoffPoint:
+    from takeover.snapshots import patch_sha256
+
+    diff = diffs[index]
+    classes: dict[str, list[str]] = {"source": [], "test": [], "artifact": []}
+    for path in sorted(diff):
+        classes[file_class(path)].append(path)
+    seen = [v for v in checks if v.event_index <= index]
+    latest = seen[-1] if seen else None
+    last_edit = max((e for e in edits if e <= index), default=None)
+    after = [v for v in seen if last_edit is not None and v.event_index > last_edit]
+    patch = cumulative_patch(diff)
+    return HandoffPoint(
+        type=kind,
+        event_index=index,
+        changed_source_files=classes["source"],
+        changed_test_files=classes["test"],
+        non_source_artifacts=classes["artifact"],
+        latest_verification_command=latest.command if latest else None,
+        latest_verification_result=latest.result if latest else None,
+        latest_verification_evidence=latest.evidence if latest else None,
+        validation_after_latest_source_change=after[-1].result if after else "none",
+        patch_sha256=patch_sha256(patch),
+        patch_lines=count_changed_lines(patch) if patch else 0,
+    )
+
+
+def detect_points(
+    events: Sequence[Event], diffs: Sequence[Mapping[str, str]]
+) -> tuple[list[HandoffPoint], list[MissingPoint]]:
+    """The three handoff points of a run (PROTOCOL.md section 4), and the reason for each missing one.
+
+    Args:
+        events: the run's events (``Trajectory.events``).
+        diffs: ``diffs[i]`` = ``{path: cumulative diff against base_commit}`` after event ``i``.
+
+    Rules:
+        - ``after_first_source_edit``: the first source edit (section 3 definition).
+        - ``after_first_verification_result``: the first observation of a verification command after the
+          first source edit (verification before any edit does not count).
+        - ``after_first_post_failure_edit``: the first source edit after the first *failed* verification
+          result that follows the first source edit; events running ``git stash/restore/checkout/reset/
+          clean`` are not counted as this edit.
+
+    Returns:
+        ``(points, missing)``; points in :data:`POINT_TYPES` order. A missing point is never replaced.
+
+    Raises:
+        ValueError: ``diffs`` and ``events`` differ in length.
+    """
+    edits = source_edits(events, diffs)
+    checks = verifications(events)
+    points: list[HandoffPoint] = []
+    missing: list[MissingPoint] = []
+    if not edits:
+        reason = "no source edit in the run"
+        touched = sorted(set().union(*[set(d) for d in diffs])) if diffs else []
+        if touched:
+            reason += f" (only test files or non-source artifacts changed: {', '.join(touched[:5])})"
+        return [], [MissingPoint(type=t, reason=reason) for t in POINT_TYPES]
+    first_edit = edits[0]
+    points.append(_point("after_first_source_edit", first_edit, diffs, edits, checks))
+
+    after_edit = [v for v in checks if v.event_index > first_edit]
+    if after_edit:
+        points.append(_point("after_first_verification_result", after_edit[0].event_index, diffs, edits, checks))
+    else:
+        missing.append(MissingPoint(
+            type="after_first_verification_result",
+            reason=f"no verification command observed after the first source edit (event {first_edit})",
+        ))
+
+    failed = next((v for v in after_edit if v.result == "failed"), None)
+    if failed is None:
+        reason = f"no failed verification result after the first source edit (event {first_edit})"
+        missing.append(MissingPoint(type="after_first_post_failure_edit", reason=reason))
+    else:
+        later = [e for e in edits if e > failed.event_index and not is_git_restore_command(command_of(events, e))]
+        if later:
+            points.append(_point("after_first_post_failure_edit", later[0], diffs, edits, checks))
+        else:
+            missing.append(MissingPoint(
+                type="after_first_post_failure_edit",
+                reason=f"no source edit after the first failed verification (event {failed.event_index})"
+                " other than git stash/restore/checkout/reset/clean",
+            ))
+    return points, missing

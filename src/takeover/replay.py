@@ -1,1 +1,579 @@
-"""Replay of imported runs in a fresh workspace (PROTOCOL.md section 5 source (c); issue 4)."""
+"""Replay of imported runs in a fresh workspace (PROTOCOL.md section 5 source (c); issue 4).
+
+A run from another agent rarely records the repository state after each event. Replay rebuilds it:
+in a fresh checkout of the task's ``base_commit``, the recorded actions are re-executed in order and a
+snapshot (:func:`takeover.snapshots.take_snapshot`) is taken after every event. The replay is accepted
+only if the snapshot after the last event reproduces the run's own final patch (same files, same hunks,
+:func:`takeover.patches.first_difference`); otherwise the run is unreplayable and its points do not
+qualify.
+
+How actions are re-executed:
+
+- File-editor actions (OpenHands ``str_replace_editor``/``edit``: ``create``, ``str_replace``,
+  ``insert``, ``undo_edit``; SWE-agent ``create``/``open``/``edit N:M ... end_of_edit`` and
+  ``str_replace_editor`` command lines) are applied exactly in Python, never through a shell.
+- Shell commands run with ``bash -c`` in a new process group, with a per-command time limit (the whole
+  group is killed) and a memory limit (address-space limit plus a resident-memory watchdog).
+- Paths. The agent ran in its own repository root (``Trajectory.working_dir``, e.g. ``/testbed``).
+  Decision: when bubblewrap is available and that root can be created inside the sandbox (its top-level
+  folder does not exist on this machine, e.g. ``/testbed`` or ``/workspace/x``), the workspace is
+  mounted *at the recorded root* and commands run unchanged (mode ``bind``). Otherwise every mention of
+  the root in a command is rewritten to the workspace path (mode ``rewrite``), and the output says so.
+  In both modes the sandbox (when available) has no network, a read-only file system except the
+  workspace and a private ``/tmp`` that persists between the commands of one replay (agents write
+  scratch files there), so nothing a replayed command does can modify the mirror.
+- Commands that the recorded run itself saw time out are allowed to time out again; any other command
+  killed at its time or memory limit makes the run unreplayable with that reason.
+- The submission command of mini-swe-agent (``git add -A && git diff --cached``) only stages files in
+  the workspace's own index; snapshots use a private index, so later snapshots are unaffected.
+
+The replay uses the task's environment when the caller passes its variables (issue 3's
+``PreparedEnvironment.env_vars()``); otherwise commands run with the plain interpreter on ``PATH`` and
+the verdict says so. A command failing differently only matters if it changes files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from takeover import sandbox
+from takeover.patches import first_difference
+from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
+from takeover.trajectories.model import Event, Trajectory
+
+DEFAULT_TIMEOUT = 60.0  # seconds per command (mini-swe-agent's own default)
+DEFAULT_MEMORY_MB = 4096  # resident + address-space limit per command, MiB
+OUTPUT_LIMIT = 200_000  # characters of command output kept per step
+
+_RECORDED_TIMEOUT = re.compile(r"timed out and has been killed|timed out after|command timed out|TimeoutError|exit code 124|\[Command timed out", re.IGNORECASE)
+_MEMORY_MARKERS = re.compile(r"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", re.IGNORECASE)
+_SWE_EDIT = re.compile(r"^\s*edit\s+(\d+)\s*:\s*(\d+)\s*\n(.*?)\n?end_of_edit\s*$", re.DOTALL)
+_SWE_EDIT_REJECTED = re.compile(r"Your proposed edit has introduced new syntax error|Your edit was not applied|Edit failed", re.IGNORECASE)
+_SWE_NOOP = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "submit", "filemap"}
+
+
+class ReplayVerdict(BaseModel):
+    """Whether a run's per-event repository states are exact (PROTOCOL.md section 5).
+
+    Attributes:
+        verified: true when the states can be used for checkpoints.
+        method: ``recorded_snapshot`` (our runner's snapshots), ``stored_diff`` (per-step diffs in the
+            trajectory), ``verified_replay`` (replay reproduced the final patch) or ``replay`` (a replay
+            that did not verify).
+        first_mismatch: first file (sorted) where the final state differs from the run's final patch;
+            for stored sources this check is informational only.
+        reason: why the run is unreplayable (or a note when verified), one sentence.
+        sandbox: the sandbox sentence (whether commands were confined), for replays.
+        mode: ``bind`` (workspace mounted at the recorded root) or ``rewrite`` (paths rewritten), for replays.
+        interpreter: which interpreter replayed commands used (task environment or plain ``PATH``).
+    """
+
+    verified: bool
+    method: str
+    first_mismatch: str | None = None
+    reason: str | None = None
+    sandbox: str | None = None
+    mode: str | None = None
+    interpreter: str | None = None
+
+
+class ReplayStep(BaseModel):
+    """What happened when one event was replayed (not part of the deterministic JSON)."""
+
+    index: int
+    action: str  # "command", "edit", "noop", "skipped"
+    detail: str = ""
+    exit_code: int | None = None
+    killed: str | None = None  # "timeout" / "memory" when the command was killed
+    seconds: float = 0.0
+    output: str = ""
+
+
+class ReplayResult(BaseModel):
+    """States after every event: ``trees[i]`` (snapshot tree id) and ``diffs[i]`` ({path: diff})."""
+
+    trees: list[str] = Field(default_factory=list)
+    diffs: list[dict[str, str]] = Field(default_factory=list)
+    steps: list[ReplayStep] = Field(default_factory=list)
+    verdict: ReplayVerdict
+
+    @property
+    def final_patch(self) -> str:
+        return join_diffs(self.diffs[-1]) if self.diffs else ""
+
+
+# --- sandboxed command execution ---------------------------------------------------------------------
+
+
+def can_bind_at(root: str | None) -> bool:
+    """Whether the workspace can be mounted at ``root`` inside bubblewrap: the sandbox root is a tmpfs
+    holding read-only binds of this machine's top-level folders, so ``root`` must not fall inside an
+    existing top-level folder (``/tmp`` excepted: it is private in the sandbox)."""
+    if not root or not root.startswith("/") or root == "/":
+        return False
+    top = "/" + root.strip("/").split("/", 1)[0]
+    return top == "/tmp" and root.rstrip("/") != "/tmp" or not os.path.lexists(top)
+
+
+def bwrap_argv(
+    argv: Sequence[str],
+    workspace: Path,
+    *,
+    mount_at: str,
+    cwd: str,
+    tmp: Path,
+    tool: str,
+) -> list[str]:
+    """bubblewrap command mounting ``workspace`` read-write at ``mount_at``, ``tmp`` at ``/tmp``, every
+    top-level folder of ``/`` read-only, no network, its own pid namespace."""
+    cmd = [tool]
+    for entry in sorted(os.listdir("/")):
+        path = "/" + entry
+        if entry in ("proc", "dev", "tmp", "sys"):
+            continue
+        if os.path.islink(path):
+            cmd += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            cmd += ["--ro-bind", path, path]
+    cmd += ["--ro-bind", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
+    # Also at its own path: tools installed for the task (a venv inside ``.git``, editable installs)
+    # refer to the workspace by its host path.
+    cmd += ["--bind", str(workspace), str(workspace), "--bind", str(workspace), mount_at]
+    cmd += ["--unshare-net", "--unshare-pid", "--die-with-parent"]
+    cmd += ["--chdir", cwd, "--", *argv]
+    return cmd
+
+
+def _session_rss_bytes(sid: int) -> int:
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE")
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) != sid:  # field 6 (session) after pid and (comm)
+                continue
+            total += int(fields[21]) * page  # rss in pages
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def run_limited(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: dict[str, str],
+    timeout: float,
+    memory_mb: int,
+) -> tuple[int | None, str, str | None, float]:
+    """Run ``argv`` in a new session with a time and memory limit.
+
+    Returns ``(exit_code, output, killed, seconds)``: output is stdout and stderr interleaved (at most
+    :data:`OUTPUT_LIMIT` characters), ``killed`` is ``"timeout"`` or ``"memory"`` when the whole process
+    group was killed at a limit (``exit_code`` is then ``None``).
+    """
+    limit = memory_mb * 1024 * 1024
+
+    argv = list(argv)
+    prlimit = shutil.which("prlimit")
+    if prlimit:
+        # Address-space backstop at 4x the resident limit: allocations beyond it fail inside the command
+        # (the watchdog below kills the group at the resident limit itself).
+        argv = [prlimit, f"--as={limit * 4}", "--", *argv]
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        killed: str | None = None
+        stop = threading.Event()
+
+        def _watch() -> None:
+            nonlocal killed
+            while not stop.wait(0.2):
+                if _session_rss_bytes(proc.pid) > limit:
+                    killed = "memory"
+                    _kill_group(proc.pid)
+                    return
+
+        watcher = threading.Thread(target=_watch, daemon=True)
+        watcher.start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = killed or "timeout"
+            _kill_group(proc.pid)
+            proc.wait()
+        finally:
+            stop.set()
+            watcher.join()
+        # A command that exits on its own may still have left children in the group.
+        _kill_group(proc.pid)
+        out.seek(0)
+        text = out.read(OUTPUT_LIMIT * 4).decode("utf-8", "replace")[:OUTPUT_LIMIT]
+    code = None if killed else proc.returncode
+    if killed is None and proc.returncode != 0 and _MEMORY_MARKERS.search(text[-4000:]):
+        killed = "memory"
+    return code, text, killed, time.monotonic() - start
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+# --- file-editor actions -----------------------------------------------------------------------------
+
+
+class _Editor:
+    """Applies editor actions to files under the workspace, with an undo history per file."""
+
+    def __init__(self, workspace: Path, root: str | None):
+        self.workspace = workspace
+        self.root = root.rstrip("/") if root else None
+        self.history: dict[Path, list[bytes | None]] = {}
+        self.open_file: Path | None = None
+
+    def resolve(self, path: str, cwd: str | None = None) -> Path | None:
+        """Map a recorded path (absolute in the agent's sandbox, or relative to ``cwd``) into the
+        workspace; ``None`` when it lies outside the agent's repository root."""
+        if not path.startswith("/"):
+            base = self.resolve(cwd) if cwd else self.workspace
+            if base is None:
+                return None
+            target = (base / path).resolve()
+        elif self.root and (path == self.root or path.startswith(self.root + "/")):
+            target = (self.workspace / path[len(self.root):].lstrip("/")).resolve()
+        elif path == str(self.workspace) or path.startswith(str(self.workspace) + "/"):
+            target = Path(path).resolve()
+        else:
+            return None
+        ws = self.workspace.resolve()
+        if target != ws and ws not in target.parents:
+            return None
+        return target
+
+    def _save(self, target: Path) -> None:
+        self.history.setdefault(target, []).append(target.read_bytes() if target.exists() else None)
+
+    def write(self, target: Path, data: bytes) -> None:
+        self._save(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def create(self, target: Path, text: str) -> str:
+        self.write(target, text.encode("utf-8", "surrogateescape"))
+        return f"create {target.relative_to(self.workspace)}"
+
+    def str_replace(self, target: Path, old: str, new: str) -> str:
+        if not target.is_file():
+            return "str_replace on a missing file: no change"
+        content = target.read_text("utf-8", "surrogateescape")
+        count = content.count(old) if old else 0
+        if count != 1:
+            # The editor refuses unless old_str occurs exactly once: the recorded run saw an error.
+            return f"str_replace: old_str occurs {count} times: no change"
+        self.write(target, content.replace(old, new, 1).encode("utf-8", "surrogateescape"))
+        return f"str_replace {target.relative_to(self.workspace)}"
+
+    def insert(self, target: Path, line: int, text: str) -> str:
+        if not target.is_file():
+            return "insert on a missing file: no change"
+        lines = target.read_text("utf-8", "surrogateescape").split("\n")
+        if line < 0 or line > len(lines):
+            return f"insert: line {line} out of range: no change"
+        new_lines = text.split("\n")
+        lines[line:line] = new_lines
+        self.write(target, "\n".join(lines).encode("utf-8", "surrogateescape"))
+        return f"insert {target.relative_to(self.workspace)}:{line}"
+
+    def undo(self, target: Path) -> str:
+        stack = self.history.get(target)
+        if not stack:
+            return "undo_edit without history: no change"
+        previous = stack.pop()
+        if previous is None:
+            target.unlink(missing_ok=True)
+        else:
+            target.write_bytes(previous)
+        return f"undo_edit {target.relative_to(self.workspace)}"
+
+    def edit_lines(self, target: Path, start: int, end: int, text: str) -> str:
+        """SWE-agent ``edit N:M``: replace lines N..M (1-based, inclusive) with ``text``."""
+        if not target.is_file():
+            return "edit on a missing file: no change"
+        content = target.read_text("utf-8", "surrogateescape")
+        lines = content.split("\n")
+        trailing = content.endswith("\n")
+        if trailing:
+            lines = lines[:-1]
+        lines[start - 1 : end] = text.split("\n") if text else []
+        out = "\n".join(lines) + ("\n" if trailing else "")
+        self.write(target, out.encode("utf-8", "surrogateescape"))
+        return f"edit {target.relative_to(self.workspace)}:{start}-{end}"
+
+
+def _editor_args_from_command(command: str) -> dict | None:
+    """Parse a SWE-agent ``str_replace_editor <command> <path> [--old_str ..] ...`` command line."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return None
+    if len(tokens) < 3 or tokens[0] != "str_replace_editor":
+        return None
+    args: dict = {"edit": tokens[1], "path": tokens[2]}
+    i = 3
+    while i + 1 < len(tokens):
+        if tokens[i].startswith("--"):
+            args[tokens[i][2:]] = tokens[i + 1]
+            i += 2
+        else:
+            i += 1
+    return args
+
+
+# --- the replay loop ---------------------------------------------------------------------------------
+
+
+def _observation_after(events: Sequence[Event], index: int) -> Event | None:
+    for ev in events[index + 1 :]:
+        if ev.kind == "observation" and (ev.cause is None or ev.cause == index):
+            return ev
+        if ev.kind == "action":
+            return None
+    return None
+
+
+def _base_env(extra: dict[str, str] | None, home: str) -> dict[str, str]:
+    keep = ("PATH", "LANG", "LC_ALL", "TERM", "PYENV_ROOT", "PYENV_VERSION")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update({"HOME": home, "PAGER": "cat", "MANPAGER": "cat", "LESS": "-R", "PIP_PROGRESS_BAR": "off",
+                "TQDM_DISABLE": "1", "PIP_NO_INPUT": "1", "PYTHONDONTWRITEBYTECODE": "1", "GIT_PAGER": "cat"})
+    if extra:
+        env.update(extra)
+    return env
+
+
+def replay_trajectory(
+    trajectory: Trajectory,
+    workspace: Path | str,
+    base_commit: str,
+    *,
+    env_vars: dict[str, str] | None = None,
+    interpreter_note: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    use_sandbox: bool = True,
+    progress: Callable[[ReplayStep], None] | None = None,
+) -> ReplayResult:
+    """Re-execute ``trajectory``'s actions in ``workspace`` (a fresh checkout of ``base_commit``).
+
+    Args:
+        trajectory: the imported run; ``working_dir`` is the agent's repository root.
+        workspace: checkout of the task's ``base_commit`` (made with ``RepoSource.workspace``); modified.
+        base_commit: the diffs' base.
+        env_vars: variables of the task's environment (issue 3), e.g. ``PATH`` with its interpreter.
+        interpreter_note: how to describe that environment in the verdict.
+        timeout: seconds per command; memory_mb: memory limit per command (MiB).
+        use_sandbox: confine commands with bubblewrap when available (the verdict says when not).
+        progress: called after each replayed event.
+
+    Returns:
+        :class:`ReplayResult` with one tree and one per-file diff map per event, and the verdict: verified
+        only if the final state reproduces ``trajectory.final_patch`` (no final patch: unreplayable).
+    """
+    workspace = Path(workspace).resolve()
+    events = trajectory.events
+    root = (trajectory.working_dir or "").rstrip("/") or None
+    st = sandbox.status() if use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="sandbox off: commands run unconfined")
+    mode = "bind" if st.available and root and can_bind_at(root) else "rewrite"
+    interp = interpreter_note or (
+        "task environment" if env_vars else f"plain interpreter on PATH ({shutil.which('python3') or 'python3 not found'}); no task environment"
+    )
+    verdict_base = {"sandbox": st.message, "mode": mode, "interpreter": interp}
+    editor = _Editor(workspace, root)
+    trees: list[str] = []
+    diffs: list[dict[str, str]] = []
+    steps: list[ReplayStep] = []
+    failure: str | None = None
+
+    with tempfile.TemporaryDirectory(prefix="takeover-replay-") as scratch:
+        tmp_dir = Path(scratch) / "tmp"
+        home = Path(scratch) / "home"
+        tmp_dir.mkdir()
+        home.mkdir()
+        env = _base_env(env_vars, "/tmp" if st.available else str(home))
+        prev_tree: str | None = None
+        prev_diff: dict[str, str] = {}
+        for i, ev in enumerate(events):
+            step = ReplayStep(index=i, action="noop")
+            if failure is None and ev.kind == "action" and not ev.format_error:
+                step = _replay_action(ev, i, events, trajectory, workspace, root, mode, st, editor, env, tmp_dir, timeout, memory_mb)
+                if step.killed:
+                    obs = _observation_after(events, i)
+                    recorded_timeout = obs is not None and _RECORDED_TIMEOUT.search(obs.text or "")
+                    if step.killed == "memory" or not recorded_timeout:
+                        limit = f"{timeout:g} s time limit" if step.killed == "timeout" else f"{memory_mb} MiB memory limit"
+                        failure = f"command at event {i} was killed at the {limit}: {(ev.command or '')[:120]!r}"
+            if step.action in ("command", "edit") or prev_tree is None:
+                tree = take_snapshot(workspace)
+            else:
+                tree = prev_tree
+            if tree != prev_tree:
+                prev_diff = snapshot_diff(workspace, base_commit, tree) if tree != EMPTY_TREE else {}
+                prev_tree = tree
+            trees.append(tree)
+            diffs.append(prev_diff)
+            steps.append(step)
+            if progress:
+                progress(step)
+
+    final = join_diffs(diffs[-1]) if diffs else ""
+    if failure:
+        verdict = ReplayVerdict(verified=False, method="replay", reason=failure, **verdict_base)
+    elif trajectory.final_patch is None:
+        verdict = ReplayVerdict(verified=False, method="replay", reason="the run records no final patch to verify against", **verdict_base)
+    else:
+        mismatch = first_difference(final, trajectory.final_patch)
+        if mismatch is None:
+            verdict = ReplayVerdict(verified=True, method="verified_replay", **verdict_base)
+        else:
+            verdict = ReplayVerdict(
+                verified=False, method="replay", first_mismatch=mismatch,
+                reason=f"replayed final state differs from the run's final patch, first at {mismatch}", **verdict_base,
+            )
+    return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict)
+
+
+def _replay_action(
+    ev: Event, i: int, events: Sequence[Event], trajectory: Trajectory, workspace: Path, root: str | None,
+    mode: str, st: sandbox.SandboxStatus, editor: _Editor, env: dict[str, str], tmp_dir: Path,
+    timeout: float, memory_mb: int,
+) -> ReplayStep:
+    if ev.type == "file_edit" and (ev.edit or ev.file_text is not None or ev.old_text is not None):
+        return _apply_edit(ev, i, events, editor, swe_agent=trajectory.format == "swe-agent")
+    # mini-swe-agent's submission is a ``finish`` action that still runs a command (``git add -A && git
+    # diff --cached``): it is executed too; it only stages files in the workspace's own index.
+    if ev.type not in ("command", "finish") or not ev.command:
+        return ReplayStep(index=i, action="noop", detail=ev.type)
+    command = ev.command
+    if trajectory.format == "swe-agent":
+        step = _swe_agent_special(command, ev, i, events, editor)
+        if step is not None:
+            return step
+    parsed = _editor_args_from_command(command)
+    if parsed is not None:
+        fake = Event(index=i, kind="action", source="agent", type="file_edit", path=parsed.get("path"),
+                     edit=parsed.get("edit"), old_text=parsed.get("old_str"), new_text=parsed.get("new_str"),
+                     file_text=parsed.get("file_text"),
+                     insert_line=int(parsed["insert_line"]) if str(parsed.get("insert_line", "")).isdigit() else None)
+        return _apply_edit(fake, i, events, editor)
+
+    cwd_rec = (ev.cwd or root or "").rstrip("/") or None
+    if mode == "bind":
+        inner_cwd = cwd_rec if cwd_rec and editor.resolve(cwd_rec) is not None else root
+        mapped = editor.resolve(inner_cwd) if inner_cwd else workspace
+        if mapped is None or not mapped.is_dir():
+            inner_cwd = root
+        argv = bwrap_argv(["bash", "-c", command], workspace, mount_at=root, cwd=inner_cwd, tmp=tmp_dir, tool=st.tool)
+        run_cwd = workspace
+    else:
+        if root:
+            command = re.sub(re.escape(root) + r"(?=/|\b|$)", str(workspace).replace("\\", "\\\\"), command)
+        mapped = editor.resolve(cwd_rec) if cwd_rec else workspace
+        run_cwd = mapped if mapped is not None and mapped.is_dir() else workspace
+        if st.available:
+            argv = sandbox.wrap(["bash", "-c", command], workspace, cwd=run_cwd)
+        else:
+            argv = ["bash", "-c", command]
+    code, output, killed, seconds = run_limited(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb)
+    return ReplayStep(index=i, action="command", detail=ev.command[:200], exit_code=code, killed=killed,
+                      seconds=round(seconds, 3), output=output)
+
+
+def _apply_edit(ev: Event, i: int, events: Sequence[Event], editor: _Editor, swe_agent: bool = False) -> ReplayStep:
+    if not ev.path:
+        return ReplayStep(index=i, action="skipped", detail="file edit without a path")
+    target = editor.resolve(ev.path, ev.cwd or editor.root)
+    if target is None:
+        return ReplayStep(index=i, action="skipped", detail=f"edit outside the repository: {ev.path}")
+    verb = (ev.edit or "").lower()
+    if verb in ("create", "write") or (not verb and ev.file_text is not None):
+        text = ev.file_text or ""
+        if swe_agent and verb == "create" and not text:
+            text = "\n"  # SWE-agent's ``create`` writes one newline
+        detail = editor.create(target, text)
+    elif verb in ("str_replace", "replace"):
+        detail = editor.str_replace(target, ev.old_text or "", ev.new_text or "")
+    elif verb == "insert":
+        detail = editor.insert(target, ev.insert_line or 0, ev.new_text or "")
+    elif verb in ("undo_edit", "undo"):
+        detail = editor.undo(target)
+    elif verb in ("edit", "edit_lines") and ev.view_range and len(ev.view_range) == 2 and ev.new_text is not None:
+        obs = _observation_after(events, i)
+        if obs is not None and _SWE_EDIT_REJECTED.search(obs.text or ""):
+            return ReplayStep(index=i, action="noop", detail="edit rejected by the agent's linter in the recorded run")
+        detail = editor.edit_lines(target, ev.view_range[0], ev.view_range[1], ev.new_text)
+    elif verb in ("edit", "edit_lines") and ev.command and _SWE_EDIT.match(ev.command):
+        return _swe_agent_special(ev.command, ev, i, events, editor, path=target) or ReplayStep(index=i, action="noop")
+    elif ev.old_text is not None and ev.new_text is not None:
+        detail = editor.str_replace(target, ev.old_text, ev.new_text)
+    else:
+        return ReplayStep(index=i, action="skipped", detail=f"unknown editor verb {ev.edit!r}")
+    return ReplayStep(index=i, action="edit", detail=detail)
+
+
+def _swe_agent_special(command: str, ev: Event, i: int, events: Sequence[Event], editor: _Editor,
+                       path: Path | None = None) -> ReplayStep | None:
+    """SWE-agent's own commands that are not shell programs; ``None`` when ``command`` is not one."""
+    m = _SWE_EDIT.match(command)
+    if m:
+        obs = _observation_after(events, i)
+        if obs is not None and _SWE_EDIT_REJECTED.search(obs.text or ""):
+            return ReplayStep(index=i, action="noop", detail="edit rejected by the agent's linter in the recorded run")
+        target = path or (editor.resolve(ev.path, editor.root) if ev.path else None) or editor.open_file
+        if target is None:
+            return ReplayStep(index=i, action="skipped", detail="edit without an open file")
+        return ReplayStep(index=i, action="edit", detail=editor.edit_lines(target, int(m.group(1)), int(m.group(2)), m.group(3)))
+    try:
+        tokens = shlex.split(command.strip().split("\n", 1)[0])
+    except ValueError:
+        return None
+    if not tokens:
+        return None
+    if tokens[0] == "create" and len(tokens) >= 2:
+        target = editor.resolve(tokens[1], ev.cwd or editor.root)
+        if target is None:
+            return ReplayStep(index=i, action="skipped", detail=f"create outside the repository: {tokens[1]}")
+        editor.open_file = target
+        if target.exists():
+            return ReplayStep(index=i, action="noop", detail="create of an existing file (refused by SWE-agent)")
+        detail = editor.create(target, "\n")  # SWE-agent's create writes a single newline
+        return ReplayStep(index=i, action="edit", detail=detail)
+    if tokens[0] == "open" and len(tokens) >= 2:
+        target = editor.resolve(tokens[1], ev.cwd or editor.root)
+        if target is not None and target.is_file():
+            editor.open_file = target
+        return ReplayStep(index=i, action="noop", detail="open")
+    if tokens[0] in _SWE_NOOP:
+        return ReplayStep(index=i, action="noop", detail=tokens[0])
+    return None

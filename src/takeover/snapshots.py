@@ -1,1 +1,116 @@
-"""Content-addressed snapshots of a working tree and per-file diffs against base_commit (issue 4)."""
+"""Content-addressed snapshots of a working tree and per-file diffs against base_commit (issue 4).
+
+A *snapshot* is the git tree id of the whole working tree: tracked and untracked files, ignored files
+excluded (``git add -A`` semantics, the same set mini-swe-agent's submission ``git add -A && git diff
+--cached`` covers). It is built in a private index file (``GIT_INDEX_FILE``) kept inside the repository's
+git directory, so the user's index is never touched, and because that index keeps stat information
+between calls, each snapshot re-hashes only files that changed since the previous one (cost per event on
+sympy: see ``benchmarks/bench_snapshots.py``). Tree objects are written to the workspace's own object
+store; a workspace made with ``git clone --shared`` never writes into its mirror.
+
+Diff text is decoded with ``surrogateescape`` so that files that are not valid UTF-8 round-trip exactly
+(use :func:`patch_bytes` to write them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+from takeover.patches import split_patch
+
+SNAPSHOT_INDEX = "takeover-snapshot.index"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+# Fixed output format whatever the user's git configuration says.
+_DIFF_ARGS = (
+    "-c", "core.quotePath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
+    "-c", "diff.relative=false", "-c", "core.autocrlf=false",
+    "diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+    "--src-prefix=a/", "--dst-prefix=b/",
+)
+
+
+class SnapshotError(RuntimeError):
+    """git failed while taking a snapshot or a diff (message has git's stderr)."""
+
+
+def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _run(args: list[str], cwd: Path | str, env: dict[str, str] | None = None, check: bool = True) -> bytes:
+    proc = subprocess.run(["git", *args], check=False, cwd=cwd, env=env or _git_env(), capture_output=True)
+    if check and proc.returncode != 0:
+        raise SnapshotError(f"git {' '.join(args[:3])} in {cwd} failed: {proc.stderr.decode(errors='replace').strip()}")
+    return proc.stdout
+
+
+def git_dir(workspace: Path | str) -> Path:
+    """Absolute git directory of ``workspace`` (``.git`` for a checkout, the folder itself if bare)."""
+    out = _run(["rev-parse", "--absolute-git-dir"], workspace).decode().strip()
+    return Path(out)
+
+
+def take_snapshot(workspace: Path | str) -> str:
+    """Git tree id (40 hex) of the working tree of ``workspace``, untracked files included.
+
+    Ignored files are excluded; the user's index, HEAD and refs are untouched. The first call seeds a
+    private index from HEAD's tree (``git read-tree``); later calls reuse it, so a call costs one
+    ``git add -A`` over unchanged stat data plus ``git write-tree``.
+
+    Raises:
+        SnapshotError: ``workspace`` is not a git checkout or git fails.
+    """
+    workspace = Path(workspace)
+    index = git_dir(workspace) / SNAPSHOT_INDEX
+    env = _git_env({"GIT_INDEX_FILE": str(index)})
+    if not index.exists():
+        has_head = _run(["rev-parse", "--verify", "--quiet", "HEAD^{tree}"], workspace, check=False)
+        if has_head.strip():
+            _run(["read-tree", "HEAD"], workspace, env)
+    # core.fsmonitor off: replayed commands may run in a sandbox where a monitor daemon is unreachable.
+    _run(["-c", "core.fsmonitor=false", "add", "-A", "--ignore-errors", "."], workspace, env)
+    return _run(["write-tree"], workspace, env).decode().strip()
+
+
+def snapshot_patch(workspace: Path | str, base_commit: str, tree: str) -> str:
+    """The cumulative diff of snapshot ``tree`` against ``base_commit`` as one patch text.
+
+    Binary files are included as git binary patches (``git apply``-able). Paths are ordered as git orders
+    them (byte order), so the result equals ``"".join(d[p] for p in sorted(d))`` over
+    :func:`snapshot_diff`. ``workspace`` is any repository holding both objects (a replay workspace, or the
+    folder where our runner kept a run's objects).
+    """
+    out = _run([*_DIFF_ARGS, base_commit, tree, "--"], workspace)
+    return out.decode("utf-8", "surrogateescape")
+
+
+def snapshot_diff(workspace: Path | str, base_commit: str, tree: str) -> dict[str, str]:
+    """Per-file cumulative diffs ``{path: diff text}`` of ``tree`` against ``base_commit``.
+
+    Paths are repository-relative, as in the ``b/`` side of each ``diff --git`` header (a deleted file
+    appears under its own path). Unchanged files are absent.
+    """
+    return split_patch(snapshot_patch(workspace, base_commit, tree))
+
+
+def join_diffs(diffs: dict[str, str]) -> str:
+    """One patch from per-file diffs, in path order (the inverse of :func:`snapshot_diff`)."""
+    return "".join(diffs[p] for p in sorted(diffs))
+
+
+def patch_bytes(patch: str) -> bytes:
+    """Bytes of a patch decoded by this module (``surrogateescape`` restores non-UTF-8 bytes)."""
+    return patch.encode("utf-8", "surrogateescape")
+
+
+def patch_sha256(patch: str) -> str:
+    """sha256 (hex) of :func:`patch_bytes` of ``patch``: the checkpoint's ``patch_sha256``."""
+    return hashlib.sha256(patch_bytes(patch)).hexdigest()
