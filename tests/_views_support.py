@@ -3,9 +3,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
 from typing import Self
 
+from takeover.points import HandoffPoint
+from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
+from takeover.trajectories import read_trajectories
+from takeover.trajectories.model import Trajectory
 
 
 class Replay:
@@ -44,3 +52,46 @@ class Replay:
 
     def __exit__(self, *exc) -> None:
         pass
+
+
+# -- the real shared data ---------------------------------------------------------------------------
+_SHARED = Path(os.environ.get("TAKEOVER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")) / "data"
+
+
+@lru_cache(maxsize=32)
+def real_run(instance_id: str, data: str = str(_SHARED)) -> Trajectory:
+    """The real mini-swe-agent run of ``instance_id`` from the shared data (read with our reader)."""
+    return read_trajectories(Path(data) / "trajectories" / "mini-swe-agent" / f"{instance_id}.json")[0]
+
+
+@lru_cache(maxsize=32)
+def real_task(instance_id: str, data: str = str(_SHARED)) -> SourceTask:
+    """The SWE-bench Verified row of ``instance_id`` (only that line is parsed)."""
+    needle = f'"instance_id": "{instance_id}"'
+    with open(Path(data) / "swebench_verified.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if needle in line:
+                return SourceTask.model_validate(json.loads(line))
+    raise KeyError(instance_id)
+
+
+def requests_1766_points() -> dict[str, HandoffPoint]:
+    """Hand-built points of psf__requests-1766 (read off its events; used until detection is available).
+
+    Events: 8 writes reproduce_issue.py, 14/15 `sed` quotes qop in requests/auth.py, 16/17 the reproduction
+    script passes, 22/23 `python3 test_requests.py` fails (rc 1), 24/25 `sed` reverts the quoting.
+    """
+    common = {"changed_source_files": ["requests/auth.py"], "non_source_artifacts": ["reproduce_issue.py"]}
+    return {
+        "after_first_source_edit": HandoffPoint(
+            type="after_first_source_edit", event_index=15, latest_verification_command="python3 reproduce_issue.py",
+            latest_verification_result="passed", validation_after_latest_source_change="none", **common),
+        "after_first_verification_result": HandoffPoint(
+            type="after_first_verification_result", event_index=17,
+            latest_verification_command="python3 reproduce_issue.py", latest_verification_result="passed",
+            validation_after_latest_source_change="passed", **common),
+        "after_first_post_failure_edit": HandoffPoint(
+            type="after_first_post_failure_edit", event_index=25, latest_verification_command="python3 test_requests.py",
+            latest_verification_result="failed", latest_verification_evidence="Traceback (most recent call last):",
+            validation_after_latest_source_change="none", **common),
+    }

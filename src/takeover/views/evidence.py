@@ -64,7 +64,7 @@ def visible_events(trajectory: Trajectory, event_index: int) -> list[Event]:
 
 def strip_code(text: str) -> str:
     """``text`` with fenced code blocks and unified-diff text replaced by short markers."""
-    text = _FENCE.sub("[code block removed]\n", text)
+    text = _FENCE.sub("[code block removed]", text)
     out: list[str] = []
     in_diff = False
     for line in text.splitlines():
