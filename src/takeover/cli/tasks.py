@@ -39,7 +39,7 @@ def select(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the shuffle (paper: 20260430).")] = 20260430,
     limit: Annotated[
-        int | None, typer.Option(help="Number of tasks kept (paper: 75); all when omitted.")
+        int, typer.Option(help="Number of tasks kept (paper: 75); 0 keeps every candidate.")
     ] = 75,
 ) -> None:
     """Write the seeded selection of source tasks and print per-repo and per-difficulty counts.
@@ -51,7 +51,7 @@ def select(
 
     buckets = list(difficulty) if difficulty else list(PAPER_DIFFICULTIES)
     try:
-        header, chosen = make_selection(dataset, buckets, seed, limit)
+        header, chosen = make_selection(dataset, buckets, seed, limit if limit > 0 else None)
         write_selection(out, chosen, header)
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
