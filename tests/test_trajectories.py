@@ -186,6 +186,7 @@ def test_mini_swe_agent_counts(path):
     assert traj.final_patch == doc["info"]["submission"]
     assert traj.exit_status == "Submitted"
     assert traj.working_dir == "/testbed"
+    assert {e.cwd for e in traj.events if e.kind == "action" and not e.format_error} == {"/testbed"}
     assert traj.task_prompt == doc["messages"][1]["content"]
     # Every <returncode> observation carries that exit code; the others (format errors, timeouts, diff) none.
     raw_codes = [
@@ -281,6 +282,14 @@ def test_openhands_v0_counts(path):
         assert [
             e.exit_code for e in traj.events if e.kind == "observation" and e.type == "command"
         ] == raw_codes
+        # A command's cwd: the working_dir the previous command observation reported (the shell persists).
+        cwds, last = [], None
+        for ev in row["history"]:
+            if ev.get("action") == "run":
+                cwds.append(last)
+            elif ev.get("observation") == "run":
+                last = ev["extras"]["metadata"]["working_dir"] or last  # a timed-out command reports none
+        assert [e.cwd for e in traj.events if e.kind == "action" and e.type == "command"] == cwds
 
 
 def test_openhands_v0_event_details():

@@ -29,7 +29,7 @@ How messages map to events (decided here; PROTOCOL.md section 1):
   errors) are not events; their status is :attr:`Trajectory.exit_status`.
 
 ``final_patch`` = ``info.submission``; ``working_dir`` = ``info.config.environment.cwd`` (``/testbed`` in
-SWE-bench runs).
+SWE-bench runs), which is also every command's ``cwd`` (each command runs in a fresh shell there).
 """
 
 from __future__ import annotations
@@ -125,6 +125,10 @@ def read(source: Source) -> list[Trajectory]:
     messages = ctx.list_of_objects(doc, "messages")
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     regex = _config_regex(info)
+    config = info.get("config") if isinstance(info.get("config"), dict) else {}
+    env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
+    # mini-swe-agent runs every command in a fresh shell started in the configured cwd.
+    cwd = env.get("cwd") if isinstance(env.get("cwd"), str) and env.get("cwd") else None
     events: list[Event] = []
     calls: list[LLMCall] = []
     pending: list[int] = []  # action event indices awaiting an observation, oldest first
@@ -188,6 +192,7 @@ def read(source: Source) -> list[Trajectory]:
                     text=event_text,
                     thought=thought,
                     command=command,
+                    cwd=cwd,
                     llm_call=call,
                 )
                 if isinstance(action.get("tool_call_id"), str):
@@ -248,8 +253,6 @@ def read(source: Source) -> list[Trajectory]:
             continue
         raise mctx.error(f"unknown role {role!r} (expected system, user, assistant, tool or exit)", "role")
 
-    config = info.get("config") if isinstance(info.get("config"), dict) else {}
-    env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
     model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
     instance_id = doc.get("instance_id") or info.get("instance_id")
     submission = info.get("submission")

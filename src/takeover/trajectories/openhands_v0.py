@@ -19,6 +19,8 @@ How history events map to events (decided here):
   cause answers a tool call the model got wrong; it is counted, with ``cause`` ``None``). ``exit_code`` is
   ``extras.metadata.exit_code`` (older builds: ``extras.exit_code``). Early builds that stored
   ``history`` as ``[action, observation]`` pairs are flattened first.
+- A command's ``cwd`` is the persistent shell's directory as last reported by a command observation
+  (``extras.metadata.working_dir``), ``None`` before the first report.
 - LLM calls: the entries of ``metrics.token_usages`` in order (one per ``response_id``; usage from them,
   cached tokens = ``cache_read_tokens``); when a row has none, one call per distinct
   ``tool_call_metadata.model_response.id`` of the actions, with that response's ``usage``. Actions produced
@@ -141,6 +143,7 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
     working_dir = uploaded_dir(row.get("instruction"))
     finished = False
     last_action: int | None = None
+    shell_cwd: str | None = None  # the persistent shell's directory, as last reported
 
     for i, ev in enumerate(history):
         ectx = ctx.item("history", i)
@@ -187,6 +190,8 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
             text = message
             if fields["type"] == "command" and fields.get("thought"):
                 text = f"{fields['thought']}\n{message}"
+            if fields["type"] == "command":
+                fields["cwd"] = shell_cwd
             event = Event(
                 index=len(events), kind="action", source="agent", text=text, llm_call=llm_call, **fields
             )
@@ -205,8 +210,9 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
             meta = extras.get("metadata")
             if isinstance(meta, dict):
                 exit_code = as_int(meta.get("exit_code"))
-                if working_dir is None and isinstance(meta.get("working_dir"), str) and meta["working_dir"]:
-                    working_dir = meta["working_dir"]
+                if isinstance(meta.get("working_dir"), str) and meta["working_dir"]:
+                    shell_cwd = meta["working_dir"]
+                    working_dir = working_dir or shell_cwd
             if exit_code is None:
                 exit_code = as_int(extras.get("exit_code"))
             answered = events[cause] if cause is not None else None

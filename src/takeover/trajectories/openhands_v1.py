@@ -18,6 +18,8 @@ How events map (decided here):
   (or ``tool_call_id``); ``exit_code`` = ``observation.exit_code`` when set, else
   ``observation.metadata.exit_code``. ``AgentErrorEvent`` (a tool call the SDK rejected) is an observation
   of type ``message``; ``UserRejectObservation`` is an observation with source ``user``.
+- A command's ``cwd`` is the shell's directory as last reported by a command observation
+  (``observation.metadata.working_dir``), ``None`` before the first report.
 - ``MessageEvent``: from the agent, a ``message`` action with its own LLM call; from the user, the first is
   the task prompt (when the row has no ``instruction``), later ones are observations with source ``user``.
 - ``SystemPromptEvent``, condensation, pause and state-update events are not agent events.
@@ -163,6 +165,7 @@ def build(
     working_dir: str | None = uploaded_dir(instruction)
     finished = False
     last_action: int | None = None
+    shell_cwd: str | None = None  # the persistent shell's directory, as last reported
 
     for i, ev in enumerate(history):
         ectx = item_ctx(i) if item_ctx else ctx.item(item_name, i)
@@ -186,6 +189,8 @@ def build(
                 finished = True
             thought = _thought(ev)
             text = fields.pop("text")
+            if fields["type"] == "command":
+                fields["cwd"] = shell_cwd
             event = Event(
                 index=len(events),
                 kind="action",
@@ -214,8 +219,9 @@ def build(
                 meta = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
                 if exit_code is None:
                     exit_code = as_int(meta.get("exit_code"))
-                if working_dir is None and isinstance(meta.get("working_dir"), str) and meta["working_dir"]:
-                    working_dir = meta["working_dir"]
+                if isinstance(meta.get("working_dir"), str) and meta["working_dir"]:
+                    shell_cwd = meta["working_dir"]
+                    working_dir = working_dir or shell_cwd
                 events.append(
                     Event(
                         index=len(events),

@@ -18,6 +18,7 @@ How steps map to events (decided here):
   PATH ...`` -> ``file_edit`` with path and ``--old_str``/``--new_str``/``--file_text``/``--insert_line``;
   ``open FILE [line]``, ``goto``, ``scroll_up``/``scroll_down`` and ``str_replace_editor view`` ->
   ``file_view``; anything else -> ``command`` (``command`` = the action text).
+- A command's ``cwd`` is ``state.working_dir`` after the previous step (``None`` for the first step).
 - Usage: the format keeps only run totals (``info.model_stats``: ``tokens_sent``, ``tokens_received``,
   ``api_calls``). Per-call usage is unknown, so every :class:`LLMCall` has ``usage=None``; the totals are
   kept honestly in ``metadata["usage_totals"]`` with ``per_call: false`` (``takeover inspect`` shows them).
@@ -191,6 +192,7 @@ def read(source: Source) -> list[Trajectory]:
     events: list[Event] = []
     calls: list[LLMCall] = []
     working_dir: str | None = None
+    shell_cwd: str | None = None  # state.working_dir after the previous step (the shell persists)
     for i, step in enumerate(steps):
         sctx = ctx.item("trajectory", i)
         action = sctx.need(step, "action", str)
@@ -206,6 +208,8 @@ def read(source: Source) -> list[Trajectory]:
             step.get("thought") if isinstance(step.get("thought"), str) and step.get("thought") else None
         )
         fields = parse_action(action, open_file)
+        if fields["type"] == "command":
+            fields["cwd"] = shell_cwd
         events.append(
             Event(
                 index=len(events),
@@ -230,6 +234,8 @@ def read(source: Source) -> list[Trajectory]:
                 state_diff=diff,
             )
         )
+        if isinstance(state.get("working_dir"), str) and state["working_dir"]:
+            shell_cwd = state["working_dir"]
 
     task_prompt = None
     for entry in doc.get("history") or []:
