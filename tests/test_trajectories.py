@@ -380,6 +380,11 @@ def test_openhands_v1_file_editor_and_folder_form(tmp_path):
         assert counts(from_dir) | {"instance_id": None} == counts(from_row) | {"instance_id": None}
         assert [e.model_dump() for e in from_dir.events] == [e.model_dump() for e in from_row.events]
         assert from_dir.working_dir == "/workspace" and from_dir.model == "m"
+    broken = sorted((conv / "events").iterdir())[1]
+    broken.write_text(broken.read_text()[:40])
+    with pytest.raises(InputError) as info:
+        read_trajectories(conv)
+    assert (info.value.path, info.value.record) == (str(broken), "line 1")
 
 
 @pytest.mark.parametrize("path", SWE_FILES, ids=lambda p: p.name)

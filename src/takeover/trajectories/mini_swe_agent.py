@@ -95,11 +95,6 @@ def _is_submit(command: str) -> bool:
     return any(marker in first for marker in _SUBMIT_MARKERS)
 
 
-def _response_parts(extra: dict) -> tuple[dict | None, str | None]:
-    response = extra.get("response")
-    return (response if isinstance(response, dict) else None), None
-
-
 def _toolcall_commands(message: dict) -> list[dict] | None:
     calls = message.get("tool_calls")
     if not isinstance(calls, list) or not calls:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -152,10 +153,13 @@ def build(
     instance_id: str | None,
     instruction: str | None,
     usage_by_response: dict[str, Usage],
-    item_name: str = "history",
-    item_ctx=None,
+    item_ctx: Callable[[int], Ctx] | None = None,
 ) -> Trajectory:
-    """Events and LLM calls of one v1 run (rows and folders share this)."""
+    """Events and LLM calls of one v1 run (rows and folders share this).
+
+    ``item_ctx(i)`` names event ``i`` in errors: ``history[i]`` of a row by default, the event's own file
+    for a conversation folder.
+    """
     events: list[Event] = []
     calls: list[LLMCall] = []
     call_by_response: dict[str, int] = {}
@@ -168,7 +172,7 @@ def build(
     shell_cwd: str | None = None  # the persistent shell's directory, as last reported
 
     for i, ev in enumerate(history):
-        ectx = item_ctx(i) if item_ctx else ctx.item(item_name, i)
+        ectx = item_ctx(i) if item_ctx else ctx.item("history", i)
         kind = ectx.need(ev, "kind", str)
         source = ev.get("source")
         if kind in _ACTION_KINDS:
