@@ -638,3 +638,26 @@ def test_swe_agent_parse_action(action, open_file, expected):
     from takeover.trajectories.swe_agent import parse_action
 
     assert parse_action(action, open_file) == expected
+
+
+def test_openhands_v1_newer_tool_names(tmp_path):
+    """Newer SDK builds call the tools terminal/file_editor (FORMATS.md); the events must read the same."""
+    path = V1_FILES[1]
+    text = path.read_text()
+    renamed = (
+        text.replace('"execute_bash"', '"terminal"')
+        .replace('"ExecuteBashAction"', '"TerminalAction"')
+        .replace('"ExecuteBashObservation"', '"TerminalObservation"')
+        .replace('"str_replace_editor"', '"file_editor"')
+    )
+    assert renamed != text
+    new = tmp_path / "new.jsonl"
+    new.write_text(renamed)
+    old_events = [
+        [(e.kind, e.type, e.command, e.path, e.exit_code) for e in t.events] for t in read_trajectories(path)
+    ]
+    new_events = [
+        [(e.kind, e.type, e.command, e.path, e.exit_code) for e in t.events] for t in read_trajectories(new)
+    ]
+    assert new_events == old_events
+    assert any(k[1] == "file_edit" for run in new_events for k in run)
