@@ -131,13 +131,18 @@ def bwrap_argv(
     argv: Sequence[str],
     workspace: Path,
     *,
-    mount_at: str,
+    mount_at: str | None,
     cwd: str,
     tmp: Path,
     tool: str,
+    read_only: Sequence[Path] = (),
 ) -> list[str]:
-    """bubblewrap command mounting ``workspace`` read-write at ``mount_at``, ``tmp`` at ``/tmp``, every
-    top-level folder of ``/`` read-only, no network, its own pid namespace."""
+    """bubblewrap command: every top-level folder of ``/`` read-only, ``tmp`` read-write at ``/tmp``,
+    ``workspace`` read-write at its own path and at ``mount_at`` (when given), ``read_only`` folders (the
+    mirror's object store, which may live under ``/tmp``) read-only, no network, its own pid namespace.
+
+    Unlike :func:`takeover.sandbox.wrap` (which binds ``/`` whole), the sandbox root is a tmpfs, so that a
+    recorded root such as ``/testbed`` can be created in it."""
     cmd = [tool]
     for entry in sorted(os.listdir("/")):
         path = "/" + entry
@@ -150,10 +155,29 @@ def bwrap_argv(
     cmd += ["--ro-bind", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
     # Also at its own path: tools installed for the task (a venv inside ``.git``, editable installs)
     # refer to the workspace by its host path.
-    cmd += ["--bind", str(workspace), str(workspace), "--bind", str(workspace), mount_at]
+    for folder in read_only:
+        cmd += ["--ro-bind", str(folder), str(folder)]
+    cmd += ["--bind", str(workspace), str(workspace)]
+    if mount_at:
+        cmd += ["--bind", str(workspace), mount_at]
     cmd += ["--unshare-net", "--unshare-pid", "--die-with-parent"]
     cmd += ["--chdir", cwd, "--", *argv]
     return cmd
+
+
+def alternates(workspace: Path) -> list[Path]:
+    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``)."""
+    info = workspace / ".git" / "objects" / "info" / "alternates"
+    if not info.is_file():
+        return []
+    found = []
+    for line in info.read_text(errors="replace").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            path = Path(line) if line.startswith("/") else (info.parent.parent / line)
+            if path.is_dir():
+                found.append(path.resolve())
+    return found
 
 
 def _session_rss_bytes(sid: int) -> int:
@@ -494,7 +518,8 @@ def _replay_action(
         mapped = editor.resolve(inner_cwd) if inner_cwd else workspace
         if mapped is None or not mapped.is_dir():
             inner_cwd = root
-        argv = bwrap_argv(["bash", "-c", command], workspace, mount_at=root, cwd=inner_cwd, tmp=tmp_dir, tool=st.tool)
+        argv = bwrap_argv(["bash", "-c", command], workspace, mount_at=root, cwd=inner_cwd, tmp=tmp_dir,
+                          tool=st.tool, read_only=alternates(workspace))
         run_cwd = workspace
     else:
         if root:
@@ -502,7 +527,8 @@ def _replay_action(
         mapped = editor.resolve(cwd_rec) if cwd_rec else workspace
         run_cwd = mapped if mapped is not None and mapped.is_dir() else workspace
         if st.available:
-            argv = sandbox.wrap(["bash", "-c", command], workspace, cwd=run_cwd)
+            argv = bwrap_argv(["bash", "-c", command], workspace, mount_at=None, cwd=str(run_cwd), tmp=tmp_dir,
+                              tool=st.tool, read_only=alternates(workspace))
         else:
             argv = ["bash", "-c", command]
     code, output, killed, seconds = run_limited(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb)

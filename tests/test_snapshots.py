@@ -1,0 +1,106 @@
+"""Snapshots: tree ids of the whole working tree (untracked in, ignored out, user's index untouched) and
+per-file cumulative diffs that ``git apply`` back exactly."""
+
+from __future__ import annotations
+
+import subprocess
+
+from conftest import git, make_repo
+
+from takeover.patches import first_difference
+from takeover.snapshots import (
+    EMPTY_TREE,
+    join_diffs,
+    patch_bytes,
+    patch_sha256,
+    snapshot_diff,
+    snapshot_patch,
+    take_snapshot,
+)
+
+
+def _repo(tmp_path):
+    return make_repo(tmp_path / "repo", {"pkg/mod.py": "a = 1\n", "README": "hi\n", ".gitignore": "*.log\nbuild/\n"})
+
+
+def test_snapshot_of_a_clean_checkout_is_heads_tree(tmp_path):
+    repo, sha = _repo(tmp_path)
+    assert take_snapshot(repo) == git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert snapshot_diff(repo, sha, take_snapshot(repo)) == {}
+
+
+def test_untracked_files_are_in_ignored_files_are_out_and_the_index_is_untouched(tmp_path):
+    repo, sha = _repo(tmp_path)
+    git(repo, "add", "README")  # something the user staged... nothing, README is unchanged
+    (repo / "pkg/mod.py").write_text("a = 2\n")
+    (repo / "new.py").write_text("print(1)\n")
+    (repo / "run.log").write_text("ignored\n")
+    (repo / "build").mkdir()
+    (repo / "build/out.txt").write_text("ignored\n")
+    before_status = git(repo, "status", "--porcelain")
+    tree = take_snapshot(repo)
+    diffs = snapshot_diff(repo, sha, tree)
+    assert sorted(diffs) == ["new.py", "pkg/mod.py"]
+    assert "+print(1)" in diffs["new.py"] and "-a = 1\n+a = 2" in diffs["pkg/mod.py"]
+    # The user's index and status are exactly as before; the snapshot index lives in .git.
+    assert git(repo, "status", "--porcelain") == before_status
+    assert git(repo, "diff", "--cached", "--name-only") == ""
+    assert (repo / ".git" / "takeover-snapshot.index").exists()
+
+
+def test_snapshots_are_content_addresses(tmp_path):
+    repo, sha = _repo(tmp_path)
+    t0 = take_snapshot(repo)
+    (repo / "pkg/mod.py").write_text("a = 2\n")
+    t1 = take_snapshot(repo)
+    assert t1 != t0
+    (repo / "pkg/mod.py").write_text("a = 1\n")  # back to the base content
+    assert take_snapshot(repo) == t0
+    (repo / "pkg/mod.py").unlink()
+    t2 = take_snapshot(repo)
+    assert list(snapshot_diff(repo, sha, t2)) == ["pkg/mod.py"]
+    assert "deleted file mode" in snapshot_diff(repo, sha, t2)["pkg/mod.py"]
+
+
+def test_git_add_and_commit_by_the_agent_do_not_break_later_snapshots(tmp_path):
+    repo, sha = _repo(tmp_path)
+    (repo / "pkg/mod.py").write_text("a = 2\n")
+    (repo / "x.py").write_text("x\n")
+    t1 = take_snapshot(repo)
+    # mini-swe-agent's submission command, then even a commit: the working tree is what counts.
+    subprocess.run("git add -A && git diff --cached", shell=True, cwd=repo, check=True, capture_output=True)
+    assert take_snapshot(repo) == t1
+    git(repo, "commit", "-q", "-m", "agent commit")
+    assert take_snapshot(repo) == t1
+    assert sorted(snapshot_diff(repo, sha, t1)) == ["pkg/mod.py", "x.py"]
+
+
+def test_patch_with_binary_and_non_utf8_files_applies_back_exactly(tmp_path):
+    repo, sha = _repo(tmp_path)
+    (repo / "data.bin").write_bytes(b"\x00\x01\x02binary\xff" * 10)
+    (repo / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    (repo / "pkg/mod.py").write_text("a = 3\n")
+    tree = take_snapshot(repo)
+    patch = snapshot_patch(repo, sha, tree)
+    diffs = snapshot_diff(repo, sha, tree)
+    assert sorted(diffs) == ["data.bin", "latin1.txt", "pkg/mod.py"]
+    assert "GIT binary patch" in diffs["data.bin"]
+    assert join_diffs(diffs) == patch
+    # Apply onto a fresh checkout: the snapshot there is the same tree.
+    fresh = tmp_path / "fresh"
+    git(tmp_path, "clone", "-q", str(repo), str(fresh))
+    git(fresh, "checkout", "-q", sha)
+    subprocess.run(["git", "apply", "--binary", "-"], cwd=fresh, input=patch_bytes(patch), check=True)
+    assert take_snapshot(fresh) == tree
+    assert first_difference(snapshot_patch(fresh, sha, take_snapshot(fresh)), patch) is None
+    assert len(patch_sha256(patch)) == 64
+
+
+def test_repository_without_commits(tmp_path):
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    assert take_snapshot(repo) == EMPTY_TREE
+    (repo / "a.py").write_text("1\n")
+    tree = take_snapshot(repo)
+    assert list(snapshot_diff(repo, EMPTY_TREE, tree)) == ["a.py"]
