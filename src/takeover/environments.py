@@ -93,6 +93,8 @@ class EnvSpec(BaseModel):
         test_cmd: the test command (string or list of commands; the test files are appended to the last).
         log_parser: a swebench log parser name (``pytest``, ``django``, ``sympy``, ``pytest_v2``, ...) or a
             repository (``sympy/sympy``); ``None`` = ``MAP_REPO_TO_PARSER[repo]``, else ``pytest``.
+        seed: put pip, setuptools and wheel into the shared venv, as a conda environment has them (off only
+            for environments made purely of wheels, e.g. offline tests).
         notes: adaptations made (skipped system steps, conda to pip), for the user.
         source: where the spec came from.
     """
@@ -111,6 +113,7 @@ class EnvSpec(BaseModel):
     eval_commands: list[str] = Field(default_factory=list)
     test_cmd: str | list[str] = DEFAULT_TEST_CMD
     log_parser: str | None = None
+    seed: bool = True
     notes: list[str] = Field(default_factory=list)
     source: str = SPEC_FIELD
 
@@ -612,7 +615,7 @@ except ImportError:
 site, extras = sys.argv[1], json.loads(sys.argv[2])
 missing = []
 for dist in md.distributions(path=[site]):
-    if not dist.read_text("direct_url.json"):
+    if "dir_info" not in json.loads(dist.read_text("direct_url.json") or "{}"):
         continue
     for text in dist.requires or []:
         req = Requirement(text)
@@ -628,18 +631,23 @@ print(json.dumps(sorted(set(missing))))
 """
 
 
-def _project_dists(python: Path, site: Path) -> list[str]:
-    """Names of distributions installed from a local folder (``direct_url.json``) in ``site``."""
-    code = ("import importlib.metadata as md, sys\n"
-            "print('\\n'.join(d.metadata['Name'] for d in md.distributions(path=[sys.argv[1]])"
-            " if d.read_text('direct_url.json') and 'file://' in d.read_text('direct_url.json')))")
-    out = subprocess.run([str(python), "-c", code, str(site)], capture_output=True, text=True, check=False)
+def _project_dists(python: Path, site: Path, workspace: Path) -> list[str]:
+    """Names of distributions in ``site`` installed from the folder ``workspace`` (``direct_url.json``
+    with ``dir_info``: an install of the checkout, not of a wheel or archive)."""
+    code = ("import importlib.metadata as md, json, sys\n"
+            "for d in md.distributions(path=[sys.argv[1]]):\n"
+            "    raw = d.read_text('direct_url.json')\n"
+            "    info = json.loads(raw) if raw else {}\n"
+            "    if 'dir_info' in info and info.get('url', '').rstrip('/') == sys.argv[2].rstrip('/'):\n"
+            "        print(d.metadata['Name'])\n")
+    out = subprocess.run([str(python), "-c", code, str(site), workspace.resolve().as_uri()], capture_output=True,
+                         text=True, check=False)
     return [x for x in out.stdout.split() if x]
 
 
 def _build_shared(spec: EnvSpec, interpreter: Path, dest: Path, resolved: dict[str, Any], workspace: Path,
                   log: _Runner, notes: list[str]) -> None:
-    python = _make_venv(log, interpreter, dest, seed=True)
+    python = _make_venv(log, interpreter, dest, seed=spec.seed)
     if resolved["packages"]:
         _pip_install(log, python, resolved["packages"], what=f"installing packages for {spec.repo} {spec.version}")
     if resolved["requirements_text"]:
@@ -659,8 +667,10 @@ def _build_shared(spec: EnvSpec, interpreter: Path, dest: Path, resolved: dict[s
             continue  # setup.py install and the like: the workspace venv gets it; deps come with it there
         _pip_install(log, python, shlex.split(m.group("args")), cwd=workspace, env=env,
                      what=f"installing the dependencies of {spec.repo} ({cmd})")
-    for name in _project_dists(python, site):
-        log([str(python), "-m", "pip", "uninstall", "-y", name], what=f"removing {name} from the shared venv")
+    uv = uv_binary()
+    for name in _project_dists(python, site, workspace):
+        argv = [uv, "pip", "uninstall", "--python", str(python), name] if uv else [str(python), "-m", "pip", "uninstall", "-y", name]
+        log(argv, what=f"removing {name} from the shared venv")
 
 
 def _resolve(spec: EnvSpec, task: Any, workspace: Path, notes: list[str]) -> dict[str, Any]:
@@ -730,7 +740,7 @@ def prepare_environment(task: Any, workspace: Path | str, *, spec_file: Path | s
     key_material = {
         "interpreter": interp_version, "interpreter_path": str(interpreter), "packages": resolved["packages"],
         "requirements": resolved["requirements_text"], "pip_packages": spec.pip_packages,
-        "install": spec.install, "layout": 1,
+        "install": spec.install, "seed": spec.seed, "layout": 1,
     }
     needs_shared = bool(resolved["packages"] or resolved["requirements_text"] or spec.pip_packages or spec.python
                         or any(_PIP_INSTALL.match(c) for c in spec.install))

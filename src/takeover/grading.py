@@ -98,7 +98,8 @@ class GradeResult(BaseModel):
         """The fields printed by ``takeover grade --json``."""
         return self.model_dump(mode="json", include={
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
-            "env_seconds", "test_seconds", "log_path", "applied", "apply_error", "timed_out", "error"})
+            "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
+            "timed_out", "error"})
 
 
 class Prediction(BaseModel):

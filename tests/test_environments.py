@@ -1,0 +1,212 @@
+"""Environments: specs from swebench, user specs, interpreter discovery, requirement files from the
+checkout, and the shared-venv + workspace-venv build (offline: a wheel built here, uv with no index)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import git, make_repo
+
+from takeover.environments import (
+    MARKER,
+    EnvSpec,
+    _adapt_steps,
+    env_spec_for,
+    find_interpreter,
+    load_spec_file,
+    prepare_environment,
+    read_requirements,
+    spec_from_swebench,
+    uv_binary,
+)
+from takeover.errors import EnvironmentUnavailable, InputError
+
+
+def test_spec_from_swebench_is_swebench_own_values():
+    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+
+    raw = MAP_REPO_VERSION_TO_SPECS["sympy/sympy"]["1.1"]
+    spec = spec_from_swebench("sympy/sympy", "1.1")
+    assert spec.python == raw["python"] == "3.9"
+    assert spec.packages == raw["packages"].split()
+    assert spec.pip_packages == raw["pip_packages"]
+    assert spec.install == [raw["install"]]
+    assert spec.test_cmd == raw["test_cmd"]
+    flask = spec_from_swebench("pallets/flask", "2.3")
+    assert flask.requirements_from == ["requirements/dev.txt"] and flask.packages == []
+
+
+def test_django_system_steps_are_skipped_with_notes():
+    spec = spec_from_swebench("django/django", "2.2")
+    assert spec.pre_install == []
+    assert any("apt-get" in n and n.startswith("skipped system step") for n in spec.notes)
+    assert "export LANG=en_US.UTF-8" in spec.eval_commands
+    assert not any("locale-gen" in c for c in spec.eval_commands)
+
+
+def test_conda_steps_become_pip():
+    notes: list[str] = []
+    pkgs, shell = _adapt_steps(["conda install -y -c conda-forge numpy=1.19 gxx_linux-64",
+                                "source /opt/miniconda3/bin/activate", "sed -i 's/a/b/' setup.py"], notes)
+    assert pkgs == ["numpy==1.19.*"]
+    assert shell == ["sed -i 's/a/b/' setup.py"]
+    assert any("gxx_linux-64" in n for n in notes)
+
+
+def test_task_spec_field_and_spec_files(tmp_path):
+    task = {"instance_id": "me__lib-1", "repo": "me/lib", "version": "2.0",
+            "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}}
+    spec = env_spec_for(task)
+    assert spec.python is None and spec.repo == "me/lib" and not spec.needs_build
+    js = tmp_path / "specs.json"
+    js.write_text(json.dumps({"me/lib/2.0": {"python": "3.11", "test_cmd": "python -m pytest -rA"},
+                              "me/lib": {"python": "3.10"}}))
+    plain = {"instance_id": "me__lib-1", "repo": "me/lib", "version": "2.0"}
+    assert env_spec_for(plain, js).python == "3.11"
+    assert env_spec_for({**plain, "version": "9"}, js).python == "3.10"
+    toml = tmp_path / "specs.toml"
+    toml.write_text('["me/lib"]\npython = "3.12"\npackages = ["attrs"]\n')
+    assert load_spec_file(toml)["me/lib"].packages == ["attrs"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"me/lib": {"pythn": "3.9"}}))
+    with pytest.raises(InputError, match="key 'me/lib'"):
+        load_spec_file(bad)
+    with pytest.raises(EnvironmentUnavailable, match="takeover_env_spec"):
+        env_spec_for({"instance_id": "x", "repo": "nobody/knows", "version": "1"})
+
+
+def test_find_interpreter_checks_the_version():
+    py = find_interpreter(f"{sys.version_info.major}.{sys.version_info.minor}")
+    out = subprocess.run([str(py), "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == str(tuple(sys.version_info[:2]))
+    with pytest.raises(EnvironmentUnavailable, match=r"no Python 2\.5 .*pyenv install 2\.5"):
+        find_interpreter("2.5")
+
+
+def test_requirements_are_read_from_the_checkout_at_the_commit(tmp_path):
+    repo, sha = make_repo(tmp_path / "r", {
+        "requirements/dev.txt": "# pinned\n-r tests.txt\n-e .\nblack==23.1.0\n",
+        "requirements/tests.txt": "pytest==7.2.0\n# via dev\n",
+    })
+    (repo / "requirements" / "dev.txt").write_text("changed-after-commit\n")  # the commit wins
+    used, text = read_requirements(repo, sha, ["requirements/dev.txt"])
+    assert used == "requirements/dev.txt"
+    assert [ln for ln in text.splitlines() if ln.strip()] == ["pytest==7.2.0", "black==23.1.0"]
+    with pytest.raises(EnvironmentUnavailable, match="no requirements file"):
+        read_requirements(repo, sha, ["nope.txt"])
+
+
+def test_current_interpreter_needs_no_build(tmp_path):
+    env = prepare_environment({"repo": "me/lib", "takeover_env_spec": {"python": None}}, tmp_path)
+    assert env.python == Path(sys.executable) and env.cached and env.build_seconds == 0
+    assert env.env_vars()["PATH"].split(":")[0] == str(Path(sys.executable).parent)
+
+
+def _wheel(dest: Path, name: str = "shareddep", version: str = "1.0") -> Path:
+    """A minimal pure-Python wheel with a console script (built by hand: no network, no build backend)."""
+    files = {
+        f"{name}/__init__.py": "VALUE = 42\n\ndef main():\n    print('shareddep says', VALUE)\n",
+        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{name}-{version}.dist-info/entry_points.txt": f"[console_scripts]\n{name} = {name}:main\n",
+    }
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{name}-{version}.dist-info/RECORD,,")
+    files[f"{name}-{version}.dist-info/RECORD"] = "\n".join(record) + "\n"
+    whl = dest / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+    return whl
+
+
+# The "install" step stands in for "pip install -e .": it binds the workspace venv to this checkout.
+_INSTALL = ("python -c \"import pathlib, sysconfig; "
+            "pathlib.Path(sysconfig.get_paths()['purelib'], 'mylib_ws.pth').write_text(str(pathlib.Path.cwd()))\"")
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_shared_venv_is_built_once_and_reused_by_workspaces(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")  # no network in tests: everything comes from the local wheel
+    whl = _wheel(tmp_path)
+    spec = {"python": None, "packages": [str(whl)], "install": [_INSTALL], "seed": False, "test_cmd": "pytest -rA"}
+    repo, sha = make_repo(tmp_path / "src", {"mylib.py": "WHERE = __file__\n"})
+    workspaces = []
+    for name in ("ws1", "ws2"):
+        ws = tmp_path / name
+        git(tmp_path, "clone", "-q", str(repo), str(ws))
+        workspaces.append(ws)
+    task = {"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha, "takeover_env_spec": spec}
+
+    first = prepare_environment(task, workspaces[0])
+    assert not first.cached and first.build_seconds > 0
+    assert first.shared_venv == tmp_path / "cache" / "envs" / first.env_hash
+    assert (first.shared_venv / MARKER).exists()
+    second = prepare_environment(task, workspaces[1])
+    assert second.cached and second.build_seconds == 0 and second.shared_venv == first.shared_venv
+    assert first.venv != second.venv and second.venv == workspaces[1].resolve() / ".git" / "takeover" / "venv"
+
+    for prepared, ws in zip((first, second), workspaces):
+        env = prepared.env_vars()
+        assert env["PATH"].split(":")[0] == str(prepared.venv / "bin")
+        assert env["VIRTUAL_ENV"] == str(prepared.venv)
+        probe = subprocess.run(["python", "-c", "import mylib, shareddep; print(mylib.WHERE); print(shareddep.VALUE)"],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert probe.returncode == 0, probe.stderr
+        where, value = probe.stdout.split()
+        assert Path(where).parent == ws.resolve() and value == "42"  # own checkout, shared dependency
+        script = subprocess.run(["shareddep"], env=env, capture_output=True, text=True, check=True)
+        assert script.stdout.strip() == "shareddep says 42"
+        assert (prepared.venv / "bin" / "shareddep").read_text().startswith(f"#!{prepared.venv}/bin/python")
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True, check=True)
+        assert status.stdout == ""  # the workspace venv lives in .git: the checkout stays clean
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_concurrent_builders_build_once_and_failures_leave_no_marker(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    whl = _wheel(tmp_path)
+    spec = {"python": None, "packages": [str(whl)], "seed": False}
+    results = []
+
+    def build(i: int) -> None:
+        ws = tmp_path / f"w{i}"
+        ws.mkdir()
+        results.append(prepare_environment({"repo": "me/lib", "takeover_env_spec": spec}, ws))
+
+    threads = [threading.Thread(target=build, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.cached for r in results) == [False, True, True]
+    assert len({r.shared_venv for r in results}) == 1
+
+    broken = {"python": None, "packages": [str(tmp_path / "missing-0.1-py3-none-any.whl")], "seed": False}
+    ws = tmp_path / "wb"
+    ws.mkdir()
+    with pytest.raises(EnvironmentUnavailable, match="installing packages") as err:
+        prepare_environment({"repo": "me/lib", "takeover_env_spec": broken}, ws)
+    assert "full log" in str(err.value)
+    envs = tmp_path / "cache" / "envs"
+    assert not any((d / MARKER).exists() for d in envs.iterdir() if d.is_dir() and d != results[0].shared_venv)
+    assert list(envs.glob("*.failed.log"))
+
+
+def test_missing_interpreter_names_the_fix(tmp_path):
+    with pytest.raises(EnvironmentUnavailable, match=r"pyenv install 2\.5"):
+        prepare_environment({"repo": "me/lib", "takeover_env_spec": EnvSpec(python="2.5").model_dump()}, tmp_path)
