@@ -54,6 +54,9 @@ def _run(args: list[str], cwd: Path | str, env: dict[str, str] | None = None, ch
 
 def git_dir(workspace: Path | str) -> Path:
     """Absolute git directory of ``workspace`` (``.git`` for a checkout, the folder itself if bare)."""
+    dot_git = Path(workspace) / ".git"
+    if dot_git.is_dir():  # the common case, without a git process
+        return dot_git.resolve()
     out = _run(["rev-parse", "--absolute-git-dir"], workspace).decode().strip()
     return Path(out)
 
@@ -76,8 +79,30 @@ def take_snapshot(workspace: Path | str) -> str:
         if has_head.strip():
             _run(["read-tree", "HEAD"], workspace, env)
     # core.fsmonitor off: replayed commands may run in a sandbox where a monitor daemon is unreachable.
-    _run(["-c", "core.fsmonitor=false", "add", "-A", "--ignore-errors", "."], workspace, env)
-    return _run(["write-tree"], workspace, env).decode().strip()
+    memo = index.with_name(SNAPSHOT_INDEX + ".tree")
+    _run(["-c", "core.fsmonitor=false", "add", "-A", "--ignore-errors"], workspace, env)
+    # git rewrites the index (a new file, renamed into place) only when an entry changed: an index with the
+    # same identity as after the previous snapshot holds the same tree, and write-tree can be skipped.
+    stamp = _stamp(index)
+    if stamp is None:  # nothing was ever added: the empty tree
+        return EMPTY_TREE
+    try:
+        old_stamp, old_tree = memo.read_text().split()
+        if old_stamp == stamp:
+            return old_tree
+    except (OSError, ValueError):
+        pass
+    tree = _run(["write-tree"], workspace, env).decode().strip()
+    memo.write_text(f"{_stamp(index)} {tree}\n")
+    return tree
+
+
+def _stamp(path: Path) -> str | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return f"{st.st_ino}:{st.st_mtime_ns}:{st.st_size}"
 
 
 def snapshot_patch(workspace: Path | str, base_commit: str, tree: str) -> str:
