@@ -273,7 +273,8 @@ def run_experiment(
 
 def _record(summary: ExperimentSummary, stage: str, specs: list[UnitSpec], blocked: list[tuple[UnitSpec, str]],
             results: dict[str, UnitResult], reused_before: set[str]) -> None:
-    c = Counter(planned=len(specs) + len(blocked), blocked=len(blocked))
+    c = Counter({k: 0 for k in ("done", "failed", "reused", "ran")})
+    c.update(planned=len(specs) + len(blocked), blocked=len(blocked))
     for spec in specs:
         r = results.get(spec.key)
         if r is None:
@@ -392,7 +393,7 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
         for view in config.views:
             inputs = {"instance_id": labels["instance_id"], **task_files[labels["instance_id"]],
                       "checkpoint_key": key, "checkpoint_dir": cp["checkpoint_dir"],
-                      "patch_sha256": cp["patch_sha256"], "view": view}
+                      "patch_sha256": cp["patch_sha256"], "view": view, "trajectory": cp["trajectory"]}
             if view in NOTE_VIEWS:
                 inputs["notes_model"] = notes_model
             specs.append(_spec("view", "build_view", inputs, {**labels, "view": view},
@@ -411,6 +412,7 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
                           "checkpoint_key": key, "checkpoint_dir": cp["checkpoint_dir"],
                           "patch_sha256": cp["patch_sha256"], "view": view, "view_key": vspec.key,
                           "view_sha256": (vres.output.get("sha256") if vres else None),
+                          "view_path": (vres.output.get("path") if vres else None),
                           "model": model.public(), "limits": limits}
                 spec = _spec("takeover", "run_takeover", inputs, tl, ["model", "env"], context)
                 if vres is None or vres.status != "done":

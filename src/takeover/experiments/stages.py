@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from takeover._io import sha256_file, sha256_text
+from takeover._io import atomic_write_text, sha256_file, sha256_text
 from takeover.errors import EnvironmentUnavailable
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 from takeover.tasks import SourceTask
@@ -122,7 +122,7 @@ def run_predecessor(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
     run_dir = _fresh(Path(ctx.work_dir) / "run")
     record = agent_run(_task(inputs), _model(inputs["model"]), run_dir, limits=_limits(inputs),
-                       repo_source=_repo_source(ctx))
+                       protocol=inputs["limits"].get("protocol", "text"), repo_source=_repo_source(ctx))
     out = _run_output(record, run_dir)
     if out["exit_status"] in INFRA_EXIT_STATUSES:
         exc = UnitFailure(f"predecessor run ended with {out['exit_status']}: {out['exit_detail']}")
@@ -174,6 +174,7 @@ def make_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
             "files": cp.files,
             "method": cp.method,
             "event_index": point.event_index,
+            "trajectory": inputs["trajectory"],
         }
     )
 
@@ -188,8 +189,12 @@ def _grade(task: SourceTask, patch: str, inputs: dict, ctx: UnitContext):
         raise EnvironmentUnavailable("grading (takeover.grading.grade) is not available in this installation") from None
     g = inputs["grading"]
     log_dir = _fresh(Path(ctx.work_dir) / "grading")
-    return grade(task, patch, backend=g["backend"], timeout=g["timeout"], repo_source=_repo_source(ctx),
-                 log_dir=log_dir)
+    result = grade(task, patch, backend=g["backend"], timeout=g["timeout"], repo_source=_repo_source(ctx),
+                   log_dir=log_dir)
+    if result.error:
+        # Grading could not finish (environment build, test patch, repository): not the agent's doing.
+        raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
+    return result
 
 
 def _tests(result: Any, name: str) -> tuple[list[str], list[str]]:
@@ -227,22 +232,35 @@ def grade_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 
 def build_view(inputs: dict, ctx: UnitContext) -> UnitOutcome:
-    """One view of one checkpoint: ``checkpoint/views/<view>.md`` (PROTOCOL.md section 7)."""
-    from takeover import views
+    """One view of one checkpoint: ``checkpoint/views/<view>.md`` (PROTOCOL.md section 7).
 
-    result = views.build_view(inputs["checkpoint_dir"], inputs["view"],
-                              model=_model(inputs["notes_model"]) if inputs.get("notes_model") else None)
-    path = Path(result.path)
-    text = path.read_text(encoding="utf-8")
-    usage = getattr(result, "note_usage", None)
-    pt = getattr(usage, "prompt_tokens", 0) or 0
-    ct = getattr(usage, "completion_tokens", 0) or 0
+    Notes views call the note model; their tokens are this unit's tokens, reported apart from the
+    successors' (section 9). Notes the writer could not produce acceptably fail the unit as ``agent``;
+    an endpoint failure fails it as ``infrastructure``.
+    """
+    from takeover.checkpoints import Checkpoint
+    from takeover.views.build import build_view as make_view
+    from takeover.views.notes import NotesFailed
+
+    cp_dir = Path(inputs["checkpoint_dir"])
+    checkpoint = Checkpoint.model_validate_json((cp_dir / "checkpoint.json").read_text(encoding="utf-8"))
+    patch = (cp_dir / "checkpoint.patch").read_text(encoding="utf-8")
+    traj = _read_trajectory(inputs["trajectory"])
+    model = _model(inputs["notes_model"]) if inputs.get("notes_model") else None
+    try:
+        result = make_view(inputs["view"], traj, checkpoint.point, _task(inputs), patch, model=model)
+    except NotesFailed as exc:
+        failure = UnitFailure(str(exc), "infrastructure" if exc.outcome == "model_error" else "agent")
+        failure.tokens = (exc.usage.prompt_tokens, exc.usage.completion_tokens)  # type: ignore[attr-defined]
+        raise failure from None
+    path = atomic_write_text(cp_dir / "views" / f"{inputs['view']}.md", result.prompt)
+    usage = result.note_usage
     return UnitOutcome(
-        output={"path": str(path), "sha256": sha256_text(text), "characters": len(text),
-                "tokens": getattr(result, "tokens", None),
-                "validation": getattr(result, "validation", None)},
-        prompt_tokens=pt,
-        completion_tokens=ct,
+        output={"path": str(path), "sha256": sha256_text(result.prompt), "characters": result.characters,
+                "estimated_tokens": result.estimated_tokens, "validation": result.validation,
+                "attempts": result.attempts, "dropped_events": result.dropped_events},
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        completion_tokens=usage.completion_tokens if usage else 0,
     )
 
 
@@ -287,8 +305,12 @@ def run_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     from takeover.agents import run_takeover as agent_run
 
     run_dir = _fresh(Path(ctx.work_dir) / "run")
+    prompt = Path(inputs["view_path"]).read_text(encoding="utf-8")
+    if sha256_text(prompt) != inputs["view_sha256"]:
+        raise UnitFailure(f"{inputs['view_path']} changed after its view unit wrote it; run again")
     record = agent_run(inputs["checkpoint_dir"], inputs["view"], _model(inputs["model"]), run_dir,
-                       limits=_limits(inputs))
+                       task=_task(inputs), prompt=prompt, limits=_limits(inputs),
+                       protocol=inputs["limits"].get("protocol", "text"), repo_source=_repo_source(ctx))
     out = _run_output(record, run_dir)
     final = Path(out["patch_path"]).read_text(encoding="utf-8") if out["patch_path"] else ""
     cp_patch = (Path(inputs["checkpoint_dir"]) / "checkpoint.patch").read_text(encoding="utf-8")
