@@ -60,6 +60,8 @@ from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.repos import cache_dir
 
 MARKER = "takeover-env.json"
+# Builds that failed in this process, by hash: later tasks of the same environment fail at once.
+_FAILED: dict[str, str] = {}
 SPEC_FIELD = "takeover_env_spec"
 BUILD_TIMEOUT = 3600.0
 # SWE-bench's default test command for pytest-based repositories; used when a custom spec gives none.
@@ -751,6 +753,8 @@ def prepare_environment(task: Any, workspace: Path | str, *, spec_file: Path | s
         envs = cache_dir() / "envs"
         shared = envs / env_hash
         marker = shared / MARKER
+        if env_hash in _FAILED:
+            raise EnvironmentUnavailable(f"{_FAILED[env_hash]} (failed earlier in this process; not retried)")
         if not marker.exists():
             with _locked(envs / f"{env_hash}.lock"):
                 if not marker.exists():  # another process may have finished it while we waited
@@ -762,7 +766,9 @@ def prepare_environment(task: Any, workspace: Path | str, *, spec_file: Path | s
                     runner = _Runner(build_log)
                     try:
                         _build_shared(spec, interpreter, shared, resolved, workspace, runner, notes)
-                    except BaseException:
+                    except BaseException as exc:
+                        if isinstance(exc, EnvironmentUnavailable):
+                            _FAILED[env_hash] = str(exc)
                         failed = envs / f"{env_hash}.failed.log"
                         with contextlib.suppress(OSError):
                             shutil.copyfile(build_log, failed)

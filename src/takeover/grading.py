@@ -460,15 +460,25 @@ def _grade_docker(tasks: list[SourceTask], preds: list[Prediction], *, timeout: 
     ok, message = docker_available()
     if not ok:
         raise EnvironmentUnavailable(message)
-    from swebench.harness.constants import LOG_REPORT, LOG_TEST_OUTPUT, RUN_EVALUATION_LOG_DIR
+    from swebench.harness.constants import (
+        LOG_REPORT,
+        LOG_TEST_OUTPUT,
+        MAP_REPO_VERSION_TO_SPECS,
+        RUN_EVALUATION_LOG_DIR,
+    )
     from swebench.harness.run_evaluation import run_instances
 
     by_id = {t.instance_id: t for t in tasks}
-    instances = [by_id[p.instance_id].model_dump(mode="json") for p in preds]
-    predictions = {p.instance_id: p.model_dump(mode="json") for p in preds}
+    unknown = [p for p in preds if by_id[p.instance_id].version not in MAP_REPO_VERSION_TO_SPECS.get(
+        by_id[p.instance_id].repo, {})]
+    preds_known = [p for p in preds if p not in unknown]
+    # exclude_none: swebench reads environment_setup_commit when the key exists, even when it is null
+    instances = [by_id[p.instance_id].model_dump(mode="json", exclude_none=True) for p in preds_known]
+    predictions = {p.instance_id: p.model_dump(mode="json") for p in preds_known}
     start = time.monotonic()
-    run_instances(predictions, instances, cache_level="env", clean=False, force_rebuild=False, max_workers=1,
-                  run_id=run_id, timeout=int(timeout))
+    if preds_known:
+        run_instances(predictions, instances, cache_level="env", clean=False, force_rebuild=False, max_workers=1,
+                      run_id=run_id, timeout=int(timeout))
     seconds = time.monotonic() - start
     results = []
     for p in preds:
@@ -477,7 +487,11 @@ def _grade_docker(tasks: list[SourceTask], preds: list[Prediction], *, timeout: 
                              test_seconds=seconds / max(len(preds), 1), log_path=str(folder / LOG_TEST_OUTPUT),
                              patch_sha256=sha256_text(p.model_patch or ""))
         report_path = folder / LOG_REPORT
-        if not report_path.exists():
+        if p in unknown:
+            t = by_id[p.instance_id]
+            result.error = (f"the docker backend needs a SWE-bench (repo, version); {t.repo} {t.version} is not in "
+                            f"swebench's specifications: use --backend local with takeover_env_spec or --env-spec")
+        elif not report_path.exists():
             result.error = f"the official harness wrote no report at {report_path}"
         else:
             import json
@@ -606,6 +620,8 @@ def grade_predictions(
                          spec_file=spec_file, keep_workspace=keep_workspace, result=result)
         except TakeoverError as exc:
             result.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one broken task must not stop the others
+            result.error = f"unexpected {type(exc).__name__}: {exc}"
         result.handoff_state = handoff_state(result)
         if p.model_patch is not None:
             atomic_write_text(folder / "patch.diff", p.model_patch)
