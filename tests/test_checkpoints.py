@@ -32,6 +32,17 @@ def mirror(tmp_path):
     return tmp_path / "mirror", task
 
 
+@pytest.fixture(scope="module")
+def analyzed(tmp_path_factory):
+    """One verified replay of the small run, shared by the tests that only read its result."""
+    tmp = tmp_path_factory.mktemp("analyzed")
+    _, sha = make_repo(tmp / "src", BASE_FILES, bare_mirror=tmp / "mirror" / "acme__widget.git")
+    task = SourceTask(instance_id="acme__widget-1", repo="acme/widget", base_commit=sha, problem_statement="f must return 2")
+    source = RepoSource(tmp / "mirror", allow_network=False)
+    traj = _trajectory(_final_patch(tmp, {"pkg/mod.py": "def f():\n    return 2\n"}))
+    return task, source, traj, analyze_run(traj, task, source, use_environment=False, timeout=30)
+
+
 def _final_patch(tmp_path, changes: dict[str, str]) -> str:
     repo, _ = make_repo(tmp_path / "final", BASE_FILES)
     for rel, text in changes.items():
@@ -65,11 +76,8 @@ def _trajectory(final_patch: str) -> Trajectory:
                       final_patch=final_patch, working_dir="/testbed", source_path="run.json")
 
 
-def test_analyze_run_by_verified_replay(mirror, tmp_path):
-    mirror_dir, task = mirror
-    final = _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 2\n"})
-    rp = analyze_run(_trajectory(final), task, RepoSource(mirror_dir, allow_network=False), use_environment=False,
-                     timeout=30)
+def test_analyze_run_by_verified_replay(analyzed):
+    _, source, _, rp = analyzed
     assert rp.replay.verified and rp.replay.method == "verified_replay"
     got = {p.type: p for p in rp.points}
     assert rp.missing == []
@@ -85,7 +93,7 @@ def test_analyze_run_by_verified_replay(mirror, tmp_path):
     assert "+    return 3" in rp.patches["after_first_source_edit"]
     assert "+    return 2" in rp.patches["after_first_post_failure_edit"]
     # The mirror is untouched by the replay (no new objects, no index, no refs).
-    assert not (mirror_dir / "acme__widget.git" / "index").exists()
+    assert not (source.mirror / "acme__widget.git" / "index").exists()
 
 
 def test_unreplayable_run_has_no_qualifying_points(mirror, tmp_path):
@@ -136,11 +144,8 @@ def test_recorded_snapshots_are_read_from_the_run_repository(mirror, tmp_path):
         ("after_first_source_edit", 2, ["pkg/mod.py"])]
 
 
-def test_run_points_json_round_trip(mirror, tmp_path):
-    mirror_dir, task = mirror
-    final = _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 2\n"})
-    rp = analyze_run(_trajectory(final), task, RepoSource(mirror_dir, allow_network=False), use_environment=False,
-                     timeout=30)
+def test_run_points_json_round_trip(analyzed, tmp_path):
+    rp = analyzed[3]
     path = rp.save(tmp_path / "out" / "run.points.json")
     back = RunPoints.load(path)
     assert back == rp and back.model_dump_json() == rp.model_dump_json()
@@ -150,12 +155,8 @@ def test_run_points_json_round_trip(mirror, tmp_path):
         RunPoints.load(tmp_path / "bad.json")
 
 
-def test_materialize_checkpoint_reproduces_the_patch(mirror, tmp_path):
-    mirror_dir, task = mirror
-    final = _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 2\n"})
-    source = RepoSource(mirror_dir, allow_network=False)
-    t = _trajectory(final)
-    rp = analyze_run(t, task, source, use_environment=False, timeout=30)
+def test_materialize_checkpoint_reproduces_the_patch(analyzed, tmp_path):
+    task, source, t, rp = analyzed
     point = rp.point("after_first_post_failure_edit")
     patch = rp.patches[point.type]
     out = tmp_path / "cp"

@@ -308,6 +308,8 @@ def grade_handoff_state(task: SourceTask, patch: str, **options) -> HandoffState
     except ImportError:
         raise EnvironmentUnavailable("grading is not available in this installation (takeover.grading.grade)") from None
     result = grade(task, patch, **options)
+    if result.handoff_state is None:
+        raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state
 
 

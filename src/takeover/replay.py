@@ -22,6 +22,17 @@ How actions are re-executed:
   In both modes the sandbox (when available) has no network, a read-only file system except the
   workspace and a private ``/tmp`` that persists between the commands of one replay (agents write
   scratch files there), so nothing a replayed command does can modify the mirror.
+- The sandbox is bubblewrap with a tmpfs root holding read-only binds of this machine's top-level
+  folders (so that ``/testbed`` can be created), plus the mirror's object folders read-only (a
+  ``git clone --shared`` workspace reads them even when the mirror lives under ``/tmp``). It follows
+  :mod:`takeover.sandbox`'s policy and uses its detection (``sandbox.status()``); ``sandbox.wrap``
+  itself binds ``/`` whole and cannot mount at the recorded root.
+- Which files count. The final state is compared with the run's final patch over every non-ignored
+  file, untracked ones included: mini-swe-agent's submission is ``git add -A && git diff --cached``,
+  and OpenHands/SWE-agent patches are made the same way. Scratch files the agent left behind
+  (``reproduce.py``) are therefore part of both; they are non-source artifacts (PROTOCOL.md section 3),
+  never create a handoff point, but are part of the checkpoint, as they were in the predecessor's
+  repository. Ignored files (build output, ``*.pyc``) are in neither.
 - Commands that the recorded run itself saw time out are allowed to time out again; any other command
   killed at its time or memory limit makes the run unreplayable with that reason.
 - The submission command of mini-swe-agent (``git add -A && git diff --cached``) only stages files in

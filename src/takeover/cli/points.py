@@ -46,7 +46,7 @@ def _print_run(console, rp, where: str) -> None:
         verdict = f"[red]unreplayable[/red] ({v.reason})"
     console.print(f"[bold]{rp.instance_id}[/bold]  {where}  {rp.events} events  replay: {verdict}")
     if v.mode or v.interpreter:
-        console.print(f"  replay ran in mode {v.mode}; {v.interpreter}", style="dim")
+        console.print(f"  replay: {v.sandbox}; mode {v.mode}; {v.interpreter}", style="dim")
     if rp.points:
         table = Table(show_edge=False, pad_edge=False)
         for column, justify in (("point", "left"), ("event", "right"), ("changed source files", "left"),
