@@ -174,7 +174,8 @@ def write_views(
             key = stable_hash({
                 "instance_id": task.instance_id, "point": point.model_dump(mode="json"),
                 "patch": sha256_text(inputs.checkpoint_patch), "view": name,
-                "model": model.public() if model is not None and name in ("summary_notes", "structured_notes") else None,
+                # the model's name, not its URL: the same model behind another port is the same writer
+                "model": model.name if model is not None and name in ("summary_notes", "structured_notes") else None,
                 "templates": templates, "max_chars": max_chars, "max_tokens": max_tokens,
             })
             old = previous.get(name) or {}

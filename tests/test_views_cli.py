@@ -1,0 +1,123 @@
+"""``takeover views``: files written, views.json sizes equal to the files, resume, no model (issue 5 item 6)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _views_support import Replay, real_run, real_task, requests_1766_points
+from conftest import DATASET, TRAJ
+from typer.testing import CliRunner
+
+from takeover.checkpoints import RunPoints
+from takeover.cli import app
+from takeover.replay import ReplayVerdict
+from takeover.views.tokens import estimate_tokens
+
+ID = "psf__requests-1766"
+FILE = TRAJ / "mini-swe-agent" / f"{ID}.json"
+STRUCTURED = json.dumps({
+    "problem_understanding": "Quote the qop value in the Digest Authorization header.",
+    "work_completed": "Edited requests/auth.py to write qop=\"auth\".",
+    "evidence_observed": "reproduce_issue.py printed qop=auth before the edit.",
+    "observed_failures": "NONE OBSERVED",
+    "remaining_uncertainty": "Effect of the edit not yet observed.",
+    "rollback_notes": "NONE OBSERVED",
+    "recommended_next_action": "Re-run reproduce_issue.py.",
+})
+SUMMARY = "- The agent quoted qop in requests/auth.py.\n- It has not re-run its reproduction script."
+
+
+@pytest.fixture
+def points_file(tmp_path):
+    """A saved RunPoints record for the run, with the hand-checked point (detection needs the mirror)."""
+    run, task = real_run(ID), real_task(ID)
+    point = requests_1766_points()["after_first_source_edit"]
+    record = RunPoints(
+        instance_id=ID, repo=task.repo, base_commit=task.base_commit, trajectory=str(FILE), format=run.format,
+        events=len(run.events), replay=ReplayVerdict(verified=True, method="verified_replay"),
+        points=[point], patches={point.type: run.final_patch},
+    )
+    return record.save(tmp_path / f"{ID}.points.json")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), *args], catch_exceptions=False)
+
+
+def test_all_views_are_written_and_views_json_sizes_match_the_files(tmp_path, points_file):
+    out = tmp_path / "views"
+    replay = Replay().script([{"content": SUMMARY, "usage": {"prompt_tokens": 900, "completion_tokens": 40}},
+                              {"content": STRUCTURED, "usage": {"prompt_tokens": 800, "completion_tokens": 120}}])
+    with replay.server:
+        result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+                        "--model", "writer", "--base-url", replay.base_url, "--api-key-env", "NO_SUCH_KEY_VAR")
+    assert result.exit_code == 0, result.output
+    index = json.loads((out / "views.json").read_text())
+    assert list(index["views"]) == ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
+    for name, row in index["views"].items():
+        text = (out / f"{name}.md").read_text(encoding="utf-8")
+        assert row["file"] == f"{name}.md"
+        assert row["characters"] == len(text) and row["bytes"] == len(text.encode("utf-8"))
+        assert row["estimated_tokens"] == estimate_tokens(text)
+    assert index["views"]["raw_trace"]["validation"] == "not_applicable"
+    assert index["views"]["repo_only"]["note_tokens"] is None
+    assert index["views"]["summary_notes"]["note_tokens"]["prompt_tokens"] == 900
+    assert index["views"]["structured_notes"]["note_tokens"]["completion_tokens"] == 120
+    assert index["views"]["structured_notes"]["validation"] == "valid"
+    assert index["note_tokens_total"]["prompt_tokens"] == 1700 and index["note_tokens_total"]["calls"] == 2
+    assert index["point"]["event_index"] == 15 and index["instance_id"] == ID
+    assert "[step 16 | environment | command]" in (out / "raw_trace.md").read_text()
+
+    # a re-run with the same inputs reuses every view and spends no note tokens
+    again = Replay()
+    with again.server:
+        rerun = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+                       "--model", "writer", "--base-url", again.base_url, "--api-key-env", "NO_SUCH_KEY_VAR")
+    assert rerun.exit_code == 0 and again.served == 0
+    assert all(row.get("reused") for row in json.loads((out / "views.json").read_text())["views"].values())
+
+
+def test_without_a_model_the_notes_views_say_a_model_is_needed(tmp_path, points_file):
+    out = tmp_path / "views"
+    result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    index = json.loads((out / "views.json").read_text())
+    assert {n: r["validation"] for n, r in index["views"].items()} == {
+        "repo_only": "not_applicable", "raw_trace": "not_applicable",
+        "summary_notes": "model_required", "structured_notes": "model_required"}
+    assert sorted(p.name for p in out.iterdir()) == ["raw_trace.md", "repo_only.md", "views.json"]
+    assert "a model is needed" in result.output
+
+
+def test_one_view_with_a_budget(tmp_path, points_file):
+    out = tmp_path / "v"
+    result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+                    "--view", "raw_trace", "--max-chars", "3000")
+    assert result.exit_code == 0, result.output
+    row = json.loads((out / "views.json").read_text())["views"]["raw_trace"]
+    assert row["dropped_events"] > 0 and "earlier events omitted" in (out / "raw_trace.md").read_text()
+
+
+def test_a_missing_point_exits_1_with_the_reason(tmp_path, points_file):
+    result = invoke("--point", "after_first_post_failure_edit", "--points-file", str(points_file), "--out", str(tmp_path))
+    assert result.exit_code == 1
+    assert "no after_first_post_failure_edit point" in result.output
+
+
+def test_unknown_view_is_a_usage_error(tmp_path, points_file):
+    result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(tmp_path),
+                    "--view", "diary")
+    assert result.exit_code == 2 and "unknown view 'diary'" in result.output
+
+
+@pytest.mark.mirror
+@pytest.mark.slow
+def test_detected_point_with_the_mirror(tmp_path, mirror_dir):
+    out = tmp_path / "views"
+    result = invoke("--point", "after_first_verification_result", "--mirror", str(mirror_dir), "--offline",
+                    "--out", str(out), "--view", "raw_trace")
+    assert result.exit_code == 0, result.output
+    index = json.loads((out / "views.json").read_text())
+    assert index["point"]["event_index"] == 17
+    assert index["views"]["raw_trace"]["characters"] == len((out / "raw_trace.md").read_text())
