@@ -496,6 +496,12 @@ class PreparedEnvironment(BaseModel):
             dirs.append(self.python.parent)
         return dirs
 
+    @property
+    def readable(self) -> list[Path]:
+        """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``:
+        inside bubblewrap ``/tmp`` is private, so a cache under ``/tmp`` would otherwise vanish)."""
+        return [p for p in (self.shared_venv, self.venv) if p is not None]
+
     def env_vars(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """Environment for subprocesses: ``base`` (default ``os.environ``) with the venv activated.
 

@@ -6,7 +6,8 @@ mirror); the candidate patch applied with SWE-bench's own fallbacks (``git apply
 the install step after the patch, as SWE-bench's eval script does); the test files of ``test_patch``
 reset to ``base_commit`` and ``test_patch`` applied; the spec's test command run on swebench's test
 directives inside :func:`takeover.sandbox.wrap` (no network) with a time limit, its whole process group
-killed at the limit. The log carries SWE-bench's start/end markers, is parsed with the repository's
+killed at the limit. Test files that ``test_patch`` creates are removed first when the candidate patch
+created them too, so the task's own version is the one run. The log carries SWE-bench's start/end markers, is parsed with the repository's
 swebench log parser, and the FAIL_TO_PASS / PASS_TO_PASS report and ``resolved`` come from swebench's
 ``get_eval_tests_report`` and ``get_resolution_status``. A SWE-bench-compatible ``report.json`` is
 written beside ``test_output.txt``.
@@ -418,8 +419,7 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
         st = sandbox.status()
         result.sandboxed = st.available
         _write(run_log, f"{st.message}\n")
-        readable = [p for p in (env.shared_venv, env.venv) if p is not None]
-        argv = _wrap(["bash", "-c", script], workspace, readable)
+        argv = _wrap(["bash", "-c", script], workspace, env.readable)
         test_env = env.env_vars()
         test_env.setdefault("HOME", str(tmp))
         rc, timed_out, seconds = run_with_timeout(argv, cwd=workspace, env=test_env, log_path=test_log, timeout=timeout)
