@@ -70,6 +70,8 @@ def wrap(
     cwd: Path | str | None = None,
     writable: Sequence[Path | str] = (),
     network: bool = False,
+    tmp: Path | str | None = None,
+    readable: Sequence[Path | str] = (),
 ) -> list[str]:
     """Return ``argv`` wrapped in bubblewrap, or unchanged when no sandbox is available.
 
@@ -79,12 +81,19 @@ def wrap(
         cwd: working directory inside the sandbox (default: the workspace); must exist.
         writable: further folders mounted read-write (e.g. a run's scratch folder).
         network: keep the host network (default: none).
+        tmp: folder mounted read-write at ``/tmp`` instead of a fresh tmpfs, so that files an agent
+            leaves in ``/tmp`` survive between its commands (each command is a new sandbox).
+        readable: folders mounted read-only again after ``/tmp`` is replaced (e.g. a mirror's object store
+            under ``/tmp`` that a ``git clone --shared`` workspace reads through its alternates).
     """
     st = status()
     if not st.available:
         return list(argv)
     ws = str(Path(workspace).resolve())
-    cmd = [st.tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    cmd = [st.tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    cmd += ["--bind", str(Path(tmp).resolve()), "/tmp"] if tmp is not None else ["--tmpfs", "/tmp"]
+    for folder in readable:
+        cmd += ["--ro-bind", str(Path(folder).resolve()), str(Path(folder).resolve())]
     for folder in [ws, *(str(Path(w).resolve()) for w in writable)]:
         cmd += ["--bind", folder, folder]
     if not network:
