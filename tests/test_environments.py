@@ -210,3 +210,12 @@ def test_concurrent_builders_build_once_and_failures_leave_no_marker(tmp_path, m
 def test_missing_interpreter_names_the_fix(tmp_path):
     with pytest.raises(EnvironmentUnavailable, match=r"pyenv install 2\.5"):
         prepare_environment({"repo": "me/lib", "takeover_env_spec": EnvSpec(python="2.5").model_dump()}, tmp_path)
+
+
+def test_failure_hints_name_what_is_missing():
+    from takeover.environments import failure_hint
+
+    assert "libxml/xmlversion.h" in failure_hint("src/x.c:1:10: fatal error: libxml/xmlversion.h: No such file or dir")
+    assert "build-essential" in failure_hint("error: command 'gcc' failed: No such file or directory")
+    assert failure_hint("ERROR: No matching distribution found for numpy==1.2.3").startswith("numpy==1.2.3 is not")
+    assert failure_hint("all good") == ""

@@ -545,10 +545,34 @@ class _Runner:
                 raise EnvironmentUnavailable(f"{what}: timed out after {timeout:.0f} s (log: {self.log})") from None
             fh.write(proc.stdout + proc.stderr)
         if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-6:]
+            text = (proc.stderr or proc.stdout).strip()
+            tail = text.splitlines()[-6:]
+            hint = failure_hint(proc.stdout + proc.stderr)
             raise EnvironmentUnavailable(f"{what} failed (exit {proc.returncode}): " + " | ".join(tail)
-                                         + f" (full log: {self.log})")
+                                         + (f"; {hint}" if hint else "") + f" (full log: {self.log})")
         return proc.stdout
+
+
+_HINTS = [
+    (re.compile(r"fatal error: ([\w/.+-]+\.h): No such file"),
+     ("the C header {0} is missing: install the system development package that provides it "
+     "(e.g. apt-get install lib<name>-dev)")),
+    (re.compile(r"(?:command '|unable to execute '|error: command ')(gcc|g\+\+|cc|x86_64-linux-gnu-gcc)"),
+     "a C compiler is needed: apt-get install build-essential"),
+    (re.compile(r"No matching distribution found for ([^\s]+)|Because ([^\s]+) was not found in the package registry"),
+     "{0} is not available from the package index for this Python version (pin another version in the spec)"),
+    (re.compile(r"(?:Could not|Failed to) (?:fetch|connect|resolve).*(?:pypi|files\.pythonhosted)", re.IGNORECASE),
+     "the package index is unreachable: check the network or a local index (UV_INDEX_URL / PIP_INDEX_URL)"),
+]
+
+
+def failure_hint(output: str) -> str:
+    """A sentence saying what is missing, from a failed build's output (headers, compiler, packages)."""
+    for pattern, sentence in _HINTS:
+        m = pattern.search(output)
+        if m:
+            return sentence.format(next((g for g in m.groups() if g), ""))
+    return ""
 
 
 @contextlib.contextmanager
@@ -774,7 +798,16 @@ def prepare_environment(task: Any, workspace: Path | str, *, spec_file: Path | s
                         _build_shared(spec, interpreter, shared, resolved, workspace, runner, notes)
                     except BaseException as exc:
                         if isinstance(exc, EnvironmentUnavailable):
+                            skipped = [n.split(": ", 1)[-1] for n in notes if n.startswith("skipped system step")]
+                            if skipped:  # the likely cause: say which system steps were not run here
+                                exc = EnvironmentUnavailable(f"{exc}; system steps of the spec that were skipped "
+                                                             f"here and may be needed: {'; '.join(skipped)}")
                             _FAILED[env_hash] = str(exc)
+                            failed = envs / f"{env_hash}.failed.log"
+                            with contextlib.suppress(OSError):
+                                shutil.copyfile(build_log, failed)
+                            shutil.rmtree(shared, ignore_errors=True)
+                            raise exc from None
                         failed = envs / f"{env_hash}.failed.log"
                         with contextlib.suppress(OSError):
                             shutil.copyfile(build_log, failed)
