@@ -75,23 +75,58 @@ def real_task(instance_id: str, data: str = str(_SHARED)) -> SourceTask:
     raise KeyError(instance_id)
 
 
-def requests_1766_points() -> dict[str, HandoffPoint]:
-    """Hand-built points of psf__requests-1766 (read off its events; used until detection is available).
+REPRODUCE_PATCH = """diff --git a/reproduce_issue.py b/reproduce_issue.py
+new file mode 100644
+index 00000000..90fd73c5
+--- /dev/null
++++ b/reproduce_issue.py
+@@ -0,0 +1,13 @@
++from requests.auth import HTTPDigestAuth
++
++auth = HTTPDigestAuth('user', 'passwd')
++auth.chal = {
++    'realm': 'testrealm',
++    'nonce': 'testnonce',
++    'qop': 'auth',
++    'algorithm': 'MD5',
++    'opaque': 'testopaque'
++}
++
++header = auth.build_digest_header('GET', 'http://example.com/digest-auth')
++print(header)
+"""
 
-    Events: 8 writes reproduce_issue.py, 14/15 `sed` quotes qop in requests/auth.py, 16/17 the reproduction
-    script passes, 22/23 `python3 test_requests.py` fails (rc 1), 24/25 `sed` reverts the quoting.
+
+def requests_1766_points() -> dict[str, HandoffPoint]:
+    """The handoff points of psf__requests-1766 as detection finds them (replay with the mirror; the
+    mirror test in test_views_cli.py checks they stay equal), so that tests without the mirror use them.
+
+    Events: 8 writes reproduce_issue.py, 14 `sed` quotes qop in requests/auth.py, 16/17 the reproduction
+    script passes, 22/23 `python3 test_requests.py` fails (rc 1), 24 `sed` reverts the quoting.
     """
-    common = {"changed_source_files": ["requests/auth.py"], "non_source_artifacts": ["reproduce_issue.py"]}
+    artifacts = {"changed_test_files": [], "non_source_artifacts": ["reproduce_issue.py"]}
     return {
         "after_first_source_edit": HandoffPoint(
-            type="after_first_source_edit", event_index=15, latest_verification_command="python3 reproduce_issue.py",
-            latest_verification_result="passed", validation_after_latest_source_change="none", **common),
-        "after_first_verification_result": HandoffPoint(
-            type="after_first_verification_result", event_index=17,
+            type="after_first_source_edit", event_index=14, changed_source_files=["requests/auth.py"],
             latest_verification_command="python3 reproduce_issue.py", latest_verification_result="passed",
-            validation_after_latest_source_change="passed", **common),
+            validation_after_latest_source_change="none", patch_lines=15,
+            patch_sha256="0a5a0bd14a53c58e7239b2d851323342217938947eb39e5b14a5f080a9ba1183", **artifacts),
+        "after_first_verification_result": HandoffPoint(
+            type="after_first_verification_result", event_index=17, changed_source_files=["requests/auth.py"],
+            latest_verification_command="python3 reproduce_issue.py", latest_verification_result="passed",
+            validation_after_latest_source_change="passed", patch_lines=15,
+            patch_sha256="0a5a0bd14a53c58e7239b2d851323342217938947eb39e5b14a5f080a9ba1183", **artifacts),
         "after_first_post_failure_edit": HandoffPoint(
-            type="after_first_post_failure_edit", event_index=25, latest_verification_command="python3 test_requests.py",
-            latest_verification_result="failed", latest_verification_evidence="Traceback (most recent call last):",
-            validation_after_latest_source_change="none", **common),
+            type="after_first_post_failure_edit", event_index=24, changed_source_files=[],
+            latest_verification_command="python3 test_requests.py", latest_verification_result="failed",
+            latest_verification_evidence="FAILED (errors=1)", validation_after_latest_source_change="none",
+            patch_lines=13, patch_sha256="01e924f0015c81f99ba55395bc78f65b17936b4a6fee92e2233856ad0357713f",
+            **artifacts),
     }
+
+
+def requests_1766_patches() -> dict[str, str]:
+    """The checkpoint patch at each point: the reproduction script, plus the qop edit until it is reverted."""
+    edited = REPRODUCE_PATCH + real_run("psf__requests-1766").final_patch
+    return {"after_first_source_edit": edited, "after_first_verification_result": edited,
+            "after_first_post_failure_edit": REPRODUCE_PATCH}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_points
+from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 from conftest import DATASET, TRAJ
 from typer.testing import CliRunner
 
+from takeover._io import sha256_text
 from takeover.checkpoints import RunPoints
 from takeover.cli import app
 from takeover.replay import ReplayVerdict
@@ -36,7 +37,7 @@ def points_file(tmp_path):
     record = RunPoints(
         instance_id=ID, repo=task.repo, base_commit=task.base_commit, trajectory=str(FILE), format=run.format,
         events=len(run.events), replay=ReplayVerdict(verified=True, method="verified_replay"),
-        points=[point], patches={point.type: run.final_patch},
+        points=[point], patches={point.type: requests_1766_patches()[point.type]},
     )
     return record.save(tmp_path / f"{ID}.points.json")
 
@@ -66,8 +67,8 @@ def test_all_views_are_written_and_views_json_sizes_match_the_files(tmp_path, po
     assert index["views"]["structured_notes"]["note_tokens"]["completion_tokens"] == 120
     assert index["views"]["structured_notes"]["validation"] == "valid"
     assert index["note_tokens_total"]["prompt_tokens"] == 1700 and index["note_tokens_total"]["calls"] == 2
-    assert index["point"]["event_index"] == 15 and index["instance_id"] == ID
-    assert "[step 16 | environment | command]" in (out / "raw_trace.md").read_text()
+    assert index["point"]["event_index"] == 14 and index["instance_id"] == ID
+    assert "[step 15 | agent | command]" in (out / "raw_trace.md").read_text()
 
     # a re-run with the same inputs reuses every view and spends no note tokens
     again = Replay()
@@ -113,11 +114,14 @@ def test_unknown_view_is_a_usage_error(tmp_path, points_file):
 
 @pytest.mark.mirror
 @pytest.mark.slow
-def test_detected_point_with_the_mirror(tmp_path, mirror_dir):
+def test_detected_point_with_the_mirror_equals_the_hand_checked_one(tmp_path, mirror_dir):
+    """Real detection (replay in the mirror) finds the points the other tests use without the mirror."""
     out = tmp_path / "views"
     result = invoke("--point", "after_first_verification_result", "--mirror", str(mirror_dir), "--offline",
                     "--out", str(out), "--view", "raw_trace")
     assert result.exit_code == 0, result.output
     index = json.loads((out / "views.json").read_text())
-    assert index["point"]["event_index"] == 17
+    expected = requests_1766_points()["after_first_verification_result"]
+    assert index["point"] == expected.model_dump(mode="json")
+    assert index["checkpoint_patch_sha256"] == sha256_text(requests_1766_patches()[expected.type])
     assert index["views"]["raw_trace"]["characters"] == len((out / "raw_trace.md").read_text())

@@ -5,13 +5,14 @@ information reached a view (issue 5 item 5)."""
 from __future__ import annotations
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_points
+from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 
 from takeover.models import ModelSettings
 from takeover.views import LeakGuard, ViewLeakError, build_view
 from takeover.views.raw_trace import raw_trace_block
 
 ID = "psf__requests-1766"
+PATCH = requests_1766_patches()["after_first_source_edit"]
 HIDDEN_TEST = "test_requests.py::RequestsTestCase::test_DIGESTAUTH_QUOTES_QOP_VALUE"  # a FAIL_TO_PASS test
 LATER_LINE = (  # a line of event 23's output (the failing test run, after the point)
     "TypeError: 'requests.post(url, data=\\'[{\"some\": \"data\"}]\\', files={\\'some\\': f})' object "
@@ -31,21 +32,21 @@ def task():
 
 @pytest.fixture(scope="module")
 def point():
-    return requests_1766_points()["after_first_source_edit"]  # event 15
+    return requests_1766_points()["after_first_source_edit"]  # event 14
 
 
 @pytest.fixture(scope="module")
 def guard(run, task, point):
-    return LeakGuard(run, point.event_index, task, run.final_patch, handoff_state="needs_completion")
+    return LeakGuard(run, point.event_index, task, PATCH, handoff_state="needs_completion")
 
 
 def test_the_real_views_are_clean(run, task, point, guard):
     for name in ("repo_only", "raw_trace"):
-        assert guard.find(build_view(name, run, point, task, run.final_patch).prompt) == []
+        assert guard.find(build_view(name, run, point, task, PATCH).prompt) == []
 
 
 def test_a_later_event_in_a_view_is_a_leak(run, task, point, guard):
-    # event 23 (the failing test run) comes after the point; its output is not visible at event 15
+    # event 23 (the failing test run) comes after the point; its output is not visible at event 14
     assert LATER_LINE in run.events[23].text.splitlines()
     leaks = guard.find(f"notes...\n{LATER_LINE}\n...")
     assert [leak.kind for leak in leaks] == ["later_event"]
@@ -70,7 +71,7 @@ def test_a_template_that_names_the_handoff_state_is_refused_for_every_view(tmp_p
     (tmp_path / "preamble.md.j2").write_text("The official grading label of this repository is needs_completion.\n")
     for name in ("repo_only", "raw_trace"):
         with pytest.raises(ViewLeakError, match="needs_completion"):
-            build_view(name, run, point, task, run.final_patch, template_dir=tmp_path, handoff_state="needs_completion")
+            build_view(name, run, point, task, PATCH, template_dir=tmp_path, handoff_state="needs_completion")
 
 
 def test_hidden_test_names_are_leaks_unless_the_predecessor_saw_them(run, task, point, guard):
@@ -94,7 +95,7 @@ def test_gold_patch_lines_the_predecessor_never_wrote_are_leaks(run, task, point
         "diff --git a/requests/utils.py b/requests/utils.py\n--- a/requests/utils.py\n+++ b/requests/utils.py\n"
         "@@ -1,1 +1,2 @@\n import os\n+QOP_QUOTING_ENABLED = quote_qop_values(True)\n"
     )
-    guard = LeakGuard(run, point.event_index, task.model_copy(update={"patch": gold}), run.final_patch)
+    guard = LeakGuard(run, point.event_index, task.model_copy(update={"patch": gold}), PATCH)
     assert [leak.kind for leak in guard.find("add QOP_QUOTING_ENABLED = quote_qop_values(True) to utils")] == ["gold_patch"]
     # the gold line the predecessor wrote itself (qop="auth") is not hidden
     assert guard.find("base += ', qop=\"auth\", nc=%s, cnonce=\"%s\"' % (ncvalue, cnonce)") == []
@@ -106,7 +107,7 @@ def test_leaking_notes_are_rejected_and_the_retry_does_not_repeat_the_hidden_tex
     replay = Replay().script([{"content": leaking}, {"content": f"- Run {HIDDEN_TEST}.\n- Done."},
                               {"content": clean}])
     with replay.server:
-        result = build_view("summary_notes", run, point, task, run.final_patch,
+        result = build_view("summary_notes", run, point, task, PATCH,
                             model=ModelSettings(name="m", base_url=replay.base_url, api_key_env=None))
     assert (result.validation, result.attempts) == ("retried", 3)
     assert "leak (later_event)" in result.rejections[0] and "leak (hidden_test)" in result.rejections[1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_points
+from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 
 from takeover.models import ModelSettings
 from takeover.testing.scripted_server import count_words, prompt_words
@@ -16,6 +16,7 @@ from takeover.views import NotesFailed, build_view
 from takeover.views.evidence import strip_code
 
 ID = "psf__requests-1766"
+PATCH = requests_1766_patches()["after_first_source_edit"]
 
 SUMMARY = """- The issue asks requests to send the Digest auth qop value in double quotes, as RFC 2617 and curl do.
 - The agent located the header construction in requests/auth.py, in build_digest_header.
@@ -69,7 +70,7 @@ def model(replay: Replay, **kw) -> ModelSettings:
 def test_summary_notes_valid_first_answer(replay, run, task, points):
     point = points["after_first_source_edit"]
     replay.script([{"content": SUMMARY}])
-    result = build_view("summary_notes", run, point, task, run.final_patch, model=model(replay))
+    result = build_view("summary_notes", run, point, task, PATCH, model=model(replay))
     assert (result.validation, result.attempts, result.rejections) == ("valid", 1, [])
     assert result.block == SUMMARY
     assert f'<previous_agent view="summary_notes">\n{SUMMARY}\n</previous_agent>' in result.prompt
@@ -78,7 +79,7 @@ def test_summary_notes_valid_first_answer(replay, run, task, points):
     assert [m["role"] for m in request["messages"]] == ["system", "user"]
     evidence = request["messages"][1]["content"]
     assert task.problem_statement.strip() in evidence
-    assert "[step 16 | environment | command]" in evidence and "[step 17 " not in evidence
+    assert "[step 15 | agent | command]" in evidence and "[step 16 " not in evidence
     assert "```bash" in evidence  # summary notes keep code; only structured notes remove it
     usage = result.note_usage
     assert (usage.calls, usage.failed_calls) == (1, 0)
@@ -88,14 +89,14 @@ def test_summary_notes_valid_first_answer(replay, run, task, points):
 
 def test_structured_notes_valid_answer_and_deterministic_fields(replay, run, task, points):
     replay.script([{"content": answer(), "usage": {"prompt_tokens": 3000, "completion_tokens": 200}}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, run.final_patch,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
                         model=model(replay))
     assert (result.validation, result.attempts) == ("valid", 1)
     assert (result.note_usage.prompt_tokens, result.note_usage.completion_tokens) == (3000, 200)
     facts = result.structured["facts"]
     assert facts["continuation_label"] == "needs verification"
     assert facts["changed_source_files"] == ["requests/auth.py"]
-    assert facts["repository_change_state"] == "1 file changed against the base commit (+1/-1 lines): 1 source, 0 test, 1 other"
+    assert facts["repository_change_state"] == "2 files changed against the base commit (+14/-1 lines): 1 source, 0 test, 1 other"
     assert "- Continuation label: needs verification" in result.block
     assert "- Non-source artifacts: reproduce_issue.py" in result.block
     assert "- Latest validation command: python3 reproduce_issue.py" in result.block
@@ -110,7 +111,7 @@ def test_broken_json_is_retried_and_usage_sums_every_attempt(replay, run, task, 
         {"content": '{"problem_understanding": "quote qop", "work_completed": ', "usage": {"prompt_tokens": 100, "completion_tokens": 7}},
         {"content": answer(), "usage": {"prompt_tokens": 130, "completion_tokens": 90, "cached_tokens": 100}},
     ])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, run.final_patch,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
                         model=model(replay))
     assert (result.validation, result.attempts) == ("retried", 2)
     assert result.rejections == ["attempt 1: the answer is not a JSON object"]
@@ -123,7 +124,7 @@ def test_broken_json_is_retried_and_usage_sums_every_attempt(replay, run, task, 
 
 def test_json_in_a_code_fence_with_trailing_text_is_repaired_without_a_retry(replay, run, task, points):
     replay.script([{"content": f"Here are the notes:\n```json\n{answer()}\n```\nLet me know if you need more."}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, run.final_patch,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
                         model=model(replay))
     assert (result.validation, result.attempts, replay.served) == ("repaired", 1, 1)
     assert result.structured["notes"]["rollback_notes"] == "NONE OBSERVED"
@@ -142,7 +143,7 @@ def test_json_in_a_code_fence_with_trailing_text_is_repaired_without_a_retry(rep
 )
 def test_rejected_answers_are_retried_with_the_reason(replay, run, task, points, bad, reason):
     replay.script([{"content": answer(**bad)}, {"content": answer()}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, run.final_patch,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
                         model=model(replay))
     assert (result.validation, result.attempts, result.note_usage.calls) == ("retried", 2, 2)
     assert len(result.rejections) == 1 and reason in result.rejections[0]
@@ -151,7 +152,7 @@ def test_rejected_answers_are_retried_with_the_reason(replay, run, task, points,
 def test_a_success_claim_is_accepted_when_the_predecessor_saw_validation_pass(replay, run, task, points):
     point = points["after_first_verification_result"]  # reproduce_issue.py passed after the edit
     replay.script([{"content": answer(evidence_observed="After the edit the reproduction works as expected.")}])
-    result = build_view("structured_notes", run, point, task, run.final_patch, model=model(replay))
+    result = build_view("structured_notes", run, point, task, PATCH, model=model(replay))
     assert (result.validation, result.attempts) == ("valid", 1)
     assert result.structured["facts"]["continuation_label"] == "validated by predecessor"
 
@@ -159,7 +160,7 @@ def test_a_success_claim_is_accepted_when_the_predecessor_saw_validation_pass(re
 def test_hedged_claims_are_not_overconfidence(replay, run, task, points):
     text = "Whether all tests pass is UNKNOWN; the fix is not verified yet."
     replay.script([{"content": answer(evidence_observed=text)}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, run.final_patch,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
                         model=model(replay))
     assert result.validation == "valid"
 
@@ -167,7 +168,7 @@ def test_hedged_claims_are_not_overconfidence(replay, run, task, points):
 def test_three_invalid_answers_fail_with_the_usage_spent(replay, run, task, points):
     replay.script([{"content": "Done."}, {"content": "not json"}, {"content": answer(work_completed="Solved!")}])
     with pytest.raises(NotesFailed) as info:
-        build_view("structured_notes", run, points["after_first_source_edit"], task, run.final_patch,
+        build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
                    model=model(replay))
     exc = info.value
     assert (exc.outcome, exc.attempts, exc.usage.calls, replay.served) == ("rejected", 3, 3, 3)
