@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import shlex
 import shutil
@@ -422,7 +423,9 @@ def prepare_task_environment(config, console) -> str:
         with tempfile.TemporaryDirectory(prefix="takeover-env-") as tmp:
             ws = source.workspace(task.repo, task.base_commit, Path(tmp) / "ws")
             env = prepare_environment(task, ws)
-            built.append(f"{task.repo} {task.version}: {'reused' if getattr(env, 'reused', False) else 'ready'}")
+            how = "cached" if env.cached else f"built in {env.build_seconds:.0f} s"
+            built.append(f"{task.repo} {task.version} (Python {env.interpreter_version}): shared venv {how}, "
+                         f"workspace install {env.setup_seconds:.0f} s")
     return "; ".join(built)
 
 
@@ -508,8 +511,12 @@ def run_quickstart(options: QuickstartOptions, console=None) -> QuickstartResult
 
         tracker = ProgressTracker()
         t0 = time.monotonic()
+        # litellm's HTTP client logs every request at INFO; the live table already shows progress.
+        for name in ("httpx", "LiteLLM", "litellm"):
+            logging.getLogger(name).setLevel(logging.WARNING)
         with Live(tracker, console=console, refresh_per_second=2, transient=False):
             summary = run_experiment(config, progress=tracker, report=False)
+        console.print()
         for row in _stage_rows(tracker):
             result.stages.append(row)
         result.problems = [f"{p.stage}: {p.status} {p.reason}" for p in summary.problems]
