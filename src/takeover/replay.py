@@ -64,7 +64,12 @@ from takeover.patches import first_difference
 from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
 from takeover.trajectories.model import Event, Trajectory
 
-DEFAULT_TIMEOUT = 60.0  # seconds per command (mini-swe-agent's own default)
+# Seconds per command. Generous on purpose: only file changes matter, and a slow machine must not turn a
+# command the recorded run finished into a kill (replays must give the same verdict on every run).
+DEFAULT_TIMEOUT = 300.0
+# Seconds for a command the recorded run itself saw time out (mini-swe-agent's default limit): it is
+# expected to hang again, so it is not given the full limit.
+RECORDED_TIMEOUT_LIMIT = 60.0
 DEFAULT_MEMORY_MB = 4096  # resident + address-space limit per command, MiB
 OUTPUT_LIMIT = 200_000  # characters of command output kept per step
 
@@ -428,7 +433,8 @@ def replay_trajectory(
         base_commit: the diffs' base.
         env_vars: variables of the task's environment (issue 3), e.g. ``PATH`` with its interpreter.
         interpreter_note: how to describe that environment in the verdict.
-        timeout: seconds per command; memory_mb: memory limit per command (MiB).
+        timeout: seconds per command (a command the recorded run saw time out gets at most
+            :data:`RECORDED_TIMEOUT_LIMIT`); memory_mb: memory limit per command (MiB).
         use_sandbox: confine commands with bubblewrap when available (the verdict says when not).
         progress: called after each replayed event.
 
@@ -542,6 +548,9 @@ def _replay_action(
                               tool=st.tool, read_only=alternates(workspace))
         else:
             argv = ["bash", "-c", command]
+    obs = _observation_after(events, i)
+    if obs is not None and _RECORDED_TIMEOUT.search(obs.text or ""):
+        timeout = min(timeout, RECORDED_TIMEOUT_LIMIT)
     code, output, killed, seconds = run_limited(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb)
     return ReplayStep(index=i, action="command", detail=ev.command[:200], exit_code=code, killed=killed,
                       seconds=round(seconds, 3), output=output)

@@ -71,7 +71,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="One JSON object per trajectory per line.")] = False,
         out: Annotated[Path | None, typer.Option("--out", help="Also save each run's full result as OUT/<instance_id>.points.json (for --points-file).")] = None,
         snapshot_repo: Annotated[Path | None, typer.Option("--snapshot-repo", help="Repository holding the runs' recorded snapshot trees (our own runs).")] = None,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replayed command.")] = 60.0,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replayed command.")] = 300.0,
         memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).")] = 4096,
         no_environment: Annotated[bool, typer.Option("--no-environment", help="Replay with the plain interpreter, not the task's environment.")] = False,
         offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
@@ -140,7 +140,7 @@ def register(app: typer.Typer) -> None:
         points_file: Annotated[Path | None, typer.Option("--points-file", help="Saved result of takeover points --out for this run (no replay).")] = None,
         snapshot_repo: Annotated[Path | None, typer.Option("--snapshot-repo", help="Repository holding the run's recorded snapshot trees.")] = None,
         no_workspace: Annotated[bool, typer.Option("--no-workspace", help="Write checkpoint.json and checkpoint.patch only.")] = False,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replayed command.")] = 60.0,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replayed command.")] = 300.0,
         offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
     ) -> None:
         """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
