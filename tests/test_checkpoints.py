@@ -238,3 +238,25 @@ def test_cli_points_json_and_checkpoint(mirror, tmp_path, monkeypatch):
     saved = json.loads((tmp_path / "cp" / "checkpoint.json").read_text())
     assert saved["point"]["event_index"] == 4 and saved["files"] == ["pkg/mod.py", "reproduce.py"]
     assert "return 3" in (tmp_path / "cp" / "workspace" / "pkg/mod.py").read_text()
+
+
+@pytest.mark.skipif(not __import__("takeover.sandbox").sandbox.status().available, reason="no bubblewrap sandbox")
+def test_replayed_commands_cannot_modify_the_mirror(mirror, tmp_path):
+    mirror_dir, task = mirror
+    bare = mirror_dir / "acme__widget.git"
+    refs_before = git(bare, "for-each-ref")
+    attack = f"touch {bare}/objects/pwned; rm -rf {bare}/refs {bare}/objects/pack; echo x > {bare}/HEAD"
+    events = []
+    for i, command in enumerate([attack, "git status --short"]):
+        events.append(Event(index=2 * i, kind="action", source="agent", type="command", command=command))
+        events.append(Event(index=2 * i + 1, kind="observation", source="environment", type="command", text="",
+                            cause=2 * i))
+    t = Trajectory(format="mini-swe-agent", events=events, final_patch="", working_dir="/testbed")
+    out: list = []
+    rp = analyze_run(t, task, RepoSource(mirror_dir, allow_network=False), use_environment=False, timeout=30,
+                     result_out=out)
+    assert rp.replay.verified  # the attack changed nothing in the workspace either
+    assert not (bare / "objects" / "pwned").exists()
+    assert git(bare, "for-each-ref") == refs_before and (bare / "HEAD").read_text().startswith("ref: ")
+    # The workspace could still read the mirror's objects (git status worked inside the sandbox).
+    assert "fatal" not in out[0].steps[2].output
