@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 from conftest import DATASET, TRAJ
 from typer.testing import CliRunner
 
-from takeover._io import sha256_text
-from takeover.checkpoints import RunPoints
+from takeover._io import atomic_write_json, sha256_text
+from takeover.checkpoints import Checkpoint, RunPoints, materialize_checkpoint
 from takeover.cli import app
 from takeover.replay import ReplayVerdict
+from takeover.views import ViewLeakError
 from takeover.views.tokens import estimate_tokens
 
 ID = "psf__requests-1766"
@@ -125,3 +127,35 @@ def test_detected_point_with_the_mirror_equals_the_hand_checked_one(tmp_path, mi
     assert index["point"] == expected.model_dump(mode="json")
     assert index["checkpoint_patch_sha256"] == sha256_text(requests_1766_patches()[expected.type])
     assert index["views"]["raw_trace"]["characters"] == len((out / "raw_trace.md").read_text())
+
+
+@pytest.fixture
+def checkpoint_dir(tmp_path):
+    """A checkpoint folder as ``takeover checkpoint --no-workspace`` writes it, graded needs_completion."""
+    task = real_task(ID)
+    point = requests_1766_points()["after_first_source_edit"]
+    folder = tmp_path / "cp"
+    materialize_checkpoint(task, real_run(ID), point, requests_1766_patches()[point.type], folder,
+                           "verified_replay", workspace=False)
+    record = Checkpoint.model_validate_json((folder / "checkpoint.json").read_text())
+    atomic_write_json(folder / "checkpoint.json", record.model_copy(update={"handoff_state": "needs_completion"}))
+    return folder
+
+
+def test_checkpoint_folder_gives_point_patch_and_output_folder(checkpoint_dir):
+    result = CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint",
+                                      str(checkpoint_dir), "--view", "repo_only,raw_trace"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    index = json.loads((checkpoint_dir / "views" / "views.json").read_text())
+    assert index["point"]["type"] == "after_first_source_edit" and index["point"]["event_index"] == 14
+    assert sorted(index["views"]) == ["raw_trace", "repo_only"]
+    assert len(re.findall(r"^\[step \d+ \|", (checkpoint_dir / "views" / "raw_trace.md").read_text(), re.MULTILINE)) == 15
+
+
+def test_the_checkpoint_handoff_state_is_kept_out_of_views(tmp_path, checkpoint_dir):
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "preamble.md.j2").write_text("This repository needs_completion.\n")
+    with pytest.raises(ViewLeakError, match="handoff_state: needs_completion"):
+        CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint", str(checkpoint_dir),
+                                 "--view", "repo_only", "--templates", str(templates)], catch_exceptions=False)

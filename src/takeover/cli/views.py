@@ -17,9 +17,10 @@ def register(app: typer.Typer) -> None:
     @app.command("views")
     def views(
         file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
-        point: Annotated[str, typer.Option("--point", help="Handoff point type, e.g. after_first_source_edit.")],
         dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
-        out: Annotated[Path, typer.Option("--out", help="Output folder: <view>.md files and views.json.")],
+        point: Annotated[str | None, typer.Option("--point", help="Handoff point type, e.g. after_first_source_edit.")] = None,
+        out: Annotated[Path | None, typer.Option("--out", help="Output folder: <view>.md files and views.json (default with --checkpoint: DIR/views).")] = None,
+        checkpoint: Annotated[Path | None, typer.Option("--checkpoint", help="Checkpoint folder (takeover checkpoint): point, patch and handoff state from there.")] = None,
         view: Annotated[str, typer.Option("--view", help="repo_only, raw_trace, summary_notes, structured_notes or all.")] = "all",
         model: Annotated[str | None, typer.Option("--model", help="Note-writing model name (needed for the notes views).")] = None,
         base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")] = None,
@@ -36,11 +37,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Write the takeover prompt of each view of one handoff point to OUT/<view>.md, plus OUT/views.json.
 
-        Example:
+        The point comes from --checkpoint DIR, --points-file (takeover points --out), or detection (replay
+        needs the repository: --mirror). The notes views need a model (--model, --base-url).
+
+        Examples:
 
             takeover views trajs/psf__requests-1766.json --point after_first_source_edit \\
               --dataset swebench_verified.jsonl --mirror /data/mirror --out views/ \\
               --model qwen --base-url http://127.0.0.1:8080/v1
+
+            takeover views trajs/psf__requests-1766.json --checkpoint cp/ --dataset swebench_verified.jsonl
         """
         from rich.console import Console
         from rich.table import Table
@@ -50,6 +56,12 @@ def register(app: typer.Typer) -> None:
         from takeover.views.runner import load_inputs, write_views
 
         console = Console(stderr=True)
+        if point is None and checkpoint is None:
+            raise typer.BadParameter("give --point TYPE, or --checkpoint DIR")
+        if out is None:
+            if checkpoint is None:
+                raise typer.BadParameter("give --out DIR (or --checkpoint DIR to write DIR/views)")
+            out = checkpoint / "views"
         names = list(VIEW_NAMES) if view == "all" else [v.strip() for v in view.split(",")]
         unknown = [n for n in names if n not in VIEW_NAMES]
         if unknown:
@@ -60,17 +72,18 @@ def register(app: typer.Typer) -> None:
                 name=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
             )
         inputs = load_inputs(
-            file, point, dataset, record=record, mirror=mirror, points_file=points_file, allow_network=not offline
+            file, point, dataset, record=record, mirror=mirror, points_file=points_file, checkpoint_dir=checkpoint,
+            allow_network=not offline,
         )
         for note in inputs.notes:
             console.print(f"[yellow]note:[/yellow] {note}")
         if inputs.point is None:
-            console.print(f"[red]no {point} point in this run:[/red] {inputs.missing_reason}")
+            console.print(f"[red]no {inputs.point_type} point in this run:[/red] {inputs.missing_reason}")
             raise typer.Exit(1)
         summary = write_views(
             inputs, names, out, model=settings, template_dir=templates, max_chars=max_chars, max_tokens=max_tokens
         )
-        table = Table(title=f"{inputs.task.instance_id} @ {point} (event {inputs.point.event_index})")
+        table = Table(title=f"{inputs.task.instance_id} @ {inputs.point_type} (event {inputs.point.event_index})")
         for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
             table.add_column(column)
         for name, row in summary["views"].items():

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from takeover._io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
+from takeover._io import atomic_write_json, atomic_write_text, sha256_bytes, sha256_text, stable_hash
 from takeover.errors import InputError
 from takeover.models import ModelSettings
 from takeover.points import POINT_TYPES, HandoffPoint
@@ -51,6 +51,7 @@ class ViewInputs(BaseModel):
     point: HandoffPoint | None = None
     checkpoint_patch: str = ""
     missing_reason: str | None = None
+    handoff_state: str | None = None
     notes: list[str] = Field(default_factory=list)
 
 
@@ -67,15 +68,20 @@ def _find_task(dataset: Path, instance_id: str | None) -> SourceTask | None:
 
 def load_inputs(
     file: Path | str,
-    point_type: str,
+    point_type: str | None,
     dataset: Path | str,
     *,
     record: int | None = None,
     mirror: Path | str | None = None,
     points_file: Path | str | None = None,
+    checkpoint_dir: Path | str | None = None,
     allow_network: bool = True,
 ) -> ViewInputs:
-    """Read the trajectory, its task and the handoff point (from ``points_file`` or detection).
+    """Read the trajectory, its task and the handoff point (from a checkpoint folder, ``points_file`` or
+    detection, in that order).
+
+    With ``checkpoint_dir`` (``checkpoint.json`` + ``checkpoint.patch``), the point, the patch and the
+    handoff state come from there (the state only feeds the leak guard); ``point_type`` may be ``None``.
 
     A run whose ``instance_id`` is not in ``dataset`` (the format samples of other benchmarks) gets a
     stand-in task whose problem statement is the trajectory's own task prompt; ``notes`` says so.
@@ -87,6 +93,14 @@ def load_inputs(
     """
     from takeover.trajectories import read_trajectories
 
+    checkpoint = None
+    patch_text = ""
+    if checkpoint_dir is not None:
+        checkpoint, patch_text = _read_checkpoint(Path(checkpoint_dir))
+        if point_type is not None and point_type != checkpoint.point.type:
+            raise InputError(Path(checkpoint_dir) / "checkpoint.json",
+                             f"checkpoint is at a {checkpoint.point.type} point, not {point_type}", field="point.type")
+        point_type = checkpoint.point.type
     if point_type not in POINT_TYPES:
         raise InputError(file, f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}",
                          field="--point")
@@ -110,6 +124,11 @@ def load_inputs(
             base_commit=str(trajectory.metadata.get("base_commit") or ""),
             problem_statement=trajectory.task_prompt or "",
         )
+    if checkpoint is not None:
+        if trajectory.instance_id and trajectory.instance_id != checkpoint.instance_id:
+            raise InputError(file, f"run is {trajectory.instance_id}, the checkpoint is for {checkpoint.instance_id}")
+        return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, point=checkpoint.point,
+                          checkpoint_patch=patch_text, handoff_state=checkpoint.handoff_state, notes=notes)
     if points_file is not None:
         from takeover.checkpoints import RunPoints
 
@@ -128,6 +147,23 @@ def load_inputs(
         trajectory=trajectory, task=task, point_type=point_type, point=point,
         checkpoint_patch=run_points.patches.get(point_type, ""), notes=notes,
     )
+
+
+def _read_checkpoint(folder: Path):
+    from takeover.checkpoints import Checkpoint
+
+    cp_path, patch_path = folder / "checkpoint.json", folder / "checkpoint.patch"
+    for path in (cp_path, patch_path):
+        if not path.is_file():
+            raise InputError(path, "missing: a checkpoint folder holds checkpoint.json and checkpoint.patch")
+    try:
+        checkpoint = Checkpoint.model_validate_json(cp_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(cp_path, f"not a checkpoint record ({str(exc).splitlines()[0]})") from None
+    data = patch_path.read_bytes()
+    if sha256_bytes(data) != checkpoint.patch_sha256:
+        raise InputError(patch_path, "sha256 differs from checkpoint.json", field="patch_sha256")
+    return checkpoint, data.decode("utf-8", "surrogateescape")
 
 
 def _templates_hash(template_dir: Path | str | None) -> str | None:
@@ -165,6 +201,7 @@ def write_views(
         except (json.JSONDecodeError, AttributeError):
             previous = {}
     point, task, trajectory = inputs.point, inputs.task, inputs.trajectory
+    handoff_state = handoff_state or inputs.handoff_state
     guard = LeakGuard(trajectory, point.event_index, task, inputs.checkpoint_patch, handoff_state=handoff_state)
     client = ModelClient(model) if model is not None else None
     templates = _templates_hash(template_dir)
