@@ -221,3 +221,23 @@ def test_evidence_packet_is_the_last_80_events_each_clipped(replay, task):
 def test_strip_code_removes_fenced_blocks_and_diffs():
     text = "Plan:\n```python\nprint('hi')\n```\nthen\ndiff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\nDone reading."
     assert strip_code(text) == "Plan:\n[code block removed]\nthen\n[patch text removed]\nDone reading."
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "rejected"),
+    [
+        ("work_completed", "No changes were made to the tests; requests/auth.py was edited.", False),
+        ("work_completed", "No code changes have been made so far.", True),
+        ("work_completed", "The agent has not made any edits yet.", True),
+        ("evidence_observed", "The issue is now fixed.", True),
+        ("evidence_observed", "It is not yet verified whether the issue is fixed.", False),
+        ("recommended_next_action", "Check that all tests pass.", False),
+        ("problem_understanding", "Done", True),
+    ],
+)
+def test_content_checks_on_single_fields(field, text, rejected):
+    from takeover.views.structured import ModelNotes, compute_fields, content_problems
+
+    facts = compute_fields(requests_1766_points()["after_first_source_edit"], PATCH)
+    notes = ModelNotes.model_validate({**GOOD, field: text})
+    assert bool(content_problems(notes, facts)) is rejected

@@ -212,7 +212,8 @@ _HEDGE = re.compile(
     re.IGNORECASE,
 )
 _NO_CHANGE = re.compile(
-    r"\bno (?:source |code )?(?:changes|modifications|edits)\b(?! (?:to|in) (?:test|the test))|"
+    r"\bno (?:source |code )?(?:changes|modifications|edits)\b"
+    r"(?!(?: (?:were|have been|was) made)? (?:to|in) (?:the )?(?:tests?|docs?|documentation|readme|config\w*|changelog))|"
     r"\bno (?:source )?files? (?:were|was|have been|has been) (?:changed|modified|edited)\b|"
     r"\b(?:has|had|did|have) not (?:yet )?(?:made|make|changed|change|modified|modify|edited|edit) any\b|"
     r"\bnothing (?:was|has been) (?:changed|modified)\b|\bcode (?:is|was|remains) unchanged\b",
