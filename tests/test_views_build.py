@@ -108,3 +108,16 @@ def test_point_outside_the_run_is_rejected(run, task, points):
     bad = points["after_first_source_edit"].model_copy(update={"event_index": len(run.events)})
     with pytest.raises(ValueError, match="outside the trajectory"):
         build_view("raw_trace", run, bad, task)
+
+
+def test_secrets_the_predecessor_printed_are_masked_in_views(task, points):
+    from takeover.trajectories.model import Event, Trajectory
+
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+    run = Trajectory(format="takeover", instance_id=ID, events=[
+        Event(index=0, kind="action", source="agent", type="command", text="env | grep KEY", command="env | grep KEY"),
+        Event(index=1, kind="observation", source="environment", type="command", text=f"OPENAI_API_KEY={key}"),
+    ])
+    point = points["after_first_source_edit"].model_copy(update={"event_index": 1})
+    result = build_view("raw_trace", run, point, task)
+    assert key not in result.prompt and "OPENAI_API_KEY=[REDACTED]" in result.prompt
