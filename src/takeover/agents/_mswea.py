@@ -1,0 +1,71 @@
+"""Import mini-swe-agent quietly and offline.
+
+mini-swe-agent prints a banner, creates its global config folder (``~/.config/mini-swe-agent``) and loads
+a ``.env`` from it at import time; litellm downloads its model cost map at import time. Before the first
+import we therefore set, unless the user already chose otherwise:
+
+- ``LITELLM_LOCAL_MODEL_COST_MAP=True``: litellm reads its bundled price table (no network);
+- ``MSWEA_SILENT_STARTUP=1``: no banner;
+- ``MSWEA_GLOBAL_CONFIG_DIR``: a private folder under the system temp dir, so nothing is written in the
+  user's home (a user who set the variable keeps their own folder and ``.env``);
+- ``MSWEA_COST_TRACKING=ignore_errors``: local models with no price do not abort runs (cost = 0).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+MSWEA_VERSION_RANGE = ">=2.4,<2.5"
+
+
+def quiet_env() -> None:
+    """Set the variables above (idempotent, never overrides a user's value)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+    os.environ.setdefault("MSWEA_COST_TRACKING", "ignore_errors")
+    if not os.environ.get("MSWEA_GLOBAL_CONFIG_DIR"):
+        uid = os.getuid() if hasattr(os, "getuid") else "user"
+        os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = str(Path(tempfile.gettempdir()) / f"takeover-mswea-{uid}")
+
+
+@functools.cache
+def load() -> Any:
+    """Import and return the ``minisweagent`` package after :func:`quiet_env`; litellm is made quiet too."""
+    quiet_env()
+    import litellm
+    import minisweagent
+
+    litellm.suppress_debug_info = True  # no "Provider List"/"Give Feedback" banners on errors
+    return minisweagent
+
+
+@functools.cache
+def benchmark_config(protocol: str) -> dict:
+    """mini-swe-agent's own SWE-bench config for an action protocol, read from the installed package.
+
+    ``text`` -> ``swebench_backticks.yaml`` (one bash block per response, ``LitellmTextbasedModel``);
+    ``tools`` -> ``swebench.yaml`` (native ``bash`` tool calls, ``LitellmModel``).
+    """
+    load()
+    from minisweagent.config import get_config_from_spec
+
+    name = {"text": "swebench_backticks", "tools": "swebench"}[protocol]
+    return get_config_from_spec(name)
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages that shape a run (for ``run.json``)."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": platform.python_version()}
+    for dist in ("takeover", "mini-swe-agent", "litellm"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "unknown"
+    return out

@@ -1,0 +1,206 @@
+"""Where an agent's commands run: mini-swe-agent environments around the run's workspace.
+
+- ``local`` (default): :class:`SandboxedLocalEnvironment`, mini-swe-agent's ``LocalEnvironment`` with every
+  command wrapped by :func:`takeover.sandbox.wrap` (no network, writes only in the workspace and the run's
+  private ``/tmp``) when a sandbox is available; unconfined otherwise, and ``run.json`` says so.
+- ``docker``: mini-swe-agent's ``DockerEnvironment`` on the official SWE-bench image of the instance, with
+  the run's workspace mounted at ``/testbed`` (so snapshots are taken on the host) and no network.
+  Needs a Docker daemon; raises :class:`~takeover.errors.EnvironmentUnavailable` otherwise.
+
+Commands see a clean environment: variables whose names look like credentials are removed, so an agent
+cannot print an API key; the task environment's variables (its Python venv on ``PATH``, issue 3) are added.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from takeover import sandbox
+from takeover.agents import _mswea
+from takeover.errors import EnvironmentUnavailable
+
+_mswea.load()
+
+from minisweagent.environments.local import LocalEnvironment, LocalEnvironmentConfig, _run
+from minisweagent.utils.serialize import recursive_merge
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+# Shell start-up files (mini-swe-agent's SWE-bench config sets BASH_ENV=/root/.bashrc for its images) would
+# run the host's rc files before every command and could put other interpreters ahead of the task's venv.
+_STARTUP_VARS = ("BASH_ENV", "ENV")
+
+
+class EnvironmentFailure(RuntimeError):
+    """The environment itself failed (workspace gone, sandbox or container broken): ends the run."""
+
+
+def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` updated with ``extra``, without credential-like variables (from either) and without
+    shell start-up variables (``BASH_ENV``, ``ENV``)."""
+    merged = {**os.environ, **(extra or {})}
+    return {k: v for k, v in merged.items() if not _SECRET_NAME.search(k) and k not in _STARTUP_VARS}
+
+
+class SandboxedLocalEnvironmentConfig(LocalEnvironmentConfig):
+    """mini-swe-agent's local config plus the folders the sandbox needs.
+
+    Attributes:
+        workspace: the repository checkout (read-write inside the sandbox).
+        tmp_dir: the run's folder mounted at ``/tmp`` (kept between commands); ``None`` for a fresh tmpfs.
+        readable: folders the commands must still read when they lie under the replaced ``/tmp`` (the
+            mirror objects behind the workspace's git alternates, the task's shared venv).
+        use_sandbox: wrap commands with :func:`takeover.sandbox.wrap` (it falls back to unconfined itself).
+    """
+
+    workspace: str
+    tmp_dir: str | None = None
+    readable: list[str] = Field(default_factory=list)
+    use_sandbox: bool = True
+
+
+class SandboxedLocalEnvironment(LocalEnvironment):
+    """Runs each command as ``bash -c CMD`` in the workspace, inside bubblewrap when available.
+
+    ``execute`` keeps mini-swe-agent's contract: it returns ``{"output", "returncode", "exception_info"}``
+    and raises ``Submitted`` on the submission marker. A command that exceeds its time limit is killed
+    with its process group and reported in the observation. Raises :class:`EnvironmentFailure` when the
+    workspace no longer exists.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(config_class=SandboxedLocalEnvironmentConfig, **kwargs)
+
+    def execute(self, action: dict, cwd: str = "", *, timeout: float | None = None) -> dict[str, Any]:
+        command = action.get("command", "")
+        workspace = Path(self.config.workspace)
+        cwd = cwd or self.config.cwd or str(workspace)
+        if not workspace.is_dir() or not Path(cwd).is_dir():
+            raise EnvironmentFailure(f"working directory {cwd} does not exist")
+        argv = ["bash", "-c", command]
+        if self.config.use_sandbox:
+            argv = sandbox.wrap(
+                argv, workspace, cwd=cwd, tmp=self.config.tmp_dir, readable=self.config.readable
+            )
+        limit = timeout or self.config.timeout
+        try:
+            result = _run(shlex.join(argv), cwd, clean_environ(self.config.env), limit)
+            output = {"output": result.stdout, "returncode": result.returncode, "exception_info": ""}
+        except subprocess.TimeoutExpired as exc:
+            raw = (
+                exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else (exc.output or "")
+            )
+            output = {
+                "output": raw,
+                "returncode": -1,
+                "exception_info": f"The command timed out after {limit:g} seconds and was killed.",
+                "extra": {"exception_type": "TimeoutExpired", "exception": str(exc)},
+            }
+        except OSError as exc:
+            raise EnvironmentFailure(f"cannot start a command in {cwd}: {exc}") from exc
+        self._check_finished(output)
+        return output
+
+    def get_template_vars(self, **kwargs) -> dict[str, Any]:
+        # mini-swe-agent merges os.environ here; prompts must not depend on (or leak) the host environment.
+        return recursive_merge(self.config.model_dump(), platform.uname()._asdict(), kwargs)
+
+
+def git_alternates(workspace: Path) -> list[Path]:
+    """Object folders a ``git clone --shared`` workspace reads through ``.git/objects/info/alternates``."""
+    path = workspace / ".git" / "objects" / "info" / "alternates"
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            p = Path(line) if Path(line).is_absolute() else (path.parent.parent / line)
+            if p.is_dir():
+                out.append(p.resolve())
+    return out
+
+
+def swebench_image(instance_id: str) -> str:
+    """Name of the official SWE-bench evaluation image of an instance (x86_64, ``latest`` tag)."""
+    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
+
+
+def docker_available(executable: str = "docker") -> str | None:
+    """``None`` when a Docker daemon answers, else the reason (for the error message)."""
+    exe = shutil.which(executable)
+    if not exe:
+        return f"{executable} is not installed"
+    try:
+        proc = subprocess.run(
+            [exe, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{executable} info failed: {exc}"
+    if proc.returncode != 0:
+        return f"no Docker daemon answers ({(proc.stderr or proc.stdout).strip()[:200]})"
+    return None
+
+
+def make_environment(
+    backend: str,
+    *,
+    workspace: Path,
+    tmp_dir: Path | None,
+    env: dict[str, str],
+    command_seconds: float,
+    instance_id: str,
+    image: str | None = None,
+    readable: list[Path] | None = None,
+):
+    """Build the mini-swe-agent environment of a run.
+
+    Args:
+        backend: ``local`` or ``docker``.
+        workspace: the run's repository checkout (host path).
+        tmp_dir: the run's private ``/tmp`` (local backend).
+        env: variables for every command (mini-swe-agent's config ``env`` plus the task environment).
+        command_seconds: per-command time limit (seconds).
+        instance_id: for the SWE-bench image name; ``image`` overrides it.
+        readable: extra read-only folders for the sandbox (see :class:`SandboxedLocalEnvironmentConfig`).
+    Raises:
+        EnvironmentUnavailable: ``docker`` without a daemon, or an unknown backend.
+    """
+    if backend == "local":
+        return SandboxedLocalEnvironment(
+            cwd=str(workspace),
+            workspace=str(workspace),
+            tmp_dir=str(tmp_dir) if tmp_dir else None,
+            readable=[str(p) for p in readable or []],
+            env=env,
+            timeout=max(1, round(command_seconds)),
+        )
+    if backend == "docker":
+        reason = docker_available()
+        if reason:
+            raise EnvironmentUnavailable(
+                f"the docker backend needs a running Docker daemon: {reason}. "
+                "Start Docker, or use the local backend (--backend local)"
+            )
+        from minisweagent.environments.docker import DockerEnvironment
+
+        return DockerEnvironment(
+            image=image or swebench_image(instance_id),
+            cwd="/testbed",
+            env=env,
+            timeout=max(1, round(command_seconds)),
+            run_args=["--rm", "--network", "none", "-v", f"{workspace.resolve()}:/testbed"],
+        )
+    raise EnvironmentUnavailable(f"unknown backend {backend!r}: use local or docker")
