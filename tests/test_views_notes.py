@@ -233,6 +233,8 @@ def test_strip_code_removes_fenced_blocks_and_diffs():
         ("evidence_observed", "It is not yet verified whether the issue is fixed.", False),
         ("recommended_next_action", "Check that all tests pass.", False),
         ("problem_understanding", "Done", True),
+        ("recommended_next_action", "UNKNOWN", True),
+        ("observed_failures", "UNKNOWN", False),
     ],
 )
 def test_content_checks_on_single_fields(field, text, rejected):

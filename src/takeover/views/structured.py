@@ -246,7 +246,9 @@ def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]
     - overconfident: a field that is only "fixed/done/solved"; or a claim of verified success in the
       descriptive fields when the predecessor saw no passing validation after its latest source change;
     - contradiction: claims that no code changed (or ``NONE OBSERVED``/``UNKNOWN`` work) while source
-      files changed.
+      files changed;
+    - no next action: ``recommended_next_action`` is ``UNKNOWN``/``NONE OBSERVED`` (the protocol asks for
+      one concrete next action).
     """
     problems: list[str] = []
     values = notes.model_dump()
@@ -261,6 +263,8 @@ def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]
                     f"overconfident: field {name} claims {claims[0]!r} but no passing validation was observed "
                     f"after the latest source change (status: {facts.validation_status})"
                 )
+    if values["recommended_next_action"].upper().strip(". ") in (UNKNOWN, NONE_OBSERVED):
+        problems.append("recommended_next_action must name one concrete next step")
     if facts.changed_source_files:
         for name, value in values.items():
             m = _NO_CHANGE.search(value)
