@@ -36,11 +36,12 @@ def main() -> None:
     if args.cache:
         os.environ["TAKEOVER_CACHE"] = str(args.cache)
 
-    from takeover.environments import prepare_environment
+    from takeover.environments import env_spec_for, prepare_environment
     from takeover.repos import RepoSource
     from takeover.tasks import load_tasks
 
     task = {t.instance_id: t for t in load_tasks(args.dataset)}[args.instance]
+    env_spec_for(task)  # import swebench's constants before timing (a one-off cost of a few seconds)
     source = RepoSource(args.mirror, allow_network=False)
     tmp = Path(tempfile.mkdtemp(prefix="takeover-bench-env-"))
     try:

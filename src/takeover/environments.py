@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import re
@@ -301,6 +302,7 @@ def env_spec_for(task: Any, spec_file: Path | str | Mapping[str, EnvSpec] | None
 # Interpreters and tools
 
 
+@functools.lru_cache(maxsize=64)
 def _probe(python: str | Path) -> str | None:
     """``major.minor.micro`` of an interpreter, or None when it does not run."""
     try:
@@ -331,6 +333,7 @@ def _version_key(name: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", name))
 
 
+@functools.lru_cache(maxsize=32)
 def find_interpreter(version: str) -> Path:
     """An interpreter of ``major.minor`` = ``version`` on this machine; never downloads one.
 
@@ -537,6 +540,7 @@ class _Runner:
         with open(self.log, "a", encoding="utf-8") as fh:
             fh.write(f"\n$ {argv if shell else shlex.join(argv)}\n")
             fh.flush()
+            began = time.monotonic()
             try:
                 proc = subprocess.run(argv if shell else list(argv), shell=shell, executable="/bin/bash" if shell else None,
                                       cwd=cwd, env=dict(env) if env else None, capture_output=True, text=True,
@@ -544,6 +548,7 @@ class _Runner:
             except subprocess.TimeoutExpired:
                 raise EnvironmentUnavailable(f"{what}: timed out after {timeout:.0f} s (log: {self.log})") from None
             fh.write(proc.stdout + proc.stderr)
+            fh.write(f"[exit {proc.returncode}, {time.monotonic() - began:.2f} s]\n")
         if proc.returncode != 0:
             text = (proc.stderr or proc.stdout).strip()
             tail = text.splitlines()[-6:]
