@@ -116,3 +116,11 @@ def test_leaking_notes_are_rejected_and_the_retry_does_not_repeat_the_hidden_tex
         feedback = request["messages"][-1]["content"]
         assert LATER_LINE not in feedback and "QUOTES_QOP" not in feedback
         assert "not in the" in feedback
+
+
+def test_a_fragment_of_a_later_event_cut_mid_line_is_a_leak(run, guard):
+    line = next(x for x in run.events[40].text.splitlines() if x.startswith("This confirms my fix is correct"))
+    fragment = " ".join(line.split()[1:23])  # 22 words of a later thought, not the whole line
+    assert guard.find(line)[0].kind == "later_event"
+    assert [leak.kind for leak in guard.find(f"Notes: {fragment}.")] == ["later_event"]
+    assert guard.find(" ".join(line.split()[1:19])) == []  # shorter than 20 words: not matched

@@ -5,7 +5,9 @@ statement, the task prompt the predecessor was given, and the checkpoint patch (
 repository holds it anyway). A view leaks when it contains any of:
 
 - ``later_event``: a line (at least :data:`MIN_LINE` characters, whitespace-normalized) of an event after
-  the point that does not also occur in the visible evidence;
+  the point that does not also occur in the visible evidence, or any run of :data:`SHINGLE_WORDS` (20)
+  consecutive words of such an event that occurs nowhere in the visible evidence (catches fragments of
+  later output cut mid-line);
 - ``handoff_state``: the handoff state (official grading label of the checkpoint, e.g. ``needs_completion``)
   or the words "handoff state";
 - ``hidden_test``: a FAIL_TO_PASS / PASS_TO_PASS test name (full id, or its function name when that has
@@ -41,6 +43,7 @@ from takeover.trajectories.model import Event, Trajectory
 MIN_LINE = 32
 MIN_GOLD_LINE = 16
 MIN_TEST_NAME = 8
+SHINGLE_WORDS = 20
 STATE_LABELS = ("resolved_preserve", "needs_completion", "broke_existing")
 LeakKind = Literal["later_event", "handoff_state", "hidden_test", "gold_patch", "grading_vocabulary"]
 
@@ -81,6 +84,21 @@ def _event_texts(event: Event) -> list[str]:
                   event.state_diff)
         if v
     ]
+
+
+def _shingles(text: str) -> set[int]:
+    words = text.split()
+    return {hash(" ".join(words[i : i + SHINGLE_WORDS])) for i in range(len(words) - SHINGLE_WORDS + 1)}
+
+
+def _shingle_texts(text: str, wanted: set[int]) -> list[str]:
+    words = text.split()
+    found = []
+    for i in range(len(words) - SHINGLE_WORDS + 1):
+        piece = " ".join(words[i : i + SHINGLE_WORDS])
+        if hash(piece) in wanted:
+            found.append(piece)
+    return found
 
 
 def _added_lines(patch: str) -> list[str]:
@@ -134,9 +152,14 @@ class LeakGuard:
                 return None
             return n
 
+        visible_shingles: set[int] = set()
+        for part in visible_parts:
+            visible_shingles |= _shingles(part)
         self.later_lines: set[str] = set()
+        self.later_shingles: set[int] = set()
         for event in trajectory.events[event_index + 1 :]:
             for value in _event_texts(event):
+                self.later_shingles |= _shingles(value) - visible_shingles
                 for line in value.splitlines():
                     if (n := hidden(line, MIN_LINE)) is not None:
                         self.later_lines.add(n)
@@ -164,7 +187,10 @@ class LeakGuard:
             for item in sorted(items)[:5]:
                 leaks.append(Leak(kind=kind, detail=item[:160]))
 
-        add("later_event", (line for line in self.later_lines if line in norm))
+        later = [line for line in self.later_lines if line in norm]
+        if not later and self.later_shingles:
+            later = _shingle_texts(text, self.later_shingles)[:1]
+        add("later_event", later)
         add("handoff_state", (s for s in self.state_words if s.lower() in lower))
         if re.search(r"\bhandoff[ _-]?state\b", text, re.IGNORECASE) and "handoff state" not in self._visible_raw_lower:
             leaks.append(Leak(kind="handoff_state", detail="mentions the handoff state"))
