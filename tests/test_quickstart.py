@@ -130,3 +130,22 @@ def test_cli_rejects_bad_flags_with_one_line(tmp_path):
     for flag in ("--task", "--dataset", "--trajectories", "--point-type", "--view", "--steps", "--model",
                  "--base-url", "--mirror", "--out", "--offline"):
         assert flag in helptext
+
+
+def test_a_stage_that_cannot_run_stops_the_quickstart_with_its_name(tmp_path, monkeypatch):
+    import json
+
+    from rich.console import Console
+
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    console = Console(file=(tmp_path / "console.txt").open("w"), width=200)
+    o = qs.QuickstartOptions(allow_network=False, out_dir=tmp_path / "out")
+    result = qs.run_quickstart(o, console=console)
+    console.file.close()
+    assert not result.ok and result.report is None
+    assert result.problems[0].startswith("inputs: ")
+    saved = json.loads((tmp_path / "out" / "quickstart.json").read_text())
+    assert saved["ok"] is False and saved["problems"] == result.problems
+    text = (tmp_path / "console.txt").read_text()
+    assert "quickstart stopped at stage 'inputs'" in text
+    assert f"under {qs.BUDGET_MINUTES} minutes" in text and str(tmp_path / "out" / "report.md") in text
