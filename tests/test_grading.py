@@ -208,3 +208,16 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
     if subprocess.run(["sh", "-c", "test -S /var/run/docker.sock"], check=False).returncode != 0:
         assert res.exit_code == 2
         assert "no Docker daemon answers" in res.output and "--backend local" in res.output
+
+
+def test_unbuildable_environment_is_reported_and_other_tasks_go_on(calc_task, tmp_path):
+    task, source = calc_task
+    old = {**task, "instance_id": "acme__calc-2", "takeover_env_spec": {**SPEC, "python": "2.5"}}
+    results = grade_predictions(
+        [task, old],
+        [{"instance_id": "acme__calc-2", "model_patch": GOLD}, {"instance_id": "acme__calc-1", "model_patch": GOLD}],
+        repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    broken, fine = results
+    assert broken.error is not None and "no Python 2.5" in broken.error and "pyenv install 2.5" in broken.error
+    assert broken.handoff_state is None and not broken.resolved
+    assert fine.error is None and fine.resolved
