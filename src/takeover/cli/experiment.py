@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+
+def _raise_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _print_summary(summary, console: Console) -> None:
@@ -54,6 +59,8 @@ def register(app: typer.Typer) -> None:
         if executor not in (None, "local", "ray"):
             raise typer.BadParameter("local or ray", param_hint="--executor")
         config = load_experiment(experiment)
+        # SIGTERM (a scheduler, `kill`) unwinds like Ctrl-C, so worker processes are stopped with us.
+        signal.signal(signal.SIGTERM, _raise_interrupt)
         summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry == "failed",
                                  progress=progress, report=report)
         _print_summary(summary, Console())

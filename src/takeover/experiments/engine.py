@@ -59,7 +59,7 @@ class Executor:
         """Finished handles with their result JSON (or the exception that escaped the worker)."""
         raise NotImplementedError
 
-    def close(self) -> None:
+    def close(self, *, terminate: bool = False) -> None:
         pass
 
 
@@ -107,7 +107,12 @@ class ProcessExecutor(Executor):
                 out.append((fut, exc))
         return out
 
-    def close(self) -> None:
+    def close(self, *, terminate: bool = False) -> None:
+        """Shut the pool down; with ``terminate`` (the run is being interrupted), kill the workers first
+        so that no unit keeps running without a coordinator (its result would be redone anyway)."""
+        if terminate:
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.terminate()
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -163,7 +168,7 @@ class RayExecutor(Executor):
                 out.append((ref, exc))
         return out
 
-    def close(self) -> None:
+    def close(self, *, terminate: bool = False) -> None:
         if self._owned:
             self.ray.shutdown()
 

@@ -255,11 +255,13 @@ def run_experiment(
         callback = None
     summary = ExperimentSummary(out_dir=str(out))
     ex = make_executor(kind, workers, ray_address=config.execution.ray_address)
+    interrupted = True
     try:
         _run_stages(config, summary, lambda specs: run_units(
             specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback))
+        interrupted = False
     finally:
-        ex.close()
+        ex.close(terminate=interrupted)
         if live is not None:
             live.__exit__(None, None, None)
     if report:

@@ -21,8 +21,12 @@ from takeover.tasks import SourceTask
 INFRA_EXIT_STATUSES = {"model_error", "environment_error"}
 
 
+# Files are read as bytes and decoded: read_text() would turn "\r\n" into "\n" and change patches and
+# prompts (real trajectories and repositories contain carriage returns).
+
+
 def _task(inputs: dict) -> SourceTask:
-    return SourceTask.model_validate_json(Path(inputs["task"]).read_text(encoding="utf-8"))
+    return SourceTask.model_validate_json(Path(inputs["task"]).read_bytes().decode("utf-8"))
 
 
 def _repo_source(ctx: UnitContext):
@@ -212,7 +216,7 @@ def _rate(success: list[str], failure: list[str]) -> float | None:
 
 def grade_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Handoff state of a checkpoint (PROTOCOL.md section 6); never shown to the successor."""
-    patch = (Path(inputs["checkpoint_dir"]) / "checkpoint.patch").read_text(encoding="utf-8")
+    patch = (Path(inputs["checkpoint_dir"]) / "checkpoint.patch").read_bytes().decode("utf-8")
     result = _grade(_task(inputs), patch, inputs, ctx)
     f2p, p2p = _tests(result, "FAIL_TO_PASS"), _tests(result, "PASS_TO_PASS")
     return UnitOutcome(output={"handoff_state": result.handoff_state, "resolved": bool(result.resolved),
@@ -221,7 +225,7 @@ def grade_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 def grade_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Official grading of a takeover run's final patch (PROTOCOL.md section 8)."""
-    patch = Path(inputs["patch_path"]).read_text(encoding="utf-8") if inputs.get("patch_path") else ""
+    patch = Path(inputs["patch_path"]).read_bytes().decode("utf-8") if inputs.get("patch_path") else ""
     result = _grade(_task(inputs), patch, inputs, ctx)
     f2p, p2p = _tests(result, "FAIL_TO_PASS"), _tests(result, "PASS_TO_PASS")
     return UnitOutcome(output={"resolved": bool(result.resolved), "handoff_state": result.handoff_state,
@@ -243,8 +247,8 @@ def build_view(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     from takeover.views.notes import NotesFailed
 
     cp_dir = Path(inputs["checkpoint_dir"])
-    checkpoint = Checkpoint.model_validate_json((cp_dir / "checkpoint.json").read_text(encoding="utf-8"))
-    patch = (cp_dir / "checkpoint.patch").read_text(encoding="utf-8")
+    checkpoint = Checkpoint.model_validate_json((cp_dir / "checkpoint.json").read_bytes().decode("utf-8"))
+    patch = (cp_dir / "checkpoint.patch").read_bytes().decode("utf-8")
     traj = _read_trajectory(inputs["trajectory"])
     model = _model(inputs["notes_model"]) if inputs.get("notes_model") else None
     try:
@@ -305,15 +309,15 @@ def run_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     from takeover.agents import run_takeover as agent_run
 
     run_dir = _fresh(Path(ctx.work_dir) / "run")
-    prompt = Path(inputs["view_path"]).read_text(encoding="utf-8")
+    prompt = Path(inputs["view_path"]).read_bytes().decode("utf-8")
     if sha256_text(prompt) != inputs["view_sha256"]:
         raise UnitFailure(f"{inputs['view_path']} changed after its view unit wrote it; run again")
     record = agent_run(inputs["checkpoint_dir"], inputs["view"], _model(inputs["model"]), run_dir,
                        task=_task(inputs), prompt=prompt, limits=_limits(inputs),
                        protocol=inputs["limits"].get("protocol", "text"), repo_source=_repo_source(ctx))
     out = _run_output(record, run_dir)
-    final = Path(out["patch_path"]).read_text(encoding="utf-8") if out["patch_path"] else ""
-    cp_patch = (Path(inputs["checkpoint_dir"]) / "checkpoint.patch").read_text(encoding="utf-8")
+    final = Path(out["patch_path"]).read_bytes().decode("utf-8") if out["patch_path"] else ""
+    cp_patch = (Path(inputs["checkpoint_dir"]) / "checkpoint.patch").read_bytes().decode("utf-8")
     out["checkpoint_diff_preserved"] = _preserved(cp_patch, final)
     out["only_source_files_changed"] = _only_source(final)
     out.pop("workspace", None)

@@ -98,8 +98,10 @@ class Report(BaseModel):
 
 
 def _read_unit(out: Path, stage: str, key: str) -> dict | None:
+    # Plain string paths: with tens of thousands of unit files, pathlib's overhead dominates.
     try:
-        return json.loads((out / "units" / stage / f"{key}.json").read_bytes())
+        with open(f"{out}/units/{stage}/{key}.json", "rb") as fh:
+            return json.loads(fh.read())
     except (FileNotFoundError, ValueError):
         return None
 

@@ -71,13 +71,18 @@ def paired_bootstrap_relative_median_change(
     if n == 0 or estimate is None:
         return estimate, None, None
     rng = np.random.default_rng(seed)
+    # Medians of resamples through ranks: partitioning small integer ranks is cheaper than partitioning the
+    # gathered float values, and gives exactly np.median's numbers (mean of the two middle values).
+    sorted_a, rank_a = _ranks(a)
+    sorted_b, rank_b = _ranks(b)
+    mid = ((n - 1) // 2, n // 2)
     stats: list[np.ndarray] = []
     left = resamples
     while left > 0:
         k = min(_CHUNK, left)
         idx = rng.integers(0, n, size=(k, n))
-        ma = np.median(a[idx], axis=1)
-        mb = np.median(b[idx], axis=1)
+        ma = _resampled_medians(rank_a[idx], sorted_a, mid)
+        mb = _resampled_medians(rank_b[idx], sorted_b, mid)
         ok = ma != 0
         stats.append(mb[ok] / ma[ok] - 1.0)
         left -= k
@@ -87,6 +92,20 @@ def paired_bootstrap_relative_median_change(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(values, [alpha, 1.0 - alpha])
     return estimate, float(low), float(high)
+
+
+def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted values, rank of each value)`` with ranks as the smallest integer type that fits."""
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(values.shape[0], dtype=np.int32 if values.shape[0] < 2**31 else np.int64)
+    rank[order] = np.arange(values.shape[0])
+    return values[order], rank
+
+
+def _resampled_medians(ranks: np.ndarray, sorted_values: np.ndarray, mid: tuple[int, int]) -> np.ndarray:
+    """Row medians of resampled values given by their ranks (shape: resamples x n)."""
+    part = np.partition(ranks, mid, axis=1)
+    return (sorted_values[part[:, mid[0]]] + sorted_values[part[:, mid[1]]]) / 2.0
 
 
 def mcnemar_exact(base_solved: Sequence[bool], new_solved: Sequence[bool]) -> dict:
