@@ -353,3 +353,57 @@ def test_cli_agent_run_writes_a_run_directory(tmp_path, task_and_mirror):
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["limits"]["steps"] == 2 and record["exit_status"] == "step_limit"
     assert "+    return a + b" in (tmp_path / "run" / "patch.diff").read_text()
+
+
+def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_with_a_replay(
+    tmp_path, task_and_mirror
+):
+    """Done criterion of issue 6: our runner's snapshots give exact checkpoints (PROTOCOL.md section 5 (a))
+    and they match what a replay of the same recorded actions in a fresh checkout gives (section 5 (c))."""
+    from takeover.checkpoints import analyze_run, checkpoint_method, materialize_checkpoint
+    from takeover.repos import RepoSource
+
+    task, mirror = task_and_mirror
+    script = [
+        bash("cat calc.py"),
+        bash("sed -i 's/a - b/a * b/' calc.py"),  # event 2: first source edit (wrong)
+        bash("python -m pytest -q test_calc.py 2>&1 | tail -3"),  # event 5: first verification result, failed
+        bash("sed -i 's/a [*] b/a + b/' calc.py"),  # event 6: first edit after the failure
+        bash("python -m pytest -q test_calc.py 2>&1 | tail -3"),
+        bash("git diff -- calc.py > patch.txt"),
+        bash(SUBMIT),
+    ]
+    with ScriptedServer(script) as srv:
+        record = run_predecessor(task, settings(srv), tmp_path / "run", mirror=mirror)
+    assert record.exit_status is ExitStatus.submitted and record.accounting.agent_events == 14
+    traj = read_run(tmp_path / "run")
+    source = RepoSource(mirror, allow_network=False)
+
+    recorded = analyze_run(
+        traj, task, source, snapshot_repo=traj.metadata["snapshot_repo"], use_environment=False
+    )
+    assert recorded.replay.verified and recorded.replay.method == "recorded_snapshot"
+    assert recorded.replay.first_mismatch is None  # the last snapshot is exactly patch.diff
+    got = {p.type: p.event_index for p in recorded.points}
+    assert got == {
+        "after_first_source_edit": 2,
+        "after_first_verification_result": 5,
+        "after_first_post_failure_edit": 6,
+    }
+    assert "a * b" in recorded.patches["after_first_source_edit"]
+    assert "a + b" in recorded.patches["after_first_post_failure_edit"]
+
+    # The same run without its snapshots: points come from a replay of the recorded commands.
+    bare = traj.model_copy(update={"events": [e.model_copy(update={"snapshot": None}) for e in traj.events]})
+    replayed = analyze_run(bare, task, source, work_dir=tmp_path, use_environment=False)
+    assert replayed.replay.verified and replayed.replay.method == "verified_replay"
+    assert [p.model_dump() for p in replayed.points] == [p.model_dump() for p in recorded.points]
+    assert replayed.patches == recorded.patches
+
+    point = recorded.point("after_first_post_failure_edit")
+    patch = recorded.patches[point.type]
+    cp = materialize_checkpoint(
+        task, traj, point, patch, tmp_path / "ckpt", checkpoint_method(recorded.replay), repo_source=source
+    )
+    assert cp.method == "recorded_snapshot" and cp.files == ["calc.py"]
+    assert (tmp_path / "ckpt" / "workspace" / "calc.py").read_text() == FIXED
