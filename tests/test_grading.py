@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -68,7 +70,8 @@ DOES_NOT_APPLY = """diff --git a/calc.py b/calc.py
  
  def mul(a, b):
 """
-SPEC = {"python": None, "test_cmd": "pytest -rA -p no:cacheprovider", "log_parser": "pytest"}
+# plugin autoload off: the run does not depend on which pytest plugins this interpreter happens to have
+SPEC = {"python": None, "test_cmd": "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 pytest -rA -p no:cacheprovider", "log_parser": "pytest"}
 
 
 def _hang_patch(token: str) -> str:
@@ -156,7 +159,17 @@ def _processes_with(token: str) -> list[int]:
 def test_hanging_test_is_killed_with_its_process_group(calc_task, tmp_path):
     task, source = calc_task
     token = f"{uuid.uuid4().int % 10**6 + 10**6}.{os.getpid()}"  # a unique sleep duration to look for
-    r = grade(task, _hang_patch(token), repo_source=source, log_dir=tmp_path / "logs", timeout=6)
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=grade(task, _hang_patch(token), repo_source=source,
+                                                                   log_dir=tmp_path / "logs", timeout=6)))
+    worker.start()
+    seen = False
+    while worker.is_alive():
+        seen = seen or bool(_processes_with(token))
+        time.sleep(0.1)
+    worker.join()
+    r = box["r"]
+    assert seen  # the grandchild really ran while the test hung
     assert r.timed_out and not r.resolved
     assert 6 <= r.test_seconds < 30
     assert r.FAIL_TO_PASS.failure == ["tests/test_calc.py::test_add"]
