@@ -599,9 +599,9 @@ def _site_packages(python: Path) -> Path:
 
 def _pip_install(run: _Runner, python: Path, args: list[str], *, what: str, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None) -> None:
-    """Install with ``uv pip`` when available (fast), else the venv's pip."""
+    """Install with ``uv pip`` when available (fast), else the venv's pip (also for pip-only options)."""
     uv = uv_binary()
-    if uv:
+    if uv and "--no-use-pep517" not in args:
         run([uv, "pip", "install", "--python", str(python), *args], cwd=cwd, env=env, what=what)
     else:
         run([str(python), "-m", "pip", "install", *args], cwd=cwd, env=env, what=what)
