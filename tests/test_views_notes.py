@@ -85,6 +85,7 @@ def test_summary_notes_valid_first_answer(replay, run, task, points):
     assert (usage.calls, usage.failed_calls) == (1, 0)
     assert usage.prompt_tokens == prompt_words(request) and usage.completion_tokens == count_words(SUMMARY)
     assert result.note_model["name"] == "writer"
+    assert result.summary_shape == {"bullets": 6, "words": len(SUMMARY.split())}
 
 
 def test_structured_notes_valid_answer_and_deterministic_fields(replay, run, task, points):

@@ -57,6 +57,8 @@ class ViewResult(BaseModel):
         rejections: reasons of rejected note attempts.
         dropped_events: events left out of ``raw_trace`` by a budget.
         structured: for ``structured_notes``: ``{"facts": ..., "notes": ...}``.
+        summary_shape: for ``summary_notes``: ``{"bullets", "words"}`` against the asked 5-10 bullets and
+            200-500 words (recorded, not enforced: the protocol's wording is "about").
     """
 
     view: ViewName
@@ -76,6 +78,7 @@ class ViewResult(BaseModel):
     rejections: list[str] = Field(default_factory=list)
     dropped_events: int = 0
     structured: dict | None = None
+    summary_shape: dict | None = None
 
 
 def _result(view, trajectory, point, task, block, prompt, **extra) -> ViewResult:
@@ -164,9 +167,13 @@ def build_view(
     finally:
         if not isinstance(model, ModelClient):
             client.close()
-    structured = None
+    structured = shape = None
     if outcome.notes is not None:
         structured = {"facts": outcome.facts.model_dump(), "notes": outcome.notes.model_dump()}
+    else:
+        lines = outcome.block.splitlines()
+        shape = {"bullets": sum(1 for ln in lines if ln.lstrip().startswith(("- ", "* ", "• "))),
+                 "words": len(outcome.block.split())}
     return _result(
         name, trajectory, point, task, redact(outcome.block), outcome.prompt,
         note_usage=outcome.usage,
@@ -175,6 +182,7 @@ def build_view(
         attempts=outcome.attempts,
         rejections=outcome.rejections,
         structured=structured,
+        summary_shape=shape,
     )
 
 

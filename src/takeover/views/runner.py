@@ -247,6 +247,7 @@ def write_views(
                 "rejections": result.rejections,
                 "dropped_events": result.dropped_events,
                 "structured": result.structured,
+                "summary_shape": result.summary_shape,
                 "sha256": sha256_text(result.prompt),
                 "key": key,
             }
