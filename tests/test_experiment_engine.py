@@ -176,3 +176,38 @@ def test_bad_toml_and_missing_file(tmp_path):
         load_experiment(f)
     with pytest.raises(InputError, match="experiment file not found"):
         load_experiment(tmp_path / "nope.toml")
+
+
+# --- selection over the real dataset and imported real trajectories ---------------------------------
+
+
+def test_import_index_and_selection_over_real_trajectories(tmp_path, data_dir):
+    from takeover.experiments.runner import index_trajectories, select
+
+    folder = data_dir / "trajectories" / "mini-swe-agent"
+    expected = sorted(p.stem for p in folder.glob("*__*.json"))
+    config = ExperimentConfig(
+        output_dir=str(tmp_path / "out"),
+        dataset={"path": str(data_dir / "swebench_verified.jsonl"), "buckets": [], "limit": 100,
+                 "repos": ["psf/requests", "pallets/flask", "pytest-dev/pytest", "sympy/sympy"]},
+        predecessor={"trajectories": [str(folder)]},
+        successors=[{"name": "m"}],
+    )
+    notes: list[str] = []
+    index = index_trajectories(config, notes)
+    assert sorted(index) == expected  # every run file, and nothing else
+    assert all(index[i]["format"] == "mini-swe-agent" and index[i]["file"].endswith(f"{i}.json") for i in index)
+    assert any("eval_reports" in n and "skipped" in n for n in notes)  # summaries beside the runs are skipped
+    # The index is cached by file content: a second pass parses nothing and gives the same answer.
+    assert len(list((tmp_path / "out" / "work" / "import_index").glob("*.json"))) >= len(expected)
+    assert index_trajectories(config, []) == index
+    tasks = select(config, index)
+    assert sorted(t.instance_id for t in tasks) == [i for i in expected if not i.startswith("django")]
+    # The seeded order is reproducible and explicit ids win over the selection.
+    assert [t.instance_id for t in select(config, index)] == [t.instance_id for t in tasks]
+    explicit = config.model_copy(update={"dataset": config.dataset.model_copy(
+        update={"instance_ids": ["psf__requests-1766"]})})
+    assert [t.instance_id for t in select(explicit, index)] == ["psf__requests-1766"]
+    bad = config.model_copy(update={"dataset": config.dataset.model_copy(update={"instance_ids": ["nope-1"]})})
+    with pytest.raises(InputError, match="instances not in the dataset: nope-1"):
+        select(bad, index)

@@ -35,7 +35,7 @@ from takeover._io import atomic_write_json, atomic_write_text, sha256_file, stab
 from takeover.errors import InputError
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.engine import ProgressCallback, make_executor, run_units
-from takeover.experiments.units import UnitResult, UnitSpec
+from takeover.experiments.units import UnitResult, UnitSpec, read_result
 
 STAGES = ("predecessor", "points", "checkpoint", "handoff_state", "view", "takeover", "grade")
 NOTE_VIEWS = ("summary_notes", "structured_notes")
@@ -212,7 +212,7 @@ def run_experiment(
     workers: int | None = None,
     executor: str | None = None,
     retry_failed: bool = False,
-    progress: bool | ProgressCallback = True,
+    progress: Any = True,
     report: bool = True,
 ) -> ExperimentSummary:
     """Run (or resume) the whole experiment and build its report.
@@ -222,8 +222,9 @@ def run_experiment(
         workers: units in flight at once (default ``config.execution.workers``).
         executor: ``local`` (processes on this machine) or ``ray`` (default ``config.execution.executor``).
         retry_failed: redo units whose stored result is ``failed`` (``takeover run --retry failed``).
-        progress: ``True`` shows a live rich table on stderr; a callable receives every
-            :class:`takeover.experiments.engine.ProgressEvent` instead; ``False`` shows nothing.
+        progress: ``True`` shows a live rich table on stderr, a ``rich.console.Console`` shows it there;
+            a callable receives every :class:`takeover.experiments.engine.ProgressEvent` instead (for
+            example a :class:`takeover.experiments.progress.ProgressTracker`); ``False`` shows nothing.
         report: build the report at the end (``takeover report`` can build it any time).
 
     Returns:
@@ -245,9 +246,11 @@ def run_experiment(
         "model": config.execution.model_concurrency or workers,
         "env": config.execution.environment_concurrency or workers,
     }
+    from rich.console import Console
+
     live = None
-    if progress is True:
-        live = LiveProgress()
+    if progress is True or isinstance(progress, Console):
+        live = LiveProgress(console=progress if isinstance(progress, Console) else None)
         callback: ProgressCallback | None = live.__enter__()
     elif callable(progress):
         callback = progress
@@ -258,7 +261,7 @@ def run_experiment(
     interrupted = True
     try:
         _run_stages(config, summary, lambda specs: run_units(
-            specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback))
+            specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback), retry_failed)
         interrupted = False
     finally:
         ex.close(terminate=interrupted)
@@ -293,7 +296,7 @@ def _record(summary: ExperimentSummary, stage: str, specs: list[UnitSpec], block
 
 
 def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
-                run: Callable[[list[UnitSpec]], dict[str, UnitResult]]) -> None:
+                run: Callable[[list[UnitSpec]], dict[str, UnitResult]], retry_failed: bool = False) -> None:
     out = config.out
     plan = _Plan(config)
     notes: list[str] = []
@@ -306,7 +309,11 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
     def stage(name: str, specs: list[UnitSpec], blocked: list[tuple[UnitSpec, str]] | None = None):
         blocked = blocked or []
         plan.add(name, specs, blocked)
-        before = {s.key for s in specs if (out / "units" / name / f"{s.key}.json").exists()}
+        before = set()
+        for s in specs:
+            stored = read_result(out, name, s.key)
+            if stored is not None and (stored.status == "done" or not retry_failed):
+                before.add(s.key)
         results = run(specs)
         _record(summary, name, specs, blocked, results, before)
         return results
