@@ -346,14 +346,15 @@ def run_with_timeout(argv: list[str], *, cwd: Path, env: Mapping[str, str], log_
             return None, True, time.monotonic() - start
 
 
-def _wrap(argv: list[str], workspace: Path, readable: list[Path]) -> list[str]:
+def _wrap(argv: list[str], workspace: Path, readable: list[Path], network: bool = False) -> list[str]:
     """``sandbox.wrap`` with extra read-only folders (``/tmp`` is private inside the sandbox, so a cached
     environment under ``/tmp`` must be bound again)."""
     import inspect
 
     if "readable" in inspect.signature(sandbox.wrap).parameters:
-        return sandbox.wrap(argv, workspace, readable=readable)
-    return sandbox.wrap(argv, workspace, writable=[r for r in readable if not r.is_relative_to(workspace)])
+        return sandbox.wrap(argv, workspace, readable=readable, network=network)
+    return sandbox.wrap(argv, workspace, writable=[r for r in readable if not r.is_relative_to(workspace)],
+                        network=network)
 
 
 def _write(path: Path, text: str) -> None:
@@ -363,7 +364,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource, timeout: float, log_dir: Path,
-                 spec_file: Any, keep_workspace: bool, result: GradeResult) -> GradeResult:
+                 spec_file: Any, keep_workspace: bool, result: GradeResult, network: bool = False) -> GradeResult:
     from swebench.harness.constants import TESTS_TIMEOUT
 
     from takeover.patches import patch_files
@@ -419,7 +420,7 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
         st = sandbox.status()
         result.sandboxed = st.available
         _write(run_log, f"{st.message}\n")
-        argv = _wrap(["bash", "-c", script], workspace, env.readable)
+        argv = _wrap(["bash", "-c", script], workspace, env.readable, network)
         test_env = env.env_vars()
         test_env.setdefault("HOME", str(tmp))
         rc, timed_out, seconds = run_with_timeout(argv, cwd=workspace, env=test_env, log_path=test_log, timeout=timeout)
@@ -566,6 +567,7 @@ def grade_predictions(
     resume: bool = True,
     keep_workspace: bool = False,
     run_id: str = "takeover",
+    network: bool = False,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
@@ -581,6 +583,8 @@ def grade_predictions(
         timeout: seconds allowed for each test run.
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
+        network: let the tests use the network (off by default; SWE-bench's Docker harness leaves it on,
+            and a few suites need it, e.g. psf/requests calls httpbin.org).
 
     Raises:
         InputError: a prediction names an ``instance_id`` that is not among ``tasks``.
@@ -617,7 +621,7 @@ def grade_predictions(
                              patch_sha256=digest)
         try:
             _grade_local(task, p.model_patch, repo_source=source, timeout=timeout, log_dir=folder,
-                         spec_file=spec_file, keep_workspace=keep_workspace, result=result)
+                         spec_file=spec_file, keep_workspace=keep_workspace, result=result, network=network)
         except TakeoverError as exc:
             result.error = str(exc)
         except Exception as exc:  # noqa: BLE001 - one broken task must not stop the others
@@ -642,6 +646,7 @@ def grade(
     spec_file: Any = None,
     model_name_or_path: str = "takeover",
     resume: bool = False,
+    network: bool = False,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
@@ -656,7 +661,7 @@ def grade(
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
     return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, timeout=timeout,
-                             log_dir=log_dir, spec_file=spec_file, resume=resume)[0]
+                             log_dir=log_dir, spec_file=spec_file, resume=resume, network=network)[0]
 
 
 def run_key(task: SourceTask, patch: str) -> str:

@@ -35,6 +35,9 @@ def grade_command(
         Path | None, typer.Option("--env-spec", help="JSON/TOML file: 'owner/name[/version]' -> environment spec.")
     ] = None,
     offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+    network: Annotated[
+        bool, typer.Option("--network", help="Let the tests use the network (e.g. psf/requests calls httpbin.org).")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
 ) -> None:
     """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
@@ -75,7 +78,7 @@ def grade_command(
                 else:
                     preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
         results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, allow_network=not offline),
-                                    timeout=timeout, log_dir=log_dir, spec_file=env_spec)
+                                    timeout=timeout, log_dir=log_dir, spec_file=env_spec, network=network)
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
