@@ -388,9 +388,14 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
         if not ok:
             result.apply_error = message
             return result
+        try:
+            spec = env_spec_for(task, spec_file)  # outside the timer: the first call imports swebench
+        except TakeoverError as exc:
+            result.error = f"environment: {exc}"
+            return result
         start = time.monotonic()
         try:
-            env: PreparedEnvironment = prepare_environment(task, workspace, spec_file=spec_file)
+            env: PreparedEnvironment = prepare_environment(task, workspace, spec=spec)
         except TakeoverError as exc:
             result.env_seconds = time.monotonic() - start
             result.error = f"environment: {exc}"
