@@ -427,7 +427,10 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
         _write(run_log, f"{st.message}\n")
         argv = _wrap(["bash", "-c", script], workspace, env.readable, network)
         test_env = env.env_vars()
-        test_env.setdefault("HOME", str(tmp))
+        # An empty, writable home as in SWE-bench's containers (the real one is read-only in the sandbox).
+        home = workspace / ".git" / "takeover" / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        test_env["HOME"] = str(home)
         rc, timed_out, seconds = run_with_timeout(argv, cwd=workspace, env=test_env, log_path=test_log, timeout=timeout)
         result.test_seconds = seconds
         result.timed_out = timed_out
