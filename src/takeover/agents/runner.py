@@ -10,8 +10,9 @@ mini-swe-agent runs the loop (query the model, parse one action, execute it, ren
   of the workspace after every executed action (:func:`takeover.snapshots.take_snapshot`, PROTOCOL.md
   section 5 source (a)).
 - ``save`` (called by mini-swe-agent after every step): appends the step's events and calls to
-  ``events.jsonl``/``calls.jsonl`` with fsync, rewrites ``run.json`` and the native trajectory
-  atomically. A crash loses at most the current step.
+  ``events.jsonl``/``calls.jsonl`` with fsync and rewrites ``run.json`` atomically, so a crash loses at
+  most the current step; the native trajectory (rewritten whole, its cost grows with the run) is
+  rewritten every ``NATIVE_EVERY`` steps and when the run ends.
 
 Run directory (``out_dir``)::
 
@@ -60,6 +61,7 @@ from minisweagent.agents.default import DefaultAgent
 from minisweagent.exceptions import FormatError, InterruptAgentFlow, Submitted, TimeExceeded
 
 SNAPSHOT_REF_PREFIX = "refs/takeover/snapshots/"
+NATIVE_EVERY = 10  # steps between rewrites of the native trajectory (always written at the end)
 _MSWEA_EXIT = {"Submitted": ExitStatus.submitted, "RepeatedFormatError": ExitStatus.format_errors}
 
 
@@ -282,7 +284,7 @@ class _Recorder:
             self._flushed_calls = len(self.calls)
         self.update_totals()
         if native is not None:
-            atomic_write_text(self.trajectory_path, redact(json.dumps(native, indent=1, default=str)))
+            atomic_write_text(self.trajectory_path, redact(json.dumps(native, default=str)))
         self.write_record()
 
     def write_record(self) -> None:
@@ -417,8 +419,11 @@ class TakeoverAgent(DefaultAgent):
         rec.add_observations(observations)
         return self.add_messages(*observations)
 
-    def save(self, path: Path | None, *extra_dicts) -> dict:
-        data = self.serialize(*extra_dicts)
+    def save(self, path: Path | None, *extra_dicts) -> dict | None:
+        # The native trajectory is rewritten whole, so its cost grows with the run: every
+        # NATIVE_EVERY steps and at the end. events.jsonl/calls.jsonl/run.json are written every step.
+        ended = bool(self.messages) and self.messages[-1].get("role") == "exit"
+        data = self.serialize(*extra_dicts) if ended or self.n_calls % NATIVE_EVERY == 0 else None
         self.recorder.flush(data)
         return data
 
