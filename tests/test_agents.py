@@ -407,3 +407,75 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
     )
     assert cp.method == "recorded_snapshot" and cp.files == ["calc.py"]
     assert (tmp_path / "ckpt" / "workspace" / "calc.py").read_text() == FIXED
+
+
+def test_an_interrupted_run_keeps_every_finished_step_and_a_rerun_starts_over(tmp_path, task_and_mirror):
+    import _thread
+
+    task, mirror = task_and_mirror
+
+    def script(request, n):
+        if n == 2:  # interrupt the run while it waits for the third answer
+            _thread.interrupt_main()
+            return {**bash("ls"), "delay": 2.0}
+        return bash("echo step > step.txt") if n == 0 else bash("cat step.txt")
+
+    out = tmp_path / "run"
+    with ScriptedServer(script) as srv, pytest.raises(KeyboardInterrupt):
+        run_predecessor(task, settings(srv), out, mirror=mirror)
+    record = json.loads((out / "run.json").read_text())
+    assert record["finished"] is False and record["accounting"]["llm_calls"] == 2
+    traj = read_run(out)
+    assert traj.agent_events == 4 and traj.metadata["finished"] is False
+    assert [c.usage.prompt_tokens for c in traj.llm_calls] == [prompt_words(r) for r in srv.requests[:2]]
+    assert traj.events[1].snapshot == traj.events[3].snapshot  # cat changed nothing
+    assert tree_file(out / "workspace", traj.events[1].snapshot, "step.txt") == "step\n"
+
+    with ScriptedServer([bash("ls")]) as srv2:
+        again = run_predecessor(task, settings(srv2), out, mirror=mirror, limits=RunLimits(steps=1))
+    assert (
+        again.finished and again.exit_status is ExitStatus.step_limit and again.accounting.agent_events == 2
+    )
+
+
+def test_reported_cached_tokens_are_summed_and_no_secret_reaches_the_agent_or_the_files(
+    tmp_path, task_and_mirror, monkeypatch
+):
+    task, mirror = task_and_mirror
+    secret = "sk-" + "x7" * 20
+    monkeypatch.setenv("TAKEOVER_TEST_API_KEY", secret)
+    usage = {"prompt_tokens": 100, "completion_tokens": 5, "cached_tokens": 40}
+    script = [{**bash("env | grep -c TAKEOVER_TEST_API_KEY; echo leak sk-" + "x7" * 20), "usage": usage}] * 2
+    with ScriptedServer(script) as srv:
+        model = ModelSettings(
+            name="scripted", base_url=srv.base_url, api_key_env="TAKEOVER_TEST_API_KEY", retries=0
+        )
+        record = run_predecessor(task, model, tmp_path / "run", mirror=mirror, limits=RunLimits(steps=2))
+    acc = record.accounting
+    assert (acc.prompt_tokens, acc.completion_tokens, acc.cached_tokens) == (200, 10, 80)
+    assert acc.initial_prompt_tokens == 100
+    events = events_of(tmp_path / "run")
+    assert events[1]["text"].startswith(
+        "<returncode>0</returncode>\n<output>\n0\n"
+    )  # the variable is not passed on
+    for path in (tmp_path / "run").iterdir():
+        if path.is_file():
+            assert secret not in path.read_text(), path.name
+    assert "[REDACTED]" in events[0]["text"]
+
+
+def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mirror):
+    from takeover.agents.environment import docker_available
+    from takeover.errors import EnvironmentUnavailable
+
+    if docker_available() is None:
+        pytest.skip("a Docker daemon answers here")
+    task, mirror = task_and_mirror
+    with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable, match="Docker daemon"):
+        run_predecessor(task, settings(srv), tmp_path / "run", mirror=mirror, backend="docker")
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["finished"] is False
+    with ScriptedServer([bash("ls")]) as srv:  # the failed attempt does not block a re-run
+        record = run_predecessor(
+            task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=1)
+        )
+    assert record.finished and record.accounting.agent_events == 2

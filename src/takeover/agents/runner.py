@@ -475,10 +475,14 @@ def _prepare_out_dir(out_dir: Path) -> RunRecord | None:
         if record.finished:
             return record
         shutil.rmtree(out_dir)
-    elif out_dir.exists() and any(out_dir.iterdir()):
-        raise InputError(
-            out_dir, "run directory exists, is not empty and holds no run.json; choose another --out"
-        )
+    elif out_dir.exists():
+        if {p.name for p in out_dir.iterdir()} - {"workspace"}:
+            raise InputError(
+                out_dir, "run directory exists, is not empty and holds no run.json; choose another --out"
+            )
+        shutil.rmtree(
+            out_dir / "workspace", ignore_errors=True
+        )  # a checkout interrupted before the run began
     out_dir.mkdir(parents=True, exist_ok=True)
     return None
 
@@ -532,6 +536,8 @@ def run_agent(
         versions=_mswea.versions(),
         started_at=_now(),
     )
+    # Written before anything can fail, so that a re-run recognizes (and redoes) an aborted attempt.
+    atomic_write_json(out_dir / "run.json", redact_obj(record.model_dump(mode="json")))
     task_env, described = _task_environment(task, workspace)
     record.environment = described
     tmp_dir = out_dir / "tmp"
