@@ -172,7 +172,7 @@ def test_tools_protocol_runs_native_tool_calls(tmp_path, task_and_mirror):
 
 LIMIT_CASES = {
     "step_limit": (RunLimits(steps=2), [bash("ls")] * 3, {}, (2, 4)),
-    "time_limit": (RunLimits(wall_seconds=1.0), [{**bash("ls"), "delay": 1.3}, bash("ls")], {}, (1, 2)),
+    "time_limit": (RunLimits(wall_seconds=0.3), [{**bash("ls"), "delay": 0.4}, bash("ls")], {}, (1, 2)),
     "token_limit": (RunLimits(prompt_tokens=1), [bash("ls")] * 2, {}, (1, 2)),
     "cost_limit": (RunLimits(cost=1e-9), [bash("ls")] * 2, {"name": "gpt-4o"}, (1, 2)),
     "format_errors": (RunLimits(format_errors=3), [{"content": "no action"}] * 4, {}, (3, 6)),
@@ -355,6 +355,7 @@ def test_cli_agent_run_writes_a_run_directory(tmp_path, task_and_mirror):
     assert "+    return a + b" in (tmp_path / "run" / "patch.diff").read_text()
 
 
+@pytest.mark.slow
 def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_with_a_replay(
     tmp_path, task_and_mirror
 ):
@@ -417,7 +418,7 @@ def test_an_interrupted_run_keeps_every_finished_step_and_a_rerun_starts_over(tm
     def script(request, n):
         if n == 2:  # interrupt the run while it waits for the third answer
             _thread.interrupt_main()
-            return {**bash("ls"), "delay": 2.0}
+            return {**bash("ls"), "delay": 0.3}
         return bash("echo step > step.txt") if n == 0 else bash("cat step.txt")
 
     out = tmp_path / "run"
