@@ -480,3 +480,23 @@ def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mir
             task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=1)
         )
     assert record.finished and record.accounting.agent_events == 2
+
+
+@pytest.mark.slow
+def test_mini_swe_agent_starts_quietly_offline_and_writes_nothing_in_home(tmp_path):
+    import os
+    import sys
+    import tempfile
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSWEA_", "LITELLM_"))}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"))
+    code = "import takeover.agents.runner, takeover.agents._mswea as m, os; print(os.environ['MSWEA_GLOBAL_CONFIG_DIR'])"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == os.path.join(tempfile.gettempdir(), f"takeover-mswea-{os.getuid()}")
+    assert "cost map" not in proc.stderr and "mini-swe-agent" not in proc.stderr
+    assert list(home.iterdir()) == []
