@@ -359,10 +359,13 @@ class TakeoverAgent(DefaultAgent):
             rec.record.exit_detail = detail
             raise InterruptAgentFlow(_exit_message(ExitStatus.model_error, detail)) from None
         extra = message.get("extra", {})
+        calls_text = "".join(
+            str((c.get("function") or {}).get("arguments") or "") for c in message.get("tool_calls") or []
+        )
         call = rec.add_call(
             extra.get("response"),
             prompt_messages,
-            message.get("content") or "",
+            (message.get("content") or "") + calls_text,  # what the completion held, for estimates
             time.perf_counter() - t0,
             format_error=False,
             cost=float(extra.get("cost") or 0.0),
