@@ -390,6 +390,7 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
             return result
         try:
             spec = env_spec_for(task, spec_file)  # outside the timer: the first call imports swebench
+            resolve_log_parser(spec.log_parser, task.repo)  # a wrong parser name fails before any work
         except TakeoverError as exc:
             result.error = f"environment: {exc}"
             return result
