@@ -14,6 +14,7 @@ import we therefore set, unless the user already chose otherwise:
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -40,6 +41,11 @@ def load() -> Any:
     import minisweagent
 
     litellm.suppress_debug_info = True  # no "Provider List"/"Give Feedback" banners on errors
+    # Other libraries (swebench's harness) set the root logger to INFO on import; litellm's loggers have no
+    # level of their own, so every call would be logged. Warnings and errors still come through.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore"):
+        if logging.getLogger(name).level == logging.NOTSET:
+            logging.getLogger(name).setLevel(logging.WARNING)
     return minisweagent
 
 
