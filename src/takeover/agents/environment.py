@@ -199,7 +199,10 @@ def make_environment(
         return DockerEnvironment(
             image=image or swebench_image(instance_id),
             cwd="/testbed",
-            env=env,
+            # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it
+            # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
+            env={"BASH_ENV": "/root/.bashrc", **env},
+            interpreter=["bash", "-c"],
             timeout=max(1, round(command_seconds)),
             run_args=["--rm", "--network", "none", "-v", f"{workspace.resolve()}:/testbed"],
         )
