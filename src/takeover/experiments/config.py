@@ -108,6 +108,9 @@ class LimitsConfig(_Strict):
     command_timeout: float = 600.0
     grading_timeout: float = 1800.0
     protocol: Literal["text", "tools"] = "text"
+    replay_timeout: float | None = Field(
+        default=None, description="seconds per replayed command of an imported run (default: the replay's own)"
+    )
 
 
 class GradingConfig(_Strict):

@@ -353,6 +353,8 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
         r = pred.get(entry["key"])
         inputs = {"instance_id": entry["labels"]["instance_id"], "predecessor_key": entry["key"],
                   **task_files[entry["labels"]["instance_id"]]}
+        if config.limits.replay_timeout is not None:
+            inputs["replay_timeout"] = config.limits.replay_timeout
         spec = _spec("points", "detect_points", {**inputs, "trajectory": (r.output if r else {})},
                      entry["labels"], ["env"], context)
         if r is None or r.status != "done":

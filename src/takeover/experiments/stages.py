@@ -146,7 +146,8 @@ def detect_points(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     ref = inputs["trajectory"]
     traj = _read_trajectory(ref)
     snapshot_repo = ref.get("workspace") if ref.get("run_dir") else None
-    rp = analyze_run(traj, task, _repo_source(ctx), snapshot_repo=snapshot_repo, work_dir=ctx.work_dir)
+    options = {"timeout": inputs["replay_timeout"]} if inputs.get("replay_timeout") else {}
+    rp = analyze_run(traj, task, _repo_source(ctx), snapshot_repo=snapshot_repo, work_dir=ctx.work_dir, **options)
     path = rp.save(Path(ctx.work_dir) / "points.json")
     return UnitOutcome(
         output={

@@ -174,6 +174,17 @@ def _reason(exc: BaseException) -> str:
     return redact(text[:2000])
 
 
+def _quiet_worker() -> None:
+    """Offline and quiet model libraries in worker processes: no cost-map download, no INFO lines per
+    model call interleaved with the progress display."""
+    import logging
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_LOG", "ERROR")
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def execute_unit(spec_json: str, out_dir: str) -> str:
     """Run one unit and write its result file; returns the :class:`UnitResult` as JSON.
 
@@ -181,6 +192,7 @@ def execute_unit(spec_json: str, out_dir: str) -> str:
     strings so that any executor can carry them. It never raises for a failure of the unit itself: the
     failure is recorded (status ``failed``, reason, kind) and returned.
     """
+    _quiet_worker()
     spec = UnitSpec.model_validate_json(spec_json)
     key = spec.key
     work = work_path(out_dir, spec.stage, key)

@@ -296,19 +296,22 @@ def table1(out: Path, plan: dict) -> dict:
         unit = _read_unit(out, "handoff_state", entry["key"])
         state = unit["output"].get("handoff_state") if unit and unit["status"] == "done" else "ungraded"
         counts[entry["labels"]["point_type"]][state or "ungraded"] += 1
-    missing: dict[str, Counter] = defaultdict(Counter)
+    wanted = set(plan.get("point_types") or [])
+    missing: dict[str, list[dict]] = defaultdict(list)
     for entry in plan.get("stages", {}).get("points", []):
         unit = _read_unit(out, "points", entry["key"])
         if unit and unit["status"] == "done":
             for m in unit["output"].get("missing", []):
-                missing[m["type"]][m.get("reason") or "missing"] += 1
+                if not wanted or m["type"] in wanted:
+                    missing[m["type"]].append({"instance_id": entry["labels"].get("instance_id"),
+                                               "reason": m.get("reason") or "missing"})
     total: Counter = Counter()
     for c in counts.values():
         total.update(c)
     return {
         "points": {k: dict(v) for k, v in sorted(counts.items())},
         "total": dict(total),
-        "missing_points": {k: dict(v) for k, v in sorted(missing.items())},
+        "missing_points": {k: sorted(v, key=lambda m: str(m["instance_id"])) for k, v in sorted(missing.items())},
     }
 
 
@@ -325,7 +328,7 @@ def note_tokens(out: Path, plan: dict) -> dict:
         c["completion_tokens"] += unit.get("completion_tokens", 0)
         if unit["status"] == "done" and unit["output"].get("characters") is not None:
             c["characters_total"] += unit["output"]["characters"]
-    return {v: dict(c) for v, c in sorted(acc.items(), key=lambda kv: _order_views([kv[0]]))}
+    return {v: dict(acc[v]) for v in _order_views(list(acc))}
 
 
 # --- rendering -------------------------------------------------------------------------------------
@@ -406,9 +409,9 @@ def render_markdown(data: dict) -> str:
              + f" | {sum(t1['total'].values())} |\n\n")
     if t1["missing_points"]:
         md.write("Missing points (never replaced by a fallback):\n\n")
-        for ptype, reasons in t1["missing_points"].items():
-            for reason, n in reasons.items():
-                md.write(f"- {ptype}: {n} × {reason}\n")
+        for ptype, items in t1["missing_points"].items():
+            for m in items:
+                md.write(f"- {ptype}, {m['instance_id']}: {m['reason']}\n")
         md.write("\n")
     md.write("## Note-writing tokens (not included in the successors' tokens)\n\n")
     md.write("| view | views built | prompt tokens | completion tokens |\n|---|---|---|---|\n")

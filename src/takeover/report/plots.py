@@ -40,7 +40,10 @@ def _bars(ax, summary: list[dict], metric: str, change_key: str, title: str, yla
             heights.append(h if h is not None else 0.0)
             ch = (e.get("vs_repo_only") or {}).get(change_key) or {}
             ci = ch.get("ci95") or [None, None]
-            if base is not None and h is not None and ci[0] is not None:
+            if view == BASE_VIEW:
+                lows.append(np.nan)  # the reference has no change interval: draw no error bar
+                highs.append(np.nan)
+            elif base is not None and h is not None and ci[0] is not None:
                 lows.append(max(0.0, h - base * (1 + ci[0])))
                 highs.append(max(0.0, base * (1 + ci[1]) - h))
             else:
