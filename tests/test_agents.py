@@ -431,6 +431,8 @@ def test_an_interrupted_run_keeps_every_finished_step_and_a_rerun_starts_over(tm
     assert [c.usage.prompt_tokens for c in traj.llm_calls] == [prompt_words(r) for r in srv.requests[:2]]
     assert traj.events[1].snapshot == traj.events[3].snapshot  # cat changed nothing
     assert tree_file(out / "workspace", traj.events[1].snapshot, "step.txt") == "step\n"
+    refs = git(out / "workspace", "for-each-ref", "--format=%(objectname)", "refs/takeover/snapshots/").split()
+    assert traj.events[1].snapshot in refs  # kept by a ref as soon as it was taken
 
     with ScriptedServer([bash("ls")]) as srv2:
         again = run_predecessor(task, settings(srv2), out, mirror=mirror, limits=RunLimits(steps=1))

@@ -381,6 +381,9 @@ class TakeoverAgent(DefaultAgent):
         t0 = time.perf_counter()
         try:
             tree = self.snapshot_fn(self.workspace)
+            if tree != self.recorder.snapshot:
+                # A ref per new tree, as it is taken: `git gc` (by the agent or later) keeps it.
+                _git(self.workspace, "update-ref", f"{SNAPSHOT_REF_PREFIX}{tree}", tree)
         except Exception as exc:  # any snapshot failure ends the run as environment_error
             raise EnvironmentFailure(f"snapshot of {self.workspace} failed: {exc}") from exc
         finally:
