@@ -129,7 +129,7 @@ class RunRecord(BaseModel):
         protocol: ``text`` (one bash block per response; the paper's protocol) or ``tools`` (native calls).
         backend: ``local`` or ``docker``; ``sandbox``: the sentence of :func:`takeover.sandbox.status`.
         workspace: the run's repository; its ``.git`` keeps every snapshot tree (refs
-            ``refs/takeover/snapshots/<event index>``), so checkpoints can be read back after the run.
+            ``refs/takeover/snapshots/<tree id>``, one per distinct tree), so checkpoints can be read back after the run.
         model: :meth:`takeover.models.ModelSettings.public` (no secrets).
         limits, accounting, exit_status: see :class:`RunLimits`, :class:`RunAccounting`, :class:`ExitStatus`.
         exit_detail: the error message for ``model_error``/``environment_error``, redacted.
