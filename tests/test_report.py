@@ -175,3 +175,26 @@ def test_report_tables_from_unit_files(tmp_path):
     first = (out / "report.json").read_bytes(), (out / "results.csv").read_bytes()
     build_report(out, plots=False)
     assert ((out / "report.json").read_bytes(), (out / "results.csv").read_bytes()) == first
+
+
+def test_report_and_run_commands(tmp_path):
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from takeover.cli import app
+
+    out = tmp_path / "exp"
+    _write_experiment(out)
+    result = CliRunner().invoke(app, ["report", str(out), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert "| m | raw_trace | 3 | 33.3%" in result.output and (out / "results.csv").exists()
+    # Through the console entry point, bad input is one line on stderr and exit status 2.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('output_dir = "o"\n[dataset]\npath = "d.jsonl"\n[predecessor]\ntrajectories = ["t"]\n'
+                   '[[successors]]\nname = "m"\ntemprature = 0.5\n')
+    proc = subprocess.run([sys.executable, "-m", "takeover", "run", str(bad)], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: {bad}: field 'successors[0].temprature': unknown key"
