@@ -176,7 +176,8 @@ def analyze_run(
 ) -> RunPoints:
     """Per-event states, verdict and handoff points of one predecessor run (PROTOCOL.md sections 3-5).
 
-    States come from the best source available: recorded snapshots (needs ``snapshot_repo``), stored
+    States come from the best source available: recorded snapshots (``snapshot_repo``, by default the
+    workspace our runner names in ``trajectory.metadata["snapshot_repo"]``), stored
     per-step diffs, or a replay in a fresh workspace of ``task`` from ``repo_source`` (under ``work_dir``,
     a temporary folder by default, removed afterwards). A replay is accepted only when it reproduces the
     run's final patch; otherwise every point is reported missing with the reason.
@@ -194,6 +195,11 @@ def analyze_run(
         "trajectory": trajectory.source_path, "trajectory_record": trajectory.record, "format": trajectory.format,
         "events": len(trajectory.events),
     }
+    if snapshot_repo is None:
+        # Our own runs name the workspace that keeps their snapshot trees; use it without being told.
+        recorded = trajectory.metadata.get("snapshot_repo")
+        if recorded and Path(recorded).is_dir():
+            snapshot_repo = recorded
     diffs = recorded_diffs(trajectory, snapshot_repo, task.base_commit) if snapshot_repo else None
     if diffs is not None:
         verdict = ReplayVerdict(verified=True, method="recorded_snapshot")
