@@ -304,7 +304,8 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
         "mirror": str(config.mirror_path) if config.mirror_path else None,
         "allow_network": config.allow_network,
     }
-    limits = config.limits.model_dump(mode="json")
+    # Only what changes an agent run is part of an agent unit's key (grading and replay limits are not).
+    limits = config.limits.model_dump(mode="json", include={"step_limit", "time_limit", "command_timeout", "protocol"})
 
     def stage(name: str, specs: list[UnitSpec], blocked: list[tuple[UnitSpec, str]] | None = None):
         blocked = blocked or []
