@@ -567,7 +567,7 @@ class EmbeddedModel:
         progress: ProgressFn | None = None,
         parts_source: Path | str | None = None,
         startup_timeout: float = 180.0,
-        max_tokens: int = 1024,
+        max_tokens: int = 384,
     ):
         value = model_path or os.environ.get(MODEL_PATH_ENV)
         self.model_path = Path(value).expanduser() if value else None
@@ -616,7 +616,12 @@ class EmbeddedModel:
         self.port = self.port or free_port(self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
-        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # llama.cpp's OpenMP threads spin while they wait; on a busy machine (more runnable threads than
+        # cores) spinning threads steal the cores from the working ones: measured here on 2 shared cores,
+        # generation fell from 6.6 to 0.35 tokens/s. Passive waiting avoids that at no cost when idle.
+        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env)
         log.close()
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -649,7 +654,8 @@ class EmbeddedModel:
                                        f"(log {self.log_path}):\n{self._log_tail()}") from exc
             raise
         # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
-        # which on a CPU would stall a run for minutes. Note writers ask for their own cap (1,600 tokens).
+        # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
+        # Note writers ask for their own cap (1,600 tokens, PROTOCOL.md section 7).
         self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
                                       temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
         return self.settings

@@ -48,8 +48,8 @@ DEFAULT_POINT_TYPES = ["after_first_source_edit"]
 ALL_VIEWS = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
 # Chosen from the embedded model's measured speed on 2 cores (see README): four takeover runs of this many
 # steps, plus two note-writing calls and the gradings, fit in the 15-minute budget.
-DEFAULT_STEPS = 8
-DEFAULT_TIME_LIMIT = 240.0
+DEFAULT_STEPS = 5
+DEFAULT_TIME_LIMIT = 120.0
 DEFAULT_OUT = "takeover-quickstart"
 HF_DATASET = "princeton-nlp/SWE-bench_Verified"
 BUDGET_MINUTES = 15
