@@ -47,6 +47,12 @@ BACKENDS = ("local", "docker")
 # SWE-bench's own order of patch application commands (run_evaluation.GIT_APPLY_CMDS, without the
 # --reject variant, which leaves a half-applied tree).
 _APPLY_CMDS = (["git", "apply", "--verbose"], ["patch", "--batch", "--fuzz=5", "-p1", "-i"])
+# Repositories whose SWE-bench tests need the internet. SWE-bench's Docker harness runs tests with the
+# network on; our local backend runs them offline unless ``network=True``, and then these tasks cannot
+# resolve, so their results carry a warning. Known from running the gold patches offline.
+NETWORK_REPOS: dict[str, str] = {
+    "psf/requests": "its tests call httpbin.org",
+}
 EXIT_CODE_MARKER = ">>>>> Test command exit code:"
 
 
@@ -71,6 +77,9 @@ class GradeResult(BaseModel):
         applied: the candidate patch applied; ``apply_error`` names the failing file/hunk when not.
         timed_out: the test command hit the limit and its process group was killed.
         error: why grading could not finish (environment build, test patch, repository), else None.
+        network: the tests ran with the network on (``local`` backend; SWE-bench's Docker harness has it on).
+        warnings: reasons the result may not match the official harness, e.g. the repository's tests need
+            the network (:data:`NETWORK_REPOS`) and it was off.
     """
 
     model_config = ConfigDict(populate_by_name=True)
@@ -94,13 +103,15 @@ class GradeResult(BaseModel):
     sandboxed: bool = False
     patch_sha256: str | None = None
     notes: list[str] = Field(default_factory=list)
+    network: bool = False
+    warnings: list[str] = Field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
         return self.model_dump(mode="json", include={
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
-            "timed_out", "error"})
+            "timed_out", "error", "network", "warnings"})
 
 
 class Prediction(BaseModel):
@@ -111,6 +122,16 @@ class Prediction(BaseModel):
     instance_id: str
     model_name_or_path: str = "takeover"
     model_patch: str | None = ""
+
+
+def network_warning(repo: str, network: bool) -> str | None:
+    """The warning for a task of ``repo`` graded with ``network`` (None when there is nothing to say):
+    the repository's tests need the internet (:data:`NETWORK_REPOS`) and the network was off, so some
+    tests fail whatever the patch and the task cannot be resolved."""
+    if network or repo not in NETWORK_REPOS:
+        return None
+    return (f"{repo}: {NETWORK_REPOS[repo]}; graded without network, so those tests fail whatever the patch "
+            f"(grade with --network, or [grading] network = true in an experiment)")
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:
@@ -426,6 +447,7 @@ def _grade_local(task: SourceTask, patch: str | None, *, repo_source: RepoSource
         st = sandbox.status()
         result.sandboxed = st.available
         _write(run_log, f"{st.message}\n")
+        _write(run_log, f"network for the tests: {'on' if network else 'off'}\n")
         argv = _wrap(["bash", "-c", script], workspace, env.readable, network)
         test_env = env.env_vars()
         # An empty, writable home as in SWE-bench's containers (the real one is read-only in the sandbox).
@@ -495,7 +517,7 @@ def _grade_docker(tasks: list[SourceTask], preds: list[Prediction], *, timeout: 
         folder = RUN_EVALUATION_LOG_DIR / run_id / p.model_name_or_path.replace("/", "__") / p.instance_id
         result = GradeResult(instance_id=p.instance_id, model_name_or_path=p.model_name_or_path, backend="docker",
                              test_seconds=seconds / max(len(preds), 1), log_path=str(folder / LOG_TEST_OUTPUT),
-                             patch_sha256=sha256_text(p.model_patch or ""))
+                             patch_sha256=sha256_text(p.model_patch or ""), network=True)
         report_path = folder / LOG_REPORT
         if p in unknown:
             t = by_id[p.instance_id]
@@ -620,14 +642,18 @@ def grade_predictions(
         if resume and saved.exists():
             try:
                 old = GradeResult.model_validate_json(saved.read_text())
-                if old.patch_sha256 == digest and old.error is None and old.backend == backend:
+                if (old.patch_sha256 == digest and old.error is None and old.backend == backend
+                        and old.network == network):
                     results.append(old)
                     continue
             except ValueError:
                 pass  # unreadable old result: grade again
         folder.mkdir(parents=True, exist_ok=True)
         result = GradeResult(instance_id=p.instance_id, model_name_or_path=p.model_name_or_path, backend=backend,
-                             patch_sha256=digest)
+                             patch_sha256=digest, network=network)
+        warning = network_warning(task.repo, network)
+        if warning:
+            result.warnings.append(warning)
         try:
             _grade_local(task, p.model_patch, repo_source=source, timeout=timeout, log_dir=folder,
                          spec_file=spec_file, keep_workspace=keep_workspace, result=result, network=network)
@@ -664,6 +690,7 @@ def grade(
         patch: the candidate ``model_patch`` (``""`` = the empty patch).
         timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
         log_dir: folder for the logs (default ``cache_dir()/grading``).
+        network: let the tests use the network (see :func:`grade_predictions`, :data:`NETWORK_REPOS`).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per PROTOCOL.md section 6.
     """
@@ -680,6 +707,7 @@ def run_key(task: SourceTask, patch: str) -> str:
 
 __all__ = [
     "HANDOFF_STATES",
+    "NETWORK_REPOS",
     "GradeResult",
     "Prediction",
     "TestOutcome",
@@ -692,6 +720,7 @@ __all__ = [
     "grade_predictions",
     "handoff_state",
     "is_resolved",
+    "network_warning",
     "parse_test_log",
     "read_predictions",
     "resolve_log_parser",

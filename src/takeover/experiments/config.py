@@ -29,6 +29,7 @@ Example (paths are relative to the TOML file's folder)::
 
     [grading]
     backend = "local"
+    network = false                     # true: tests may use the internet (psf/requests needs it)
 
     [execution]
     workers = 4
@@ -114,7 +115,16 @@ class LimitsConfig(_Strict):
 
 
 class GradingConfig(_Strict):
+    """How patches are graded (PROTOCOL.md sections 6 and 8).
+
+    ``network``: let the tests use the network (``local`` backend; off by default, as the sandbox is
+    offline). SWE-bench's Docker harness runs tests with the network on, and some suites need it
+    (:data:`takeover.grading.NETWORK_REPOS`, e.g. psf/requests calls httpbin.org): without it those
+    tasks never resolve, and their results carry a warning that the report lists.
+    """
+
     backend: Literal["local", "docker"] = "local"
+    network: bool = False
 
 
 class NotesConfig(_Strict):

@@ -390,6 +390,9 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
 
     # 5. handoff state -----------------------------------------------------------------------------
     grading = {"backend": config.grading.backend, "timeout": config.limits.grading_timeout}
+    if config.grading.network:
+        # Only when on: the keys of units graded offline (the default) stay what they were.
+        grading["network"] = True
     specs = []
     for labels, cp, key in checkpoints:
         inputs = {"instance_id": labels["instance_id"], **task_files[labels["instance_id"]],

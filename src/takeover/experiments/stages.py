@@ -195,7 +195,7 @@ def _grade(task: SourceTask, patch: str, inputs: dict, ctx: UnitContext):
     g = inputs["grading"]
     log_dir = _fresh(Path(ctx.work_dir) / "grading")
     result = grade(task, patch, backend=g["backend"], timeout=g["timeout"], repo_source=_repo_source(ctx),
-                   log_dir=log_dir)
+                   log_dir=log_dir, network=bool(g.get("network", False)))
     if result.error:
         # Grading could not finish (environment build, test patch, repository): not the agent's doing.
         raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
@@ -221,7 +221,9 @@ def grade_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     result = _grade(_task(inputs), patch, inputs, ctx)
     f2p, p2p = _tests(result, "FAIL_TO_PASS"), _tests(result, "PASS_TO_PASS")
     return UnitOutcome(output={"handoff_state": result.handoff_state, "resolved": bool(result.resolved),
-                               "fail_to_pass_rate": _rate(*f2p), "pass_to_pass_rate": _rate(*p2p)})
+                               "fail_to_pass_rate": _rate(*f2p), "pass_to_pass_rate": _rate(*p2p),
+                               "network": bool(getattr(result, "network", False)),
+                               "warnings": list(getattr(result, "warnings", []))})
 
 
 def grade_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
@@ -230,7 +232,9 @@ def grade_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     result = _grade(_task(inputs), patch, inputs, ctx)
     f2p, p2p = _tests(result, "FAIL_TO_PASS"), _tests(result, "PASS_TO_PASS")
     return UnitOutcome(output={"resolved": bool(result.resolved), "handoff_state": result.handoff_state,
-                               "fail_to_pass_rate": _rate(*f2p), "pass_to_pass_rate": _rate(*p2p)})
+                               "fail_to_pass_rate": _rate(*f2p), "pass_to_pass_rate": _rate(*p2p),
+                               "network": bool(getattr(result, "network", False)),
+                               "warnings": list(getattr(result, "warnings", []))})
 
 
 # --- 6. views --------------------------------------------------------------------------------------

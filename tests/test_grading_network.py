@@ -1,0 +1,109 @@
+"""Grading with and without the network, on a tiny repository named like psf/requests (its tests need
+the internet). No test here uses the network: the tests under grading only count the network interfaces
+they see (only ``lo`` inside the offline sandbox)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import make_repo
+
+from takeover import sandbox
+from takeover.grading import NETWORK_REPOS, grade, network_warning
+from takeover.repos import RepoSource
+
+NET = "import socket\n\n\ndef has_network():\n    return len(socket.if_nameindex()) > 1\n"
+TESTS = "def test_true():\n    assert True\n"
+TEST_PATCH = """diff --git a/tests/test_net.py b/tests/test_net.py
+--- a/tests/test_net.py
++++ b/tests/test_net.py
+@@ -1,2 +1,7 @@
+ def test_true():
+     assert True
++
++
++def test_network():
++    from net import has_network
++    assert has_network()
+"""
+SPEC = {"python": None, "test_cmd": "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 pytest -rA -p no:cacheprovider", "log_parser": "pytest"}
+
+
+@pytest.fixture
+def requests_task(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    mirror = tmp_path / "mirror"
+    _, sha = make_repo(tmp_path / "src" / "requests", {"net.py": NET, "tests/test_net.py": TESTS, "conftest.py": ""},
+                       bare_mirror=mirror / "psf__requests.git")
+    task = {
+        "instance_id": "psf__requests-1", "repo": "psf/requests", "base_commit": sha, "problem_statement": "net",
+        "version": "0.1", "patch": "", "test_patch": TEST_PATCH,
+        "FAIL_TO_PASS": ["tests/test_net.py::test_network"], "PASS_TO_PASS": ["tests/test_net.py::test_true"],
+        "takeover_env_spec": SPEC,
+    }
+    return task, RepoSource(mirror, allow_network=False)
+
+
+def test_network_warning_only_for_known_repositories_without_network():
+    assert "psf/requests" in NETWORK_REPOS
+    w = network_warning("psf/requests", False)
+    assert w is not None and "httpbin.org" in w and "--network" in w
+    assert network_warning("psf/requests", True) is None
+    assert network_warning("pallets/flask", False) is None
+
+
+def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, tmp_path):
+    if not sandbox.status().available or shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not available: the tests would see the host network either way")
+    task, source = requests_task
+    offline = grade(task, "", repo_source=source, log_dir=tmp_path / "off", timeout=120)
+    assert offline.error is None and offline.network is False
+    assert offline.FAIL_TO_PASS.failure == ["tests/test_net.py::test_network"]  # only lo inside the sandbox
+    assert not offline.resolved
+    assert len(offline.warnings) == 1 and "psf/requests" in offline.warnings[0]
+    assert offline.summary()["warnings"] == offline.warnings
+    assert "network for the tests: off" in (Path(offline.log_path).parent / "run_instance.log").read_text()
+
+    online = grade(task, "", repo_source=source, log_dir=tmp_path / "on", timeout=120, network=True)
+    assert online.error is None and online.network is True and online.warnings == []
+    assert online.FAIL_TO_PASS.success == ["tests/test_net.py::test_network"]  # the host's interfaces are seen
+    assert online.resolved
+
+
+def test_saved_result_is_not_reused_when_the_network_setting_differs(requests_task, tmp_path):
+    task, source = requests_task
+    logs = tmp_path / "logs"
+    first = grade(task, "", repo_source=source, log_dir=logs, timeout=120, resume=True)
+    assert first.network is False and first.warnings
+    again = grade(task, "", repo_source=source, log_dir=logs, timeout=120, resume=True, network=True)
+    assert again.network is True and again.warnings == []
+
+
+def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_path):
+    import json
+
+    from takeover.experiments.config import GradingConfig
+    from takeover.experiments.stages import grade_checkpoint, grade_takeover
+    from takeover.experiments.units import UnitContext
+
+    assert GradingConfig().network is False and GradingConfig(network=True).network is True
+    task, _ = requests_task
+    task_file = tmp_path / "task.json"
+    task_file.write_text(json.dumps(task))
+    cp = tmp_path / "cp"
+    cp.mkdir()
+    (cp / "checkpoint.patch").write_text("")
+    ctx_data = {"out_dir": str(tmp_path / "out"), "key": "k",
+                "context": {"mirror": str(tmp_path / "mirror"), "allow_network": False}}
+    for network in (False, True):
+        inputs = {"task": str(task_file), "checkpoint_dir": str(cp), "patch_path": None,
+                  "grading": {"backend": "local", "timeout": 120, **({"network": True} if network else {})}}
+        for fn, stage in ((grade_checkpoint, "handoff_state"), (grade_takeover, "grade")):
+            work = tmp_path / "out" / "work" / stage / f"k{network}"
+            work.mkdir(parents=True)
+            out = fn(inputs, UnitContext(work_dir=str(work), stage=stage, **ctx_data)).output
+            assert out["network"] is network
+            assert bool(out["warnings"]) is (not network)
+            assert "psf/requests" in "".join(out["warnings"]) or network
