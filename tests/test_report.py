@@ -198,3 +198,35 @@ def test_report_and_run_commands(tmp_path):
                           check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {bad}: field 'successors[0].temprature': unknown key"
+
+
+def test_solved_change_is_na_without_comparable_pairs_and_warnings_are_listed(tmp_path):
+    """Every run of both views failed for infrastructure reasons: no point compares them, so the
+    solved-rate change is n/a (null in report.json), not "+0.0 pp (p=1)". Grading warnings (tests that
+    need the network, graded without it) are listed per instance in report.md and report.json."""
+    out = tmp_path / "exp"
+    plan: dict = {"name": "na", "bootstrap": {"resamples": 50, "seed": 1}, "stages": {
+        "points": [], "handoff_state": [], "view": [], "takeover": [], "grade": []}}
+    warning = "psf/requests: its tests call httpbin.org; graded without network"
+    for p in ("p1", "p2"):
+        plan["stages"]["handoff_state"].append(
+            {"key": f"hs-{p}", "labels": {"point_key": p, "point_type": "t", "instance_id": f"psf__requests-{p}"}})
+        _unit(out, "handoff_state", f"hs-{p}", output={"handoff_state": "needs_completion", "warnings": [warning]})
+        for view in ("repo_only", "raw_trace"):
+            tk = f"t-{view}-{p}"
+            plan["stages"]["takeover"].append({"key": tk, "labels": {
+                "successor": "m", "instance_id": f"psf__requests-{p}", "point_type": "t", "point_key": p,
+                "view": view}})
+            plan["stages"]["grade"].append({"key": f"g-{view}-{p}", "labels": {"takeover_key": tk}})
+            _unit(out, "takeover", tk, status="failed", failure_kind="infrastructure", reason="endpoint refused")
+    (out / "plan.json").write_text(json.dumps(plan))
+    report = build_report(out, plots=False)
+    raw = {e["view"]: e for e in report.data["summary"]}["raw_trace"]
+    solved = raw["vs_repo_only"]["solved_rate"]
+    assert solved["comparable_pairs"] == 0 and solved["difference"] is None and solved["p_value"] is None
+    on_disk = json.loads((out / "report.json").read_text())
+    assert on_disk["summary"][1]["vs_repo_only"]["solved_rate"]["difference"] is None
+    assert "| m | raw_trace | 2 | 0.0% | n/a |" in report.markdown
+    assert "pp (p=1)" not in report.markdown
+    assert on_disk["warnings"] == {"psf__requests-p1": [warning], "psf__requests-p2": [warning]}
+    assert "## Warnings" in report.markdown and f"- psf__requests-p1: {warning}" in report.markdown

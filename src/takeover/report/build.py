@@ -261,7 +261,13 @@ def summarize(rows: list[dict], *, resamples: int = DEFAULT_RESAMPLES, seed: int
 
 
 def _paired_changes(base: dict, runs: dict, common: list[str], *, resamples: int, seed: int) -> dict:
+    # A point compares the two views only when both runs finished; with none, a "+0.0 pp (p=1)" would
+    # read as a measured null effect, so the solved-rate change is None (n/a) instead.
+    comparable = sum(1 for p in common if base[p]["status"] == "done" and runs[p]["status"] == "done")
     solved = mcnemar_exact([base[p]["resolved"] for p in common], [runs[p]["resolved"] for p in common])
+    solved["comparable_pairs"] = comparable
+    if comparable == 0:
+        solved.update(difference=None, p_value=None)
     result: dict[str, Any] = {"solved_rate": solved}
     for m in METRICS:
         pairs = [
@@ -313,6 +319,20 @@ def table1(out: Path, plan: dict) -> dict:
         "total": dict(total),
         "missing_points": {k: sorted(v, key=lambda m: str(m["instance_id"])) for k, v in sorted(missing.items())},
     }
+
+
+def grading_warnings(out: Path, plan: dict) -> dict[str, list[str]]:
+    """Warnings of the grading units (``handoff_state`` and ``grade``) per ``instance_id``, e.g. the
+    task's tests need the network and grading ran without it (:data:`takeover.grading.NETWORK_REPOS`).
+    Returns ``{instance_id: [warning, ...]}`` sorted, each warning once."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for stage in ("handoff_state", "grade"):
+        for entry in plan.get("stages", {}).get(stage, []):
+            unit = _read_unit(out, stage, entry["key"])
+            if unit and unit.get("status") == "done":
+                for w in (unit.get("output") or {}).get("warnings") or []:
+                    found[str(entry["labels"].get("instance_id"))].add(w)
+    return {iid: sorted(ws) for iid, ws in sorted(found.items())}
 
 
 def note_tokens(out: Path, plan: dict) -> dict:
@@ -368,9 +388,12 @@ def _table(summary: list[dict]) -> str:
     for e in summary:
         vs = e.get("vs_repo_only") or {}
         s = vs.get("solved_rate")
-        solved_change = (
-            f"{100 * s['difference']:+.1f} pp (p={s['p_value']:.3g})" if s and s["difference"] is not None else ""
-        )
+        if not s:
+            solved_change = ""
+        elif s["difference"] is None or s.get("p_value") is None:
+            solved_change = "n/a"
+        else:
+            solved_change = f"{100 * s['difference']:+.1f} pp (p={s['p_value']:.3g})"
         lines.append(
             f"| {e['successor']} | {e['view']} | {e['points']} | {_pct(e['solved_rate'])} | {solved_change} "
             f"| {_num(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
@@ -412,6 +435,12 @@ def render_markdown(data: dict) -> str:
         for ptype, items in t1["missing_points"].items():
             for m in items:
                 md.write(f"- {ptype}, {m['instance_id']}: {m['reason']}\n")
+        md.write("\n")
+    if data.get("warnings"):
+        md.write("## Warnings\n\nGrading results that may not match the official SWE-bench harness:\n\n")
+        for iid, ws in data["warnings"].items():
+            for w in ws:
+                md.write(f"- {iid}: {w}\n")
         md.write("\n")
     md.write("## Note-writing tokens (not included in the successors' tokens)\n\n")
     md.write("| view | views built | prompt tokens | completion tokens |\n|---|---|---|---|\n")
@@ -460,6 +489,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True) -> Report:
         "by_point_type": breakdown(rows, "point_type", resamples=resamples, seed=seed),
         "table1": table1(out, plan),
         "note_writing": note_tokens(out, plan),
+        "warnings": grading_warnings(out, plan),
         "units": units,
     }
     report = Report(out_dir=str(out), rows=rows, data=data, markdown=render_markdown(data))
