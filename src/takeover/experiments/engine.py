@@ -25,8 +25,9 @@ from takeover.experiments.units import (
     UnitSpec,
     _reason,
     blocked_result,
+    check_result,
     execute_unit,
-    read_result,
+    note_rejected,
     unit_path,
 )
 
@@ -212,7 +213,9 @@ def run_units(
         if key in seen:
             continue
         seen.add(key)
-        stored = read_result(out_dir, spec.stage, key)
+        stored, problem = check_result(out_dir, spec.stage, key, spec.inputs.get("instance_id"))
+        if problem:
+            note_rejected(out_dir, spec.stage, key, problem)
         if stored is not None and (stored.status == "done" or not retry_failed):
             results[key] = stored
             reused += 1

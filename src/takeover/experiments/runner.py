@@ -312,7 +312,7 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
         plan.add(name, specs, blocked)
         before = set()
         for s in specs:
-            stored = read_result(out, name, s.key)
+            stored = read_result(out, name, s.key, s.inputs.get("instance_id"))
             if stored is not None and (stored.status == "done" or not retry_failed):
                 before.add(s.key)
         results = run(specs)

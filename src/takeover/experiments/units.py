@@ -9,7 +9,9 @@ inputs) and the unit is redone; leave them alone and a re-run skips it.
 
 The result lives at ``OUT/units/<stage>/<key>.json`` (:class:`UnitResult`). It is written by the
 process that did the work, the moment the work ends, so a crash of the coordinator loses nothing
-finished.
+finished. A stored file is trusted only when its content agrees with its name: its ``stage`` and
+``key`` are the file's, and its ``instance_id`` is the planned unit's. A file that disagrees or cannot
+be read counts as missing (the unit is redone) and is noted in ``OUT/rejected_units.jsonl``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from takeover._io import atomic_write_json, stable_hash
+from takeover._io import append_jsonl, atomic_write_json, stable_hash
 from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable
 from takeover.redact import redact
 
@@ -130,13 +132,39 @@ def work_path(out_dir: Path | str, stage: str, key: str) -> Path:
     return Path(out_dir) / "work" / stage / key
 
 
-def read_result(out_dir: Path | str, stage: str, key: str) -> UnitResult | None:
-    """The stored result of a unit, or ``None`` when missing or unreadable (then it is redone)."""
+def check_result(out_dir: Path | str, stage: str, key: str,
+                 instance_id: str | None = None) -> tuple[UnitResult | None, str | None]:
+    """The stored result of a unit and why it was rejected: ``(result, None)`` when it is usable,
+    ``(None, None)`` when there is no file, ``(None, reason)`` when the file cannot be read or its
+    content disagrees with its name (stored ``stage``/``key`` differ from the file's, or its inputs'
+    ``instance_id`` differs from ``instance_id``, the planned unit's). A file is never trusted by its
+    name alone: a copied or renamed unit file must not stand in for another unit."""
     path = unit_path(out_dir, stage, key)
     try:
-        return UnitResult.model_validate_json(path.read_bytes())
-    except (FileNotFoundError, ValueError):
-        return None
+        result = UnitResult.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable: {' '.join(str(exc).split())[:300]}"
+    if result.stage != stage or result.key != key:
+        return None, f"stored stage/key {result.stage}/{result.key} differ from the file's {stage}/{key}"
+    stored_iid = result.inputs.get("instance_id")
+    if instance_id is not None and stored_iid != instance_id:
+        return None, f"stored instance_id {stored_iid!r} differs from the planned unit's {instance_id!r}"
+    return result, None
+
+
+def read_result(out_dir: Path | str, stage: str, key: str, instance_id: str | None = None) -> UnitResult | None:
+    """The stored result of a unit, or ``None`` when missing, unreadable or not this unit's (see
+    :func:`check_result`); then it is redone."""
+    return check_result(out_dir, stage, key, instance_id)[0]
+
+
+def note_rejected(out_dir: Path | str, stage: str, key: str, reason: str) -> None:
+    """Record that a stored unit file was not reused (``OUT/rejected_units.jsonl``, one line each)."""
+    append_jsonl(Path(out_dir) / "rejected_units.jsonl", {
+        "stage": stage, "key": key, "path": str(unit_path(out_dir, stage, key)), "reason": reason,
+        "at": datetime.now(UTC).isoformat(timespec="seconds")})
 
 
 def _import(fn: str) -> Callable[[dict, UnitContext], UnitOutcome | dict]:
@@ -259,7 +287,9 @@ def load_results(out_dir: Path | str, stage: str) -> dict[str, UnitResult]:
         return out
     for path in sorted(folder.glob("*.json")):
         try:
-            out[path.stem] = UnitResult.model_validate(json.loads(path.read_bytes()))
+            result = UnitResult.model_validate(json.loads(path.read_bytes()))
         except ValueError:
             continue
+        if result.stage == stage and result.key == path.stem:  # content agrees with the name
+            out[path.stem] = result
     return out

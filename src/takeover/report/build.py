@@ -101,9 +101,13 @@ def _read_unit(out: Path, stage: str, key: str) -> dict | None:
     # Plain string paths: with tens of thousands of unit files, pathlib's overhead dominates.
     try:
         with open(f"{out}/units/{stage}/{key}.json", "rb") as fh:
-            return json.loads(fh.read())
+            unit = json.loads(fh.read())
     except (FileNotFoundError, ValueError):
         return None
+    # A file whose content is another unit's (copied or renamed) counts as missing, as in the runner.
+    if not isinstance(unit, dict) or unit.get("stage", stage) != stage or unit.get("key", key) != key:
+        return None
+    return unit
 
 
 def load_plan(out_dir: Path | str) -> dict:
