@@ -24,6 +24,7 @@ KEYS = [
     "completion_tokens",
     "exit_status",
     "final_patch_files",
+    "usage_per_call",
 ]
 MINI = TRAJ / "mini-swe-agent" / "psf__requests-1766.json"
 V0 = TRAJ / "openhands" / "v0" / "multi_swe_bench_examples.output.jsonl"
@@ -54,6 +55,7 @@ def test_inspect_json_lines():
         "completion_tokens": sum(m["extra"]["response"]["usage"]["completion_tokens"] for m in assistant),
         "exit_status": "Submitted",
         "final_patch_files": ["requests/auth.py"],
+        "usage_per_call": True,
     }
     pony = [json.loads(line) for line in V0.read_text().splitlines()]
     assert [r["instance_id"] for r in rows[1:]] == [p["instance_id"] for p in pony]

@@ -122,8 +122,8 @@ def expected_v0_messages(run: dict) -> dict:
         "actions": actions,
         "observations": tools + later_users,
         "llm_calls": len(assistant),
-        "prompt_tokens": 0,  # the format records no usage
-        "completion_tokens": 0,
+        "prompt_tokens": None,  # the format records no usage: unknown, not zero
+        "completion_tokens": None,
     }
 
 
@@ -138,8 +138,8 @@ def expected_v1(row: dict) -> dict:
         "actions": len(action_events) + len(agent_messages),
         "observations": len(observations),
         "llm_calls": len({e["llm_response_id"] for e in action_events}) + len(agent_messages),
-        "prompt_tokens": 0,  # metrics is null in these rows
-        "completion_tokens": 0,
+        "prompt_tokens": None,  # metrics is null in these rows: unknown, not zero
+        "completion_tokens": None,
     }
 
 

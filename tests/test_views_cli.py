@@ -84,13 +84,14 @@ def test_all_views_are_written_and_views_json_sizes_match_the_files(tmp_path, po
 def test_without_a_model_the_notes_views_say_a_model_is_needed(tmp_path, points_file):
     out = tmp_path / "views"
     result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out))
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # requested views were not built
     index = json.loads((out / "views.json").read_text())
     assert {n: r["validation"] for n, r in index["views"].items()} == {
         "repo_only": "not_applicable", "raw_trace": "not_applicable",
         "summary_notes": "model_required", "structured_notes": "model_required"}
     assert sorted(p.name for p in out.iterdir()) == ["raw_trace.md", "repo_only.md", "views.json"]
     assert "a model is needed" in result.output
+    assert "summary_notes: summary_notes" not in result.output
 
 
 def test_one_view_with_a_budget(tmp_path, points_file):

@@ -255,16 +255,37 @@ def read_selection_header(path: Path | str) -> SelectionHeader | None:
     return None
 
 
+def _bucket_order(bucket: str) -> tuple[int, str]:
+    order = ("<15 min fix", "15 min - 1 hour", "1-4 hours", ">4 hours")
+    return (order.index(bucket) if bucket in order else len(order), bucket)
+
+
 def make_selection(
     dataset: Path | str, difficulties: Sequence[str], seed: int, limit: int | None
 ) -> tuple[SelectionHeader, list[SourceTask]]:
-    """Load ``dataset`` (a local file), select (PROTOCOL.md section 2) and return (header, tasks)."""
+    """Load ``dataset`` (a local file), select (PROTOCOL.md section 2) and return (header, tasks).
+
+    Raises:
+        InputError: the file is missing or malformed, ``limit`` is negative, or a requested difficulty
+            bucket does not occur in the dataset (the message lists the buckets present).
+    """
     from takeover._io import sha256_file
 
     path = Path(dataset)
+    if limit is not None and limit < 0:
+        raise InputError("--limit", f"must be 0 or more, got {limit}")
     if not path.is_file():
         raise InputError(path, "the selection needs a local dataset file (its sha256 is recorded)")
     tasks = load_tasks(path)
+    present = sorted({t.difficulty for t in tasks if t.difficulty}, key=_bucket_order)
+    unknown = [d for d in difficulties if d not in present]
+    if unknown:
+        raise InputError(
+            path,
+            f"no task has difficulty {unknown[0]!r}; buckets in this dataset: "
+            + ", ".join(repr(b) for b in present),
+            field="difficulty",
+        )
     wanted = set(difficulties)
     candidates = sum(1 for t in tasks if t.difficulty in wanted)
     chosen = select_tasks(tasks, difficulties, seed, limit)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from takeover.errors import InputError, TakeoverError
@@ -32,7 +32,7 @@ def grade_command(
     log_dir: Annotated[Path | None, typer.Option("--log-dir", help="Where logs and report.json go.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed for each test run.")] = 1800,
     env_spec: Annotated[
-        Path | None, typer.Option("--env-spec", help="JSON/TOML file: 'owner/name[/version]' -> environment spec.")
+        Path | None, typer.Option("--env-spec", help="JSON/TOML file: key 'owner/name' or 'owner/name/version' -> environment spec.")
     ] = None,
     offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
     network: Annotated[
@@ -86,28 +86,32 @@ def grade_command(
         rows = [r.summary() for r in results]
         print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
     else:
-        console = Console()
+        from takeover.cli import output_console
+
+        console = output_console()
         table = Table(title=f"SWE-bench grading ({backend} backend)")
         for col in ("instance_id", "resolved", "handoff state", "FAIL_TO_PASS", "PASS_TO_PASS", "env s", "test s"):
-            table.add_column(col, no_wrap=col in ("instance_id", "handoff state"))
+            table.add_column(col, no_wrap=col != "instance_id", overflow="fold",
+                             min_width=14 if col == "instance_id" else None)
         for r in results:
-            table.add_row(r.instance_id, "yes" if r.resolved else "no", r.handoff_state or "error",
+            table.add_row(escape(r.instance_id), "yes" if r.resolved else "no", r.handoff_state or "error",
                           _outcome(r.FAIL_TO_PASS), _outcome(r.PASS_TO_PASS), f"{r.env_seconds:.1f}",
                           f"{r.test_seconds:.1f}")
         console.print(table)
         if results and results[0].backend == "local" and not results[0].sandboxed:
             from takeover.sandbox import status
 
-            console.print(f"[yellow]{status().message}[/yellow]", highlight=False)
+            console.print(f"[yellow]{escape(status().message)}[/yellow]", highlight=False)
         for r in results:
             if r.apply_error:
-                console.print(f"[yellow]{r.instance_id}: patch does not apply:[/yellow] {r.apply_error}", markup=True,
-                              highlight=False)
+                console.print(f"[yellow]{escape(r.instance_id)}: patch does not apply:[/yellow] {escape(r.apply_error)}",
+                              markup=True, highlight=False)
             if r.error:
-                console.print(f"[red]{r.instance_id}: {r.error}[/red]", highlight=False)
+                console.print(f"[red]{escape(r.instance_id)}: {escape(r.error)}[/red]", highlight=False)
             if r.timed_out:
-                console.print(f"[red]{r.instance_id}: tests timed out after {timeout:.0f} s (process group killed)[/red]")
-            console.print(f"log: {r.log_path}", highlight=False)
+                console.print(f"[red]{escape(r.instance_id)}: tests timed out after {timeout:.0f} s "
+                              "(process group killed)[/red]")
+            console.print(f"log: {escape(str(r.log_path))}", highlight=False)
     if any(r.error for r in results):
         raise typer.Exit(1)
 

@@ -8,15 +8,21 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from takeover.errors import TakeoverError
+from takeover.cli import output_console
+from takeover.errors import InputError, TakeoverError
+
+_MIN_WIDTHS = {"instance id": 14, "exit status": 6, "final patch files": 8}
 
 
 def inspect(
     files: Annotated[
-        list[Path], typer.Argument(help="Trajectory files or run folders (format detected by content).")
+        list[Path],
+        typer.Argument(
+            help="Trajectory files, run folders, or folders of trajectories (format detected by content; "
+            "other JSON files in a folder are skipped with a note)."
+        ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line per trajectory.")] = False,
 ) -> None:
@@ -26,21 +32,38 @@ def inspect(
     files are still reported, and the exit status is 2 when any file was bad.
     """
     from takeover.trajectories import read_trajectories, summarize
+    from takeover.trajectories.registry import expand_paths, is_unknown_format
 
     failed = 0
     rows = []
-    for path in files:
+    for given in files:
         try:
-            trajectories = read_trajectories(path)
+            paths = expand_paths([given])
         except TakeoverError as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
             continue
-        for traj in trajectories:
-            summary = summarize(traj)
-            if as_json:
-                print(json.dumps(summary.json_row(), ensure_ascii=False), flush=True)
-            rows.append(summary)
+        from_folder = paths != [given]
+        for path in paths:
+            try:
+                trajectories = read_trajectories(path)
+            except InputError as exc:
+                if from_folder and is_unknown_format(exc):
+                    # Folders of agent output hold reports and indexes beside the runs.
+                    print(f"note: skipped {path}: not a trajectory file of any known format", file=sys.stderr)
+                    continue
+                print(f"error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            except TakeoverError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            for traj in trajectories:
+                summary = summarize(traj)
+                if as_json:
+                    print(json.dumps(summary.json_row(), ensure_ascii=False), flush=True)
+                rows.append(summary)
     if not as_json and rows:
         table = Table(title="Trajectories")
         for name, justify in (
@@ -55,9 +78,9 @@ def inspect(
             ("exit status", "left"),
             ("final patch files", "left"),
         ):
-            # Counts never wrap; names and paths fold when the terminal is narrow.
+            # Counts never wrap; names and paths fold (never vanish) when the terminal is narrow.
             table.add_column(
-                name, justify=justify, no_wrap=justify == "right" or name == "format", overflow="fold"
+                name, justify=justify, overflow="fold", min_width=_MIN_WIDTHS.get(name),
             )
         for s in rows:
             mark = "" if s.usage_per_call else "*"
@@ -68,15 +91,17 @@ def inspect(
                 str(s.actions),
                 str(s.observations),
                 str(s.llm_calls),
-                f"{s.prompt_tokens}{mark}",
-                f"{s.completion_tokens}{mark}",
+                "n/a" if s.prompt_tokens is None else f"{s.prompt_tokens}{mark}",
+                "n/a" if s.completion_tokens is None else f"{s.completion_tokens}{mark}",
                 s.exit_status or "-",
                 "\n".join(s.final_patch_files) or "-",
             )
-        console = Console()
+        console = output_console()
         console.print(table)
         if any(not s.usage_per_call for s in rows):
-            console.print("* run totals from the file (no per-call usage recorded)")
+            console.print("* run totals from the file (no per-call usage recorded)", highlight=False)
+        if any(s.prompt_tokens is None for s in rows):
+            console.print("n/a: the run records no token usage", highlight=False)
     if failed:
         raise typer.Exit(2)
 

@@ -37,27 +37,28 @@ def points_json(rp) -> dict:
 
 
 def _print_run(console, rp, where: str) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     v = rp.replay
     if v.verified:
         verdict = f"[green]verified[/green] ({v.method})"
     else:
-        verdict = f"[red]unreplayable[/red] ({v.reason})"
-    console.print(f"[bold]{rp.instance_id}[/bold]  {where}  {rp.events} events  replay: {verdict}")
+        verdict = f"[red]unreplayable[/red] ({escape(str(v.reason))})"
+    console.print(f"[bold]{escape(str(rp.instance_id))}[/bold]  {escape(where)}  {rp.events} events  replay: {verdict}")
     if v.mode or v.interpreter:
-        console.print(f"  replay: {v.sandbox}; mode {v.mode}; {v.interpreter}", style="dim")
+        console.print(escape(f"  replay: {v.sandbox}; mode {v.mode}; {v.interpreter}"), style="dim")
     if rp.points:
         table = Table(show_edge=False, pad_edge=False)
         for column, justify in (("point", "left"), ("event", "right"), ("changed source files", "left"),
                                 ("patch lines", "right"), ("latest verification", "left")):
             table.add_column(column, justify=justify, overflow="fold")
         for p in rp.points:
-            table.add_row(p.type, str(p.event_index), ", ".join(p.changed_source_files) or "-", str(p.patch_lines),
-                          p.latest_verification_result or "-")
+            table.add_row(p.type, str(p.event_index), escape(", ".join(p.changed_source_files)) or "-",
+                          str(p.patch_lines), escape(p.latest_verification_result or "-"))
         console.print(table)
     for m in rp.missing:
-        console.print(f"  [yellow]missing[/yellow] {m.type}: {m.reason}")
+        console.print(f"  [yellow]missing[/yellow] {m.type}: {escape(m.reason)}")
 
 
 def register(app: typer.Typer) -> None:
@@ -79,13 +80,15 @@ def register(app: typer.Typer) -> None:
         """Print each run's replay verdict and its handoff points (or why each is missing).
 
         A run whose instance is not in the dataset, or whose repository cannot be obtained, is reported
-        on stderr and skipped. Unreadable files are reported too; the exit status is then 2.
+        on stderr and skipped. Unreadable files are reported too; the exit status is then 2. When no run
+        at all could be analysed (every one skipped), the exit status is 1.
 
         Example:
 
             takeover points trajs/*.json --dataset swebench_verified.jsonl --mirror /data/mirror --json
         """
         from rich.console import Console
+        from rich.markup import escape
 
         from takeover import sandbox
         from takeover.checkpoints import analyze_run
@@ -98,8 +101,8 @@ def register(app: typer.Typer) -> None:
         source = RepoSource(mirror, allow_network=not offline)
         st = sandbox.status()
         if not st.available:
-            err.print(f"[yellow]note:[/yellow] {st.message}")
-        bad = 0
+            err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
+        bad = analysed = 0
         for path in files:
             try:
                 runs = read_trajectories(path)
@@ -119,6 +122,7 @@ def register(app: typer.Typer) -> None:
                 except RepositoryUnavailable as exc:
                     print(f"skipped: {where}: {exc}", file=sys.stderr)
                     continue
+                analysed += 1
                 if out is not None:
                     rp.save(out / f"{rp.instance_id}.points.json")
                 if as_json:
@@ -127,6 +131,9 @@ def register(app: typer.Typer) -> None:
                     _print_run(console, rp, where)
         if bad:
             raise typer.Exit(2)
+        if not analysed:
+            print("error: no trajectory could be analysed (every run was skipped)", file=sys.stderr)
+            raise typer.Exit(1)
 
     @app.command("checkpoint")
     def checkpoint(
@@ -151,6 +158,7 @@ def register(app: typer.Typer) -> None:
               --dataset swebench_verified.jsonl --mirror /data/mirror --out cp/ --state
         """
         from rich.console import Console
+        from rich.markup import escape
 
         from takeover.checkpoints import RunPoints, analyze_run, checkpoint_method, materialize_checkpoint
         from takeover.points import POINT_TYPES
@@ -175,16 +183,16 @@ def register(app: typer.Typer) -> None:
         found = rp.point(point)
         if found is None:
             reason = next((m.reason for m in rp.missing if m.type == point), "not found")
-            Console(stderr=True).print(f"[red]no {point} point in this run:[/red] {reason}")
+            Console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
             raise typer.Exit(1)
         cp = materialize_checkpoint(task, traj, found, rp.patches.get(point, ""), out, checkpoint_method(rp.replay),
                                     repo_source=source, workspace=not no_workspace, state=state,
                                     grade_options={"repo_source": source})
         console = Console()
-        console.print(f"[bold]{cp.instance_id}[/bold] {point} at event {found.event_index} ({cp.method})")
-        console.print(f"  files: {', '.join(cp.files) or '(none)'}")
+        console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
+        console.print(f"  files: {escape(', '.join(cp.files)) or '(none)'}")
         console.print(f"  patch sha256 {cp.patch_sha256[:16]}..., {found.patch_lines} lines")
         if cp.handoff_state:
             console.print(f"  handoff state: {cp.handoff_state}")
-        console.print(f"  wrote {out / 'checkpoint.json'}, {out / 'checkpoint.patch'}"
-                      + (f", {cp.workspace}" if cp.workspace else ""))
+        console.print(escape(f"  wrote {out / 'checkpoint.json'}, {out / 'checkpoint.patch'}"
+                             + (f", {cp.workspace}" if cp.workspace else "")))

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from takeover.errors import TakeoverError
+from takeover.errors import InputError, TakeoverError
 
 tasks_app = typer.Typer(
     help="Source tasks: load SWE-bench instances and make the seeded selection.", no_args_is_help=True
@@ -51,6 +51,8 @@ def select(
 
     buckets = list(difficulty) if difficulty else list(PAPER_DIFFICULTIES)
     try:
+        if limit < 0:
+            raise InputError("--limit", f"must be 0 or more, got {limit}")
         header, chosen = make_selection(dataset, buckets, seed, limit if limit > 0 else None)
         write_selection(out, chosen, header)
     except TakeoverError as exc:

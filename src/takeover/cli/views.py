@@ -5,10 +5,13 @@ A thin layer over :func:`takeover.views.build_view` and :func:`write_views`.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from takeover.errors import TakeoverError
 
 
 def register(app: typer.Typer) -> None:
@@ -40,6 +43,10 @@ def register(app: typer.Typer) -> None:
         The point comes from --checkpoint DIR, --points-file (takeover points --out), or detection (replay
         needs the repository: --mirror). The notes views need a model (--model, --base-url).
 
+        Exit status: 0 when every requested view was written; 1 when one could not be built (for
+        example a notes view without --model) or the run has no such point; 2 on bad input (including a
+        run whose instance is not in the dataset when the point must be detected).
+
         Examples:
 
             takeover views trajs/psf__requests-1766.json --point after_first_source_edit \\
@@ -49,6 +56,7 @@ def register(app: typer.Typer) -> None:
             takeover views trajs/psf__requests-1766.json --checkpoint cp/ --dataset swebench_verified.jsonl
         """
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         from takeover.models import ModelSettings
@@ -71,19 +79,23 @@ def register(app: typer.Typer) -> None:
             settings = ModelSettings(
                 name=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
             )
-        inputs = load_inputs(
-            file, point, dataset, record=record, mirror=mirror, points_file=points_file, checkpoint_dir=checkpoint,
-            allow_network=not offline,
-        )
+        try:
+            inputs = load_inputs(
+                file, point, dataset, record=record, mirror=mirror, points_file=points_file,
+                checkpoint_dir=checkpoint, allow_network=not offline,
+            )
+        except TakeoverError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
         for note in inputs.notes:
-            console.print(f"[yellow]note:[/yellow] {note}")
+            console.print(f"[yellow]note:[/yellow] {escape(note)}")
         if inputs.point is None:
-            console.print(f"[red]no {inputs.point_type} point in this run:[/red] {inputs.missing_reason}")
+            console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
             raise typer.Exit(1)
         summary = write_views(
             inputs, names, out, model=settings, template_dir=templates, max_chars=max_chars, max_tokens=max_tokens
         )
-        table = Table(title=f"{inputs.task.instance_id} @ {inputs.point_type} (event {inputs.point.event_index})")
+        table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
         for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
             table.add_column(column)
         for name, row in summary["views"].items():
@@ -93,10 +105,16 @@ def register(app: typer.Typer) -> None:
                 str(row.get("characters", "-")),
                 str(row.get("estimated_tokens", "-")),
                 str(note["prompt_tokens"] + note["completion_tokens"]) if note else "-",
-                row["validation"],
+                escape(str(row["validation"])),
             )
         Console().print(table)
         for name, row in summary["views"].items():
             if row.get("error"):
-                console.print(f"[yellow]{name}:[/yellow] {row['error']}")
-        console.print(f"wrote {out / 'views.json'}")
+                # The error may already start with the view's name; print it once.
+                message = str(row["error"]).removeprefix(f"{name}:").strip()
+                console.print(f"[yellow]{name}:[/yellow] {escape(message)}")
+        console.print(f"wrote {escape(str(out / 'views.json'))}")
+        unbuilt = [name for name in names if not (summary["views"].get(name) or {}).get("file")]
+        if unbuilt:
+            console.print(f"[red]not built:[/red] {', '.join(unbuilt)}")
+            raise typer.Exit(1)

@@ -62,7 +62,7 @@ class Source:
             except json.JSONDecodeError:
                 raise InputError(
                     self.path,
-                    f"not valid JSON: {first_error.msg} at column {first_error.colno} (truncated or malformed file)",
+                    f"not valid JSON: {first_error.msg.removesuffix(' at')} at column {first_error.colno} (truncated or malformed file)",
                     record=f"line {first_error.lineno}",
                 ) from None
         rows = []
@@ -74,7 +74,7 @@ class Source:
             except json.JSONDecodeError as exc:
                 raise InputError(
                     self.path,
-                    f"not valid JSON: {exc.msg} at column {exc.colno} (truncated or malformed line)",
+                    f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno} (truncated or malformed line)",
                     record=f"line {lineno}",
                 ) from None
         return "jsonl", rows

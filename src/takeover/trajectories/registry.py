@@ -122,6 +122,60 @@ def _detect(source: Source) -> Reader:
     raise _unknown(source)
 
 
+#: File name endings looked at when a folder of trajectories is expanded (:func:`expand_paths`).
+TRAJECTORY_SUFFIXES = (".json", ".jsonl", ".traj")
+
+
+def is_run_directory(path: Path | str) -> bool:
+    """Whether ``path`` is a directory that a directory reader accepts as one run (an OpenHands 1.x
+    conversation folder, a takeover agent run directory)."""
+    p = Path(path)
+    if not p.is_dir():
+        return False
+    source = Source(p)
+    return any(r.directories and r.detect(source) for r in readers())
+
+
+def expand_paths(paths: Iterable[Path | str]) -> list[Path]:
+    """Files and run folders to read, from what a user named.
+
+    A file, and a folder that is itself one run (:func:`is_run_directory`), are kept as given. Any other
+    folder is walked (sorted, recursively): each run folder inside is kept whole (not entered) and each
+    file ending in :data:`TRAJECTORY_SUFFIXES` is listed. Files listed from a folder may still be other
+    JSON (reports, indexes): callers read them and skip the ones no reader recognizes
+    (:func:`is_unknown_format`).
+
+    Raises:
+        InputError: a path does not exist.
+    """
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(p, "trajectory file or folder not found")
+        if p.is_file() or is_run_directory(p):
+            out.append(p)
+            continue
+        out.extend(_walk(p))
+    return out
+
+
+def _walk(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for child in sorted(folder.iterdir()):
+        if child.is_dir():
+            found.extend([child] if is_run_directory(child) else _walk(child))
+        elif child.is_file() and child.name.endswith(TRAJECTORY_SUFFIXES):
+            found.append(child)
+    return found
+
+
+def is_unknown_format(exc: InputError) -> bool:
+    """Whether ``exc`` (from :func:`read_trajectories`) says no reader recognizes a readable file, as
+    opposed to a damaged file or a record missing a field."""
+    return exc.reason.startswith("unknown trajectory format")
+
+
 def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Trajectory]:
     """Read every run in ``path``: a file holding one or many runs, or a run directory.
 

@@ -12,6 +12,8 @@ class TrajectorySummary(BaseModel):
 
     ``prompt_tokens``/``completion_tokens`` are the sums over per-call usage; for formats that keep only
     run totals (SWE-agent ``info.model_stats``) they are those totals, and ``usage_per_call`` is false.
+    They are ``None`` (unknown, not zero) when the run records no usage at all: no call carries usage
+    and the file has no totals (or the run made no calls).
     """
 
     format: str
@@ -20,25 +22,28 @@ class TrajectorySummary(BaseModel):
     actions: int
     observations: int
     llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
     exit_status: str | None
     final_patch_files: list[str]
     usage_per_call: bool = True
 
     def json_row(self) -> dict:
-        """The exact keys of ``takeover inspect --json``."""
-        return self.model_dump(exclude={"usage_per_call"})
+        """The exact keys of ``takeover inspect --json`` (unknown token counts are ``null``)."""
+        return self.model_dump()
 
 
 def summarize(traj: Trajectory) -> TrajectorySummary:
     """Summary of ``traj`` (see :class:`TrajectorySummary` for where token totals come from)."""
     prompt, completion, per_call = traj.prompt_tokens, traj.completion_tokens, True
     totals = traj.metadata.get("usage_totals") if isinstance(traj.metadata, dict) else None
-    if not any(c.usage for c in traj.llm_calls) and isinstance(totals, dict):
-        prompt = int(totals.get("prompt_tokens") or 0)
-        completion = int(totals.get("completion_tokens") or 0)
-        per_call = False
+    if not any(c.usage for c in traj.llm_calls):
+        if isinstance(totals, dict):
+            prompt = int(totals.get("prompt_tokens") or 0)
+            completion = int(totals.get("completion_tokens") or 0)
+            per_call = False
+        else:
+            prompt = completion = None
     return TrajectorySummary(
         format=traj.format,
         instance_id=traj.instance_id,

@@ -87,8 +87,9 @@ def load_inputs(
     stand-in task whose problem statement is the trajectory's own task prompt; ``notes`` says so.
 
     Raises:
-        InputError: unknown point type, a file holding several runs without ``record``, or a record index
-            out of range.
+        InputError: unknown point type, a file holding several runs without ``record``, a record index
+            out of range, or a run not in ``dataset`` (and naming no repository) whose point must be
+            detected (neither ``checkpoint_dir`` nor ``points_file``).
         takeover.errors.RepositoryUnavailable: detection needs a replay and the repository is missing.
     """
     from takeover.trajectories import read_trajectories
@@ -137,6 +138,15 @@ def load_inputs(
         from takeover.checkpoints import analyze_run
         from takeover.repos import RepoSource
 
+        if not (task.repo and task.base_commit):
+            # Detection replays the run on the task's repository; a stand-in task has none to clone.
+            raise InputError(
+                file,
+                f"the run's instance {trajectory.instance_id or '(none recorded)'!r} is not in {dataset}, so its "
+                "repository and base commit are unknown and the point cannot be detected by replay; give "
+                "--checkpoint DIR or --points-file FILE (takeover points --out) instead",
+                field="instance_id",
+            )
         run_points = analyze_run(trajectory, task, RepoSource(mirror, allow_network=allow_network))
     point = run_points.point(point_type)
     if point is None:

@@ -1,0 +1,174 @@
+"""The command line under a newcomer's hands: every --help, untrusted text in rich output, folders of
+trajectories, narrow pipes, unknown token counts, mistyped options and exit statuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from conftest import DATASET, TRAJ, make_repo
+from typer.testing import CliRunner
+
+from takeover import __version__
+from takeover.cli import app
+from takeover.errors import InputError
+from takeover.trajectories import read_trajectories
+from takeover.trajectories.registry import expand_paths
+
+MINI_DIR = TRAJ / "mini-swe-agent"
+MINI_IDS = sorted(p.stem for p in MINI_DIR.glob("*__*.json"))
+
+
+def runner(**kwargs) -> CliRunner:
+    try:
+        return CliRunner(mix_stderr=False, **kwargs)
+    except TypeError:  # click >= 8.2 always keeps stderr apart
+        return CliRunner(**kwargs)
+
+
+def _command_paths(command, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    paths = [prefix]
+    if hasattr(command, "commands"):  # a group (typer may ship its own click)
+        for name, sub in command.commands.items():
+            paths.extend(_command_paths(sub, (*prefix, name)))
+    return paths
+
+
+def test_help_of_every_command_and_subcommand_exits_0():
+    paths = _command_paths(typer.main.get_command(app))
+    assert ("grade",) in paths and ("tasks", "select") in paths and len(paths) > 10
+    for path in paths:
+        result = runner().invoke(app, [*path, "--help"], catch_exceptions=False)
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage:" in result.output, path
+    grade_help = runner().invoke(app, ["grade", "--help"]).output
+    assert "owner/name/version" in " ".join(grade_help.split())
+
+
+def test_version_option_and_command_agree():
+    option = runner().invoke(app, ["--version"])
+    command = runner().invoke(app, ["version"])
+    assert option.exit_code == 0 and command.exit_code == 0
+    assert option.stdout.strip() == command.stdout.strip() == __version__
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_an_apply_error_with_rich_markup_prints_as_text(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    mirror = tmp_path / "mirror"
+    _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": "def f():\n    return 1\n"},
+                       bare_mirror=mirror / "acme__calc.git")
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps({
+        "instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": sha, "problem_statement": "x",
+        "version": "0.1", "patch": "", "test_patch": "", "FAIL_TO_PASS": [], "PASS_TO_PASS": [],
+    }) + "\n")
+    patch = tmp_path / "bad.patch"
+    patch.write_text(
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
+        " def f():\n-    return '[/red] [bold'\n+    return 2\n"
+    )
+    result = runner().invoke(app, ["grade", "--dataset", str(dataset), "--instance", "acme__calc-1", "--patch",
+                                   str(patch), "--mirror", str(mirror), "--offline", "--log-dir",
+                                   str(tmp_path / "logs")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "patch does not apply" in result.stdout
+    assert "[/red] [bold" in result.stdout  # printed literally, not parsed as markup
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_inspect_a_folder_reads_every_run_and_skips_other_json():
+    assert len(MINI_IDS) == 16
+    result = runner(env={"COLUMNS": "80"}).invoke(app, ["inspect", str(MINI_DIR)])
+    assert result.exit_code == 0, result.output
+    for iid in MINI_IDS:  # full ids although COLUMNS=80: piped tables are not squeezed
+        assert iid in result.stdout, iid
+    assert "Submitted" in result.stdout
+    skipped = [line for line in result.stderr.splitlines() if line.startswith("note: skipped")]
+    assert any("index.json" in line for line in skipped)
+    assert any("run_results_summary.json" in line for line in skipped)
+    assert sum(".report.json" in line for line in skipped) == 16
+    assert "error" not in result.stderr
+
+    as_json = runner().invoke(app, ["inspect", "--json", str(MINI_DIR)])
+    assert sorted(json.loads(line)["instance_id"] for line in as_json.stdout.splitlines()) == MINI_IDS
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_expand_paths_keeps_files_and_walks_folders(tmp_path):
+    files = expand_paths([MINI_DIR])
+    assert sorted(p.stem for p in files if p.parent == MINI_DIR and "__" in p.name) == MINI_IDS
+    assert MINI_DIR / "eval_reports" / "psf__requests-1766.report.json" in files  # listed; readers skip it
+    one = MINI_DIR / "psf__requests-1766.json"
+    assert expand_paths([one]) == [one]
+    with pytest.raises(InputError, match="not found"):
+        expand_paths([tmp_path / "nope"])
+
+
+def test_a_named_non_trajectory_file_is_still_an_error(tmp_path):
+    other = tmp_path / "report.json"
+    other.write_text('{"resolved": true}')
+    result = runner().invoke(app, ["inspect", str(other)])
+    assert result.exit_code == 2
+    assert "unknown trajectory format" in result.stderr
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_unknown_token_usage_is_null_not_zero():
+    v0_messages = TRAJ / "openhands" / "v0-messages" / "swe-gym_openhands_sampled_trajectories.sample_raw.json"
+    rows = [json.loads(line) for line in
+            runner().invoke(app, ["inspect", "--json", str(v0_messages)]).stdout.splitlines()]
+    assert rows and all(r["prompt_tokens"] is None and r["completion_tokens"] is None for r in rows)
+    table = runner().invoke(app, ["inspect", str(v0_messages)])
+    assert "n/a" in table.stdout and "records no token usage" in table.stdout
+
+    swe = TRAJ / "swe-agent" / "pydicom__pydicom-1458.gpt4-0x.traj"
+    stats = json.loads(swe.read_text())["info"]["model_stats"]
+    row = json.loads(runner().invoke(app, ["inspect", "--json", str(swe)]).stdout)
+    assert row["usage_per_call"] is False
+    assert (row["prompt_tokens"], row["completion_tokens"]) == (stats["tokens_sent"], stats["tokens_received"])
+    assert f"{stats['tokens_sent']}*" in runner().invoke(app, ["inspect", str(swe)]).stdout
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_tasks_select_rejects_a_mistyped_bucket_and_a_negative_limit(tmp_path):
+    out = tmp_path / "sel.jsonl"
+    bad = runner().invoke(app, ["tasks", "select", "--dataset", str(DATASET), "--difficulty", "15 min-1 hour",
+                                "--out", str(out)])
+    assert bad.exit_code == 2
+    for bucket in ("<15 min fix", "15 min - 1 hour", "1-4 hours", ">4 hours"):
+        assert repr(bucket) in bad.stderr
+    assert not out.exists()
+    negative = runner().invoke(app, ["tasks", "select", "--dataset", str(DATASET), "--limit", "-1", "--out",
+                                     str(out)])
+    assert negative.exit_code == 2 and "--limit" in negative.stderr
+
+
+def test_malformed_json_message_says_at_once(tmp_path):
+    bad = tmp_path / "t.json"
+    bad.write_text('{"messages": "abc')
+    with pytest.raises(InputError) as info:
+        read_trajectories(bad)
+    assert "Unterminated string starting at column" in str(info.value)
+    assert "at at" not in str(info.value)
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_points_exits_1_when_every_run_is_skipped():
+    other = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"  # not a SWE-bench Verified task
+    result = runner().invoke(app, ["points", str(other), "--dataset", str(DATASET), "--offline"])
+    assert result.exit_code == 1, result.output
+    assert "skipped:" in result.stderr and "alibaba__fastjson2-2775" in result.stderr
+    assert "no trajectory could be analysed" in result.stderr
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_views_of_a_run_outside_the_dataset_says_so(tmp_path):
+    other = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"
+    result = runner().invoke(app, ["views", str(other), "--dataset", str(DATASET), "--point",
+                                   "after_first_source_edit", "--out", str(tmp_path / "v"), "--offline"])
+    assert result.exit_code == 2, result.output
+    assert "'alibaba__fastjson2-2775' is not in" in result.stderr
+    assert "--checkpoint" in result.stderr and "--points-file" in result.stderr
+    assert "github.com" not in result.output + result.stderr
