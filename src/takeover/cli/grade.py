@@ -91,8 +91,8 @@ def grade_command(
         console = output_console()
         table = Table(title=f"SWE-bench grading ({backend} backend)")
         for col in ("instance_id", "resolved", "handoff state", "FAIL_TO_PASS", "PASS_TO_PASS", "env s", "test s"):
-            table.add_column(col, no_wrap=col != "instance_id", overflow="fold",
-                             min_width=14 if col == "instance_id" else None)
+            # Fold rather than cut ("59/…"): every cell stays readable on a narrow terminal.
+            table.add_column(col, overflow="fold")
         for r in results:
             table.add_row(escape(r.instance_id), "yes" if r.resolved else "no", r.handoff_state or "error",
                           _outcome(r.FAIL_TO_PASS), _outcome(r.PASS_TO_PASS), f"{r.env_seconds:.1f}",

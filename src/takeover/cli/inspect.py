@@ -13,8 +13,6 @@ from rich.table import Table
 from takeover.cli import output_console
 from takeover.errors import InputError, TakeoverError
 
-_MIN_WIDTHS = {"instance id": 14, "exit status": 6, "final patch files": 8}
-
 
 def inspect(
     files: Annotated[
@@ -78,10 +76,8 @@ def inspect(
             ("exit status", "left"),
             ("final patch files", "left"),
         ):
-            # Counts never wrap; names and paths fold (never vanish) when the terminal is narrow.
-            table.add_column(
-                name, justify=justify, overflow="fold", min_width=_MIN_WIDTHS.get(name),
-            )
+            # Every cell folds on a narrow terminal: wrapped, never cut or collapsed to zero width.
+            table.add_column(name, justify=justify, overflow="fold")
         for s in rows:
             mark = "" if s.usage_per_call else "*"
             table.add_row(
