@@ -172,3 +172,13 @@ def test_views_of_a_run_outside_the_dataset_says_so(tmp_path):
     assert "'alibaba__fastjson2-2775' is not in" in result.stderr
     assert "--checkpoint" in result.stderr and "--points-file" in result.stderr
     assert "github.com" not in result.output + result.stderr
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_tasks_select_default_buckets_tolerate_a_subset_missing_one(tmp_path):
+    lines = [line for line in DATASET.read_text().splitlines() if '"1-4 hours"' in line][:3]
+    subset = tmp_path / "subset.jsonl"
+    subset.write_text("\n".join(lines) + "\n")
+    result = runner().invoke(app, ["tasks", "select", "--dataset", str(subset), "--out", str(tmp_path / "s.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "selected 3 of 3 tasks" in result.stdout

@@ -261,13 +261,14 @@ def _bucket_order(bucket: str) -> tuple[int, str]:
 
 
 def make_selection(
-    dataset: Path | str, difficulties: Sequence[str], seed: int, limit: int | None
+    dataset: Path | str, difficulties: Sequence[str], seed: int, limit: int | None, *, check_buckets: bool = True
 ) -> tuple[SelectionHeader, list[SourceTask]]:
     """Load ``dataset`` (a local file), select (PROTOCOL.md section 2) and return (header, tasks).
 
     Raises:
-        InputError: the file is missing or malformed, ``limit`` is negative, or a requested difficulty
-            bucket does not occur in the dataset (the message lists the buckets present).
+        InputError: the file is missing or malformed, ``limit`` is negative, or (with ``check_buckets``)
+            a requested difficulty bucket does not occur in the dataset (the message lists the buckets
+            present): a mistyped bucket would otherwise select nothing, silently.
     """
     from takeover._io import sha256_file
 
@@ -278,7 +279,7 @@ def make_selection(
         raise InputError(path, "the selection needs a local dataset file (its sha256 is recorded)")
     tasks = load_tasks(path)
     present = sorted({t.difficulty for t in tasks if t.difficulty}, key=_bucket_order)
-    unknown = [d for d in difficulties if d not in present]
+    unknown = [d for d in difficulties if d not in present] if check_buckets else []
     if unknown:
         raise InputError(
             path,

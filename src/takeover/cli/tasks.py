@@ -35,11 +35,16 @@ def select(
         Path, typer.Option("--out", help="Selection file to write (JSON Lines with a header line).")
     ],
     difficulty: Annotated[
-        list[str] | None, typer.Option("--difficulty", help="Difficulty bucket to keep (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--difficulty",
+            help="Difficulty bucket to keep (repeatable), spelled as in the dataset, e.g. '15 min - 1 hour'; "
+            "an unknown bucket is an error (exit 2) listing the buckets present.",
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the shuffle (paper: 20260430).")] = 20260430,
     limit: Annotated[
-        int, typer.Option(help="Number of tasks kept (paper: 75); 0 keeps every candidate.")
+        int, typer.Option(help="Number of tasks kept (paper: 75); 0 keeps every candidate; negative is an error.")
     ] = 75,
 ) -> None:
     """Write the seeded selection of source tasks and print per-repo and per-difficulty counts.
@@ -53,7 +58,10 @@ def select(
     try:
         if limit < 0:
             raise InputError("--limit", f"must be 0 or more, got {limit}")
-        header, chosen = make_selection(dataset, buckets, seed, limit if limit > 0 else None)
+        # Buckets typed by the user must exist; the paper's default set may be partly absent from a subset.
+        header, chosen = make_selection(
+            dataset, buckets, seed, limit if limit > 0 else None, check_buckets=bool(difficulty)
+        )
         write_selection(out, chosen, header)
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
