@@ -134,6 +134,9 @@ def test_patch_that_does_not_apply_is_invalid_with_the_hunk(calc_task, tmp_path)
     assert "calc.py" in r.apply_error
     assert "-    return a * b * 7" in r.apply_error  # the failing hunk is shown
     assert r.error is None
+    # The printed log path is a real file that says why no test ran.
+    log = Path(r.log_path).read_text()
+    assert log.startswith("no tests were run: candidate patch does not apply") and "calc.py" in log
 
 
 def test_patch_breaking_pass_to_pass_is_broke_existing(calc_task, tmp_path):

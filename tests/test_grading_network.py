@@ -107,3 +107,33 @@ def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_p
             assert out["network"] is network
             assert bool(out["warnings"]) is (not network)
             assert "psf/requests" in "".join(out["warnings"]) or network
+
+
+def test_cli_default_log_dir_is_under_the_current_folder_and_warning_is_printed(requests_task, tmp_path,
+                                                                                 monkeypatch):
+    import json
+
+    import typer
+    from typer.testing import CliRunner
+
+    from takeover.cli import grade as grade_cli
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    grade_cli.register(app)
+    task, _ = requests_task
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps(task) + "\n")
+    bad = tmp_path / "bad.diff"  # does not apply: fast, and no test runs
+    bad.write_text("diff --git a/net.py b/net.py\n--- a/net.py\n+++ b/net.py\n@@ -1,1 +1,1 @@\n-nothing here\n+x\n")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    res = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--instance", "psf__requests-1", "--patch",
+                                   str(bad), "--mirror", str(tmp_path / "mirror"), "--offline"])
+    assert res.exit_code == 0, res.output
+    text = res.output + (getattr(res, "stderr", "") or "")
+    assert "warning: psf__requests-1: psf/requests: its tests call httpbin.org" in text
+    log = here / "takeover-grades" / "patch" / "psf__requests-1" / "test_output.txt"
+    assert log.read_text().startswith("no tests were run: candidate patch does not apply")
+    assert not (tmp_path / "cache" / "grading").exists()  # nothing in the shared cache folder

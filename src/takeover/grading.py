@@ -662,6 +662,12 @@ def grade_predictions(
         except Exception as exc:  # noqa: BLE001 - one broken task must not stop the others
             result.error = f"unexpected {type(exc).__name__}: {exc}"
         result.handoff_state = handoff_state(result)
+        if result.log_path and not Path(result.log_path).exists():
+            # No test ran (patch does not apply, repository or environment failed): the log path that is
+            # printed must exist and say why.
+            why = (f"candidate patch does not apply:\n{result.apply_error}" if result.apply_error
+                   else result.error or "grading stopped before the tests")
+            atomic_write_text(result.log_path, f"no tests were run: {why}\n")
         if p.model_patch is not None:
             atomic_write_text(folder / "patch.diff", p.model_patch)
         atomic_write_json(folder / "report.json", swebench_report(result, p.model_patch))

@@ -13,6 +13,9 @@ from rich.table import Table
 
 from takeover.errors import InputError, TakeoverError
 
+# Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
+# logs of one run would overwrite another's).
+DEFAULT_LOG_DIR = Path("takeover-grades")
 
 def _outcome(o) -> str:
     return f"{len(o.success)}/{len(o.success) + len(o.failure)}"
@@ -29,7 +32,9 @@ def grade_command(
     ] = None,
     backend: Annotated[str, typer.Option("--backend", help="local (venv + sandbox) or docker (official harness).")] = "local",
     mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git.")] = None,
-    log_dir: Annotated[Path | None, typer.Option("--log-dir", help="Where logs and report.json go.")] = None,
+    log_dir: Annotated[Path | None, typer.Option(
+        "--log-dir", help="Where logs and report.json go: DIR/<gold|empty|patch|model>/<instance_id>/ "
+                          "(default ./takeover-grades in the current folder).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed for each test run.")] = 1800,
     env_spec: Annotated[
         Path | None, typer.Option("--env-spec", help="JSON/TOML file: key 'owner/name' or 'owner/name/version' -> environment spec.")
@@ -78,7 +83,8 @@ def grade_command(
                 else:
                     preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
         results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, allow_network=not offline),
-                                    timeout=timeout, log_dir=log_dir, spec_file=env_spec, network=network)
+                                    timeout=timeout, log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR,
+                                    spec_file=env_spec, network=network)
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -112,6 +118,9 @@ def grade_command(
                 console.print(f"[red]{escape(r.instance_id)}: tests timed out after {timeout:.0f} s "
                               "(process group killed)[/red]")
             console.print(f"log: {escape(str(r.log_path))}", highlight=False)
+    for r in results:  # plain stderr lines: also seen with --json, and never parsed as markup
+        for w in r.warnings:
+            print(f"warning: {r.instance_id}: {w}", file=sys.stderr)
     if any(r.error for r in results):
         raise typer.Exit(1)
 
