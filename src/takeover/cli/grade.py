@@ -17,6 +17,7 @@ from takeover.errors import InputError, TakeoverError
 # logs of one run would overwrite another's).
 DEFAULT_LOG_DIR = Path("takeover-grades")
 
+
 def _outcome(o) -> str:
     return f"{len(o.success)}/{len(o.success) + len(o.failure)}"
 
