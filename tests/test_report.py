@@ -230,3 +230,11 @@ def test_solved_change_is_na_without_comparable_pairs_and_warnings_are_listed(tm
     assert "pp (p=1)" not in report.markdown
     assert on_disk["warnings"] == {"psf__requests-p1": [warning], "psf__requests-p2": [warning]}
     assert "## Warnings" in report.markdown and f"- psf__requests-p1: {warning}" in report.markdown
+    # `takeover report` points at the warnings (report.md's Warnings section is below what it prints).
+    from typer.testing import CliRunner
+
+    from takeover.cli import app
+
+    result = CliRunner().invoke(app, ["report", str(out), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    assert "2 instance(s) have grading warnings" in " ".join(result.output.split())

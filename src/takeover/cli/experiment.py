@@ -78,5 +78,10 @@ def register(app: typer.Typer) -> None:
         report = build_report(out_dir, plots=plots)
         console = Console()
         console.print(report.markdown.split("## By handoff state")[0])
+        warned = report.data.get("warnings") or {}
+        if warned:
+            console.print(f"{len(warned)} instance(s) have grading warnings (see Warnings in report.md), e.g. "
+                          f"{next(iter(warned))}: {warned[next(iter(warned))][0]}", style="yellow", markup=False,
+                          highlight=False)
         for name, path in report.files.items():
             console.print(f"{name}: {path}")
