@@ -182,3 +182,25 @@ def test_tasks_select_default_buckets_tolerate_a_subset_missing_one(tmp_path):
     result = runner().invoke(app, ["tasks", "select", "--dataset", str(subset), "--out", str(tmp_path / "s.jsonl")])
     assert result.exit_code == 0, result.output
     assert "selected 3 of 3 tasks" in result.stdout
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_a_run_folder_is_kept_whole_inside_a_folder_and_given_alone(tmp_path):
+    row = json.loads((TRAJ / "openhands" / "v1" / "openagentsafety.v1.output.jsonl").read_text().splitlines()[0])
+    root = tmp_path / "runs"
+    conv = root / "conversation"
+    (conv / "events").mkdir(parents=True)
+    (conv / "base_state.json").write_text(json.dumps({"id": "c0ffee", "agent": {"llm": {"model": "m"}}}))
+    for i, ev in enumerate(row["history"]):
+        (conv / "events" / f"event-{i:05d}-{ev['id']}.json").write_text(json.dumps(ev))
+    mini = root / "psf__requests-1766.json"
+    mini.write_text((MINI_DIR / mini.name).read_text())
+    assert expand_paths([root]) == [conv, mini]
+    assert expand_paths([conv]) == [conv]
+    flat = expand_paths([root], keep_run_dirs=False)  # the experiment importer hashes files
+    assert conv not in flat and conv / "base_state.json" in flat and mini in flat
+    result = runner().invoke(app, ["inspect", "--json", str(root)])
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["format"] for line in result.stdout.splitlines()] == ["openhands-v1", "mini-swe-agent"]
+    alone = runner().invoke(app, ["inspect", "--json", str(conv)])
+    assert alone.exit_code == 0 and json.loads(alone.stdout)["format"] == "openhands-v1"

@@ -123,10 +123,12 @@ def select(config: ExperimentConfig, import_index: dict[str, dict] | None) -> li
 
 
 def _trajectory_files(paths: list[Path]) -> list[Path]:
+    from takeover.trajectories.registry import expand_paths
+
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files.extend(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix in {".json", ".jsonl", ".traj"}))
+            files.extend(expand_paths([p], keep_run_dirs=False))  # index_trajectories hashes each file
         elif p.is_file():
             files.append(p)
         else:

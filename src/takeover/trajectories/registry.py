@@ -136,14 +136,15 @@ def is_run_directory(path: Path | str) -> bool:
     return any(r.directories and r.detect(source) for r in readers())
 
 
-def expand_paths(paths: Iterable[Path | str]) -> list[Path]:
+def expand_paths(paths: Iterable[Path | str], *, keep_run_dirs: bool = True) -> list[Path]:
     """Files and run folders to read, from what a user named.
 
     A file, and a folder that is itself one run (:func:`is_run_directory`), are kept as given. Any other
     folder is walked (sorted, recursively): each run folder inside is kept whole (not entered) and each
     file ending in :data:`TRAJECTORY_SUFFIXES` is listed. Files listed from a folder may still be other
     JSON (reports, indexes): callers read them and skip the ones no reader recognizes
-    (:func:`is_unknown_format`).
+    (:func:`is_unknown_format`). With ``keep_run_dirs=False`` only files are returned: run folders are
+    entered like any other folder (for callers that hash each path as a file).
 
     Raises:
         InputError: a path does not exist.
@@ -153,18 +154,18 @@ def expand_paths(paths: Iterable[Path | str]) -> list[Path]:
         p = Path(raw)
         if not p.exists():
             raise InputError(p, "trajectory file or folder not found")
-        if p.is_file() or is_run_directory(p):
+        if p.is_file() or (keep_run_dirs and is_run_directory(p)):
             out.append(p)
             continue
-        out.extend(_walk(p))
+        out.extend(_walk(p, keep_run_dirs))
     return out
 
 
-def _walk(folder: Path) -> list[Path]:
+def _walk(folder: Path, keep_run_dirs: bool) -> list[Path]:
     found: list[Path] = []
     for child in sorted(folder.iterdir()):
         if child.is_dir():
-            found.extend([child] if is_run_directory(child) else _walk(child))
+            found.extend([child] if keep_run_dirs and is_run_directory(child) else _walk(child, keep_run_dirs))
         elif child.is_file() and child.name.endswith(TRAJECTORY_SUFFIXES):
             found.append(child)
     return found
