@@ -161,6 +161,9 @@ def test_points_exits_1_when_every_run_is_skipped():
     assert result.exit_code == 1, result.output
     assert "skipped:" in result.stderr and "alibaba__fastjson2-2775" in result.stderr
     assert "no trajectory could be analysed" in result.stderr
+    folder = runner().invoke(app, ["points", str(other.parent), "--dataset", str(DATASET), "--offline"])
+    assert folder.exit_code == 1, folder.output  # a folder is expanded; every run in it is skipped
+    assert "ponylang__ponyc-4593" in folder.stderr and "alibaba__fastjson2-2775" in folder.stderr
 
 
 @pytest.mark.usefixtures("data_dir")

@@ -22,6 +22,17 @@ def _task_index(dataset: Path) -> dict:
     return {t.instance_id: t for t in load_tasks(dataset)}
 
 
+def _expanded(paths: list[Path]) -> list[Path]:
+    """Folders of trajectories expanded (:func:`takeover.trajectories.registry.expand_paths`); a missing
+    path stays, so that reading it reports the error beside the others."""
+    from takeover.trajectories.registry import expand_paths
+
+    out: list[Path] = []
+    for p in paths:
+        out.extend(expand_paths([p]) if p.exists() else [p])
+    return out
+
+
 def points_json(rp) -> dict:
     """The ``takeover points --json`` object of one :class:`~takeover.checkpoints.RunPoints`."""
     return {
@@ -66,7 +77,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("points")
     def points(
-        files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files (any supported format).")],
+        files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
         dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
         mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git (default: $TAKEOVER_MIRROR).")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="One JSON object per trajectory per line.")] = False,
@@ -94,6 +105,7 @@ def register(app: typer.Typer) -> None:
         from takeover.checkpoints import analyze_run
         from takeover.repos import RepoSource
         from takeover.trajectories import read_trajectories
+        from takeover.trajectories.registry import is_unknown_format
 
         err = Console(stderr=True)
         console = Console()
@@ -103,9 +115,16 @@ def register(app: typer.Typer) -> None:
         if not st.available:
             err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
         bad = analysed = 0
-        for path in files:
+        for path in _expanded(files):
             try:
                 runs = read_trajectories(path)
+            except InputError as exc:
+                if path not in files and is_unknown_format(exc):  # reports and indexes beside the runs
+                    print(f"note: skipped {path}: not a trajectory file of any known format", file=sys.stderr)
+                else:
+                    print(f"error: {exc}", file=sys.stderr)
+                    bad += 1
+                continue
             except TakeoverError as exc:
                 print(f"error: {exc}", file=sys.stderr)
                 bad += 1
