@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Self
 
+import pytest
+
 from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
@@ -56,6 +58,9 @@ class Replay:
 
 # -- the real shared data ---------------------------------------------------------------------------
 _SHARED = Path(os.environ.get("TAKEOVER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")) / "data"
+if not (_SHARED / "trajectories").is_dir():
+    # The view tests are built on the real shared runs; without them a module is skipped, not broken.
+    pytest.skip(f"shared data not found at {_SHARED} (set TAKEOVER_SHARED)", allow_module_level=True)
 
 
 @lru_cache(maxsize=32)
