@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
+from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.models import ModelSettings
@@ -94,7 +95,11 @@ def test_predecessor_run_records_exact_events_tokens_snapshots_and_patch(tmp_pat
     first = srv.requests[0]["messages"]
     assert acc.initial_prompt_tokens == prompt_words(srv.requests[0])
     assert acc.initial_prompt_chars == len(first[0]["content"]) + len(first[1]["content"])
-    assert task.problem_statement in first[1]["content"] and str(ws) in first[1]["content"]
+    # With bubblewrap the workspace is mounted at /testbed: the prompt never names the host folder.
+    root = "/testbed" if sandbox.status().available else str(ws.resolve())
+    assert record.command_root == root and (record.path_note is None) == (root == "/testbed")
+    assert task.problem_statement in first[1]["content"] and f"files in {root} (this is" in first[1]["content"]
+    assert root == str(ws.resolve()) or str(ws.resolve()) not in first[1]["content"]
     assert acc.wall_seconds >= acc.model_seconds + acc.command_seconds - 1e-3
 
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]

@@ -1,7 +1,8 @@
 """Keep secrets out of logs, trajectories and reports.
 
 Values of environment variables whose names look like credentials (``*_KEY``, ``*_TOKEN``,
-``*_SECRET``, ``*PASSWORD*``) and well-known key shapes (``sk-...``, ``Bearer ...``) are replaced by
+``*_SECRET``, ``*PASSWORD*``) and well-known key shapes (``sk-...``, ``Bearer ...``, GitHub ``ghp_...``,
+AWS ``AKIA...``, Slack ``xoxb-...``, GitLab ``glpat-...``, PEM private key blocks) are replaced by
 ``[REDACTED]`` wherever text is written by ``takeover``.
 """
 
@@ -11,15 +12,21 @@ import os
 import re
 from typing import Any
 
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
 # Field names inside records whose string values are credentials (not ``prompt_tokens`` and the like).
-_SECRET_FIELD = re.compile(r"(^|[_-])(api[_-]?key|token|secret|password|authorization)$", re.I)
+_SECRET_FIELD = re.compile(r"(^|[_-])(api[_-]?key|token|secret|password|authorization)$", re.IGNORECASE)
 _SHAPES = [
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-]{16,}"),
     re.compile(r"\bhf_[A-Za-z0-9]{20,}"),
     re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
     re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack tokens
+    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),  # GitLab personal access tokens
+    # PEM private keys, whole block (RSA, EC, OPENSSH, ENCRYPTED, ...); an unterminated one to the end.
+    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)", re.DOTALL),
 ]
 MASK = "[REDACTED]"
 

@@ -25,8 +25,8 @@ How actions are re-executed:
 - The sandbox is bubblewrap with a tmpfs root holding read-only binds of this machine's top-level
   folders (so that ``/testbed`` can be created), plus the mirror's object folders read-only (a
   ``git clone --shared`` workspace reads them even when the mirror lives under ``/tmp``). It follows
-  :mod:`takeover.sandbox`'s policy and uses its detection (``sandbox.status()``); ``sandbox.wrap``
-  itself binds ``/`` whole and cannot mount at the recorded root.
+  :mod:`takeover.sandbox`'s policy and is built by ``sandbox.wrap(..., mount_at=root)``, the same
+  implementation agent runs use to mount their workspace at ``/testbed``.
 - Which files count. The final state is compared with the run's final patch over every non-ignored
   file, untracked ones included: mini-swe-agent's submission is ``git add -A && git diff --cached``,
   and OpenHands/SWE-agent patches are made the same way. Scratch files the agent left behind
@@ -134,13 +134,8 @@ class ReplayResult(BaseModel):
 
 
 def can_bind_at(root: str | None) -> bool:
-    """Whether the workspace can be mounted at ``root`` inside bubblewrap: the sandbox root is a tmpfs
-    holding read-only binds of this machine's top-level folders, so ``root`` must not fall inside an
-    existing top-level folder (``/tmp`` excepted: it is private in the sandbox)."""
-    if not root or not root.startswith("/") or root == "/":
-        return False
-    top = "/" + root.strip("/").split("/", 1)[0]
-    return top == "/tmp" and root.rstrip("/") != "/tmp" or not os.path.lexists(top)
+    """Whether the workspace can be mounted at ``root`` inside bubblewrap (:func:`takeover.sandbox.can_mount_at`)."""
+    return sandbox.can_mount_at(root)
 
 
 def bwrap_argv(
@@ -153,32 +148,10 @@ def bwrap_argv(
     tool: str,
     read_only: Sequence[Path] = (),
 ) -> list[str]:
-    """bubblewrap command: every top-level folder of ``/`` read-only, ``tmp`` read-write at ``/tmp``,
-    ``workspace`` read-write at its own path and at ``mount_at`` (when given), ``read_only`` folders (the
-    mirror's object store, which may live under ``/tmp``) read-only, no network, its own pid namespace.
-
-    Unlike :func:`takeover.sandbox.wrap` (which binds ``/`` whole), the sandbox root is a tmpfs, so that a
-    recorded root such as ``/testbed`` can be created in it."""
-    cmd = [tool]
-    for entry in sorted(os.listdir("/")):
-        path = "/" + entry
-        if entry in ("proc", "dev", "tmp", "sys"):
-            continue
-        if os.path.islink(path):
-            cmd += ["--symlink", os.readlink(path), path]
-        elif os.path.isdir(path):
-            cmd += ["--ro-bind", path, path]
-    cmd += ["--ro-bind", "/sys", "/sys", "--dev", "/dev", "--proc", "/proc", "--bind", str(tmp), "/tmp"]
-    # Also at its own path: tools installed for the task (a venv inside ``.git``, editable installs)
-    # refer to the workspace by its host path.
-    for folder in read_only:
-        cmd += ["--ro-bind", str(folder), str(folder)]
-    cmd += ["--bind", str(workspace), str(workspace)]
-    if mount_at:
-        cmd += ["--bind", str(workspace), mount_at]
-    cmd += ["--unshare-net", "--unshare-pid", "--die-with-parent"]
-    cmd += ["--chdir", cwd, "--", *argv]
-    return cmd
+    """bubblewrap command of one replayed command: :func:`takeover.sandbox.wrap` with ``tmp`` read-write
+    at ``/tmp`` (kept between the commands of one replay), ``read_only`` folders (the mirror's object
+    store, which may live under ``/tmp``) and the workspace also at ``mount_at`` when given."""
+    return sandbox.wrap(argv, workspace, cwd=cwd, tmp=tmp, readable=read_only, mount_at=mount_at, tool=tool)
 
 
 def alternates(workspace: Path) -> list[Path]:

@@ -35,6 +35,7 @@ def _bwrap_works(bwrap: str) -> bool:
         proc = subprocess.run(
             [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--", "true"],
             capture_output=True,
+            check=False,
             timeout=20,
         )
     except (OSError, subprocess.TimeoutExpired):
@@ -63,6 +64,17 @@ def status() -> SandboxStatus:
     return SandboxStatus(available=True, tool=bwrap, message="sandbox: bubblewrap (no network, writes only in the workspace)")
 
 
+def can_mount_at(path: str | None) -> bool:
+    """Whether :func:`wrap` can mount a workspace at ``path``: an absolute path whose top-level folder
+    does not exist on this machine (e.g. ``/testbed``, ``/workspace/x``), or one under ``/tmp`` (private
+    in the sandbox). A path inside an existing top-level folder (``/usr/src/app``) would need a write to
+    a read-only bind."""
+    if not path or not path.startswith("/") or path.rstrip("/") in ("", "/tmp"):
+        return False
+    top = "/" + path.strip("/").split("/", 1)[0]
+    return top == "/tmp" or not os.path.lexists(top)
+
+
 def wrap(
     argv: Sequence[str],
     workspace: Path | str,
@@ -72,6 +84,8 @@ def wrap(
     network: bool = False,
     tmp: Path | str | None = None,
     readable: Sequence[Path | str] = (),
+    mount_at: str | None = None,
+    tool: str | None = None,
 ) -> list[str]:
     """Return ``argv`` wrapped in bubblewrap, or unchanged when no sandbox is available.
 
@@ -85,17 +99,46 @@ def wrap(
             leaves in ``/tmp`` survive between its commands (each command is a new sandbox).
         readable: folders mounted read-only again after ``/tmp`` is replaced (e.g. a mirror's object store
             under ``/tmp`` that a ``git clone --shared`` workspace reads through its alternates).
+        mount_at: also mount the workspace read-write at this absolute path (e.g. ``/testbed``), so that
+            commands and prompts name the same path whatever the host folder is. The path must satisfy
+            :func:`can_mount_at`; the workspace stays mounted at its own path too (a task's venv or an
+            editable install refers to it by its host path). ``cwd`` may then name a folder under it.
+        tool: the bubblewrap executable (default: the one :func:`status` found); given by callers that
+            already checked the sandbox.
+
+    Raises:
+        ValueError: ``mount_at`` cannot be created inside the sandbox (see :func:`can_mount_at`).
     """
-    st = status()
-    if not st.available:
-        return list(argv)
+    if tool is None:
+        st = status()
+        if not st.available:
+            return list(argv)
+        tool = st.tool
     ws = str(Path(workspace).resolve())
-    cmd = [st.tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if mount_at is None:
+        cmd = [tool, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    else:
+        if not can_mount_at(mount_at):
+            raise ValueError(f"cannot mount the workspace at {mount_at!r} inside the sandbox")
+        # ``--ro-bind / /`` leaves no place to create ``mount_at``: the root is a tmpfs holding read-only
+        # binds of this machine's top-level folders instead, so a new top-level folder can be made.
+        cmd = [tool]
+        for entry in sorted(os.listdir("/")):
+            path = "/" + entry
+            if entry in ("proc", "dev", "tmp"):
+                continue
+            if os.path.islink(path):
+                cmd += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                cmd += ["--ro-bind", path, path]
+        cmd += ["--dev", "/dev", "--proc", "/proc"]
     cmd += ["--bind", str(Path(tmp).resolve()), "/tmp"] if tmp is not None else ["--tmpfs", "/tmp"]
     for folder in readable:
         cmd += ["--ro-bind", str(Path(folder).resolve()), str(Path(folder).resolve())]
     for folder in [ws, *(str(Path(w).resolve()) for w in writable)]:
         cmd += ["--bind", folder, folder]
+    if mount_at is not None:
+        cmd += ["--bind", ws, mount_at]
     if not network:
         cmd.append("--unshare-net")
     cmd += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd or ws), "--"]

@@ -59,12 +59,15 @@ class SandboxedLocalEnvironmentConfig(LocalEnvironmentConfig):
         readable: folders the commands must still read when they lie under the replaced ``/tmp`` (the
             mirror objects behind the workspace's git alternates, the task's shared venv).
         use_sandbox: wrap commands with :func:`takeover.sandbox.wrap` (it falls back to unconfined itself).
+        mount_at: path at which the sandbox mounts the workspace (``/testbed``); ``cwd`` is then a path
+            inside the sandbox. Only set when the sandbox is available (:func:`command_root`).
     """
 
     workspace: str
     tmp_dir: str | None = None
     readable: list[str] = Field(default_factory=list)
     use_sandbox: bool = True
+    mount_at: str | None = None
 
 
 class SandboxedLocalEnvironment(LocalEnvironment):
@@ -83,16 +86,20 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         command = action.get("command", "")
         workspace = Path(self.config.workspace)
         cwd = cwd or self.config.cwd or str(workspace)
-        if not workspace.is_dir() or not Path(cwd).is_dir():
+        root = self.config.mount_at if self.config.use_sandbox else None
+        host_cwd = cwd
+        if root and (cwd == root or cwd.startswith(root.rstrip("/") + "/")):
+            host_cwd = str(workspace) + cwd[len(root.rstrip("/")) :]
+        if not workspace.is_dir() or not Path(host_cwd).is_dir():
             raise EnvironmentFailure(f"working directory {cwd} does not exist")
         argv = ["bash", "-c", command]
         if self.config.use_sandbox:
             argv = sandbox.wrap(
-                argv, workspace, cwd=cwd, tmp=self.config.tmp_dir, readable=self.config.readable
+                argv, workspace, cwd=cwd, tmp=self.config.tmp_dir, readable=self.config.readable, mount_at=root
             )
         limit = timeout or self.config.timeout
         try:
-            result = _run(shlex.join(argv), cwd, clean_environ(self.config.env), limit)
+            result = _run(shlex.join(argv), host_cwd, clean_environ(self.config.env), limit)
             output = {"output": result.stdout, "returncode": result.returncode, "exception_info": ""}
         except subprocess.TimeoutExpired as exc:
             raw = (
@@ -112,6 +119,23 @@ class SandboxedLocalEnvironment(LocalEnvironment):
     def get_template_vars(self, **kwargs) -> dict[str, Any]:
         # mini-swe-agent merges os.environ here; prompts must not depend on (or leak) the host environment.
         return recursive_merge(self.config.model_dump(), platform.uname()._asdict(), kwargs)
+
+
+TESTBED = "/testbed"
+
+
+def command_root(backend: str, workspace: Path) -> str:
+    """The path at which an agent's commands (and its prompt) see the workspace.
+
+    ``/testbed`` for the docker backend and for the local backend when bubblewrap can mount the workspace
+    there (:func:`takeover.sandbox.can_mount_at`), so that prompts, commands and token counts do not depend
+    on the host folder of the run; otherwise the workspace's host path (unavoidable without a sandbox).
+    """
+    if backend != "local":
+        return TESTBED
+    if sandbox.status().available and sandbox.can_mount_at(TESTBED):
+        return TESTBED
+    return str(workspace)
 
 
 def git_alternates(workspace: Path) -> list[Path]:
@@ -179,9 +203,11 @@ def make_environment(
         EnvironmentUnavailable: ``docker`` without a daemon, or an unknown backend.
     """
     if backend == "local":
+        root = command_root(backend, workspace)
         return SandboxedLocalEnvironment(
-            cwd=str(workspace),
+            cwd=root,
             workspace=str(workspace),
+            mount_at=root if root != str(workspace) else None,
             tmp_dir=str(tmp_dir) if tmp_dir else None,
             readable=[str(p) for p in readable or []],
             env=env,

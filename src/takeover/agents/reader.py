@@ -94,7 +94,7 @@ def read_run(run_dir: Path | str) -> Trajectory:
         exit_status=record.exit_status.value if record.exit_status else None,
         task_prompt=prompt.read_text(encoding="utf-8") if prompt.exists() else None,
         final_patch=patch.read_bytes().decode("utf-8", "surrogateescape") if patch.exists() else None,
-        working_dir=record.workspace if record.backend == "local" else "/testbed",
+        working_dir=record.command_root or (record.workspace if record.backend == "local" else "/testbed"),
         events=events,
         llm_calls=calls,
         metadata={

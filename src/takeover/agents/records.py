@@ -130,6 +130,14 @@ class RunRecord(BaseModel):
         backend: ``local`` or ``docker``; ``sandbox``: the sentence of :func:`takeover.sandbox.status`.
         workspace: the run's repository; its ``.git`` keeps every snapshot tree (refs
             ``refs/takeover/snapshots/<tree id>``, one per distinct tree), so checkpoints can be read back after the run.
+        command_root: where the agent's commands and prompt see the workspace: ``/testbed`` (docker, or
+            bubblewrap mounting the workspace there), else the host path of ``workspace`` (no sandbox:
+            the prompt then names the host folder, so prompt sizes depend on it; ``path_note`` says so).
+        path_note: why the prompt names a host path, when it does.
+        inputs_key: hash of what determines the run (task, checkpoint, view, prompt, model settings,
+            limits, protocol, backend); a finished run is reused only for the same key.
+        inputs: the readable parts of ``inputs_key`` (for the refusal message).
+        setup_seconds: time to prepare the run before the agent starts (checkout, task environment).
         model: :meth:`takeover.models.ModelSettings.public` (no secrets).
         limits, accounting, exit_status: see :class:`RunLimits`, :class:`RunAccounting`, :class:`ExitStatus`.
         exit_detail: the error message for ``model_error``/``environment_error``, redacted.
@@ -150,6 +158,11 @@ class RunRecord(BaseModel):
     backend: str = "local"
     sandbox: str = ""
     workspace: str
+    command_root: str | None = None
+    path_note: str | None = None
+    inputs_key: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    setup_seconds: float | None = None
     environment: dict[str, Any] = Field(default_factory=dict)
     model: dict[str, Any]
     limits: RunLimits

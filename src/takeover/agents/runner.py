@@ -42,9 +42,23 @@ from pathlib import Path
 from typing import Any
 
 from takeover import sandbox
-from takeover._io import append_jsonl, atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_bytes
+from takeover._io import (
+    append_jsonl,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    sha256_bytes,
+    sha256_text,
+    stable_hash,
+)
 from takeover.agents import _mswea
-from takeover.agents.environment import EnvironmentFailure, git_alternates, make_environment
+from takeover.agents.environment import (
+    TESTBED,
+    EnvironmentFailure,
+    command_root,
+    git_alternates,
+    make_environment,
+)
 from takeover.agents.model import make_model, usage_of
 from takeover.agents.records import ExitStatus, Protocol, RunLimits, RunRecord, TakeoverOrigin
 from takeover.checkpoints import Checkpoint
@@ -182,7 +196,7 @@ class _Recorder:
                 thought=self._thought(content) if i == 0 else None,
                 command=command,
                 llm_call=call_index,
-                cwd=self.record.workspace if self.record.backend == "local" else "/testbed",
+                cwd=self.record.command_root or self.record.workspace,
             )
             self._open_actions.append(ev.index)
 
@@ -284,7 +298,10 @@ class _Recorder:
             self._flushed_calls = len(self.calls)
         self.update_totals()
         if native is not None:
-            atomic_write_text(self.trajectory_path, redact(json.dumps(native, default=str)))
+            # Redacted string by string: in serialized JSON an observation's "\nghp_..." reads "nghp_...",
+            # where no key pattern's word boundary matches.
+            plain = json.loads(json.dumps(native, default=str))
+            atomic_write_text(self.trajectory_path, json.dumps(redact_obj(plain)))
         self.write_record()
 
     def write_record(self) -> None:
@@ -469,9 +486,59 @@ def default_task_prompt(task: SourceTask) -> str:
     return task_prompt(task)
 
 
-def _prepare_out_dir(out_dir: Path) -> RunRecord | None:
-    """A finished run in ``out_dir`` is returned as is (re-runs resume); an unfinished one (a crash) is
-    removed and the run starts over, because a model loop cannot continue exactly where it died."""
+_MODEL_INPUTS = ("name", "temperature", "max_tokens", "extra")
+
+
+def run_inputs(
+    *,
+    kind: str,
+    instance_id: str,
+    base_commit: str,
+    prompt: str,
+    model: ModelSettings,
+    limits: RunLimits,
+    protocol: str,
+    backend: str,
+    view: str | None = None,
+    patch_sha256: str | None = None,
+) -> dict[str, Any]:
+    """What determines an agent run (its ``inputs_key`` is :func:`takeover._io.stable_hash` of this):
+    task, checkpoint patch and view, the prompt's sha256, the model settings that change answers (name,
+    temperature, max_tokens, extra), limits, protocol and backend. Host paths are left out, so that the same run in another folder has the same key."""
+    return {
+        "kind": kind,
+        "instance_id": instance_id,
+        "base_commit": base_commit,
+        "checkpoint_patch_sha256": patch_sha256,
+        "view": view,
+        "prompt_sha256": sha256_text(prompt),
+        # What the model answers depends on these; the endpoint's address and its transport settings
+        # (timeout, retries) do not (a local server restarted on another port is the same model).
+        "model": {k: v for k, v in model.public().items() if k in _MODEL_INPUTS},
+        "limits": limits.model_dump(mode="json"),
+        "protocol": protocol,
+        "backend": backend,
+    }
+
+
+def _describe(inputs: dict[str, Any]) -> str:
+    model = inputs.get("model") or {}
+    parts = [f"view {inputs['view']}"] if inputs.get("view") else [str(inputs.get("kind"))]
+    parts.append(f"model {model.get('name')}")
+    limits = inputs.get("limits") or {}
+    parts.append(f"{limits.get('steps')} steps")
+    return ", ".join(parts)
+
+
+def _prepare_out_dir(out_dir: Path, inputs: dict[str, Any] | None = None) -> RunRecord | None:
+    """A finished run in ``out_dir`` with the same inputs is returned as is (re-runs resume); an unfinished
+    one (a crash) is removed and the run starts over, because a model loop cannot continue exactly where
+    it died.
+
+    Raises:
+        InputError: ``out_dir`` holds a finished run with other inputs (:func:`run_inputs`; another model,
+            view, limit, prompt or checkpoint), or files that are not a run.
+    """
     run_json = out_dir / "run.json"
     if run_json.exists():
         try:
@@ -479,6 +546,16 @@ def _prepare_out_dir(out_dir: Path) -> RunRecord | None:
         except ValueError as exc:
             raise InputError(run_json, f"not a run record ({str(exc).splitlines()[0]})") from None
         if record.finished:
+            # Records written before inputs keys existed cannot be checked: they are kept as they are.
+            if inputs is not None and record.inputs_key is not None and record.inputs_key != stable_hash(inputs):
+                theirs = _describe(record.inputs) if record.inputs else "other inputs"
+                changed = sorted(k for k in inputs if record.inputs.get(k) != inputs[k]) if record.inputs else []
+                raise InputError(
+                    out_dir,
+                    f"holds a different run ({theirs}"
+                    + (f"; differs in {', '.join(changed)}" if changed else "")
+                    + f") than the one asked for ({_describe(inputs)}); use another --out or delete it",
+                )
             return record
         shutil.rmtree(out_dir)
     elif out_dir.exists():
@@ -509,11 +586,17 @@ def run_agent(
     backend: str = "local",
     origin: TakeoverOrigin | None = None,
     image: str | None = None,
+    inputs: dict[str, Any] | None = None,
+    setup_started: float | None = None,
 ) -> RunRecord:
     """Run mini-swe-agent on a prepared ``workspace`` with ``prompt`` and write the run directory.
 
     ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
-    inside ``out_dir``. Returns the final :class:`RunRecord` (also in ``out_dir/run.json``).
+    inside ``out_dir``. ``inputs`` (default: :func:`run_inputs` of the arguments) is stored in run.json
+    with its key; ``setup_started`` (a ``time.perf_counter()`` value) starts the setup clock (default: now).
+    When bubblewrap is available the commands see the workspace at ``/testbed`` (as in SWE-bench images),
+    so the prompt is the same whatever the output folder; without a sandbox the prompt names the host
+    path instead and run.json says so (``path_note``). Returns the final :class:`RunRecord` (also in ``out_dir/run.json``).
 
     Raises:
         EnvironmentUnavailable: the backend cannot start (no Docker daemon) or the task environment fails.
@@ -523,8 +606,28 @@ def run_agent(
     agent_cfg = dict(config["agent"])
     env_cfg = dict(config.get("environment") or {})
     model_cfg = dict(config.get("model") or {})
-    if backend == "local":  # the prompt names the working directory the commands really run in
-        agent_cfg["instance_template"] = agent_cfg["instance_template"].replace("/testbed", str(workspace))
+    setup_started = time.perf_counter() if setup_started is None else setup_started
+    if inputs is None:
+        inputs = run_inputs(
+            kind=kind,
+            instance_id=instance_id,
+            base_commit=base_commit,
+            prompt=prompt,
+            model=model,
+            limits=limits,
+            protocol=protocol,
+            backend=backend,
+            view=origin.view if origin else None,
+            patch_sha256=origin.patch_sha256 if origin else None,
+        )
+    root = command_root(backend, workspace)
+    path_note = None
+    if root != TESTBED:  # the prompt names the working directory the commands really run in
+        agent_cfg["instance_template"] = agent_cfg["instance_template"].replace(TESTBED, root)
+        path_note = (
+            "no sandbox could mount the workspace at /testbed: the prompt names the host path of the "
+            "workspace, so prompt characters and tokens depend on the output folder"
+        )
     st = sandbox.status()
     record = RunRecord(
         run_id=out_dir.name,
@@ -536,6 +639,10 @@ def run_agent(
         backend=backend,
         sandbox=st.message if backend == "local" else "docker container, no network",
         workspace=str(workspace),
+        command_root=root,
+        path_note=path_note,
+        inputs=inputs,
+        inputs_key=stable_hash(inputs),
         model=model.public(),
         limits=limits,
         origin=origin,
@@ -596,6 +703,7 @@ def run_agent(
             raise EnvironmentUnavailable(str(exc)) from None
     initial = recorder.snapshot
     recorder.t_start = time.perf_counter()
+    record.setup_seconds = round(recorder.t_start - setup_started, 6)
     agent._start_time = time.time()
     crashed: BaseException | None = None
     try:
@@ -669,18 +777,33 @@ def run_predecessor(
     Raises:
         RepositoryUnavailable, EnvironmentUnavailable: the workspace or backend cannot be prepared.
     """
+    setup_started = time.perf_counter()
     out_dir = Path(out_dir).resolve()
-    done = _prepare_out_dir(out_dir)
+    limits = limits or RunLimits()
+    prompt = prompt if prompt is not None else default_task_prompt(task)
+    inputs = run_inputs(
+        kind="predecessor",
+        instance_id=task.instance_id,
+        base_commit=task.base_commit,
+        prompt=prompt,
+        model=model,
+        limits=limits,
+        protocol=protocol,
+        backend=backend,
+    )
+    done = _prepare_out_dir(out_dir, inputs)
     if done is not None:
         return done
     source = repo_source or RepoSource(mirror, allow_network=allow_network)
     workspace = source.workspace(task.repo, task.base_commit, out_dir / "workspace")
     return run_agent(
+        inputs=inputs,
+        setup_started=setup_started,
         kind="predecessor",
         instance_id=task.instance_id,
         repo=task.repo,
         base_commit=task.base_commit,
-        prompt=prompt if prompt is not None else default_task_prompt(task),
+        prompt=prompt,
         model=model,
         out_dir=out_dir,
         workspace=workspace,
@@ -767,8 +890,10 @@ def run_takeover(
     Raises:
         InputError: the checkpoint is invalid, its patch does not apply, or the view's prompt is missing.
     """
+    setup_started = time.perf_counter()
     checkpoint_dir = Path(checkpoint_dir).resolve()
     checkpoint, _ = load_checkpoint(checkpoint_dir)
+    limits = limits or RunLimits()
     if prompt is None:
         view_path = checkpoint_dir / "views" / f"{view}.md"
         if not view_path.is_file():
@@ -784,7 +909,19 @@ def run_takeover(
             field="instance_id",
         )
     out_dir = Path(out_dir).resolve()
-    done = _prepare_out_dir(out_dir)
+    inputs = run_inputs(
+        kind="takeover",
+        instance_id=checkpoint.instance_id,
+        base_commit=checkpoint.base_commit,
+        prompt=prompt,
+        model=model,
+        limits=limits,
+        protocol=protocol,
+        backend=backend,
+        view=view,
+        patch_sha256=checkpoint.patch_sha256,
+    )
+    done = _prepare_out_dir(out_dir, inputs)
     if done is not None:
         return done
     source = repo_source or RepoSource(mirror, allow_network=allow_network)
@@ -799,6 +936,8 @@ def run_takeover(
         method=checkpoint.method,
     )
     return run_agent(
+        inputs=inputs,
+        setup_started=setup_started,
         kind="takeover",
         instance_id=checkpoint.instance_id,
         repo=checkpoint.repo,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -30,7 +31,12 @@ def run(
         str, typer.Option("--model", help="Model name as the endpoint knows it (litellm naming).")
     ],
     out: Annotated[
-        Path, typer.Option("--out", help="Run directory to write (a finished run there is kept).")
+        Path,
+        typer.Option(
+            "--out",
+            help="Run directory to write (a finished run with the same inputs is kept; another run there "
+            "is refused).",
+        ),
     ],
     checkpoint: Annotated[
         Path | None, typer.Option("--checkpoint", help="Checkpoint folder: makes this a takeover run.")
@@ -85,53 +91,63 @@ def run(
     --base-url http://127.0.0.1:8080/v1 --api-key-env "" --out runs/requests-2317
     """
     from takeover.agents import RunLimits, run_predecessor, run_takeover
+    from takeover.agents.records import ExitStatus
     from takeover.errors import InputError
     from takeover.models import ModelSettings
     from takeover.repos import RepoSource
 
-    if protocol not in ("text", "tools"):
-        raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
-    if (checkpoint is None) != (view is None):
-        raise InputError("--checkpoint/--view", "a takeover run needs both --checkpoint and --view")
-    prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
-    settings = ModelSettings(
-        name=model, base_url=base_url, api_key_env=api_key_env or None, temperature=temperature
-    )
-    limits = RunLimits(
-        steps=step_limit,
-        wall_seconds=time_limit,
-        command_seconds=command_timeout,
-        prompt_tokens=max_prompt_tokens,
-        cost=max_cost,
-    )
-    task = _find_task(dataset, instance)
-    source = RepoSource(mirror, allow_network=not offline)
-    if checkpoint is not None:
-        record = run_takeover(
-            checkpoint,
-            view,
-            settings,
-            out,
-            task=task,
-            prompt=prompt,
-            limits=limits,
-            protocol=protocol,
-            backend=backend,
-            repo_source=source,
+    try:
+        if protocol not in ("text", "tools"):
+            raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
+        if (checkpoint is None) != (view is None):
+            raise InputError("--checkpoint/--view", "a takeover run needs both --checkpoint and --view")
+        prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
+        settings = ModelSettings(
+            name=model, base_url=base_url, api_key_env=api_key_env or None, temperature=temperature
         )
-    else:
-        record = run_predecessor(
-            task,
-            settings,
-            out,
-            limits=limits,
-            protocol=protocol,
-            backend=backend,
-            prompt=prompt,
-            repo_source=source,
+        limits = RunLimits(
+            steps=step_limit,
+            wall_seconds=time_limit,
+            command_seconds=command_timeout,
+            prompt_tokens=max_prompt_tokens,
+            cost=max_cost,
         )
+        task = _find_task(dataset, instance)
+        source = RepoSource(mirror, allow_network=not offline)
+        if checkpoint is not None:
+            record = run_takeover(
+                checkpoint,
+                view,
+                settings,
+                out,
+                task=task,
+                prompt=prompt,
+                limits=limits,
+                protocol=protocol,
+                backend=backend,
+                repo_source=source,
+            )
+        else:
+            record = run_predecessor(
+                task,
+                settings,
+                out,
+                limits=limits,
+                protocol=protocol,
+                backend=backend,
+                prompt=prompt,
+                repo_source=source,
+            )
+    except InputError as exc:  # bad options, or --out holding another run: nothing was run
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    # Agent outcomes (submitted, limits, format errors) are results: exit 0. A model endpoint or an
+    # environment that failed is infrastructure: exit 1, so scripts notice.
+    failed = record.exit_status in (ExitStatus.model_error, ExitStatus.environment_error)
     if json_out:
         print(record.model_dump_json(indent=2))
+        if failed:
+            raise typer.Exit(1)
         return
     acc = record.accounting
     print(
@@ -146,8 +162,15 @@ def run(
         f"  wall {acc.wall_seconds:.1f}s = model {acc.model_seconds:.1f}s + commands {acc.command_seconds:.1f}s "
         f"+ harness {acc.overhead_seconds:.1f}s"
     )
-    print(f"  {record.sandbox}")
+    setup = f"{record.setup_seconds:.1f}s" if record.setup_seconds is not None else "unknown"
+    print(f"  setup (checkout, environment) {setup}, before the run's wall time")
+    print(f"  {record.sandbox}; commands see the workspace at {record.command_root or record.workspace}")
+    if record.path_note:
+        print(f"  note: {record.path_note}")
     print(f"  run directory: {out}")
+    if failed:
+        print(f"  exit status {record.exit_status.value}: infrastructure failure, exit code 1")
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
