@@ -213,8 +213,26 @@ def test_redact_masks_common_token_shapes_and_private_keys():
     from takeover.redact import MASK, redact, redact_obj
 
     pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
-    text = f"id AKIAABCDEFGH23456789 slack xoxp-12345-67890-abcdefXYZ gl glpat-abcdefghij0123456789\n{pem}\nend"
+    text = (
+        f"id AKIAABCDEFGH23456789 slack xoxp-12345-67890-abcdefXYZ gl glpat-abcdefghij0123456789\n{pem}\nend"
+    )
     assert redact(text) == f"id {MASK} slack {MASK} gl {MASK}\n{MASK}\nend"
     # Not secrets: a word that merely starts like a key, and ordinary upper-case identifiers.
     assert redact("AKIA_CONFIG and MAX_PROMPT_TOKENS") == "AKIA_CONFIG and MAX_PROMPT_TOKENS"
     assert redact_obj({"out": ["\nghp_" + "x" * 36]}) == {"out": ["\n" + MASK]}
+
+
+def test_without_a_sandbox_the_prompt_names_the_host_path_and_run_json_says_so(
+    tmp_path, task_and_mirror, monkeypatch
+):
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    task, mirror = task_and_mirror
+    with ScriptedServer([bash("pwd")]) as srv:
+        record = run_predecessor(
+            task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=1)
+        )
+    ws = str((tmp_path / "run" / "workspace").resolve())
+    assert record.command_root == ws and "depend on the output folder" in record.path_note
+    assert f"files in {ws} (this is" in srv.requests[0]["messages"][1]["content"]
+    assert events_of(tmp_path / "run")[1]["text"].startswith(f"<returncode>0</returncode>\n<output>\n{ws}\n")
+    assert record.sandbox.startswith("sandbox disabled")
