@@ -46,8 +46,9 @@ from takeover.repos import cache_dir
 DEFAULT_INSTANCE = "pytest-dev__pytest-7521"
 DEFAULT_POINT_TYPES = ["after_first_source_edit"]
 ALL_VIEWS = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
-# Chosen from the embedded model's measured speed on 2 cores (see README): four takeover runs of this many
-# steps, plus two note-writing calls and the gradings, fit in the 15-minute budget.
+# Sized from the embedded model's measured speed (benchmarks/bench_embedded_model.py): on 2 shared cores
+# prompt processing ran at 20-44 tokens/s and generation at 7-9 tokens/s, so one step of a run costs
+# 1-3 minutes and the note writers 4-5 minutes each; the step and time limits bound the takeover runs.
 DEFAULT_STEPS = 5
 DEFAULT_TIME_LIMIT = 120.0
 DEFAULT_OUT = "takeover-quickstart"
@@ -454,8 +455,9 @@ def run_quickstart(options: QuickstartOptions, console=None) -> QuickstartResult
                   f"{', '.join(options.point_types)}, views {', '.join(views)}; successor and note writer: {who}; "
                   f"{options.step_limit} steps per takeover run.")
     if options.embedded and options.step_limit <= DEFAULT_STEPS and len(options.instance_ids) == 1:
-        console.print(f"With these defaults it finishes in under {BUDGET_MINUTES} minutes on a 2-core machine once "
-                      "installed (the first run also fetches the model, ~480 MB, and builds the environment).")
+        console.print(f"These defaults are sized for about {BUDGET_MINUTES} minutes on an idle 2-core machine once "
+                      "installed (the first run also fetches the model, ~480 MB, and builds the environment). The "
+                      "model runs on the CPU: a busy machine takes longer; every stage prints its time.")
     console.print(f"Report: [bold]{out / 'report.md'}[/]")
 
     def stage_done(name: str, t0: float, detail: str = "") -> None:
