@@ -188,8 +188,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
-        report. With no --base-url it serves the embedded 0.5B model itself (defaults: under 15 minutes on
-        2 cores once installed). Every choice is a flag, so the same command scales up."""
+        report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
+        minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales up."""
         from takeover.quickstart import QuickstartOptions, run_quickstart
 
         options = QuickstartOptions(
