@@ -577,6 +577,10 @@ def _print_results(console, data: dict, result: QuickstartResult, notice: str) -
     for st in result.stages:
         times.add_row(st.stage, f"{st.seconds:.1f}", st.detail)
     console.print(times)
+    if result.problems:
+        console.print("[yellow]Units that failed or were blocked[/] (the report counts their runs as not solved):")
+        for problem in result.problems:
+            console.print(f"  {problem}")
     console.print(Markdown(notice))
 
 
