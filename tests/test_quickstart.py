@@ -109,6 +109,17 @@ def test_experiment_config_is_built_from_the_flags(tmp_path, data_dir):
     assert cfg.out == (tmp_path / "out").resolve() and cfg.mirror_path == tmp_path.resolve()
 
 
+def test_embedded_model_notes_are_capped_and_the_notice_says_so():
+    o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
+    assert o.embedded and o.notes_cap == 512
+    model = ModelSettings(name="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).notes.max_tokens == 512
+    assert "capped at 512 completion tokens" in qs.warning_text(o, model)
+    assert qs.QuickstartOptions(note_max_tokens=1600).notes_cap == 1600
+    real = qs.QuickstartOptions(model="openai/demo", base_url="http://127.0.0.1:1/v1")
+    assert not real.embedded and real.notes_cap == 1600  # a real endpoint keeps the protocol's cap
+
+
 def test_report_notice_says_the_rates_mean_nothing_and_how_to_rerun():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
     text = qs.warning_text(o, ModelSettings(name="openai/qwen2.5-coder-0.5b-instruct", api_key_env=None))

@@ -50,6 +50,7 @@ ALL_VIEWS = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
 # prompt processing ran at 20-44 tokens/s and generation at 7-9 tokens/s, so one step of a run costs
 # 1-3 minutes and the note writers 4-5 minutes each; the step and time limits bound the takeover runs.
 DEFAULT_STEPS = 5
+EMBEDDED_NOTE_MAX_TOKENS = 512  # see QuickstartOptions.notes_cap
 DEFAULT_TIME_LIMIT = 120.0
 DEFAULT_OUT = "takeover-quickstart"
 HF_DATASET = "princeton-nlp/SWE-bench_Verified"
@@ -127,6 +128,15 @@ class QuickstartOptions(BaseModel):
     workers: int = Field(default=1, ge=1)
     allow_network: bool = True
     model_parts: Path | None = None
+    note_max_tokens: int | None = Field(default=None, ge=64)
+
+    @property
+    def notes_cap(self) -> int:
+        """Completion tokens per note-writing call: the protocol's 1,600 with a real model; 512 for the
+        embedded 0.5B model on a CPU, where 1,600 tokens of notes cost minutes and buy nothing."""
+        if self.note_max_tokens is not None:
+            return self.note_max_tokens
+        return EMBEDDED_NOTE_MAX_TOKENS if self.embedded else 1600
 
     def checked(self) -> QuickstartOptions:
         """Validate choices against the protocol's names; raises :class:`InputError` (``--flag``) if not."""
@@ -358,7 +368,7 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
         point_types=list(options.point_types),
         limits=LimitsConfig(step_limit=options.step_limit, time_limit=options.time_limit),
         grading=GradingConfig(backend=options.grading),
-        notes=NotesConfig(model=endpoint),
+        notes=NotesConfig(model=endpoint, max_tokens=options.notes_cap),
         execution=ExecutionConfig(workers=options.workers, model_concurrency=1 if options.embedded else None),
         bootstrap_resamples=1000,
     )
@@ -391,6 +401,9 @@ def warning_text(options: QuickstartOptions, model: ModelSettings) -> str:
                 "rates mean nothing: it almost never solves a SWE-bench task, so every number below only shows "
                 "that the pipeline ran end to end (handoff point, checkpoint, grading, four views, takeover "
                 "runs, report). The paper's measurements used 27B-31B models, 500 steps and 181 handoff points.")
+        if options.notes_cap != 1600:
+            head += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
+                     "is 1,600) to keep the demonstration short on a CPU.")
     else:
         head = (f"Quickstart run with {model.name} under a {options.step_limit}-step limit on "
                 f"{len(options.instance_ids)} task(s): too few handoff points for the rates to be conclusive.")

@@ -186,6 +186,14 @@ def register(app: typer.Typer) -> None:
         offline: Annotated[
             bool, typer.Option("--offline", help="Never use the network (inputs must be local or cached).")
         ] = False,
+        note_max_tokens: Annotated[
+            int | None,
+            typer.Option(
+                "--note-max-tokens",
+                help="Completion tokens per note-writing call (default: the protocol's 1600 with a real "
+                "model, 512 with the embedded model).",
+            ),
+        ] = None,
     ) -> None:
         """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
         report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
@@ -211,6 +219,7 @@ def register(app: typer.Typer) -> None:
             workers=workers,
             allow_network=not offline,
             model_parts=model_parts,
+            note_max_tokens=note_max_tokens,
         )
         result = run_quickstart(options)
         if not result.ok:

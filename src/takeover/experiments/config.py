@@ -134,6 +134,11 @@ class NotesConfig(_Strict):
     """
 
     model: EndpointSettings | None = None
+    max_tokens: int = Field(
+        default=1600, ge=64,
+        description="completion token cap per note-writing call (PROTOCOL.md section 7: 1,600); lower it only "
+        "for small local models, and say so when reporting",
+    )
 
 
 class ExecutionConfig(_Strict):

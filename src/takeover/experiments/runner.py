@@ -413,6 +413,8 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary,
                       "patch_sha256": cp["patch_sha256"], "view": view, "trajectory": cp["trajectory"]}
             if view in NOTE_VIEWS:
                 inputs["notes_model"] = notes_model
+                if config.notes.max_tokens != 1600:  # only a non-protocol cap enters the key
+                    inputs["notes_max_tokens"] = config.notes.max_tokens
             specs.append(_spec("view", "build_view", inputs, {**labels, "view": view},
                                ["model"] if view in NOTE_VIEWS else [], context))
     views = stage("view", specs)

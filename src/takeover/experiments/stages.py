@@ -257,7 +257,8 @@ def build_view(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     traj = _read_trajectory(inputs["trajectory"])
     model = _model(inputs["notes_model"]) if inputs.get("notes_model") else None
     try:
-        result = make_view(inputs["view"], traj, checkpoint.point, _task(inputs), patch, model=model)
+        extra = {"note_max_tokens": inputs["notes_max_tokens"]} if inputs.get("notes_max_tokens") else {}
+        result = make_view(inputs["view"], traj, checkpoint.point, _task(inputs), patch, model=model, **extra)
     except NotesFailed as exc:
         failure = UnitFailure(str(exc), "infrastructure" if exc.outcome == "model_error" else "agent")
         failure.tokens = (exc.usage.prompt_tokens, exc.usage.completion_tokens)  # type: ignore[attr-defined]
