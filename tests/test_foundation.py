@@ -60,7 +60,7 @@ def test_redact_masks_env_secrets_and_key_shapes(monkeypatch):
 
 
 def test_source_task_accepts_both_test_encodings():
-    base = dict(instance_id="a__b-1", repo="a/b", base_commit="0" * 40, problem_statement="x", version=1.1)
+    base = {"instance_id": "a__b-1", "repo": "a/b", "base_commit": "0" * 40, "problem_statement": "x", "version": 1.1}
     t1 = SourceTask(**base, FAIL_TO_PASS=["t1"], PASS_TO_PASS='["t2", "t3"]')
     assert t1.FAIL_TO_PASS == ["t1"] and t1.PASS_TO_PASS == ["t2", "t3"]
     assert t1.version == "1.1" and t1.repo_slug == "a__b"

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
-
 from conftest import git, make_repo
+
 from takeover.errors import RepositoryUnavailable
 from takeover.repos import RepoSource
 
@@ -51,4 +50,4 @@ def test_nonempty_destination_is_refused(tmp_path):
     (tmp_path / "ws" / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError):
         RepoSource(tmp_path / "m", allow_network=False).workspace("o/r", sha, tmp_path / "ws")
-    assert subprocess.run(["cat", str(tmp_path / "ws" / "keep.txt")], capture_output=True, text=True).stdout == "mine"
+    assert (tmp_path / "ws" / "keep.txt").read_text() == "mine"

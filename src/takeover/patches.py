@@ -6,12 +6,13 @@ Built on ``unidiff``. Used by trajectories (final patch files), checkpoints (per
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-_DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.M)
+_DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.MULTILINE)
 
 
 def _target_path(pf) -> str:
@@ -38,13 +39,13 @@ def split_patch(patch: str) -> dict[str, str]:
     pieces: dict[str, str] = {}
     if not patch or not patch.strip():
         return pieces
-    starts = [m.start() for m in re.finditer(r"^diff --git ", patch, re.M)]
+    starts = [m.start() for m in re.finditer(r"^diff --git ", patch, re.MULTILINE)]
     if not starts:
         for path in patch_files(patch):
             pieces[path] = patch
         return pieces
     starts.append(len(patch))
-    for begin, end in zip(starts, starts[1:]):
+    for begin, end in itertools.pairwise(starts):
         chunk = patch[begin:end]
         m = _DIFF_HEADER.match(chunk)
         if m:

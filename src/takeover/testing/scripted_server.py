@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 Entry = dict[str, Any]
 Script = list[Entry] | Callable[[dict, int], Entry]
@@ -78,7 +78,7 @@ class ScriptedServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> ScriptedServer:
+    def start(self) -> Self:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
         self._thread.start()
         return self
@@ -87,7 +87,7 @@ class ScriptedServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> ScriptedServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:
