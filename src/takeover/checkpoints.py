@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from takeover._io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from takeover._io import atomic_write_bytes, atomic_write_json, atomic_write_text, sha256_bytes
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.patches import first_difference, split_patch
 from takeover.points import POINT_TYPES, HandoffPoint, MissingPoint, cumulative_patch, detect_points
@@ -124,6 +124,27 @@ def stored_diffs(trajectory: Trajectory) -> list[dict[str, str]] | None:
     if not any(ev.state_diff is not None for ev in trajectory.events):
         return None
     return [split_patch(d) if d else {} for d in _forward_fill(trajectory.events, lambda e: e.state_diff)]
+
+
+def load_checkpoint(checkpoint_dir: Path | str) -> tuple[Checkpoint, str]:
+    """``(Checkpoint, patch text)`` of a checkpoint folder, the patch checked against ``patch_sha256``.
+
+    Raises:
+        InputError: a file is missing, invalid, or the patch does not match its recorded hash.
+    """
+    checkpoint_dir = Path(checkpoint_dir)
+    cp_path, patch_path = checkpoint_dir / "checkpoint.json", checkpoint_dir / "checkpoint.patch"
+    for p in (cp_path, patch_path):
+        if not p.is_file():
+            raise InputError(p, "missing: a checkpoint folder holds checkpoint.json and checkpoint.patch")
+    try:
+        checkpoint = Checkpoint.model_validate_json(cp_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(cp_path, f"not a checkpoint record ({str(exc).splitlines()[0]})") from None
+    data = patch_path.read_bytes()
+    if sha256_bytes(data) != checkpoint.patch_sha256:
+        raise InputError(patch_path, "sha256 differs from checkpoint.json", field="patch_sha256")
+    return checkpoint, data.decode("utf-8", "surrogateescape")
 
 
 def recorded_diffs(trajectory: Trajectory, snapshot_repo: Path | str, base_commit: str) -> list[dict[str, str]] | None:

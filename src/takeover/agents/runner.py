@@ -47,7 +47,6 @@ from takeover._io import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
-    sha256_bytes,
     sha256_text,
     stable_hash,
 )
@@ -61,7 +60,7 @@ from takeover.agents.environment import (
 )
 from takeover.agents.model import make_model, usage_of
 from takeover.agents.records import ExitStatus, Protocol, RunLimits, RunRecord, TakeoverOrigin
-from takeover.checkpoints import Checkpoint
+from takeover.checkpoints import load_checkpoint
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.models import ModelSettings
 from takeover.redact import redact, redact_obj
@@ -812,27 +811,6 @@ def run_predecessor(
         protocol=protocol,
         backend=backend,
     )
-
-
-def load_checkpoint(checkpoint_dir: Path | str) -> tuple[Checkpoint, str]:
-    """``(Checkpoint, patch text)`` of a checkpoint folder, the patch checked against ``patch_sha256``.
-
-    Raises:
-        InputError: a file is missing, invalid, or the patch does not match its recorded hash.
-    """
-    checkpoint_dir = Path(checkpoint_dir)
-    cp_path, patch_path = checkpoint_dir / "checkpoint.json", checkpoint_dir / "checkpoint.patch"
-    for p in (cp_path, patch_path):
-        if not p.is_file():
-            raise InputError(p, "missing: a checkpoint folder holds checkpoint.json and checkpoint.patch")
-    try:
-        checkpoint = Checkpoint.model_validate_json(cp_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(cp_path, f"not a checkpoint record ({str(exc).splitlines()[0]})") from None
-    data = patch_path.read_bytes()
-    if sha256_bytes(data) != checkpoint.patch_sha256:
-        raise InputError(patch_path, "sha256 differs from checkpoint.json", field="patch_sha256")
-    return checkpoint, data.decode("utf-8", "surrogateescape")
 
 
 def checkpoint_workspace(

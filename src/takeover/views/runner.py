@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from takeover._io import atomic_write_json, atomic_write_text, sha256_bytes, sha256_text, stable_hash
+from takeover._io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
 from takeover.errors import InputError
 from takeover.models import ModelSettings
 from takeover.points import POINT_TYPES, HandoffPoint
@@ -92,12 +92,13 @@ def load_inputs(
             detected (neither ``checkpoint_dir`` nor ``points_file``).
         takeover.errors.RepositoryUnavailable: detection needs a replay and the repository is missing.
     """
+    from takeover.checkpoints import load_checkpoint
     from takeover.trajectories import read_trajectories
 
     checkpoint = None
     patch_text = ""
     if checkpoint_dir is not None:
-        checkpoint, patch_text = _read_checkpoint(Path(checkpoint_dir))
+        checkpoint, patch_text = load_checkpoint(Path(checkpoint_dir))
         if point_type is not None and point_type != checkpoint.point.type:
             raise InputError(Path(checkpoint_dir) / "checkpoint.json",
                              f"checkpoint is at a {checkpoint.point.type} point, not {point_type}", field="point.type")
@@ -157,23 +158,6 @@ def load_inputs(
         trajectory=trajectory, task=task, point_type=point_type, point=point,
         checkpoint_patch=run_points.patches.get(point_type, ""), notes=notes,
     )
-
-
-def _read_checkpoint(folder: Path):
-    from takeover.checkpoints import Checkpoint
-
-    cp_path, patch_path = folder / "checkpoint.json", folder / "checkpoint.patch"
-    for path in (cp_path, patch_path):
-        if not path.is_file():
-            raise InputError(path, "missing: a checkpoint folder holds checkpoint.json and checkpoint.patch")
-    try:
-        checkpoint = Checkpoint.model_validate_json(cp_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(cp_path, f"not a checkpoint record ({str(exc).splitlines()[0]})") from None
-    data = patch_path.read_bytes()
-    if sha256_bytes(data) != checkpoint.patch_sha256:
-        raise InputError(patch_path, "sha256 differs from checkpoint.json", field="patch_sha256")
-    return checkpoint, data.decode("utf-8", "surrogateescape")
 
 
 def _templates_hash(template_dir: Path | str | None) -> str | None:
