@@ -67,3 +67,29 @@ def mirror_dir() -> Path:
     if not value or not Path(value).is_dir():
         pytest.skip("TAKEOVER_MIRROR is not set to a folder of bare repositories (owner__name.git)")
     return Path(value)
+
+
+# A one-file calculator repository with a bug and its test: the task the agent tests run on.
+CALC_BUGGY = "def add(a, b):\n    return a - b\n"
+CALC_TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+CALC_ENV_SPEC = {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}
+
+
+@pytest.fixture
+def task_and_mirror(tmp_path):
+    """``(SourceTask acme__calc-1, mirror folder)``: the buggy calculator in a one-repository mirror."""
+    from takeover.tasks import SourceTask
+
+    _, sha = make_repo(
+        tmp_path / "src" / "calc",
+        {"calc.py": CALC_BUGGY, "test_calc.py": CALC_TEST},
+        bare_mirror=tmp_path / "mirror" / "acme__calc.git",
+    )
+    task = SourceTask(
+        instance_id="acme__calc-1",
+        repo="acme/calc",
+        base_commit=sha,
+        problem_statement="add() subtracts instead of adding",
+        takeover_env_spec=CALC_ENV_SPEC,
+    )
+    return task, tmp_path / "mirror"

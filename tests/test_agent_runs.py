@@ -7,30 +7,12 @@ import json
 
 import pytest
 from conftest import git, make_repo
-from test_agents import BUGGY, ENV_SPEC, FIXED, SUBMIT, TEST, _checkpoint, bash, events_of, settings
+from test_agents import BUGGY, FIXED, SUBMIT, TEST, _checkpoint, bash, events_of, settings
 
 from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, run_predecessor, run_takeover
 from takeover.errors import InputError
-from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
-
-
-@pytest.fixture
-def task_and_mirror(tmp_path):
-    _, sha = make_repo(
-        tmp_path / "src" / "calc",
-        {"calc.py": BUGGY, "test_calc.py": TEST},
-        bare_mirror=tmp_path / "mirror" / "acme__calc.git",
-    )
-    task = SourceTask(
-        instance_id="acme__calc-1",
-        repo="acme/calc",
-        base_commit=sha,
-        problem_statement="add() subtracts instead of adding",
-        takeover_env_spec=ENV_SPEC,
-    )
-    return task, tmp_path / "mirror"
 
 
 def _cli(args: list[str]):

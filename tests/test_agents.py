@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import git, make_repo
+from conftest import CALC_BUGGY, CALC_ENV_SPEC, CALC_TEST, git, make_repo
 
 from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
@@ -22,10 +22,10 @@ from takeover.models import ModelSettings
 from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer, count_words, prompt_words
 
-BUGGY = "def add(a, b):\n    return a - b\n"
+BUGGY = CALC_BUGGY
 FIXED = "def add(a, b):\n    return a + b\n"
-TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
-ENV_SPEC = {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}
+TEST = CALC_TEST
+ENV_SPEC = CALC_ENV_SPEC
 
 
 def bash(command: str, thought: str = "THOUGHT: next step") -> dict:
@@ -42,23 +42,6 @@ SOLVE = [
     bash("git diff -- calc.py > patch.txt"),
     bash(SUBMIT),
 ]
-
-
-@pytest.fixture
-def task_and_mirror(tmp_path):
-    _, sha = make_repo(
-        tmp_path / "src" / "calc",
-        {"calc.py": BUGGY, "test_calc.py": TEST},
-        bare_mirror=tmp_path / "mirror" / "acme__calc.git",
-    )
-    task = SourceTask(
-        instance_id="acme__calc-1",
-        repo="acme/calc",
-        base_commit=sha,
-        problem_statement="add() subtracts instead of adding",
-        takeover_env_spec=ENV_SPEC,
-    )
-    return task, tmp_path / "mirror"
 
 
 def settings(srv: ScriptedServer, **kw) -> ModelSettings:
