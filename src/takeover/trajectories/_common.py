@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover.errors import InputError
-from takeover.trajectories.model import Usage
+from takeover.trajectories.model import Event, Usage
 
 _UPLOADED = re.compile(r"<uploaded_files>\s*\n?\s*(\S[^\n]*?)\s*\n?\s*</uploaded_files>")
 
@@ -242,3 +242,9 @@ BASH_TOOLS = frozenset({"execute_bash", "bash", "terminal", "cmd_run", "execute_
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
 FINISH_TOOLS = frozenset({"finish", "submit"})
 THINK_TOOLS = frozenset({"think"})
+
+
+def user_reply(events: list[Event], text: str, cause: int | None) -> Event:
+    """A user message after the task prompt, as the observation answering the last action ``cause``
+    (OpenHands formats: such messages are not agent actions, but they are events the agent saw)."""
+    return Event(index=len(events), kind="observation", source="user", type="message", text=text, cause=cause)

@@ -36,7 +36,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from takeover.trajectories._common import Ctx, Source, as_int, content_text, openai_usage, uploaded_dir
+from takeover.trajectories._common import (
+    Ctx,
+    Source,
+    as_int,
+    content_text,
+    openai_usage,
+    uploaded_dir,
+    user_reply,
+)
 from takeover.trajectories.model import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import Reader
 
@@ -157,16 +165,7 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
                 if task_prompt is None:
                     task_prompt = content_text((ev.get("args") or {}).get("content")) or message
                     continue
-                events.append(
-                    Event(
-                        index=len(events),
-                        kind="observation",
-                        source="user",
-                        type="message",
-                        text=message,
-                        cause=last_action,
-                    )
-                )
+                events.append(user_reply(events, message, last_action))
                 continue
             args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
             fields = _action_fields(action, args, message)

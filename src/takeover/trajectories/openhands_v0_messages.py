@@ -39,6 +39,7 @@ from takeover.trajectories._common import (
     content_text,
     editor_event_fields,
     uploaded_dir,
+    user_reply,
 )
 from takeover.trajectories.model import Event, LLMCall, Trajectory
 from takeover.trajectories.registry import Reader
@@ -121,16 +122,7 @@ def read_run(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
             if task_prompt is None:
                 task_prompt = text
                 continue
-            events.append(
-                Event(
-                    index=len(events),
-                    kind="observation",
-                    source="user",
-                    type="message",
-                    text=text,
-                    cause=last_action,
-                )
-            )
+            events.append(user_reply(events, text, last_action))
             continue
         if role == "assistant":
             calls.append(LLMCall(index=len(calls), usage=None))

@@ -52,6 +52,7 @@ from takeover.trajectories._common import (
     content_text,
     editor_event_fields,
     uploaded_dir,
+    user_reply,
 )
 from takeover.trajectories.model import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import Reader
@@ -275,16 +276,7 @@ def build(
                 task_prompt = text
                 working_dir = working_dir or uploaded_dir(text)
             else:
-                events.append(
-                    Event(
-                        index=len(events),
-                        kind="observation",
-                        source="user",
-                        type="message",
-                        text=text,
-                        cause=last_action,
-                    )
-                )
+                events.append(user_reply(events, text, last_action))
             continue
         # SystemPromptEvent, Condensation*, PauseEvent, ConversationStateUpdateEvent...: not agent events.
 
