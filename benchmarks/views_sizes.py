@@ -1,4 +1,4 @@
-"""Sizes of the four handoff views over saved handoff points (PROTOCOL.md section 7: paper medians about
+"""Sizes of the four handoff views over saved handoff points (docs/protocol.md section 7: paper medians about
 87k characters for raw_trace and about 10k for structured notes).
 
 Usage:

@@ -1,4 +1,4 @@
-"""Every rule of PROTOCOL.md sections 3 and 4 that classify.py implements, with the edge cases."""
+"""Every rule of docs/protocol.md sections 3 and 4 that classify.py implements, with the edge cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Handoff point detection over (events, per-event per-file diffs): PROTOCOL.md sections 3 and 4."""
+"""Handoff point detection over (events, per-event per-file diffs): docs/protocol.md sections 3 and 4."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Source tasks: loaders, the seeded selection (PROTOCOL.md section 2) and ``takeover tasks select``."""
+"""Source tasks: loaders, the seeded selection (docs/protocol.md section 2) and ``takeover tasks select``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checkpoint materialization (PROTOCOL.md section 5).
+"""Checkpoint materialization (docs/protocol.md section 5).
 
 A checkpoint folder holds ``checkpoint.json`` (:class:`Checkpoint`), ``checkpoint.patch`` (the
 predecessor's cumulative diff against ``base_commit`` after the handoff event) and, once views are
@@ -119,7 +119,7 @@ def _forward_fill(events: Sequence[Event], value) -> list:
 
 
 def stored_diffs(trajectory: Trajectory) -> list[dict[str, str]] | None:
-    """Per-event diffs from ``Event.state_diff`` (PROTOCOL.md section 5 source (b)), or ``None`` when the
+    """Per-event diffs from ``Event.state_diff`` (docs/protocol.md section 5 source (b)), or ``None`` when the
     trajectory stores none. An event without a stored diff has the state of the previous event."""
     if not any(ev.state_diff is not None for ev in trajectory.events):
         return None
@@ -195,7 +195,7 @@ def analyze_run(
     use_sandbox: bool = True,
     result_out: list | None = None,
 ) -> RunPoints:
-    """Per-event states, verdict and handoff points of one predecessor run (PROTOCOL.md sections 3-5).
+    """Per-event states, verdict and handoff points of one predecessor run (docs/protocol.md sections 3-5).
 
     States come from the best source available: recorded snapshots (``snapshot_repo``, by default the
     workspace our runner names in ``trajectory.metadata["snapshot_repo"]``), stored
@@ -230,7 +230,7 @@ def analyze_run(
             verdict = ReplayVerdict(verified=True, method="stored_diff")
     if diffs is not None:
         if trajectory.final_patch is not None:
-            # Informational: a stored source is exact by construction (PROTOCOL.md section 5).
+            # Informational: a stored source is exact by construction (docs/protocol.md section 5).
             verdict.first_mismatch = first_difference(cumulative_patch(diffs[-1]) if diffs else "", trajectory.final_patch)
         result = ReplayResult(diffs=diffs, verdict=verdict)
     else:
@@ -281,7 +281,7 @@ def materialize_checkpoint(
     state: bool = False,
     grade_options: dict | None = None,
 ) -> Checkpoint:
-    """Write a checkpoint folder (PROTOCOL.md section 5): ``checkpoint.patch``, ``checkpoint.json`` and,
+    """Write a checkpoint folder (docs/protocol.md section 5): ``checkpoint.patch``, ``checkpoint.json`` and,
     unless ``workspace`` is false, ``workspace/`` = ``base_commit`` + ``patch``.
 
     The workspace is verified: after ``git apply`` its snapshot (untracked files included) must give
@@ -325,7 +325,7 @@ def materialize_checkpoint(
 
 
 def grade_handoff_state(task: SourceTask, patch: str, **options) -> HandoffState:
-    """Handoff state of a checkpoint patch from the project's grading (issue 3, PROTOCOL.md section 6).
+    """Handoff state of a checkpoint patch from the project's grading (issue 3, docs/protocol.md section 6).
 
     Raises:
         EnvironmentUnavailable: grading is not available here (the message says why).

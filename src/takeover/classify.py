@@ -1,6 +1,6 @@
-"""File classes, verification commands and verification results (PROTOCOL.md sections 3, 4; issue 4).
+"""File classes, verification commands and verification results (docs/protocol.md sections 3, 4; issue 4).
 
-Pure functions over strings: no file system, no git. Every rule here is written down in PROTOCOL.md;
+Pure functions over strings: no file system, no git. Every rule here is written down in docs/protocol.md;
 where the protocol is silent, the choice is documented on the function ("extension").
 """
 
@@ -13,12 +13,12 @@ from typing import Literal
 FileClass = Literal["source", "test", "artifact"]
 VerificationResult = Literal["passed", "failed", "unknown"]
 
-#: PROTOCOL.md section 3: suffixes of source files.
+#: docs/protocol.md section 3: suffixes of source files.
 SOURCE_SUFFIXES: frozenset[str] = frozenset(
     {".py", ".js", ".jsx", ".ts", ".tsx", ".java", ".go", ".rs", ".c", ".cc", ".cpp", ".h", ".hpp", ".cs",
      ".rb", ".php", ".scala", ".kt"}
 )
-#: PROTOCOL.md section 3: a top-level file whose name starts with one of these is a scratch file.
+#: docs/protocol.md section 3: a top-level file whose name starts with one of these is a scratch file.
 SCRATCH_PREFIXES: tuple[str, ...] = ("reproduce", "repro", "scratch", "tmp", "debug")
 
 _TEST_PATH = re.compile(r"(^|/)(test|tests|testing|spec|specs)(/|_)|(_test|_spec)\.")
@@ -33,7 +33,7 @@ def _normalize_path(path: str) -> str:
 
 
 def is_test_file(path: str) -> bool:
-    """Test file rule of PROTOCOL.md section 3 (repository-relative ``path``)."""
+    """Test file rule of docs/protocol.md section 3 (repository-relative ``path``)."""
     path = _normalize_path(path)
     name = path.rsplit("/", 1)[-1]
     return bool(_TEST_PATH.search(path) or _TEST_NAME.match(name))
@@ -41,13 +41,13 @@ def is_test_file(path: str) -> bool:
 
 def is_scratch_file(path: str) -> bool:
     """A top-level file whose name starts with ``reproduce``/``repro``/``scratch``/``tmp``/``debug``
-    (PROTOCOL.md section 3; the match is case-insensitive, an extension)."""
+    (docs/protocol.md section 3; the match is case-insensitive, an extension)."""
     path = _normalize_path(path)
     return "/" not in path and path.lower().startswith(SCRATCH_PREFIXES)
 
 
 def file_class(path: str) -> FileClass:
-    """Class of a repository-relative path (PROTOCOL.md section 3).
+    """Class of a repository-relative path (docs/protocol.md section 3).
 
     Returns ``"test"`` when the test-file rule matches (whatever the suffix), else ``"source"`` when the
     suffix is a source suffix and the file is not a top-level scratch file, else ``"artifact"``
@@ -63,7 +63,7 @@ def file_class(path: str) -> FileClass:
     return "artifact"
 
 
-# --- verification commands (PROTOCOL.md section 4) ---------------------------------------------------
+# --- verification commands (docs/protocol.md section 4) ---------------------------------------------------
 
 _VERIFY_TOOLS = re.compile(
     r"(?<![\w./-])(pytest|py\.test|tox|nox|unittest|ruff|mypy)(?![\w-])"
@@ -114,7 +114,7 @@ def _python_script(segment: str) -> str | None:
 
 
 def is_verification_command(command: str | None) -> bool:
-    """Whether a terminal command is a verification command (PROTOCOL.md section 4).
+    """Whether a terminal command is a verification command (docs/protocol.md section 4).
 
     Matches test runners and linters (``pytest``, ``tox``, ``nox``, ``unittest``, ``python -m pytest``,
     ``python -m unittest``, ``ruff``, ``mypy``, ``npm|pnpm|yarn|cargo|go|make|gradle|mvn test``), project
@@ -136,7 +136,7 @@ def is_verification_command(command: str | None) -> bool:
     return False
 
 
-# --- verification results (PROTOCOL.md section 4) ----------------------------------------------------
+# --- verification results (docs/protocol.md section 4) ----------------------------------------------------
 
 FAILED_PATTERN = re.compile(
     r"assertionerror|traceback|failed|fail: true|pass: false|\d+ failed|error:|exception", re.IGNORECASE
@@ -144,11 +144,11 @@ FAILED_PATTERN = re.compile(
 PASSED_PATTERN = re.compile(
     r"all tests passed|tests? passed|pass: true|passed \d+|\d+ passed|\bok\b|successfully fixed|verified", re.IGNORECASE
 )
-EVIDENCE_LIMIT = 240  # characters, PROTOCOL.md section 7 (structured notes: a failure line)
+EVIDENCE_LIMIT = 240  # characters, docs/protocol.md section 7 (structured notes: a failure line)
 
 
 def verification_result(output: str | None, exit_code: int | None = None) -> VerificationResult:
-    """Result of a verification command from its observation (PROTOCOL.md section 4).
+    """Result of a verification command from its observation (docs/protocol.md section 4).
 
     ``failed`` if the output matches the failure pattern (checked first) or, extension, ``exit_code`` is
     non-zero; otherwise ``passed`` if the output matches the pass pattern or ``exit_code`` is 0; otherwise
@@ -179,7 +179,7 @@ def failure_evidence(output: str | None, limit: int = EVIDENCE_LIMIT) -> str | N
     return best if len(best) <= limit else best[: limit - 3] + "..."
 
 
-# --- git commands that restore files (PROTOCOL.md section 4, post-failure edit) ----------------------
+# --- git commands that restore files (docs/protocol.md section 4, post-failure edit) ----------------------
 
 _RESTORE_VERBS = {"stash", "restore", "checkout", "reset", "clean"}
 _GIT_OPTS_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
@@ -188,7 +188,7 @@ _GIT_OPTS_WITH_VALUE = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "
 def is_git_restore_command(command: str | None) -> bool:
     """Whether a command runs ``git stash``, ``git restore``, ``git checkout``, ``git reset`` or ``git clean``.
 
-    Such events are not counted as the post-failure edit (PROTOCOL.md section 4). Global git options
+    Such events are not counted as the post-failure edit (docs/protocol.md section 4). Global git options
     before the subcommand (``git -C dir checkout``) are skipped; here-document bodies are ignored.
     """
     if not command:

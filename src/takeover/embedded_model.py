@@ -14,7 +14,7 @@ hosted model (issue 8). This module provides the model endpoint for that:
 2. **Serve it** (:class:`EmbeddedModel`): ``llama_cpp.server`` (the optional ``quickstart`` extra,
    ``llama-cpp-python[server]``) runs in a child process on a free port of 127.0.0.1 and speaks the OpenAI
    chat API. :meth:`EmbeddedModel.start` waits until it answers, sends one short completion and checks
-   that the answer carries ``usage`` (prompt and completion tokens: the protocol's cost metric, PROTOCOL.md
+   that the answer carries ``usage`` (prompt and completion tokens: the protocol's cost metric, docs/protocol.md
    section 8, needs it on every call), then returns the :class:`~takeover.models.ModelSettings` that note
    writing and agent runs use. Agents talk to it with the text action protocol (no native tool calls).
 
@@ -518,7 +518,7 @@ def check_usage(base_url: str, model: str, *, timeout: float = 120.0) -> dict:
 
     Raises:
         ModelUnavailable: the answer has no ``usage`` or no positive prompt/completion token counts (the
-            protocol's cost metrics need both on every call, PROTOCOL.md section 8).
+            protocol's cost metrics need both on every call, docs/protocol.md section 8).
     """
     body = {"model": model, "messages": [{"role": "user", "content": "Reply with the single word: ready"}],
             "max_tokens": 4, "temperature": 0}
@@ -655,7 +655,7 @@ class EmbeddedModel:
             raise
         # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
         # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
-        # Note writers ask for their own cap (1,600 tokens, PROTOCOL.md section 7).
+        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
         self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
                                       temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
         return self.settings

@@ -1,4 +1,4 @@
-"""SWE-bench grading of a patch and the handoff state of a checkpoint (PROTOCOL.md sections 6, 8; issue 3).
+"""SWE-bench grading of a patch and the handoff state of a checkpoint (docs/protocol.md sections 6, 8; issue 3).
 
 ``local`` backend, per prediction: a fresh workspace at ``base_commit`` (shared-object clone of the
 mirror); the candidate patch applied with SWE-bench's own fallbacks (``git apply``, then
@@ -66,11 +66,11 @@ class TestOutcome(BaseModel):
 
 
 class GradeResult(BaseModel):
-    """The grading of one patch for one task (PROTOCOL.md sections 6 and 8).
+    """The grading of one patch for one task (docs/protocol.md sections 6 and 8).
 
     Attributes:
         resolved: swebench ``get_resolution_status`` is ``RESOLVED_FULL``.
-        handoff_state: PROTOCOL.md section 6 label; None when grading itself failed (see ``error``).
+        handoff_state: docs/protocol.md section 6 label; None when grading itself failed (see ``error``).
         FAIL_TO_PASS, PASS_TO_PASS: the swebench report lists.
         env_seconds, test_seconds: wall seconds for preparing the environment and running the tests.
         log_path: the test log (``test_output.txt``) with SWE-bench's markers; ``report.json`` is beside it.
@@ -135,7 +135,7 @@ def network_warning(repo: str, network: bool) -> str | None:
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:
-    """PROTOCOL.md section 6, in order: patch does not apply -> ``invalid``; all FAIL_TO_PASS and
+    """docs/protocol.md section 6, in order: patch does not apply -> ``invalid``; all FAIL_TO_PASS and
     PASS_TO_PASS pass -> ``resolved_preserve``; some FAIL_TO_PASS fail -> ``needs_completion``; else some
     PASS_TO_PASS fail -> ``broke_existing``. None when grading failed for another reason (``error``)."""
     if result.error is not None:
@@ -698,7 +698,7 @@ def grade(
         log_dir: folder for the logs (default ``cache_dir()/grading``).
         network: let the tests use the network (see :func:`grade_predictions`, :data:`NETWORK_REPOS`).
     Returns:
-        :class:`GradeResult`; ``handoff_state`` per PROTOCOL.md section 6.
+        :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     """
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)

@@ -1,7 +1,7 @@
 """Unified diffs: which files a patch touches, per-file pieces, and a normalized form for comparison.
 
 Built on ``unidiff``. Used by trajectories (final patch files), checkpoints (per-file diffs), grading
-(test files of ``test_patch``) and replay verification (PROTOCOL.md section 5: "same files, same hunks").
+(test files of ``test_patch``) and replay verification (docs/protocol.md section 5: "same files, same hunks").
 """
 
 from __future__ import annotations

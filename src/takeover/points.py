@@ -1,4 +1,4 @@
-"""Handoff point detection (PROTOCOL.md section 4).
+"""Handoff point detection (docs/protocol.md section 4).
 
 The records are shared by every later stage; detection itself is implemented with the classification
 rules of :mod:`takeover.classify` (issue 4).
@@ -74,7 +74,7 @@ class MissingPoint(BaseModel):
 
 
 class Verification(BaseModel):
-    """One observation of a verification command (PROTOCOL.md section 4)."""
+    """One observation of a verification command (docs/protocol.md section 4)."""
 
     event_index: int
     command: str
@@ -115,7 +115,7 @@ def verifications(events: Sequence[Event]) -> list[Verification]:
 
 def source_edits(events: Sequence[Event], diffs: Sequence[Mapping[str, str]]) -> list[int]:
     """Indices of source edits: events after which the per-file diff of at least one source file differs
-    from its diff after the previous event (PROTOCOL.md section 3). Test and artifact changes never count."""
+    from its diff after the previous event (docs/protocol.md section 3). Test and artifact changes never count."""
     if len(diffs) != len(events):
         raise ValueError(f"diffs has {len(diffs)} entries for {len(events)} events")
     edits = []
@@ -165,7 +165,7 @@ def _point(
 def detect_points(
     events: Sequence[Event], diffs: Sequence[Mapping[str, str]]
 ) -> tuple[list[HandoffPoint], list[MissingPoint]]:
-    """The three handoff points of a run (PROTOCOL.md section 4), and the reason for each missing one.
+    """The three handoff points of a run (docs/protocol.md section 4), and the reason for each missing one.
 
     Args:
         events: the run's events (``Trajectory.events``).

@@ -98,7 +98,7 @@ class QuickstartOptions(BaseModel):
         instance_ids: SWE-bench instances (default: the pinned ``pytest-dev__pytest-7521``).
         dataset: SWE-bench instances file; ``None`` downloads the pinned rows from Hugging Face.
         trajectories: predecessor trajectory files/folders; empty downloads the pinned runs.
-        point_types: handoff point types (PROTOCOL.md section 4).
+        point_types: handoff point types (docs/protocol.md section 4).
         views: handoff views (``None``: all four).
         step_limit: steps per takeover run; time_limit: seconds per takeover run.
         model, base_url, api_key_env: an OpenAI-compatible endpoint; with no ``base_url`` the embedded

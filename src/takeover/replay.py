@@ -1,4 +1,4 @@
-"""Replay of imported runs in a fresh workspace (PROTOCOL.md section 5 source (c); issue 4).
+"""Replay of imported runs in a fresh workspace (docs/protocol.md section 5 source (c); issue 4).
 
 A run from another agent rarely records the repository state after each event. Replay rebuilds it:
 in a fresh checkout of the task's ``base_commit``, the recorded actions are re-executed in order and a
@@ -30,7 +30,7 @@ How actions are re-executed:
 - Which files count. The final state is compared with the run's final patch over every non-ignored
   file, untracked ones included: mini-swe-agent's submission is ``git add -A && git diff --cached``,
   and OpenHands/SWE-agent patches are made the same way. Scratch files the agent left behind
-  (``reproduce.py``) are therefore part of both; they are non-source artifacts (PROTOCOL.md section 3),
+  (``reproduce.py``) are therefore part of both; they are non-source artifacts (docs/protocol.md section 3),
   never create a handoff point, but are part of the checkpoint, as they were in the predecessor's
   repository. Ignored files (build output, ``*.pyc``) are in neither.
 - Commands that the recorded run itself saw time out are allowed to time out again; any other command
@@ -81,7 +81,7 @@ _SWE_NOOP = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_f
 
 
 class ReplayVerdict(BaseModel):
-    """Whether a run's per-event repository states are exact (PROTOCOL.md section 5).
+    """Whether a run's per-event repository states are exact (docs/protocol.md section 5).
 
     Attributes:
         verified: true when the states can be used for checkpoints.

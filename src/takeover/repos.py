@@ -1,4 +1,4 @@
-"""Repository mirrors and workspaces (PROTOCOL.md section 5: a checkpoint starts from ``base_commit``).
+"""Repository mirrors and workspaces (docs/protocol.md section 5: a checkpoint starts from ``base_commit``).
 
 A *mirror* is a bare repository per SWE-bench repository, named ``owner__name.git``. It comes from the
 folder the user names (``--mirror DIR`` or ``TAKEOVER_MIRROR``), or is cloned from GitHub on first use

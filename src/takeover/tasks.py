@@ -1,11 +1,11 @@
-"""Source tasks: SWE-bench instances, loading and the seeded selection (PROTOCOL.md section 2).
+"""Source tasks: SWE-bench instances, loading and the seeded selection (docs/protocol.md section 2).
 
 Public API:
 
 - :class:`SourceTask`: one SWE-bench instance (shared record).
 - :func:`load_tasks`: rows from a local ``.jsonl`` / ``.json`` / ``.parquet`` file, or a Hugging Face dataset
   name (``princeton-nlp/SWE-bench_Verified``) when the ``datasets`` package and the network are available.
-- :func:`select_tasks`: the seeded selection of PROTOCOL.md section 2.
+- :func:`select_tasks`: the seeded selection of docs/protocol.md section 2.
 - :func:`write_selection` / :func:`read_selection_header`: the selection file.
 
 Selection file layout (decided here): JSON Lines; the first line is a header record
@@ -28,9 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from takeover.errors import EnvironmentUnavailable, InputError
 
-#: Difficulty buckets of the paper's selection (PROTOCOL.md section 2).
+#: Difficulty buckets of the paper's selection (docs/protocol.md section 2).
 PAPER_DIFFICULTIES: tuple[str, ...] = ("15 min - 1 hour", "1-4 hours")
-#: Seed and size of the paper's selection (PROTOCOL.md section 2).
+#: Seed and size of the paper's selection (docs/protocol.md section 2).
 PAPER_SEED = 20260430
 PAPER_LIMIT = 75
 #: Key that marks the header line of a selection file.
@@ -52,7 +52,7 @@ def _as_test_list(value: Any) -> list[str]:
 
 
 class SourceTask(BaseModel):
-    """One SWE-bench instance (PROTOCOL.md section 1, "source task").
+    """One SWE-bench instance (docs/protocol.md section 1, "source task").
 
     Field names are SWE-bench's own. ``FAIL_TO_PASS``/``PASS_TO_PASS`` are always lists here, whatever
     the encoding in the file. Unknown fields of the dataset row are kept (``extra="allow"``) so that a
@@ -91,7 +91,7 @@ class SourceTask(BaseModel):
 
 
 class SelectionHeader(BaseModel):
-    """First line of a selection file: everything the selection is reproducible from (PROTOCOL.md section 2).
+    """First line of a selection file: everything the selection is reproducible from (docs/protocol.md section 2).
 
     ``candidates`` is the number of dataset rows in the chosen buckets; ``count`` the number kept
     (``min(limit, candidates)``).
@@ -218,7 +218,7 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
 def select_tasks(
     tasks: Iterable[SourceTask], difficulties: Sequence[str], seed: int, limit: int | None
 ) -> list[SourceTask]:
-    """The seeded selection of PROTOCOL.md section 2.
+    """The seeded selection of docs/protocol.md section 2.
 
     Keeps the tasks whose ``difficulty`` is one of ``difficulties``, sorts them by ``instance_id`` (so the
     result does not depend on the file's row order), shuffles them with ``random.Random(seed)`` and keeps
@@ -263,7 +263,7 @@ def _bucket_order(bucket: str) -> tuple[int, str]:
 def make_selection(
     dataset: Path | str, difficulties: Sequence[str], seed: int, limit: int | None, *, check_buckets: bool = True
 ) -> tuple[SelectionHeader, list[SourceTask]]:
-    """Load ``dataset`` (a local file), select (PROTOCOL.md section 2) and return (header, tasks).
+    """Load ``dataset`` (a local file), select (docs/protocol.md section 2) and return (header, tasks).
 
     Raises:
         InputError: the file is missing or malformed, ``limit`` is negative, or (with ``check_buckets``)

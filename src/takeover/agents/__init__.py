@@ -1,4 +1,4 @@
-"""Predecessor and successor runs over mini-swe-agent (PROTOCOL.md sections 5, 8; issue 6).
+"""Predecessor and successor runs over mini-swe-agent (docs/protocol.md sections 5, 8; issue 6).
 
 Public API (mini-swe-agent and litellm are imported only when a run starts, quietly and offline)::
 

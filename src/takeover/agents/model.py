@@ -1,6 +1,6 @@
 """The model side of a run: mini-swe-agent's litellm models driven by :class:`takeover.models.ModelSettings`.
 
-Two action protocols (PROTOCOL.md section 8):
+Two action protocols (docs/protocol.md section 8):
 
 - ``text`` (default, the paper's): ``LitellmTextbasedModel``; the response must hold exactly one
   ````mswea_bash_command```` block; no native tool calling.

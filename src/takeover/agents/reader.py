@@ -2,7 +2,7 @@
 
 Format name ``takeover``. Two entry points, both registered with the trajectory reader registry (issue 2),
 so ``takeover inspect RUN_DIR`` and ``takeover inspect RUN_DIR/events.jsonl`` work, and handoff point
-detection reads recorded snapshots instead of replaying (PROTOCOL.md section 5 source (a)):
+detection reads recorded snapshots instead of replaying (docs/protocol.md section 5 source (a)):
 
 - ``takeover-dir``: a directory holding ``run.json`` (a :class:`RunRecord`) and ``events.jsonl``;
 - ``takeover``: the ``events.jsonl`` file itself (JSON Lines of :class:`Event`; its folder must hold

@@ -1,4 +1,4 @@
-"""Records of one agent run: its limits, exit status and exact accounting (PROTOCOL.md section 8).
+"""Records of one agent run: its limits, exit status and exact accounting (docs/protocol.md section 8).
 
 ``run.json`` in a run directory is a :class:`RunRecord`. It is rewritten atomically after every step, so
 a reader always finds a complete record: ``finished`` is false while the run goes on (or after a crash),
@@ -38,7 +38,7 @@ class ExitStatus(StrEnum):
 
 
 class RunLimits(BaseModel):
-    """Limits of a run, the same for every view (PROTOCOL.md section 8; paper: 500 steps, 4 hours).
+    """Limits of a run, the same for every view (docs/protocol.md section 8; paper: 500 steps, 4 hours).
 
     Attributes:
         steps: maximum model calls (mini-swe-agent's step = one model call).
@@ -60,7 +60,7 @@ class RunLimits(BaseModel):
 
 
 class RunAccounting(BaseModel):
-    """Exact counts of one run (PROTOCOL.md sections 1 and 8).
+    """Exact counts of one run (docs/protocol.md sections 1 and 8).
 
     Attributes:
         agent_events: action + observation events in ``events.jsonl`` (same definition as

@@ -1,4 +1,4 @@
-"""Predecessor and takeover runs over mini-swe-agent's ``DefaultAgent`` (PROTOCOL.md sections 5 and 8).
+"""Predecessor and takeover runs over mini-swe-agent's ``DefaultAgent`` (docs/protocol.md sections 5 and 8).
 
 mini-swe-agent runs the loop (query the model, parse one action, execute it, render the observation);
 :class:`TakeoverAgent` adds what the protocol needs around its hooks:
@@ -7,7 +7,7 @@ mini-swe-agent runs the loop (query the model, parse one action, execute it, ren
   timing of every model call; usage of every call, format-error turns included; an endpoint failure ends
   the run with ``model_error`` instead of an exception.
 - ``execute_actions``: per-command time limit (never more than the wall time left); timing; a snapshot
-  of the workspace after every executed action (:func:`takeover.snapshots.take_snapshot`, PROTOCOL.md
+  of the workspace after every executed action (:func:`takeover.snapshots.take_snapshot`, docs/protocol.md
   section 5 source (a)).
 - ``save`` (called by mini-swe-agent after every step): appends the step's events and calls to
   ``events.jsonl``/``calls.jsonl`` with fsync and rewrites ``run.json`` atomically, so a crash loses at
@@ -761,7 +761,7 @@ def run_predecessor(
     repo_source: RepoSource | None = None,
 ) -> RunRecord:
     """A predecessor run: a fresh workspace at ``task.base_commit`` and the original task prompt
-    (PROTOCOL.md section 8). A finished run already in ``out_dir`` is returned without re-running.
+    (docs/protocol.md section 8). A finished run already in ``out_dir`` is returned without re-running.
 
     Args:
         task: the source task.
@@ -817,7 +817,7 @@ def checkpoint_workspace(
     checkpoint_dir: Path | str, dest: Path, *, repo_source: RepoSource | None = None
 ) -> Path:
     """A fresh copy of a checkpoint's repository: ``base_commit`` + ``git apply checkpoint.patch``
-    (PROTOCOL.md section 5; the predecessor's later events are never visible).
+    (docs/protocol.md section 5; the predecessor's later events are never visible).
 
     Raises:
         InputError: the checkpoint is invalid or its patch does not apply.
@@ -857,7 +857,7 @@ def run_takeover(
     repo_source: RepoSource | None = None,
 ) -> RunRecord:
     """A takeover run: a fresh copy of the checkpoint workspace and the full takeover prompt of ``view``
-    (PROTOCOL.md sections 5, 7 and 8). A finished run already in ``out_dir`` is returned without re-running.
+    (docs/protocol.md sections 5, 7 and 8). A finished run already in ``out_dir`` is returned without re-running.
 
     Args:
         checkpoint_dir: folder with ``checkpoint.json``, ``checkpoint.patch`` and ``views/<view>.md``.

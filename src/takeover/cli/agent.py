@@ -1,4 +1,4 @@
-"""``takeover agent run``: one predecessor or takeover run over mini-swe-agent (PROTOCOL.md section 8)."""
+"""``takeover agent run``: one predecessor or takeover run over mini-swe-agent (docs/protocol.md section 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``takeover grade``: SWE-bench grading of a patch or a predictions file (PROTOCOL.md section 6)."""
+"""``takeover grade``: SWE-bench grading of a patch or a predictions file (docs/protocol.md section 6)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``takeover points`` and ``takeover checkpoint``: handoff points of predecessor runs and one checkpoint.
 
 A thin layer over :func:`takeover.checkpoints.analyze_run` and
-:func:`takeover.checkpoints.materialize_checkpoint` (PROTOCOL.md sections 3-5).
+:func:`takeover.checkpoints.materialize_checkpoint` (docs/protocol.md sections 3-5).
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", help="Checkpoint folder: checkpoint.json, checkpoint.patch, workspace/.")],
         dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
         mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git (default: $TAKEOVER_MIRROR).")] = None,
-        state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (PROTOCOL.md section 6).")] = False,
+        state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
         record: Annotated[int | None, typer.Option("--record", help="0-based index of the run when FILE holds several.")] = None,
         points_file: Annotated[Path | None, typer.Option("--points-file", help="Saved result of takeover points --out for this run (no replay).")] = None,
         snapshot_repo: Annotated[Path | None, typer.Option("--snapshot-repo", help="Repository holding the run's recorded snapshot trees.")] = None,

@@ -1,4 +1,4 @@
-"""``takeover tasks ...``: source tasks (PROTOCOL.md section 2)."""
+"""``takeover tasks ...``: source tasks (docs/protocol.md section 2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Experiments end to end: config, units of work, executors (PROTOCOL.md sections 2-9; issue 7).
+"""Experiments end to end: config, units of work, executors (docs/protocol.md sections 2-9; issue 7).
 
 Public API::
 

@@ -1,4 +1,4 @@
-"""The experiment file: one TOML file names everything a study needs (PROTOCOL.md sections 2-9).
+"""The experiment file: one TOML file names everything a study needs (docs/protocol.md sections 2-9).
 
 Example (paths are relative to the TOML file's folder)::
 
@@ -69,7 +69,7 @@ class EndpointSettings(ModelSettings):
 
 
 class DatasetConfig(_Strict):
-    """Source tasks (PROTOCOL.md section 2).
+    """Source tasks (docs/protocol.md section 2).
 
     Attributes:
         path: SWE-bench instances file (``.jsonl``/``.json``/``.parquet``) or a Hugging Face dataset name.
@@ -102,7 +102,7 @@ class PredecessorConfig(_Strict):
 
 
 class LimitsConfig(_Strict):
-    """Limits of every agent run, the same for every view (PROTOCOL.md section 8; paper values)."""
+    """Limits of every agent run, the same for every view (docs/protocol.md section 8; paper values)."""
 
     step_limit: int = 500
     time_limit: float = 4 * 3600.0
@@ -115,7 +115,7 @@ class LimitsConfig(_Strict):
 
 
 class GradingConfig(_Strict):
-    """How patches are graded (PROTOCOL.md sections 6 and 8).
+    """How patches are graded (docs/protocol.md sections 6 and 8).
 
     ``network``: let the tests use the network (``local`` backend; off by default, as the sandbox is
     offline). SWE-bench's Docker harness runs tests with the network on, and some suites need it
@@ -136,7 +136,7 @@ class NotesConfig(_Strict):
     model: EndpointSettings | None = None
     max_tokens: int = Field(
         default=1600, ge=64,
-        description="completion token cap per note-writing call (PROTOCOL.md section 7: 1,600); lower it only "
+        description="completion token cap per note-writing call (docs/protocol.md section 7: 1,600); lower it only "
         "for small local models, and say so when reporting",
     )
 

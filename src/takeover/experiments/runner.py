@@ -1,4 +1,4 @@
-"""``takeover run``: every stage of the protocol, as resumable units of work (PROTOCOL.md sections 2-9).
+"""``takeover run``: every stage of the protocol, as resumable units of work (docs/protocol.md sections 2-9).
 
 Stages, in order (each a folder ``OUT/units/<stage>/``):
 
@@ -96,7 +96,7 @@ def package_versions() -> dict[str, str]:
 
 
 def select(config: ExperimentConfig, import_index: dict[str, dict] | None) -> list:
-    """The source tasks of the experiment (PROTOCOL.md section 2).
+    """The source tasks of the experiment (docs/protocol.md section 2).
 
     Explicit ``instance_ids`` win. Otherwise the dataset is filtered to ``repos`` (when given) and, when
     trajectories are imported, to instances that have one; then the seeded selection of

@@ -16,7 +16,7 @@ from takeover.errors import EnvironmentUnavailable
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 from takeover.tasks import SourceTask
 
-# Exit statuses of agent runs that are failures of the infrastructure, not of the agent (PROTOCOL.md
+# Exit statuses of agent runs that are failures of the infrastructure, not of the agent (docs/protocol.md
 # section 9: kept in the denominator, reported apart).
 INFRA_EXIT_STATUSES = {"model_error", "environment_error"}
 
@@ -139,7 +139,7 @@ def run_predecessor(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 
 def detect_points(inputs: dict, ctx: UnitContext) -> UnitOutcome:
-    """Handoff points of one predecessor run (PROTOCOL.md sections 3-5); ``RunPoints`` saved as JSON."""
+    """Handoff points of one predecessor run (docs/protocol.md sections 3-5); ``RunPoints`` saved as JSON."""
     from takeover.checkpoints import analyze_run
 
     task = _task(inputs)
@@ -216,7 +216,7 @@ def _rate(success: list[str], failure: list[str]) -> float | None:
 
 
 def grade_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
-    """Handoff state of a checkpoint (PROTOCOL.md section 6); never shown to the successor."""
+    """Handoff state of a checkpoint (docs/protocol.md section 6); never shown to the successor."""
     patch = (Path(inputs["checkpoint_dir"]) / "checkpoint.patch").read_bytes().decode("utf-8")
     result = _grade(_task(inputs), patch, inputs, ctx)
     f2p, p2p = _tests(result, "FAIL_TO_PASS"), _tests(result, "PASS_TO_PASS")
@@ -227,7 +227,7 @@ def grade_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 
 def grade_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
-    """Official grading of a takeover run's final patch (PROTOCOL.md section 8)."""
+    """Official grading of a takeover run's final patch (docs/protocol.md section 8)."""
     patch = Path(inputs["patch_path"]).read_bytes().decode("utf-8") if inputs.get("patch_path") else ""
     result = _grade(_task(inputs), patch, inputs, ctx)
     f2p, p2p = _tests(result, "FAIL_TO_PASS"), _tests(result, "PASS_TO_PASS")
@@ -241,7 +241,7 @@ def grade_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 
 def build_view(inputs: dict, ctx: UnitContext) -> UnitOutcome:
-    """One view of one checkpoint: ``checkpoint/views/<view>.md`` (PROTOCOL.md section 7).
+    """One view of one checkpoint: ``checkpoint/views/<view>.md`` (docs/protocol.md section 7).
 
     Notes views call the note model; their tokens are this unit's tokens, reported apart from the
     successors' (section 9). Notes the writer could not produce acceptably fail the unit as ``agent``;
@@ -311,7 +311,7 @@ def _only_source(final_patch: str) -> bool:
 
 
 def run_takeover(inputs: dict, ctx: UnitContext) -> UnitOutcome:
-    """One successor run from a fresh copy of the checkpoint under one view (PROTOCOL.md section 8)."""
+    """One successor run from a fresh copy of the checkpoint under one view (docs/protocol.md section 8)."""
     from takeover.agents import run_takeover as agent_run
 
     run_dir = _fresh(Path(ctx.work_dir) / "run")

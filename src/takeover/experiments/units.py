@@ -42,7 +42,7 @@ class UnitFailure(Exception):
 
     ``kind="infrastructure"``: the harness or the machine failed (environment build, repository, model
     endpoint, upstream unit); ``kind="agent"``: the agent did something that makes the unit unusable.
-    Both stay in the denominator of every rate (PROTOCOL.md section 9).
+    Both stay in the denominator of every rate (docs/protocol.md section 9).
     """
 
     def __init__(self, reason: str, kind: FailureKind = "infrastructure"):

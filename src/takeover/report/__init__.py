@@ -1,4 +1,4 @@
-"""Report: tables, statistics and plots from per-unit result files (PROTOCOL.md section 9; issue 7).
+"""Report: tables, statistics and plots from per-unit result files (docs/protocol.md section 9; issue 7).
 
 Public API: :func:`build_report` (``takeover report OUT_DIR``) and :class:`Report`.
 """

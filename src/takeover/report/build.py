@@ -1,4 +1,4 @@
-"""Build the report of an experiment from its small per-unit result files (PROTOCOL.md section 9).
+"""Build the report of an experiment from its small per-unit result files (docs/protocol.md section 9).
 
 Inputs, all under the experiment's output folder ``OUT``:
 

@@ -1,4 +1,4 @@
-"""Statistics of the report (PROTOCOL.md section 9): medians, relative changes, paired bootstrap
+"""Statistics of the report (docs/protocol.md section 9): medians, relative changes, paired bootstrap
 intervals over handoff points, exact McNemar tests and Wilson intervals.
 
 The statistic for event and token changes is the *relative change of medians*,
@@ -50,7 +50,7 @@ def paired_bootstrap_relative_median_change(
     Args:
         base, new: paired values (same length; index i is handoff point i): e.g. agent events of the
             ``repo_only`` run and of the ``raw_trace`` run of the same point.
-        resamples: bootstrap resamples (PROTOCOL.md section 9: 5,000).
+        resamples: bootstrap resamples (docs/protocol.md section 9: 5,000).
         seed: seed of ``numpy.random.default_rng``; each resample draws ``n`` point indices with
             replacement (``rng.integers(0, n, n)``), in order.
         confidence: two-sided interval level.
@@ -109,7 +109,7 @@ def _resampled_medians(ranks: np.ndarray, sorted_values: np.ndarray, mid: tuple[
 
 
 def mcnemar_exact(base_solved: Sequence[bool], new_solved: Sequence[bool]) -> dict:
-    """Exact McNemar test on paired solved outcomes (PROTOCOL.md section 9).
+    """Exact McNemar test on paired solved outcomes (docs/protocol.md section 9).
 
     Only discordant pairs matter: ``b`` = solved by the base only, ``c`` = solved by the new view only.
     Under the null each discordant pair is a fair coin, so the two-sided p-value is

@@ -3,7 +3,7 @@
 Native layout: one JSON object ``{instance_id?, trajectory_format, info{exit_status, submission, model_stats,
 mini_version, config}, messages[]}`` per run (FORMATS.md, "mini-swe-agent").
 
-How messages map to events (decided here; PROTOCOL.md section 1):
+How messages map to events (decided here; docs/protocol.md section 1):
 
 - ``messages[0]`` (``system``) and ``messages[1]`` (the first ``user`` message, the task) are not events;
   the latter is :attr:`Trajectory.task_prompt`.

@@ -1,4 +1,4 @@
-"""The normalized event model of a run (PROTOCOL.md section 1: event, trajectory, agent events).
+"""The normalized event model of a run (docs/protocol.md section 1: event, trajectory, agent events).
 
 Every reader turns its native format into a :class:`Trajectory`; every later stage (points, views,
 metrics) reads only this model. An *event* is one action (LLM output) or one observation (tool or
@@ -32,7 +32,7 @@ class LLMCall(BaseModel):
     """One call to the model. ``usage`` is ``None`` when the format records no usage at all.
 
     ``format_error`` marks a call whose output the agent rejected (no or several commands); such turns
-    still count in cumulative prompt tokens (PROTOCOL.md section 8).
+    still count in cumulative prompt tokens (docs/protocol.md section 8).
     """
 
     index: int
@@ -67,9 +67,9 @@ class Event(BaseModel):
         exit_code: for command observations, the exit code where known.
         format_error: the action was rejected by the agent's parser (no command run).
         state_diff: cumulative ``git diff`` against ``base_commit`` after this event, when the trajectory
-            stores one (SWE-agent ``state.diff``) -- PROTOCOL.md section 5 source (b).
+            stores one (SWE-agent ``state.diff``) -- docs/protocol.md section 5 source (b).
         snapshot: git tree id of the working tree after this event, when recorded by our own runner --
-            PROTOCOL.md section 5 source (a).
+            docs/protocol.md section 5 source (a).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -136,7 +136,7 @@ class Trajectory(BaseModel):
 
     @property
     def agent_events(self) -> int:
-        """Number of action + observation records (PROTOCOL.md section 1)."""
+        """Number of action + observation records (docs/protocol.md section 1)."""
         return len(self.events)
 
     @property

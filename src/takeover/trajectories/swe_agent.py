@@ -23,7 +23,7 @@ How steps map to events (decided here):
   ``api_calls``). Per-call usage is unknown, so every :class:`LLMCall` has ``usage=None``; the totals are
   kept honestly in ``metadata["usage_totals"]`` with ``per_call: false`` (``takeover inspect`` shows them).
 - ``state.diff``, when present, is the cumulative diff after the step: it is stored as
-  :attr:`Event.state_diff` on both the action and its observation (PROTOCOL.md section 5, source (b)).
+  :attr:`Event.state_diff` on both the action and its observation (docs/protocol.md section 5, source (b)).
 
 ``instance_id`` = ``replay_config.problem_statement.id`` when present, else the file name up to its first
 dot (SWE-agent names files ``<instance_id>.traj``); ``final_patch`` = ``info.submission``; ``working_dir`` =

@@ -1,4 +1,4 @@
-"""Handoff views, the takeover prompt and model-written notes (PROTOCOL.md section 7; issue 5).
+"""Handoff views, the takeover prompt and model-written notes (docs/protocol.md section 7; issue 5).
 
 Files:
 

@@ -1,4 +1,4 @@
-"""Build one handoff view for one handoff point (PROTOCOL.md section 7).
+"""Build one handoff view for one handoff point (docs/protocol.md section 7).
 
 :func:`build_view` takes explicit inputs (trajectory, :class:`~takeover.points.HandoffPoint`, source task,
 checkpoint patch text) so it works for any point from any detector. Every view passes the leak guard

@@ -1,6 +1,6 @@
 """What the predecessor saw, as text: event entries for the raw trace and the note writer's evidence packet.
 
-Rules (PROTOCOL.md section 7):
+Rules (docs/protocol.md section 7):
 
 - An event is rendered as ``[step N | source | type]`` followed by its text. ``N`` is 1-based
   (``Event.index + 1``), so the first event of a run is step 1.

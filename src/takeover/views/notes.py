@@ -1,4 +1,4 @@
-"""Model-written notes: ``summary_notes`` and the model half of ``structured_notes`` (PROTOCOL.md section 7).
+"""Model-written notes: ``summary_notes`` and the model half of ``structured_notes`` (docs/protocol.md section 7).
 
 The note writer sees only the predecessor's evidence: the problem statement and the evidence packet
 (:func:`takeover.views.evidence.evidence_packet`: last 80 events up to the point, 1,200 characters each;

@@ -1,4 +1,4 @@
-"""The takeover prompt and the task prompt, rendered from Jinja templates (PROTOCOL.md section 7).
+"""The takeover prompt and the task prompt, rendered from Jinja templates (docs/protocol.md section 7).
 
 Templates ship in ``takeover/views/templates/`` and any of them can be overridden by a file of the same
 name in a user folder (``template_dir`` / ``--templates DIR``); the rest keep the packaged version.

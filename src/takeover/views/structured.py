@@ -1,4 +1,4 @@
-"""The bounded continuation record of ``structured_notes`` (PROTOCOL.md section 7).
+"""The bounded continuation record of ``structured_notes`` (docs/protocol.md section 7).
 
 Two halves:
 
@@ -52,7 +52,7 @@ class DeterministicFields(BaseModel):
 
     Attributes:
         repository_change_state: one line on the checkpoint diff (files and added/removed lines).
-        changed_source_files / changed_test_files / non_source_artifacts: sorted paths (PROTOCOL.md s. 3).
+        changed_source_files / changed_test_files / non_source_artifacts: sorted paths (docs/protocol.md s. 3).
         validation_status: result of the latest verification after the latest source change
             (``passed``/``failed``/``unknown``/``none``).
         latest_validation_command: the latest verification command at or before the point, if any.
@@ -241,7 +241,7 @@ def unhedged_success_claims(text: str) -> list[str]:
 
 
 def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]:
-    """Protocol rejection reasons other than leaks (PROTOCOL.md section 7); empty when acceptable.
+    """Protocol rejection reasons other than leaks (docs/protocol.md section 7); empty when acceptable.
 
     - overconfident: a field that is only "fixed/done/solved"; or a claim of verified success in the
       descriptive fields when the predecessor saw no passing validation after its latest source change;
