@@ -15,7 +15,7 @@ from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 
 
 class Replay:

@@ -18,7 +18,7 @@ from takeover.errors import InputError
 from takeover.repos import RepoSource
 from takeover.snapshots import snapshot_patch, take_snapshot
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 
 BASE_FILES = {"pkg/mod.py": "def f():\n    return 1\n", "tests/test_mod.py": "def test_f():\n    pass\n"}
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"

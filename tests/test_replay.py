@@ -12,7 +12,7 @@ from takeover import sandbox
 from takeover.patches import first_difference
 from takeover.points import detect_points
 from takeover.replay import can_bind_at, replay_trajectory
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
 needs_sandbox = pytest.mark.skipif(not sandbox.status().available, reason="bubblewrap sandbox not available")

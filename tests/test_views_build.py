@@ -111,7 +111,7 @@ def test_point_outside_the_run_is_rejected(run, task, points):
 
 
 def test_secrets_the_predecessor_printed_are_masked_in_views(task, points):
-    from takeover.trajectories.model import Event, Trajectory
+    from takeover.trajectories.events import Event, Trajectory
 
     key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
     run = Trajectory(format="takeover", instance_id=ID, events=[

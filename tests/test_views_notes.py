@@ -11,7 +11,7 @@ from _views_support import Replay, real_run, real_task, requests_1766_patches, r
 
 from takeover.models import ModelSettings
 from takeover.testing.scripted_server import count_words, prompt_words
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 from takeover.views import NotesFailed, build_view
 from takeover.views.evidence import strip_code
 

@@ -25,7 +25,7 @@ from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, Re
 from takeover.repos import RepoSource
 from takeover.snapshots import patch_bytes, patch_sha256, snapshot_diff, snapshot_patch, take_snapshot
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 
 CheckpointMethod = Literal["recorded_snapshot", "stored_diff", "verified_replay"]
 HandoffState = Literal["invalid", "resolved_preserve", "needs_completion", "broke_existing"]

@@ -19,7 +19,7 @@ from takeover.classify import (
     verification_result,
 )
 from takeover.patches import count_changed_lines
-from takeover.trajectories.model import Event
+from takeover.trajectories.events import Event
 
 PointType = Literal["after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit"]
 POINT_TYPES: tuple[PointType, ...] = (

@@ -62,7 +62,7 @@ from pydantic import BaseModel, Field
 from takeover import sandbox
 from takeover.patches import first_difference
 from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 
 # Seconds per command. Generous on purpose: only file changes matter, and a slow machine must not turn a
 # command the recorded run finished into a kill (replays must give the same verdict on every run).

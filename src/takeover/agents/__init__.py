@@ -8,7 +8,7 @@ Public API (mini-swe-agent and litellm are imported only when a run starts, quie
 
 Records (:mod:`takeover.agents.records`): :class:`RunRecord` (``run.json``), :class:`RunLimits`,
 :class:`RunAccounting`, :class:`ExitStatus`. Reading a run directory back as a
-:class:`~takeover.trajectories.model.Trajectory`: :func:`takeover.agents.reader.read_run`.
+:class:`~takeover.trajectories.events.Trajectory`: :func:`takeover.agents.reader.read_run`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from takeover.agents import _mswea
 from takeover.models import ModelSettings
-from takeover.trajectories.model import Usage
+from takeover.trajectories.events import Usage
 
 _mswea.load()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from takeover.agents.records import RunRecord
 from takeover.errors import InputError
-from takeover.trajectories.model import Event, LLMCall, Trajectory
+from takeover.trajectories.events import Event, LLMCall, Trajectory
 
 FORMAT = "takeover"
 FORMAT_VERSION = "takeover-run-1"

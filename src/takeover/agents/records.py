@@ -64,7 +64,7 @@ class RunAccounting(BaseModel):
 
     Attributes:
         agent_events: action + observation events in ``events.jsonl`` (same definition as
-            :attr:`takeover.trajectories.model.Trajectory.agent_events`).
+            :attr:`takeover.trajectories.events.Trajectory.agent_events`).
         actions, observations: the two halves of ``agent_events``.
         llm_calls: model calls that returned a response (format-error turns included).
         failed_calls: model calls that ended in an endpoint error (after retries); they have no usage.

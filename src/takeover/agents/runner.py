@@ -18,7 +18,7 @@ Run directory (``out_dir``)::
 
     run.json              RunRecord (accounting, exit status, model settings without secrets, versions)
     prompt.md             the prompt given to the agent (task prompt, or a view's takeover prompt)
-    events.jsonl          one takeover.trajectories.model.Event per line
+    events.jsonl          one takeover.trajectories.events.Event per line
     calls.jsonl           one LLMCall per line (usage of every model call)
     <instance_id>.traj.json  mini-swe-agent's native trajectory (format mini-swe-agent-1.1)
     patch.diff            final diff of the workspace against base_commit (untracked files included)
@@ -66,7 +66,7 @@ from takeover.models import ModelSettings
 from takeover.redact import redact, redact_obj
 from takeover.repos import RepoSource
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Event, LLMCall
+from takeover.trajectories.events import Event, LLMCall
 
 _mswea.load()
 

@@ -15,7 +15,7 @@ once; :class:`Ctx` builds :class:`~takeover.errors.InputError` messages naming f
 """
 
 from takeover.trajectories._common import Ctx, Source
-from takeover.trajectories.model import Event, LLMCall, Trajectory, Usage
+from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import (
     Reader,
     detect_format,

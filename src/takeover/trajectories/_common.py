@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover.errors import InputError
-from takeover.trajectories.model import Event, Usage
+from takeover.trajectories.events import Event, Usage
 
 _UPLOADED = re.compile(r"<uploaded_files>\s*\n?\s*(\S[^\n]*?)\s*\n?\s*</uploaded_files>")
 

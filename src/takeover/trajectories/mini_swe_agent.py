@@ -39,7 +39,7 @@ import re
 from typing import Any
 
 from takeover.trajectories._common import Ctx, Source, as_int, content_text, openai_usage
-from takeover.trajectories.model import Event, LLMCall, Trajectory
+from takeover.trajectories.events import Event, LLMCall, Trajectory
 from takeover.trajectories.registry import Reader
 
 NAME = "mini-swe-agent"

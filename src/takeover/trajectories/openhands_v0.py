@@ -45,7 +45,7 @@ from takeover.trajectories._common import (
     uploaded_dir,
     user_reply,
 )
-from takeover.trajectories.model import Event, LLMCall, Trajectory, Usage
+from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import Reader
 
 NAME = "openhands-v0"

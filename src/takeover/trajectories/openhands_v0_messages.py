@@ -41,7 +41,7 @@ from takeover.trajectories._common import (
     uploaded_dir,
     user_reply,
 )
-from takeover.trajectories.model import Event, LLMCall, Trajectory
+from takeover.trajectories.events import Event, LLMCall, Trajectory
 from takeover.trajectories.registry import Reader
 
 NAME = "openhands-v0-messages"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from takeover.errors import InputError
 from takeover.trajectories._common import Source
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 
 
 class TrajectorySummary(BaseModel):

@@ -38,7 +38,7 @@ import shlex
 from typing import Any
 
 from takeover.trajectories._common import Ctx, Source, as_int, content_text
-from takeover.trajectories.model import Event, LLMCall, Trajectory
+from takeover.trajectories.events import Event, LLMCall, Trajectory
 from takeover.trajectories.registry import Reader
 
 NAME = "swe-agent"

@@ -17,7 +17,7 @@ from takeover.models import ModelSettings
 from takeover.points import HandoffPoint
 from takeover.redact import redact
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 from takeover.views.client import ModelClient, ModelUsage
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed, write_notes

@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field
 from takeover.errors import TakeoverError
 from takeover.models import ModelSettings
 from takeover.redact import redact
-from takeover.trajectories.model import Usage
+from takeover.trajectories.events import Usage
 
 Transport = Literal["http", "litellm"]
 RETRYABLE_STATUSES = frozenset({429}) | frozenset(range(500, 600))

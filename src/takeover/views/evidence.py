@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 
 PACKET_EVENTS = 80
 PACKET_CLIP = 1200

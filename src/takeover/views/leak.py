@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from takeover.errors import TakeoverError
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory
 
 MIN_LINE = 32
 MIN_GOLD_LINE = 16

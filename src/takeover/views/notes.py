@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 from takeover.errors import TakeoverError
 from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 from takeover.views.client import ModelCallError, ModelClient, ModelUsage
 from takeover.views.evidence import PACKET_CLIP, evidence_packet
 from takeover.views.leak import LeakGuard

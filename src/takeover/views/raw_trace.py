@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 from takeover.views.evidence import render_event, visible_events
 from takeover.views.prompt import render
 from takeover.views.tokens import estimate_tokens

@@ -26,7 +26,7 @@ from takeover.errors import InputError
 from takeover.models import ModelSettings
 from takeover.points import POINT_TYPES, HandoffPoint
 from takeover.tasks import SourceTask
-from takeover.trajectories.model import Trajectory
+from takeover.trajectories.events import Trajectory
 from takeover.views.build import ModelRequired, build_view
 from takeover.views.client import ModelClient, ModelUsage
 from takeover.views.leak import LeakGuard
