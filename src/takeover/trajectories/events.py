@@ -19,12 +19,26 @@ EventSource = Literal["agent", "environment", "user"]
 class Usage(BaseModel):
     """Token usage of one LLM call, as the endpoint reported it (units: tokens).
 
-    ``estimated`` is true when the endpoint reported nothing and a tokenizer estimate stands in.
+    Attributes:
+        prompt_tokens: prompt tokens of the call, cached ones included (OpenAI ``prompt_tokens``,
+            response-style ``input_tokens``; for Anthropic-style usage, input + cache read + cache creation).
+        completion_tokens: generated tokens, reasoning tokens included.
+        cached_tokens: prompt tokens served from the provider's cache (OpenAI
+            ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``); ``None`` when
+            the format does not say.
+        cache_creation_tokens: prompt tokens written to the provider's cache (Anthropic
+            ``cache_creation_input_tokens``); ``None`` when the format does not say.
+        reasoning_tokens: completion tokens spent on reasoning (``completion_tokens_details.reasoning_tokens``,
+            response-style ``output_tokens_details.reasoning_tokens``); ``None`` when the format does not say.
+        estimated: true when the endpoint reported no usable count (no usage, or a prompt count of 0 for a
+            non-empty prompt) and an estimate stands in; such counts are never summed as reported ones.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    reasoning_tokens: int | None = None
     estimated: bool = False
 
 
