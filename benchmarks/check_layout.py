@@ -1,0 +1,405 @@
+"""Check the layout of ``src/takeover`` from its source text (``ast``; nothing is imported or run).
+
+    python benchmarks/check_layout.py [SRC_DIR]      # default: src/takeover of this checkout
+
+Prints a table of figures (modules, lines, import edges, the largest modules, violations per rule), then
+every violation, and exits 1 when there is any (0 otherwise, 2 on bad arguments). The rules:
+
+- ``size``: every module is under :data:`MAX_LINES` (500) lines.
+- ``duplicate-name``: no module file name is used twice outside ``cli/`` (``__init__.py`` excepted), so a
+  name says which concept a file holds.
+- ``cycle``: no import circle between modules (lazy and ``TYPE_CHECKING`` imports count: they are
+  dependencies too).
+- ``layer``: no module imports from a later layer of :data:`LAYERS` (the data flow, lowest first);
+  ``unplaced``: every module belongs to a layer (a new top-level module or package must be added to
+  :data:`LAYERS` before it passes); ``unresolved``: every ``takeover.*`` import names a module that exists.
+- ``lazy-import``: no ``takeover.*`` import inside a function (it hides a dependency from the imports at the
+  top of the file).
+- ``importlib``: no dynamic import (``importlib.import_module``, ``__import__``, ``importlib.reload``,
+  ``module_from_spec``, ``spec_from_file_location``, ``spec_from_loader``, ``runpy.run_module``, or
+  ``find_spec`` of a name spelled with ``takeover``). ``importlib.metadata``, ``importlib.resources`` and
+  ``find_spec`` of a third-party package read metadata or check that an optional dependency is installed;
+  they hide none of our modules and are allowed.
+- ``import-fallback``: no ``except ImportError`` (or ``ModuleNotFoundError``) around an import of
+  ``takeover.*``, or around a call of a function of the same module that imports ``takeover.*``.
+- ``reference``: no text file under ``src/`` mentions an issue number (``issue 4``, ``issue-4``,
+  ``issue #4``) or ``PROTOCOL.md``: users' clones have neither; code cites ``docs/protocol.md``.
+
+The same checks are a library function, :func:`check`, used by ``tests/test_layout.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SRC = ROOT / "src" / "takeover"
+MAX_LINES = 500
+#: Folder whose modules are named after commands: its file names may repeat names used elsewhere.
+COMMAND_FOLDER = "cli"
+
+#: The data-flow layers, lowest first: a module may import from its own layer and earlier ones only.
+#: Entries name the first component under ``takeover`` (a module or a package with everything inside it);
+#: ``""`` is the package root (``takeover/__init__.py``, which holds only the version).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    # 0 foundation: the vocabulary, errors, files, processes, sandbox, secrets, diffs, run limits, the model
+    # endpoint (``models`` is moving into ``llm/``), package versions of records
+    ("", "vocabulary", "errors", "_io", "processes", "sandbox", "redact", "patches", "limits", "llm", "models",
+     "versions"),
+    ("tasks", "repos"),  # 1
+    ("trajectories",),  # 2: the event model and every format's reader, takeover's own run format included
+    ("classify", "snapshots", "environments", "replay"),  # 3 (replay's editor emulation goes here too)
+    ("points",),  # 4
+    ("checkpoints",),  # 5
+    ("views",),  # 6
+    ("agents",),  # 7
+    ("grading",),  # 8
+    ("report", "results"),  # 9: results = the typed records stages write and the report reads
+    ("experiments", "embedded_model", "doctor", "quickstart", "testing"),  # 10 (testing: test support)
+    ("cli", "__main__"),  # 11
+)
+
+#: Calls that load a module chosen at run time.
+DYNAMIC_IMPORTS = frozenset({
+    "import_module", "__import__", "reload", "module_from_spec", "spec_from_file_location", "spec_from_loader",
+    "run_module",
+})
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+REFERENCE = re.compile(r"(?i:\bissues?[ \t]*[-#]?[ \t]*\d+)|PROTOCOL\.md")
+RULES: dict[str, str] = {
+    "size": f"modules under {MAX_LINES} lines",
+    "duplicate-name": "module file names used once (outside cli/)",
+    "cycle": "no import circle",
+    "layer": "no import from a later layer",
+    "unplaced": "every module in the layer table",
+    "unresolved": "every takeover import exists",
+    "lazy-import": "no takeover import inside a function",
+    "importlib": "no dynamic import",
+    "import-fallback": "no except ImportError around takeover imports",
+    "reference": "no 'issue N' / PROTOCOL.md in src/",
+}
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: ``rule`` (a key of :data:`RULES`), where (``path:line``) and what."""
+
+    rule: str
+    where: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` imports ``target`` at ``line``; ``lazy`` inside a function."""
+
+    source: str
+    target: str
+    line: int
+    lazy: bool
+
+
+@dataclass
+class Module:
+    name: str  # dotted, e.g. takeover.views.build
+    path: Path
+    rel: str  # path relative to the source folder's parent, e.g. takeover/views/build.py
+    lines: int
+    tree: ast.Module
+
+
+@dataclass
+class LayoutReport:
+    """What :func:`check` found: the modules, their import edges and every violation."""
+
+    src: Path
+    modules: dict[str, Module] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+
+    def count(self, rule: str) -> int:
+        return sum(1 for v in self.violations if v.rule == rule)
+
+
+def module_name(src: Path, path: Path) -> str:
+    """Dotted name of ``path`` under the package folder ``src`` (``__init__.py`` is the package itself)."""
+    parts = [src.name, *path.relative_to(src).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(name: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> int | None:
+    """The layer index of a dotted module name, or ``None`` when the table does not place it."""
+    parts = name.split(".")
+    key = parts[1] if len(parts) > 1 else ""
+    return next((i for i, names in enumerate(layers) if key in names), None)
+
+
+def _load(src: Path) -> dict[str, Module]:
+    modules = {}
+    for path in sorted(src.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        name = module_name(src, path)
+        modules[name] = Module(name, path, str(path.relative_to(src.parent)), len(text.splitlines()),
+                               ast.parse(text, filename=str(path)))
+    return modules
+
+
+def _resolve(module: Module, node: ast.ImportFrom | ast.Import, known: dict[str, Module]) -> list[str]:
+    """Dotted names of our modules that ``node`` imports (``from pkg import sub`` -> ``pkg.sub``)."""
+    package = module.name.split(".")[0]
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name == package or a.name.startswith(package + ".")]
+    if node.level:
+        base = module.name.split(".")
+        if module.path.name != "__init__.py":
+            base = base[:-1]
+        base = base[: len(base) - node.level + 1]
+        target = ".".join([*base, node.module] if node.module else base)
+    else:
+        target = node.module or ""
+        if target != package and not target.startswith(package + "."):
+            return []
+    subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in known]
+    rest = [a for a in node.names if f"{target}.{a.name}" not in known]
+    return subs + ([target] if rest else [])
+
+
+def _walk(node: ast.AST, in_function: bool = False):
+    """Yield ``(node, in_function)`` for every node below ``node``."""
+    for child in ast.iter_child_nodes(node):
+        inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        yield child, inner
+        yield from _walk(child, inner)
+
+
+def _call_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _dynamic_import(call: ast.Call, package: str) -> str | None:
+    """Why ``call`` is a dynamic import of a module, or ``None``."""
+    name = _call_name(call.func)
+    if name in DYNAMIC_IMPORTS:
+        return f"{ast.unparse(call.func)}(...) loads a module chosen at run time"
+    if name == "find_spec" and call.args:
+        for n in ast.walk(call.args[0]):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split(".")[0] == package:
+                return f"{ast.unparse(call)} probes our own module"
+    return None
+
+
+def _handles_import_error(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(_call_name(k) in IMPORT_ERRORS for k in kinds if k is not None)
+
+
+def _scan(module: Module, known: dict[str, Module], report: LayoutReport) -> None:
+    package = module.name.split(".")[0]
+    own: dict[ast.AST, list[str]] = {}
+    importers: set[str] = set()  # functions of this module that import one of our modules
+    for node, in_function in _walk(module.tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            targets = _resolve(module, node, known)
+            own[node] = targets
+            for target in targets:
+                report.edges.append(Edge(module.name, target, node.lineno, in_function))
+                if in_function:
+                    report.violations.append(Violation(
+                        "lazy-import", f"{module.rel}:{node.lineno}",
+                        f"imports {target} inside a function: import it at the top (or move the code)"))
+        elif isinstance(node, ast.Call) and (why := _dynamic_import(node, package)):
+            report.violations.append(Violation("importlib", f"{module.rel}:{node.lineno}", why))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+            isinstance(n, ast.Import | ast.ImportFrom) and _resolve(module, n, known) for n in ast.walk(node)
+        ):
+            importers.add(node.name)
+    for node, _ in _walk(module.tree):
+        if not isinstance(node, ast.Try) or not any(_handles_import_error(h) for h in node.handlers):
+            continue
+        guarded = []
+        for stmt in node.body:
+            for n in ast.walk(stmt):
+                if own.get(n):
+                    guarded.extend(own[n])
+                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in importers:
+                    guarded.append(f"{n.func.id}() (which imports {package} modules)")
+        for target in dict.fromkeys(guarded):
+            report.violations.append(Violation(
+                "import-fallback", f"{module.rel}:{node.lineno}",
+                f"except ImportError around {target}: our own modules are always installed"))
+
+
+def _cycles(names: list[str], edges: list[Edge]) -> list[list[str]]:
+    """Strongly connected components with more than one module (or a module importing itself)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for e in edges:
+        graph[e.source].add(e.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan; the package has well under 1,000 modules, recursion is fine
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in graph[v]:
+                found.append(sorted(component))
+
+    for name in sorted(names):
+        if name not in index:
+            visit(name)
+    return sorted(found)
+
+
+def check(src: Path | str = DEFAULT_SRC, layers: tuple[tuple[str, ...], ...] = LAYERS) -> LayoutReport:
+    """Every layout rule of the module docstring over the package folder ``src``; nothing is imported.
+
+    Raises:
+        FileNotFoundError: ``src`` is not a folder.
+        SyntaxError: a module does not parse.
+    """
+    src = Path(src).resolve()
+    if not src.is_dir():
+        raise FileNotFoundError(f"{src}: not a folder")
+    report = LayoutReport(src=src, modules=_load(src))
+    modules = report.modules
+    for module in modules.values():
+        _scan(module, modules, report)
+        if module.lines >= MAX_LINES:
+            report.violations.append(Violation(
+                "size", module.rel, f"{module.lines} lines (every module under {MAX_LINES})"))
+
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for module in modules.values():
+        inner = module.path.relative_to(src)
+        if module.path.name != "__init__.py" and inner.parts[0] != COMMAND_FOLDER:
+            by_name[module.path.name].append(module.rel)
+    for file_name, paths in sorted(by_name.items()):
+        if len(paths) > 1:
+            report.violations.append(Violation(
+                "duplicate-name", file_name, f"{len(paths)} modules: {', '.join(paths)}"))
+
+    for name, module in modules.items():
+        if layer_of(name, layers) is None:
+            report.violations.append(Violation(
+                "unplaced", module.rel,
+                f"{name} is in no layer: add {name.split('.')[1]!r} to LAYERS in benchmarks/check_layout.py"))
+    for e in report.edges:
+        where = f"{modules[e.source].rel}:{e.line}"
+        if e.target not in modules:
+            report.violations.append(Violation("unresolved", where, f"imports {e.target}, which does not exist"))
+            continue
+        a, b = layer_of(e.source, layers), layer_of(e.target, layers)
+        if a is not None and b is not None and b > a:
+            report.violations.append(Violation(
+                "layer", where, f"{e.source} (layer {a}) imports {e.target} (layer {b})"))
+
+    edges = [e for e in report.edges if e.target in modules and e.target != e.source]
+    for component in _cycles(list(modules), edges):
+        members = set(component)
+        inside = sorted({(e.source, e.target, e.lazy) for e in edges if e.source in members and e.target in members})
+        shown = "; ".join(f"{s} -> {t}{' (lazy)' if lazy else ''}" for s, t, lazy in inside)
+        report.violations.append(Violation("cycle", " <-> ".join(component), shown))
+
+    for path in sorted(src.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".png", ".gguf"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        for lineno, line in enumerate(text.splitlines(), 1):
+            for m in REFERENCE.finditer(line):
+                report.violations.append(Violation(
+                    "reference", f"{path.relative_to(src.parent)}:{lineno}", f"mentions {m.group(0)!r}"))
+    return report
+
+
+def format_report(report: LayoutReport, largest: int = 12) -> str:
+    """The figures table, the largest modules and every violation grouped by rule, as text."""
+    modules = report.modules.values()
+    total = sum(m.lines for m in modules)
+    distinct = {(e.source, e.target) for e in report.edges if e.target in report.modules}
+    per_layer = Counter(layer_of(m.name) for m in modules)
+    lazy = [e for e in report.edges if e.lazy]
+
+    def _against(e: Edge) -> bool:
+        a, b = layer_of(e.source), layer_of(e.target)
+        return a is not None and b is not None and b > a
+    out = [
+        f"Layout of {report.src}",
+        "",
+        f"{'figure':<44}{'value':>10}",
+        f"{'modules (.py files)':<44}{len(report.modules):>10}",
+        f"{'lines in modules':<44}{total:>10,}",
+        f"{'modules under ' + str(MAX_LINES) + ' lines':<44}{sum(m.lines < MAX_LINES for m in modules):>10}",
+        f"{'import edges between modules (distinct)':<44}{len(distinct):>10}",
+        f"{'takeover imports inside functions':<44}{len(lazy):>10}",
+        f"{'  in cli/ (commands)':<44}{sum(e.source.split('.')[1:2] == [COMMAND_FOLDER] for e in lazy):>10}",
+        f"{'  against the layers':<44}{sum(_against(e) for e in lazy):>10}",
+        f"{'modules per layer (0..' + str(len(LAYERS) - 1) + ')':<44}"
+        + " ".join(str(per_layer.get(i, 0)) for i in range(len(LAYERS)))
+        + (f"  unplaced {per_layer[None]}" if per_layer.get(None) else ""),
+        "",
+        f"{'largest modules':<44}{'lines':>10}",
+    ]
+    for m in sorted(modules, key=lambda m: (-m.lines, m.rel))[:largest]:
+        mark = "  over" if m.lines >= MAX_LINES else ""
+        out.append(f"  {m.rel:<42}{m.lines:>10}{mark}")
+    out += ["", f"{'rule':<16}{'':<50}{'violations':>10}"]
+    for rule, text in RULES.items():
+        out.append(f"{rule:<16}{text:<50}{report.count(rule):>10}")
+    out.append(f"{'total':<66}{len(report.violations):>10}")
+    for rule, text in RULES.items():
+        found = [v for v in report.violations if v.rule == rule]
+        if found:
+            out += ["", f"== {rule}: {text} ({len(found)})"]
+            out += [f"  {v}" for v in found]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) > 1 or (args and args[0].startswith("-")):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    src = Path(args[0]) if args else DEFAULT_SRC
+    try:
+        report = check(src)
+    except (FileNotFoundError, SyntaxError) as exc:
+        print(f"check_layout: {exc}", file=sys.stderr)
+        return 2
+    sys.stdout.write(format_report(report))
+    return 1 if report.violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""The package layout: module size, names, import circles and the data-flow layers (benchmarks/check_layout.py).
+
+The checker reads the code with ``ast`` and imports nothing; these tests run it as a library. The first
+test is the layout of ``src/takeover`` itself; the others pin each rule on a small package written here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("check_layout", ROOT / "benchmarks" / "check_layout.py")
+check_layout = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("check_layout", check_layout)
+_spec.loader.exec_module(check_layout)
+
+LAYERS = (("", "base"), ("middle",), ("top", "cli"))
+
+
+@pytest.mark.xfail(strict=False, reason="the package is being restructured; the lead removes this mark once "
+                   "benchmarks/check_layout.py reports no violation")
+def test_src_takeover_breaks_no_layout_rule():
+    report = check_layout.check(ROOT / "src" / "takeover")
+    assert not report.violations, check_layout.format_report(report)
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    src = tmp_path / "takeover"
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = src / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return src
+
+
+def _rules(src: Path) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for v in check_layout.check(src, layers=LAYERS).violations:
+        found.setdefault(v.rule, []).append(f"{v.where}: {v.detail}")
+    return found
+
+
+def test_a_package_that_follows_the_flow_passes(tmp_path):
+    src = _package(tmp_path, {
+        "base.py": "X = 1\n",
+        "middle/__init__.py": "from takeover.middle.part import Y\n",
+        "middle/part.py": "from takeover import base\nfrom takeover.base import X\nY = X\n",
+        "top.py": "import importlib.metadata\nfrom .middle import Y\n\n\ndef version():\n"
+                  "    return importlib.metadata.version('pip')\n",
+        "cli/base.py": "from takeover.top import version\n",  # a command may reuse a module's name
+    })
+    assert _rules(src) == {}
+
+
+def test_an_import_from_a_later_layer_is_reported(tmp_path):
+    src = _package(tmp_path, {"base.py": "from takeover.top import Z\n", "top.py": "Z = 1\n"})
+    assert _rules(src) == {"layer": ["takeover/base.py:1: takeover.base (layer 0) imports takeover.top (layer 2)"]}
+
+
+def test_an_import_circle_is_reported_with_its_edges(tmp_path):
+    src = _package(tmp_path, {
+        "middle/a.py": "from takeover.middle.b import B\nA = 1\n",
+        "middle/b.py": "def f():\n    from takeover.middle.a import A\n    return A\nB = 1\n",
+    })
+    rules = _rules(src)
+    cycle = ("takeover.middle.a <-> takeover.middle.b: takeover.middle.a -> takeover.middle.b; "
+             "takeover.middle.b -> takeover.middle.a (lazy)")
+    assert rules["cycle"] == [cycle]
+    lazy = "takeover/middle/b.py:2: imports takeover.middle.a inside a function: import it at the top (or move the code)"
+    assert rules["lazy-import"] == [lazy]
+
+
+def test_size_names_and_unplaced_modules_are_reported(tmp_path):
+    big = "x = 1\n" * check_layout.MAX_LINES
+    src = _package(tmp_path, {"base.py": big, "middle/base.py": "", "extra.py": "", "cli/middle.py": ""})
+    rules = _rules(src)
+    assert rules["size"] == [f"takeover/base.py: {check_layout.MAX_LINES} lines (every module under 500)"]
+    assert rules["duplicate-name"] == ["base.py: 2 modules: takeover/base.py, takeover/middle/base.py"]
+    assert [r.split(":")[0] for r in rules["unplaced"]] == ["takeover/extra.py"]
+
+
+def test_hidden_imports_fallbacks_and_references_are_reported(tmp_path):
+    src = _package(tmp_path, {
+        "top.py": (
+            "import importlib\n"
+            "try:\n    from takeover.middle import M\nexcept ImportError:\n    M = None\n"
+            "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n"  # a third-party fallback is fine
+            "\n\ndef load():\n    from takeover import base\n    return base\n"
+            "try:\n    B = load()\nexcept (OSError, ModuleNotFoundError):\n    B = None\n"
+            "R = importlib.import_module('takeover.base')\n"
+            "S = importlib.util.find_spec('takeover.middle')\n"
+            "T = importlib.util.find_spec('yaml')\n"
+        ),
+        "middle/__init__.py": "M = 1  # added for issue 12, see PROTOCOL.md\n",
+        "base.py": "from takeover.gone import G\n",
+    })
+    rules = _rules(src)
+    assert [r.split(": ", 1)[1] for r in rules["import-fallback"]] == [
+        "except ImportError around takeover.middle: our own modules are always installed",
+        "except ImportError around load() (which imports takeover modules): our own modules are always installed",
+    ]
+    assert [r.split(":")[1] for r in rules["importlib"]] == ["19", "20"]
+    assert rules["reference"] == ["takeover/middle/__init__.py:1: mentions 'issue 12'",
+                                  "takeover/middle/__init__.py:1: mentions 'PROTOCOL.md'"]
+    assert rules["unresolved"] == ["takeover/base.py:1: imports takeover.gone, which does not exist"]
+    assert len(rules["lazy-import"]) == 1
+
+
+def test_the_command_line_prints_figures_and_exits_1_on_violations(tmp_path, capsys):
+    src = _package(tmp_path, {"tasks.py": "from takeover.report import Z\n", "report.py": "Z = 1\n"})
+    assert check_layout.main([str(src)]) == 1
+    out = capsys.readouterr().out
+    assert "largest modules" in out and "== layer: no import from a later layer (1)" in out
+    assert check_layout.main([str(tmp_path / "missing")]) == 2
