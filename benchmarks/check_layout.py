@@ -24,6 +24,8 @@ every violation, and exits 1 when there is any (0 otherwise, 2 on bad arguments)
   ``takeover.*``, or around a call of a function of the same module that imports ``takeover.*``.
 - ``reference``: no text file under ``src/`` mentions an issue number (``issue 4``, ``issue-4``,
   ``issue #4``) or ``PROTOCOL.md``: users' clones have neither; code cites ``docs/protocol.md``.
+- ``citation``: every ``docs/protocol.md section N`` (``sections N-M``, ``s. N, M``) cited under ``src/``
+  names a section that ``docs/protocol.md`` has (a heading ``## N. ...``).
 
 The same checks are a library function, :func:`check`, used by ``tests/test_layout.py``.
 """
@@ -71,6 +73,8 @@ DYNAMIC_IMPORTS = frozenset({
 })
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 REFERENCE = re.compile(r"(?i:\bissues?[ \t]*[-#]?[ \t]*\d+)|PROTOCOL\.md")
+CITATION = re.compile(r"docs/protocol\.md`{0,2}\s+(?:sections?|s\.)\s+(\d+(?:\s*(?:-|,|and)\s*\d+)*)")
+SECTION_HEADING = re.compile(r"^## (\d+)\.", re.MULTILINE)
 RULES: dict[str, str] = {
     "size": f"modules under {MAX_LINES} lines",
     "duplicate-name": "module file names used once (outside cli/)",
@@ -82,6 +86,7 @@ RULES: dict[str, str] = {
     "importlib": "no dynamic import",
     "import-fallback": "no except ImportError around takeover imports",
     "reference": "no 'issue N' / PROTOCOL.md in src/",
+    "citation": "cited protocol sections exist",
 }
 
 
@@ -279,8 +284,24 @@ def _cycles(names: list[str], edges: list[Edge]) -> list[list[str]]:
     return sorted(found)
 
 
-def check(src: Path | str = DEFAULT_SRC, layers: tuple[tuple[str, ...], ...] = LAYERS) -> LayoutReport:
+def cited_sections(numbers: str) -> list[int]:
+    """Section numbers of a citation's number list: ``"3-5"`` -> 3, 4, 5; ``"5, 7 and 8"`` -> 5, 7, 8."""
+    found: list[int] = []
+    for part in re.split(r"\s*(?:,|and)\s*", numbers):
+        low, _, high = part.partition("-")
+        found.extend(range(int(low), int(high or low) + 1))
+    return found
+
+
+def check(
+    src: Path | str = DEFAULT_SRC,
+    layers: tuple[tuple[str, ...], ...] = LAYERS,
+    protocol: Path | str | None = None,
+) -> LayoutReport:
     """Every layout rule of the module docstring over the package folder ``src``; nothing is imported.
+
+    ``protocol`` is the protocol document that citations must match (default: ``docs/protocol.md`` two
+    folders above ``src``, as in ``src/takeover``).
 
     Raises:
         FileNotFoundError: ``src`` is not a folder.
@@ -329,6 +350,9 @@ def check(src: Path | str = DEFAULT_SRC, layers: tuple[tuple[str, ...], ...] = L
         shown = "; ".join(f"{s} -> {t}{' (lazy)' if lazy else ''}" for s, t, lazy in inside)
         report.violations.append(Violation("cycle", " <-> ".join(component), shown))
 
+    protocol = Path(protocol) if protocol is not None else src.parents[1] / "docs" / "protocol.md"
+    sections = set(map(int, SECTION_HEADING.findall(protocol.read_text(encoding="utf-8")))) \
+        if protocol.is_file() else set()
     for path in sorted(src.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.suffix in (".pyc", ".png", ".gguf"):
             continue
@@ -336,10 +360,16 @@ def check(src: Path | str = DEFAULT_SRC, layers: tuple[tuple[str, ...], ...] = L
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
             continue
+        rel = path.relative_to(src.parent)
         for lineno, line in enumerate(text.splitlines(), 1):
             for m in REFERENCE.finditer(line):
-                report.violations.append(Violation(
-                    "reference", f"{path.relative_to(src.parent)}:{lineno}", f"mentions {m.group(0)!r}"))
+                report.violations.append(Violation("reference", f"{rel}:{lineno}", f"mentions {m.group(0)!r}"))
+        for m in CITATION.finditer(text):
+            missing = [n for n in cited_sections(m.group(1)) if n not in sections]
+            if missing:
+                where = f"{rel}:{text.count(chr(10), 0, m.start()) + 1}"
+                why = f"{protocol} has no section {missing[0]}" if protocol.is_file() else f"{protocol} is missing"
+                report.violations.append(Violation("citation", where, f"cites {' '.join(m.group(0).split())}: {why}"))
     return report
 
 

@@ -116,3 +116,19 @@ def test_the_command_line_prints_figures_and_exits_1_on_violations(tmp_path, cap
     out = capsys.readouterr().out
     assert "largest modules" in out and "== layer: no import from a later layer (1)" in out
     assert check_layout.main([str(tmp_path / "missing")]) == 2
+
+
+def test_citations_must_name_sections_the_protocol_document_has(tmp_path):
+    src = _package(tmp_path, {
+        "base.py": '"""Rules (docs/protocol.md section 3; docs/protocol.md\n    sections 2-4)."""\n',
+        "middle/__init__.py": "# docs/protocol.md s. 3, 9\n",
+    })
+    protocol = tmp_path / "protocol.md"
+    protocol.write_text("# The protocol\n\n## 2. Tasks\n\n## 3. Files\n\n### 3.1 Tests\n\n## 4. Points\n")
+    rules = check_layout.check(src, layers=LAYERS, protocol=protocol).violations
+    assert [(v.rule, v.where, v.detail.split(":")[0]) for v in rules] == [
+        ("citation", "takeover/middle/__init__.py:1", "cites docs/protocol.md s. 3, 9"),
+    ]
+    protocol.unlink()
+    assert {v.where for v in check_layout.check(src, layers=LAYERS, protocol=protocol).violations} == {
+        "takeover/base.py:1", "takeover/middle/__init__.py:1"}
