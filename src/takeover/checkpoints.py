@@ -268,6 +268,20 @@ def apply_patch(workspace: Path | str, patch: str) -> None:
         raise InputError(workspace, f"checkpoint patch does not apply: {proc.stderr.decode(errors='replace').strip()[:300]}")
 
 
+def checkpoint_workspace(checkpoint_dir: Path | str, dest: Path, *, repo_source: RepoSource | None = None) -> Path:
+    """A fresh copy of a checkpoint's repository in the new folder ``dest``: ``base_commit`` plus
+    ``checkpoint.patch`` (docs/protocol.md section 5: the predecessor's later events are never visible).
+
+    Raises:
+        InputError: the checkpoint is invalid or its patch does not apply.
+        RepositoryUnavailable: the repository cannot be obtained.
+    """
+    checkpoint, patch = load_checkpoint(checkpoint_dir)
+    workspace = (repo_source or RepoSource()).workspace(checkpoint.repo, checkpoint.base_commit, dest)
+    apply_patch(workspace, patch)
+    return workspace
+
+
 def materialize_checkpoint(
     task: SourceTask,
     trajectory: Trajectory | None,
