@@ -74,7 +74,7 @@ def main() -> None:
             task,
             ModelSettings(name="scripted", base_url=srv.base_url, api_key_env=None, retries=0),
             Path(tmp) / "run",
-            limits=RunLimits(steps=args.steps),
+            limits=RunLimits(step_limit=args.steps),
             repo_source=RepoSource(allow_network=False),
         )
         total = time.perf_counter() - t0

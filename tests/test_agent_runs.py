@@ -12,6 +12,7 @@ from test_agents import BUGGY, FIXED, SUBMIT, TEST, _checkpoint, bash, events_of
 from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, run_predecessor, run_takeover
 from takeover.errors import InputError
+from takeover.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer
 
 
@@ -41,7 +42,7 @@ def test_the_same_takeover_in_two_output_folders_has_identical_prompts_and_numbe
     records, requests = [], []
     for out in (tmp_path / "a", tmp_path / "deeper" / "folder" / "with-a-much-longer-name"):
         with ScriptedServer(script) as srv:
-            records.append(run_takeover(folder, "repo_only", settings(srv), out, task=task, mirror=mirror))
+            records.append(run_takeover(folder, "repo_only", settings(srv), out, task=task, repo_source=RepoSource(mirror)))
         requests.append(srv.requests)
     a, b = records
     out_a, out_b = tmp_path / "a", tmp_path / "deeper" / "folder" / "with-a-much-longer-name"
@@ -63,22 +64,57 @@ def test_a_finished_run_is_reused_only_for_the_same_inputs(tmp_path, task_and_mi
     task, mirror = task_and_mirror
     out = tmp_path / "run"
     with ScriptedServer([bash("ls")]) as srv:
-        first = run_predecessor(task, settings(srv), out, mirror=mirror, limits=RunLimits(steps=1))
-    assert first.exit_status is ExitStatus.step_limit and first.inputs["limits"]["steps"] == 1
+        first = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
+    assert first.exit_status is ExitStatus.step_limit and first.inputs["limits"]["step_limit"] == 1
     # Same inputs (another endpoint address of the same model): reused, no model call.
     with ScriptedServer([]) as srv:
-        assert run_predecessor(task, settings(srv), out, mirror=mirror, limits=RunLimits(steps=1)) == first
+        assert run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1)) == first
         assert srv.requests == []
         with pytest.raises(InputError, match=r"holds a different run .*differs in limits.*use another --out"):
-            run_predecessor(task, settings(srv), out, mirror=mirror, limits=RunLimits(steps=2))
+            run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2))
         other = settings(srv).model_copy(update={"name": "other-model"})
         with pytest.raises(InputError, match=r"differs in model\).*model other-model"):
-            run_predecessor(task, other, out, mirror=mirror, limits=RunLimits(steps=1))
+            run_predecessor(task, other, out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
         with pytest.raises(InputError, match="differs in prompt_sha256"):
             run_predecessor(
-                task, settings(srv), out, mirror=mirror, limits=RunLimits(steps=1), prompt="other"
+                task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1), prompt="other"
             )
     assert json.loads((out / "run.json").read_text())["inputs_key"] == first.inputs_key  # untouched
+
+
+def test_a_finished_run_of_an_earlier_version_with_earlier_limit_names_resumes(tmp_path, task_and_mirror):
+    from takeover._io import stable_hash
+    from takeover.limits import EARLIER_FIELD_NAMES
+    from takeover.trajectories import read_trajectories
+
+    task, mirror = task_and_mirror
+    out = tmp_path / "run"
+    with ScriptedServer([bash("ls")]) as srv:
+        first = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
+    # run.json as an earlier version wrote it: the limits under their earlier names, and the key of those.
+    earlier = {name: old for old, name in EARLIER_FIELD_NAMES.items()}
+    data = json.loads((out / "run.json").read_text())
+    data["limits"] = {earlier[k]: v for k, v in data["limits"].items()}
+    data["inputs"]["limits"] = {earlier[k]: v for k, v in data["inputs"]["limits"].items()}
+    data["inputs_key"] = stable_hash(data["inputs"])
+    assert data["limits"]["steps"] == 1 and data["inputs_key"] != first.inputs_key
+    (out / "run.json").write_text(json.dumps(data))
+    with ScriptedServer([]) as srv:
+        again = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
+        assert srv.requests == []
+        with pytest.raises(InputError, match=r"holds a different run \(predecessor, model scripted, 1 steps; differs in limits"):
+            run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2))
+    assert again.limits == first.limits and again.accounting == first.accounting
+    [traj] = read_trajectories(out)
+    assert traj.format == "takeover" and traj.agent_events == first.accounting.agent_events
+
+
+def test_run_limits_read_their_earlier_names_once():
+    assert RunLimits.model_validate({"steps": 7, "wall_seconds": 60, "cost": 0.5}) == RunLimits(
+        step_limit=7, wall_time_limit_seconds=60, cost_limit=0.5
+    )
+    with pytest.raises(ValueError, match="give 'step_limit' once"):
+        RunLimits.model_validate({"steps": 7, "step_limit": 7})
 
 
 def test_takeover_rerun_with_another_view_is_refused_by_the_cli_with_exit_2(tmp_path, task_and_mirror):
@@ -171,7 +207,7 @@ def test_no_token_shape_survives_in_any_file_of_a_run(tmp_path, task_and_mirror)
         bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat leak.txt"),
     ]
     with ScriptedServer(script) as srv:
-        run_predecessor(task, settings(srv), tmp_path / "run", mirror=mirror, prompt=f"task {TOKENS['aws']}")
+        run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), prompt=f"task {TOKENS['aws']}")
     events = events_of(tmp_path / "run")
     assert TOKENS["github"][4:] in events[3]["text"] or "[REDACTED]" in events[3]["text"]
     written = [p for p in (tmp_path / "run").iterdir() if p.is_file()]
@@ -211,7 +247,7 @@ def test_without_a_sandbox_the_prompt_names_the_host_path_and_run_json_says_so(
     task, mirror = task_and_mirror
     with ScriptedServer([bash("pwd")]) as srv:
         record = run_predecessor(
-            task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=1)
+            task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1)
         )
     ws = str((tmp_path / "run" / "workspace").resolve())
     assert record.command_root == ws and "depend on the output folder" in record.path_note

@@ -19,6 +19,7 @@ from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.models import ModelSettings
+from takeover.repos import RepoSource
 from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer, count_words, prompt_words
 
@@ -63,7 +64,7 @@ def test_predecessor_run_records_exact_events_tokens_snapshots_and_patch(tmp_pat
     task, mirror = task_and_mirror
     out = tmp_path / "run"
     with ScriptedServer(SOLVE) as srv:
-        record = run_predecessor(task, settings(srv), out, mirror=mirror)
+        record = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror))
     ws = out / "workspace"
 
     assert record.exit_status is ExitStatus.submitted and record.finished
@@ -136,7 +137,7 @@ def test_predecessor_run_records_exact_events_tokens_snapshots_and_patch(tmp_pat
 
     # A re-run of a finished run directory returns the record without calling the model again.
     with ScriptedServer([]) as srv2:
-        again = run_predecessor(task, settings(srv2), out, mirror=mirror)
+        again = run_predecessor(task, settings(srv2), out, repo_source=RepoSource(mirror))
     assert again == record and srv2.requests == []
 
 
@@ -148,7 +149,7 @@ def test_tools_protocol_runs_native_tool_calls(tmp_path, task_and_mirror):
         {"content": "", "tool_calls": [{"name": "bash", "arguments": {"command": SUBMIT}}]},
     ]
     with ScriptedServer(script) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", mirror=mirror, protocol="tools")
+        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), protocol="tools")
     assert record.exit_status is ExitStatus.submitted
     assert srv.requests[0]["tools"][0]["function"]["name"] == "bash"
     assert (record.accounting.agent_events, record.accounting.llm_calls) == (6, 3)
@@ -159,11 +160,11 @@ def test_tools_protocol_runs_native_tool_calls(tmp_path, task_and_mirror):
 
 
 LIMIT_CASES = {
-    "step_limit": (RunLimits(steps=2), [bash("ls")] * 3, {}, (2, 4)),
-    "time_limit": (RunLimits(wall_seconds=0.3), [{**bash("ls"), "delay": 0.4}, bash("ls")], {}, (1, 2)),
-    "token_limit": (RunLimits(prompt_tokens=1), [bash("ls")] * 2, {}, (1, 2)),
-    "cost_limit": (RunLimits(cost=1e-9), [bash("ls")] * 2, {"name": "gpt-4o"}, (1, 2)),
-    "format_errors": (RunLimits(format_errors=3), [{"content": "no action"}] * 4, {}, (3, 6)),
+    "step_limit": (RunLimits(step_limit=2), [bash("ls")] * 3, {}, (2, 4)),
+    "time_limit": (RunLimits(wall_time_limit_seconds=0.3), [{**bash("ls"), "delay": 0.4}, bash("ls")], {}, (1, 2)),
+    "token_limit": (RunLimits(prompt_token_limit=1), [bash("ls")] * 2, {}, (1, 2)),
+    "cost_limit": (RunLimits(cost_limit=1e-9), [bash("ls")] * 2, {"name": "gpt-4o"}, (1, 2)),
+    "format_errors": (RunLimits(max_consecutive_format_errors=3), [{"content": "no action"}] * 4, {}, (3, 6)),
     "model_error": (
         RunLimits(),
         [{"status": 500, "error": "boom"}] * 2,
@@ -184,7 +185,7 @@ def test_each_limit_stops_the_run_with_its_own_status(tmp_path, task_and_mirror,
         model = ModelSettings(
             name=name, base_url=srv.base_url, api_key_env=None, **{"retries": 0, **model_kw}
         )
-        record = run_predecessor(task, model, tmp_path / "run", mirror=mirror, limits=limits)
+        record = run_predecessor(task, model, tmp_path / "run", repo_source=RepoSource(mirror), limits=limits)
     assert record.exit_status == ExitStatus(status)
     assert record.finished
     assert record.accounting.llm_calls == calls
@@ -204,7 +205,7 @@ def test_missing_usage_is_estimated_with_a_local_tokenizer(tmp_path, task_and_mi
     task, mirror = task_and_mirror
     with ScriptedServer([{**bash("ls"), "usage": None}] * 2) as srv:
         record = run_predecessor(
-            task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=2)
+            task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2)
         )
     acc = record.accounting
     assert acc.usage == "estimated" and record.exit_status is ExitStatus.step_limit
@@ -250,7 +251,7 @@ def test_takeover_run_starts_from_the_checkpoint_with_the_view_prompt(tmp_path, 
     with ScriptedServer(
         [bash("cat calc.py notes.txt"), bash("git diff -- calc.py > patch.txt"), bash(SUBMIT)]
     ) as srv:
-        record = run_takeover(folder, "repo_only", settings(srv), tmp_path / "run", task=task, mirror=mirror)
+        record = run_takeover(folder, "repo_only", settings(srv), tmp_path / "run", task=task, repo_source=RepoSource(mirror))
     assert record.kind == "takeover" and record.exit_status is ExitStatus.submitted
     assert record.origin.view == "repo_only" and record.origin.event_index == 4
     assert record.origin.point_type == "after_first_source_edit"
@@ -263,10 +264,10 @@ def test_takeover_run_starts_from_the_checkpoint_with_the_view_prompt(tmp_path, 
 
     (folder / "checkpoint.patch").write_text(patch + "\n")
     with pytest.raises(InputError, match="sha256"):
-        run_takeover(folder, "repo_only", settings(srv), tmp_path / "run2", mirror=mirror)
+        run_takeover(folder, "repo_only", settings(srv), tmp_path / "run2", repo_source=RepoSource(mirror))
     (folder / "checkpoint.patch").write_text(patch)
     with pytest.raises(InputError, match="raw_trace"):
-        run_takeover(folder, "raw_trace", settings(srv), tmp_path / "run3", mirror=mirror)
+        run_takeover(folder, "raw_trace", settings(srv), tmp_path / "run3", repo_source=RepoSource(mirror))
 
 
 def test_sandbox_blocks_writes_outside_the_workspace_and_the_network(tmp_path, task_and_mirror):
@@ -284,7 +285,7 @@ def test_sandbox_blocks_writes_outside_the_workspace_and_the_network(tmp_path, t
         script = [bash(f"echo x > {outside}"), bash(connect), bash("echo inside > inside.txt")]
         with ScriptedServer(script) as srv:
             record = run_predecessor(
-                task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=3)
+                task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), limits=RunLimits(step_limit=3)
             )
     try:
         assert not outside.exists()
@@ -339,7 +340,7 @@ def test_cli_agent_run_writes_a_run_directory(tmp_path, task_and_mirror):
     assert result.exit_code == 0, result.output
     assert "step_limit" in result.output and "events 4" in result.output
     record = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert record["limits"]["steps"] == 2 and record["exit_status"] == "step_limit"
+    assert record["limits"]["step_limit"] == 2 and record["exit_status"] == "step_limit"
     assert "+    return a + b" in (tmp_path / "run" / "patch.diff").read_text()
 
 
@@ -363,7 +364,7 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
         bash(SUBMIT),
     ]
     with ScriptedServer(script) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", mirror=mirror)
+        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror))
     assert record.exit_status is ExitStatus.submitted and record.accounting.agent_events == 14
     traj = read_run(tmp_path / "run")
     source = RepoSource(mirror, allow_network=False)
@@ -411,7 +412,7 @@ def test_an_interrupted_run_keeps_every_finished_step_and_a_rerun_starts_over(tm
 
     out = tmp_path / "run"
     with ScriptedServer(script) as srv, pytest.raises(KeyboardInterrupt):
-        run_predecessor(task, settings(srv), out, mirror=mirror)
+        run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror))
     record = json.loads((out / "run.json").read_text())
     assert record["finished"] is False and record["accounting"]["llm_calls"] == 2
     traj = read_run(out)
@@ -423,7 +424,7 @@ def test_an_interrupted_run_keeps_every_finished_step_and_a_rerun_starts_over(tm
     assert traj.events[1].snapshot in refs  # kept by a ref as soon as it was taken
 
     with ScriptedServer([bash("ls")]) as srv2:
-        again = run_predecessor(task, settings(srv2), out, mirror=mirror, limits=RunLimits(steps=1))
+        again = run_predecessor(task, settings(srv2), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
     assert (
         again.finished and again.exit_status is ExitStatus.step_limit and again.accounting.agent_events == 2
     )
@@ -441,7 +442,7 @@ def test_reported_cached_tokens_are_summed_and_no_secret_reaches_the_agent_or_th
         model = ModelSettings(
             name="scripted", base_url=srv.base_url, api_key_env="TAKEOVER_TEST_API_KEY", retries=0
         )
-        record = run_predecessor(task, model, tmp_path / "run", mirror=mirror, limits=RunLimits(steps=2))
+        record = run_predecessor(task, model, tmp_path / "run", repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2))
     acc = record.accounting
     assert (acc.prompt_tokens, acc.completion_tokens, acc.cached_tokens) == (200, 10, 80)
     assert acc.initial_prompt_tokens == 100
@@ -456,18 +457,18 @@ def test_reported_cached_tokens_are_summed_and_no_secret_reaches_the_agent_or_th
 
 
 def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mirror):
-    from takeover.agents.environment import docker_available
+    from takeover.agents.command_sandbox import docker_available
     from takeover.errors import EnvironmentUnavailable
 
     if docker_available() is None:
         pytest.skip("a Docker daemon answers here")
     task, mirror = task_and_mirror
     with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable, match="Docker daemon"):
-        run_predecessor(task, settings(srv), tmp_path / "run", mirror=mirror, backend="docker")
+        run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), backend="docker")
     assert json.loads((tmp_path / "run" / "run.json").read_text())["finished"] is False
     with ScriptedServer([bash("ls")]) as srv:  # the failed attempt does not block a re-run
         record = run_predecessor(
-            task, settings(srv), tmp_path / "run", mirror=mirror, limits=RunLimits(steps=1)
+            task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1)
         )
     assert record.finished and record.accounting.agent_events == 2
 
@@ -482,7 +483,7 @@ def test_mini_swe_agent_starts_quietly_offline_and_writes_nothing_in_home(tmp_pa
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MSWEA_", "LITELLM_"))}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"))
-    code = "import takeover.agents.runner, takeover.agents._mswea as m, os; print(os.environ['MSWEA_GLOBAL_CONFIG_DIR'])"
+    code = "import takeover.agents.runs, takeover.agents._mswea as m, os; print(os.environ['MSWEA_GLOBAL_CONFIG_DIR'])"
     proc = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False, timeout=300
     )

@@ -1,47 +1,57 @@
-"""Predecessor and successor runs over mini-swe-agent (docs/protocol.md sections 5, 8; issue 6).
+"""Predecessor and successor runs over mini-swe-agent (docs/protocol.md sections 5 and 8).
 
 Public API (mini-swe-agent and litellm are imported only when a run starts, quietly and offline)::
 
     from takeover.agents import run_predecessor, run_takeover, RunLimits
     record = run_predecessor(task, ModelSettings(name="qwen", base_url="http://127.0.0.1:8080/v1"), "runs/p1")
-    record = run_takeover("ckpt/", "raw_trace", settings, "runs/t1", limits=RunLimits(steps=500))
+    record = run_takeover("ckpt/", "raw_trace", settings, "runs/t1", limits=RunLimits(step_limit=500))
 
-Records (:mod:`takeover.agents.records`): :class:`RunRecord` (``run.json``), :class:`RunLimits`,
-:class:`RunAccounting`, :class:`ExitStatus`. Reading a run directory back as a
-:class:`~takeover.trajectories.events.Trajectory`: :func:`takeover.agents.reader.read_run`.
+Modules:
+
+- ``runs.py``: the entry points :func:`run_predecessor`, :func:`run_takeover` and :func:`run_agent`.
+- ``run_folder.py``: :class:`RunSpec` (what determines a run), its inputs key, resuming a run folder.
+- ``loop.py``: :class:`~takeover.agents.loop.TakeoverAgent`, mini-swe-agent's agent loop with the
+  protocol's limits, accounting and snapshots.
+- ``recorder.py``: :class:`~takeover.agents.recorder.RunRecorder`, the events, calls and accounting of a run,
+  written step by step.
+- ``command_sandbox.py``: where the agent's commands run (mini-swe-agent environments, sandboxed).
+- ``model.py``: mini-swe-agent's litellm models driven by :class:`takeover.models.ModelSettings`.
+- ``_mswea.py``: importing mini-swe-agent quietly and offline; its SWE-bench config and templates.
+
+The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounting`,
+:class:`TakeoverOrigin`, :func:`read_run`) are :mod:`takeover.trajectories.takeover_run`; the limits are
+:class:`takeover.limits.RunLimits`; exit statuses :class:`takeover.vocabulary.ExitStatus`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from takeover.agents.records import ExitStatus, RunAccounting, RunLimits, RunRecord, TakeoverOrigin
+from takeover.agents.run_folder import RunSpec
+from takeover.limits import RunLimits
+from takeover.trajectories.takeover_run import RunAccounting, RunRecord, TakeoverOrigin, read_run
+from takeover.vocabulary import ExitStatus
 
 __all__ = [
     "ExitStatus",
     "RunAccounting",
     "RunLimits",
     "RunRecord",
+    "RunSpec",
     "TakeoverOrigin",
-    "checkpoint_workspace",
     "read_run",
     "run_agent",
     "run_predecessor",
     "run_takeover",
 ]
 
-_LAZY = {
-    "run_agent": "takeover.agents.runner",
-    "run_predecessor": "takeover.agents.runner",
-    "run_takeover": "takeover.agents.runner",
-    "checkpoint_workspace": "takeover.agents.runner",
-    "read_run": "takeover.agents.reader",
-}
+_RUNS = ("run_agent", "run_predecessor", "run_takeover")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    # The entry points import mini-swe-agent and litellm (seconds): only when a run is asked for.
+    if name in _RUNS:
+        from takeover.agents import runs
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(name)
+        return getattr(runs, name)
+    raise AttributeError(f"module 'takeover.agents' has no attribute {name!r}")

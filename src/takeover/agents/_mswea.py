@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 MSWEA_VERSION_RANGE = ">=2.4,<2.5"
+#: The working directory of SWE-bench images, which mini-swe-agent's SWE-bench prompts name literally.
+TESTBED = "/testbed"
 
 
 def quiet_env() -> None:
@@ -63,15 +65,13 @@ def benchmark_config(protocol: str) -> dict:
     return get_config_from_spec(name)
 
 
-def versions() -> dict[str, str]:
-    """Versions of the packages that shape a run (for ``run.json``)."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
+def agent_templates(protocol: str) -> dict[str, str]:
+    """``{"system_template", "instance_template"}`` of :func:`benchmark_config`, with the working directory
+    as the template variable ``cwd`` where mini-swe-agent's prompts name :data:`TESTBED` literally.
 
-    out = {"python": platform.python_version()}
-    for dist in ("takeover", "mini-swe-agent", "litellm"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "unknown"
-    return out
+    mini-swe-agent renders the templates with the environment's ``cwd`` (every environment's config has
+    one), so the prompt names the folder the commands really run in: ``/testbed`` in a SWE-bench image or
+    a sandbox mounting the workspace there, else the workspace's host path.
+    """
+    agent = benchmark_config(protocol)["agent"]
+    return {key: agent[key].replace(TESTBED, "{{cwd}}") for key in ("system_template", "instance_template")}

@@ -90,11 +90,12 @@ def run(
     Example: takeover agent run --dataset swebench.jsonl --instance psf__requests-2317 --model qwen
     --base-url http://127.0.0.1:8080/v1 --api-key-env "" --out runs/requests-2317
     """
-    from takeover.agents import RunLimits, run_predecessor, run_takeover
-    from takeover.agents.records import ExitStatus
+    from takeover.agents import run_predecessor, run_takeover
     from takeover.errors import InputError
+    from takeover.limits import RunLimits
     from takeover.models import ModelSettings
     from takeover.repos import RepoSource
+    from takeover.vocabulary import ExitStatus
 
     try:
         if protocol not in ("text", "tools"):
@@ -106,11 +107,11 @@ def run(
             name=model, base_url=base_url, api_key_env=api_key_env or None, temperature=temperature
         )
         limits = RunLimits(
-            steps=step_limit,
-            wall_seconds=time_limit,
-            command_seconds=command_timeout,
-            prompt_tokens=max_prompt_tokens,
-            cost=max_cost,
+            step_limit=step_limit,
+            wall_time_limit_seconds=time_limit,
+            command_timeout=command_timeout,
+            prompt_token_limit=max_prompt_tokens,
+            cost_limit=max_cost,
         )
         task = _find_task(dataset, instance)
         source = RepoSource(mirror, allow_network=not offline)

@@ -84,10 +84,11 @@ def import_predecessor(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 
 def _limits(inputs: dict):
-    from takeover.agents import RunLimits
+    from takeover.limits import RunLimits
 
     lim = inputs["limits"]
-    return RunLimits(steps=lim["step_limit"], wall_seconds=lim["time_limit"], command_seconds=lim["command_timeout"])
+    return RunLimits(step_limit=lim["step_limit"], wall_time_limit_seconds=lim["time_limit"],
+                     command_timeout=lim["command_timeout"])
 
 
 def _model(data: dict):

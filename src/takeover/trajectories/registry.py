@@ -203,15 +203,14 @@ def iter_trajectories(paths: Iterable[Path | str], *, format: str | None = None)
         yield from read_trajectories(path, format=format)
 
 
-#: Modules of the built-in readers (each defines ``READERS``), loaded on first use. A dotted name is a full
-#: module path (``takeover.agents.reader``: takeover's own run directories).
+#: Modules of the built-in readers (each defines ``READERS``), loaded on first use.
 BUILTIN_MODULES = (
     "mini_swe_agent",
     "openhands_v0",
     "openhands_v0_messages",
     "openhands_v1",
     "swe_agent",
-    "takeover.agents.reader",
+    "takeover_run",
 )
 _BUILTIN_LOADED = False
 
@@ -224,7 +223,7 @@ def _load_builtin() -> None:
     import importlib
 
     for name in BUILTIN_MODULES:
-        module = importlib.import_module(name if "." in name else f"takeover.trajectories.{name}")
+        module = importlib.import_module(f"takeover.trajectories.{name}")
         for reader in module.READERS:
             if reader.name not in _READERS:
                 _READERS[reader.name] = reader

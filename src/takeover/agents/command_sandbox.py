@@ -1,4 +1,7 @@
-"""Where an agent's commands run: mini-swe-agent environments around the run's workspace.
+"""The sandbox in which an agent's commands run: mini-swe-agent environments around the run's workspace.
+
+(The task's own environment, its Python and packages, is :mod:`takeover.environments`; a sandbox here
+runs the commands with that environment's variables.)
 
 - ``local`` (default): :class:`SandboxedLocalEnvironment`, mini-swe-agent's ``LocalEnvironment`` with every
   command wrapped by :func:`takeover.sandbox.wrap` (no network, writes only in the workspace and the run's
@@ -8,7 +11,7 @@
   Needs a Docker daemon; raises :class:`~takeover.errors.EnvironmentUnavailable` otherwise.
 
 Commands see a clean environment: variables whose names look like credentials are removed, so an agent
-cannot print an API key; the task environment's variables (its Python venv on ``PATH``, issue 3) are added.
+cannot print an API key; the task environment's variables (its Python venv on ``PATH``) are added.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from pydantic import Field
 
 from takeover import sandbox
 from takeover.agents import _mswea
+from takeover.agents._mswea import TESTBED
 from takeover.errors import EnvironmentUnavailable
 
 _mswea.load()
@@ -83,6 +87,15 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         super().__init__(config_class=SandboxedLocalEnvironmentConfig, **kwargs)
 
     def execute(self, action: dict, cwd: str = "", *, timeout: float | None = None) -> dict[str, Any]:
+        """Run ``action["command"]`` in ``cwd`` (default: the configured ``cwd``) within ``timeout`` seconds
+        (default: the configured ``timeout``).
+
+        Returns:
+            ``{"output", "returncode", "exception_info"}`` (plus ``extra`` after a time-out).
+        Raises:
+            Submitted: the output starts with mini-swe-agent's submission marker.
+            EnvironmentFailure: the workspace or ``cwd`` is gone, or no command can be started there.
+        """
         command = action.get("command", "")
         workspace = Path(self.config.workspace)
         cwd = cwd or self.config.cwd or str(workspace)
@@ -95,7 +108,12 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         argv = ["bash", "-c", command]
         if self.config.use_sandbox:
             argv = sandbox.wrap(
-                argv, workspace, cwd=cwd, tmp=self.config.tmp_dir, readable=self.config.readable, mount_at=root
+                argv,
+                workspace,
+                cwd=cwd,
+                tmp=self.config.tmp_dir,
+                readable=self.config.readable,
+                mount_at=root,
             )
         limit = timeout or self.config.timeout
         try:
@@ -117,11 +135,12 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         return output
 
     def get_template_vars(self, **kwargs) -> dict[str, Any]:
-        # mini-swe-agent merges os.environ here; prompts must not depend on (or leak) the host environment.
+        """The config and the host's ``platform.uname()`` fields, updated with ``kwargs``.
+
+        mini-swe-agent merges ``os.environ`` here as well; prompts must not depend on (or leak) the host's
+        variables, so they are left out.
+        """
         return recursive_merge(self.config.model_dump(), platform.uname()._asdict(), kwargs)
-
-
-TESTBED = "/testbed"
 
 
 def command_root(backend: str, workspace: Path) -> str:
@@ -178,25 +197,25 @@ def docker_available(executable: str = "docker") -> str | None:
     return None
 
 
-def make_environment(
+def make_command_sandbox(
     backend: str,
     *,
     workspace: Path,
     tmp_dir: Path | None,
     env: dict[str, str],
-    command_seconds: float,
+    command_timeout: float,
     instance_id: str,
     image: str | None = None,
     readable: list[Path] | None = None,
 ):
-    """Build the mini-swe-agent environment of a run.
+    """The mini-swe-agent environment in which a run's commands run.
 
     Args:
         backend: ``local`` or ``docker``.
         workspace: the run's repository checkout (host path).
         tmp_dir: the run's private ``/tmp`` (local backend).
         env: variables for every command (mini-swe-agent's config ``env`` plus the task environment).
-        command_seconds: per-command time limit (seconds).
+        command_timeout: per-command time limit (seconds; :attr:`takeover.limits.RunLimits.command_timeout`).
         instance_id: for the SWE-bench image name; ``image`` overrides it.
         readable: extra read-only folders for the sandbox (see :class:`SandboxedLocalEnvironmentConfig`).
     Raises:
@@ -211,7 +230,7 @@ def make_environment(
             tmp_dir=str(tmp_dir) if tmp_dir else None,
             readable=[str(p) for p in readable or []],
             env=env,
-            timeout=max(1, round(command_seconds)),
+            timeout=max(1, round(command_timeout)),
         )
     if backend == "docker":
         reason = docker_available()
@@ -229,7 +248,7 @@ def make_environment(
             # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
             env={"BASH_ENV": "/root/.bashrc", **env},
             interpreter=["bash", "-c"],
-            timeout=max(1, round(command_seconds)),
+            timeout=max(1, round(command_timeout)),
             run_args=["--rm", "--network", "none", "-v", f"{workspace.resolve()}:/testbed"],
         )
     raise EnvironmentUnavailable(f"unknown backend {backend!r}: use local or docker")

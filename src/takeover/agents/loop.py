@@ -1,0 +1,213 @@
+"""The agent loop: mini-swe-agent's ``DefaultAgent`` with the protocol's limits, accounting and snapshots
+(docs/protocol.md sections 5 and 8).
+
+mini-swe-agent runs the loop (query the model, parse one action, execute it, render the observation);
+:class:`TakeoverAgent` adds what the protocol needs around its hooks:
+
+- ``query``: the run's limits (:class:`~takeover.limits.RunLimits`), each with its own
+  :class:`~takeover.vocabulary.ExitStatus`; timing of every model call; usage of every call, format-error
+  turns included; an endpoint failure ends the run with ``model_error`` instead of an exception.
+- ``execute_actions``: per-command time limit (never more than the wall time left); timing; a snapshot
+  of the workspace after every executed action (:func:`takeover.snapshots.take_snapshot`, docs/protocol.md
+  section 5 source (a)).
+- ``save`` (called by mini-swe-agent after every step): the recorder writes the step
+  (:class:`~takeover.agents.recorder.RunRecorder`); the native trajectory (rewritten whole, its cost grows
+  with the run) is rewritten every :data:`NATIVE_EVERY` steps and when the run ends.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+from takeover import snapshots
+from takeover.agents import _mswea
+from takeover.agents.command_sandbox import EnvironmentFailure
+from takeover.agents.recorder import RunRecorder
+from takeover.limits import RunLimits
+from takeover.redact import redact
+from takeover.vocabulary import ExitStatus
+
+_mswea.load()
+
+from minisweagent.agents.default import DefaultAgent
+from minisweagent.exceptions import FormatError, InterruptAgentFlow, Submitted, TimeExceeded
+
+#: Prefix of the ref that keeps each snapshot tree in the workspace's repository (``git gc`` keeps it).
+SNAPSHOT_REF_PREFIX = "refs/takeover/snapshots/"
+#: Steps between rewrites of the native trajectory (always written at the end).
+NATIVE_EVERY = 10
+
+
+def _exit_message(status: ExitStatus, detail: str = "") -> dict:
+    """mini-swe-agent's ``exit`` message that ends a run with ``status`` (``detail``: the error, if any)."""
+    return {
+        "role": "exit",
+        "content": detail or status.value,
+        "extra": {"exit_status": status.value, "submission": "", "exception_str": detail},
+    }
+
+
+def git(cwd: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``git ARGS`` in ``cwd`` (text output captured; a failure is returned, not raised)."""
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, input=input, check=False)
+
+
+class TakeoverAgent(DefaultAgent):
+    """mini-swe-agent's ``DefaultAgent`` with the protocol's limits, accounting and snapshots.
+
+    Args:
+        model, env: mini-swe-agent's model and environment.
+        recorder: records and writes the run.
+        limits: the run's limits; mini-swe-agent gets its own (``step_limit``, ``cost_limit``,
+            ``wall_time_limit_seconds``, ``max_consecutive_format_errors``) from them.
+        workspace: host path of the repository, snapshotted after each command.
+        **kwargs: the rest of mini-swe-agent's ``AgentConfig`` (``system_template``, ``instance_template``).
+    """
+
+    def __init__(self, model, env, *, recorder: RunRecorder, limits: RunLimits, workspace: Path, **kwargs):
+        super().__init__(
+            model,
+            env,
+            step_limit=limits.step_limit,
+            cost_limit=limits.cost_limit or 0.0,
+            wall_time_limit_seconds=int(limits.wall_time_limit_seconds),
+            max_consecutive_format_errors=limits.max_consecutive_format_errors,
+            **kwargs,
+        )
+        self.recorder = recorder
+        self.limits = limits
+        self.workspace = workspace
+
+    def _elapsed(self) -> float:
+        return time.perf_counter() - self.recorder.t_start
+
+    def query(self) -> dict:
+        """Check the limits, query the model and record the call (and its actions, or the format error).
+
+        Raises:
+            InterruptAgentFlow: a limit is reached, or the endpoint failed (``model_error``).
+            TimeExceeded: the wall-time limit is reached.
+            FormatError: the response has no action, or more than one (recorded first).
+        """
+        rec, lim = self.recorder, self.limits
+        if self.n_calls >= lim.step_limit:
+            raise InterruptAgentFlow(_exit_message(ExitStatus.step_limit))
+        if lim.cost_limit is not None and self.cost >= lim.cost_limit:
+            raise InterruptAgentFlow(_exit_message(ExitStatus.cost_limit))
+        if lim.prompt_token_limit is not None and rec.accounting.prompt_tokens >= lim.prompt_token_limit:
+            raise InterruptAgentFlow(_exit_message(ExitStatus.token_limit))
+        if self._elapsed() >= lim.wall_time_limit_seconds:
+            raise TimeExceeded(_exit_message(ExitStatus.time_limit))
+        if self.n_calls == 0:
+            rec.initial_prompt(self.messages)
+        self.n_calls += 1
+        prompt_messages = list(self.messages)
+        t0 = time.perf_counter()
+        try:
+            message = self.model.query(self.messages)
+        except FormatError as exc:
+            extra = exc.messages[0].get("extra", {})
+            call = rec.add_call(
+                extra.get("response"),
+                prompt_messages,
+                extra.get("model_response") or "",
+                time.perf_counter() - t0,
+                format_error=True,
+                cost=float(extra.get("cost") or 0.0),
+            )
+            rec.add_format_error(exc.messages[0], call)
+            raise
+        except Exception as exc:  # noqa: BLE001 - endpoint failure after the settings' retries
+            rec.accounting.failed_calls += 1
+            rec.accounting.model_seconds += time.perf_counter() - t0
+            detail = redact(f"{type(exc).__name__}: {exc}")[:2000]
+            rec.record.exit_detail = detail
+            raise InterruptAgentFlow(_exit_message(ExitStatus.model_error, detail)) from None
+        extra = message.get("extra", {})
+        calls_text = "".join(
+            str((c.get("function") or {}).get("arguments") or "") for c in message.get("tool_calls") or []
+        )
+        call = rec.add_call(
+            extra.get("response"),
+            prompt_messages,
+            (message.get("content") or "") + calls_text,  # what the completion held, for estimates
+            time.perf_counter() - t0,
+            format_error=False,
+            cost=float(extra.get("cost") or 0.0),
+        )
+        self.cost += extra.get("cost", 0.0)
+        self.add_messages(message)
+        rec.add_actions(message, call)
+        return message
+
+    def take_snapshot(self) -> str:
+        """Snapshot the workspace (its tree id becomes the recorder's ``snapshot``); a new tree gets a ref.
+
+        Raises:
+            EnvironmentFailure: the snapshot failed (the workspace's repository is broken or gone).
+        """
+        t0 = time.perf_counter()
+        try:
+            tree = snapshots.take_snapshot(self.workspace)
+            if tree != self.recorder.snapshot:
+                # A ref per new tree, as it is taken: `git gc` (by the agent or later) keeps it.
+                git(self.workspace, "update-ref", f"{SNAPSHOT_REF_PREFIX}{tree}", tree)
+        except Exception as exc:  # any snapshot failure ends the run as environment_error
+            raise EnvironmentFailure(f"snapshot of {self.workspace} failed: {exc}") from exc
+        finally:
+            self.recorder.accounting.snapshot_seconds += time.perf_counter() - t0
+        self.recorder.snapshot = tree
+        return tree
+
+    def execute_actions(self, message: dict) -> list[dict]:
+        """Run the response's actions, each within ``command_timeout`` and the wall time left, snapshot the
+        workspace after each, and record the observations.
+
+        Raises:
+            Submitted: an action was the submission command (its observation is recorded first).
+            InterruptAgentFlow: the environment failed (``environment_error``).
+        """
+        rec, lim = self.recorder, self.limits
+        actions = message.get("extra", {}).get("actions", [])
+        outputs: list[dict] = []
+        try:
+            for position, action in enumerate(actions):
+                remaining = lim.wall_time_limit_seconds - self._elapsed()
+                timeout = max(1.0, min(lim.command_timeout, remaining))
+                t0 = time.perf_counter()
+                try:
+                    output = self.env.execute(action, timeout=timeout)
+                except Submitted as exc:
+                    rec.accounting.command_seconds += time.perf_counter() - t0
+                    rec.command_done(position, self.take_snapshot(), finish=True)
+                    observations = self.model.format_observation_messages(
+                        message, outputs, self.get_template_vars()
+                    )
+                    submission = exc.messages[0].get("extra", {}).get("submission", "")
+                    rec.add_observations(observations[: len(outputs)], submission=submission)
+                    raise
+                rec.accounting.command_seconds += time.perf_counter() - t0
+                outputs.append(output)
+                rec.command_done(position, self.take_snapshot(), finish=False)
+        except EnvironmentFailure as exc:
+            detail = redact(str(exc))[:2000]
+            rec.record.exit_detail = detail
+            rec.drop_unexecuted(len(outputs))
+            observations = self.model.format_observation_messages(message, outputs, self.get_template_vars())
+            rec.add_observations(observations[: len(outputs)])
+            raise InterruptAgentFlow(_exit_message(ExitStatus.environment_error, detail)) from None
+        observations = self.model.format_observation_messages(message, outputs, self.get_template_vars())
+        rec.add_observations(observations)
+        return self.add_messages(*observations)
+
+    def save(self, path: Path | None, *extra_dicts) -> dict | None:
+        """Write the step (called by mini-swe-agent after every step; ``path`` is unused: the recorder
+        knows the run folder). Returns the native trajectory when it was rewritten, else ``None``."""
+        # The native trajectory is rewritten whole, so its cost grows with the run: every
+        # NATIVE_EVERY steps and at the end. events.jsonl/calls.jsonl/run.json are written every step.
+        ended = bool(self.messages) and self.messages[-1].get("role") == "exit"
+        data = self.serialize(*extra_dicts) if ended or self.n_calls % NATIVE_EVERY == 0 else None
+        self.recorder.flush(data)
+        return data

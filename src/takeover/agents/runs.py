@@ -1,0 +1,327 @@
+"""Predecessor and takeover runs over mini-swe-agent (docs/protocol.md sections 5, 7 and 8): the entry points.
+
+:func:`run_predecessor` starts from ``base_commit`` with the task prompt, :func:`run_takeover` from a
+checkpoint with a view's takeover prompt; both prepare the run folder (:mod:`takeover.agents.run_folder`)
+and a workspace, then :func:`run_agent` runs the agent loop (:class:`~takeover.agents.loop.TakeoverAgent`)
+in the command sandbox (:mod:`takeover.agents.command_sandbox`) and writes the run folder
+(:mod:`takeover.trajectories.takeover_run`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from takeover import sandbox, snapshots
+from takeover._io import atomic_write_bytes, atomic_write_json, atomic_write_text, stable_hash
+from takeover.agents import _mswea
+from takeover.agents.command_sandbox import (
+    TESTBED,
+    EnvironmentFailure,
+    command_root,
+    git_alternates,
+    make_command_sandbox,
+)
+from takeover.agents.loop import SNAPSHOT_REF_PREFIX, TakeoverAgent, git
+from takeover.agents.model import make_model
+from takeover.agents.recorder import RunRecorder
+from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
+from takeover.checkpoints import checkpoint_workspace, load_checkpoint
+from takeover.environments import prepare_environment
+from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.limits import RunLimits
+from takeover.models import ModelSettings
+from takeover.redact import redact, redact_obj
+from takeover.repos import RepoSource
+from takeover.tasks import SourceTask
+from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
+from takeover.versions import package_versions
+from takeover.views import task_prompt
+from takeover.vocabulary import ActionProtocol, ExitStatus
+
+_MSWEA_EXIT = {"Submitted": ExitStatus.submitted, "RepeatedFormatError": ExitStatus.format_errors}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _task_environment(task: SourceTask | None, workspace: Path) -> tuple[dict[str, str], dict]:
+    """Variables from the task's prepared environment, and its description for run.json."""
+    if task is None:
+        return {}, {"kind": "host", "note": "no task record given: commands use the host's interpreters"}
+    prepared = prepare_environment(task, workspace)
+    return dict(prepared.env_vars()), prepared.model_dump(mode="json")
+
+
+def run_agent(
+    spec: RunSpec, out_dir: Path, workspace: Path, *, setup_started: float | None = None
+) -> RunRecord:
+    """Run mini-swe-agent on a prepared ``workspace`` as ``spec`` says and write the run folder ``out_dir``.
+
+    ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
+    inside ``out_dir``. run.json records :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with
+    its key. ``setup_started`` (a ``time.perf_counter()`` value, seconds) starts the setup clock (default:
+    now). When bubblewrap is available the commands see the workspace at ``/testbed`` (as in SWE-bench
+    images), so the prompt is the same whatever the output folder; without a sandbox the prompt names the
+    host path instead and run.json says so (``path_note``).
+
+    Returns:
+        The final :class:`RunRecord` (also in ``out_dir/run.json``).
+    Raises:
+        EnvironmentUnavailable: the backend cannot start (no Docker daemon) or the task environment fails.
+    """
+    setup_started = time.perf_counter() if setup_started is None else setup_started
+    inputs = run_inputs(spec)
+    config = _mswea.benchmark_config(spec.protocol)
+    root = command_root(spec.backend, workspace)
+    path_note = None
+    if root != TESTBED:
+        path_note = (
+            "no sandbox could mount the workspace at /testbed: the prompt names the host path of the "
+            "workspace, so prompt characters and tokens depend on the output folder"
+        )
+    record = RunRecord(
+        run_id=out_dir.name,
+        kind=spec.kind,
+        instance_id=spec.instance_id,
+        repo=spec.repo,
+        base_commit=spec.base_commit,
+        protocol=spec.protocol,
+        backend=spec.backend,
+        sandbox=sandbox.status().message if spec.backend == "local" else "docker container, no network",
+        workspace=str(workspace),
+        command_root=root,
+        path_note=path_note,
+        inputs=inputs,
+        inputs_key=stable_hash(inputs),
+        model=spec.model.public(),
+        limits=spec.limits,
+        origin=spec.origin,
+        versions=package_versions(),
+        started_at=_now(),
+    )
+    # Written before anything can fail, so that a re-run recognizes (and redoes) an aborted attempt.
+    atomic_write_json(out_dir / "run.json", redact_obj(record.model_dump(mode="json")))
+    task_env, described = _task_environment(spec.task, workspace)
+    record.environment = described
+    tmp_dir = out_dir / "tmp"
+    tmp_dir.mkdir(exist_ok=True)
+    env = make_command_sandbox(
+        spec.backend,
+        workspace=workspace,
+        tmp_dir=tmp_dir,
+        env={
+            **((config.get("environment") or {}).get("env") or {}),
+            **(task_env if spec.backend == "local" else {}),
+        },
+        command_timeout=spec.limits.command_timeout,
+        instance_id=spec.instance_id,
+        image=spec.image,
+        readable=git_alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
+    )
+    mini_model = make_model(spec.model, spec.protocol, dict(config.get("model") or {}))
+    recorder = RunRecorder(
+        out_dir,
+        record,
+        model_name=mini_model.config.model_name,
+        protocol=spec.protocol,
+        action_regex=getattr(mini_model.config, "action_regex", r"```mswea_bash_command\s*\n(.*?)\n```"),
+    )
+    agent = TakeoverAgent(
+        mini_model,
+        env,
+        recorder=recorder,
+        limits=spec.limits,
+        workspace=workspace,
+        **_mswea.agent_templates(spec.protocol),
+    )
+    recorder.write_record()
+    atomic_write_text(out_dir / "prompt.md", redact(spec.prompt))
+    (out_dir / "events.jsonl").touch()
+    (out_dir / "calls.jsonl").touch()
+    try:
+        initial = agent.take_snapshot()
+    except EnvironmentFailure as exc:
+        raise EnvironmentUnavailable(str(exc)) from None
+    recorder.t_start = time.perf_counter()
+    record.setup_seconds = round(recorder.t_start - setup_started, 6)
+    agent._start_time = time.time()
+    crashed: BaseException | None = None
+    try:
+        result = agent.run(spec.prompt)
+    except BaseException as exc:  # noqa: BLE001 - a bug or an interrupt: keep what was recorded, then re-raise
+        crashed = exc
+        result = agent.messages[-1].get("extra", {}) if agent.messages else {}
+    status_text = result.get("exit_status", "")
+    try:
+        record.exit_status = _MSWEA_EXIT.get(status_text) or ExitStatus(status_text)
+    except ValueError:
+        record.exit_status = ExitStatus.environment_error
+        record.exit_detail = redact(str(result.get("exception_str") or status_text))[:2000]
+    record.submission = redact(result.get("submission") or "") or None
+    # Final state: one more snapshot (background processes may have written since the last command).
+    if workspace.is_dir():
+        try:
+            final = snapshots.take_snapshot(workspace)
+            record.final_snapshot = final
+            patch = snapshots.snapshot_patch(workspace, spec.base_commit, final)
+            atomic_write_bytes(out_dir / "patch.diff", snapshots.patch_bytes(redact(patch)))
+            trees = {e.snapshot for e in recorder.events if e.snapshot} | {final, initial}
+            git(
+                workspace,
+                "update-ref",
+                "--stdin",
+                input="".join(f"update {SNAPSHOT_REF_PREFIX}{t} {t}\n" for t in sorted(trees)),
+            )
+        except Exception as exc:  # noqa: BLE001 - the agent destroyed its repository: say so, keep the rest
+            record.exit_detail = (record.exit_detail or "") + redact(f" final snapshot failed: {exc}")[:500]
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+    record.ended_at = _now()
+    record.finished = crashed is None
+    recorder.update_totals()
+    recorder.write_record()
+    if crashed is not None:
+        raise crashed
+    return record
+
+
+def _start(
+    spec: RunSpec, out_dir: Path, make_workspace: Callable[[Path], Path], setup_started: float
+) -> RunRecord:
+    """The run of ``spec`` in ``out_dir``: the finished one found there, or a new one in the workspace that
+    ``make_workspace(out_dir / "workspace")`` makes."""
+    done = prepare_run_folder(out_dir, run_inputs(spec))
+    if done is not None:
+        return done
+    workspace = make_workspace(out_dir / "workspace")
+    return run_agent(spec, out_dir, workspace, setup_started=setup_started)
+
+
+def run_predecessor(
+    task: SourceTask,
+    model: ModelSettings,
+    out_dir: Path | str,
+    *,
+    limits: RunLimits | None = None,
+    protocol: ActionProtocol = "text",
+    backend: str = "local",
+    prompt: str | None = None,
+    repo_source: RepoSource | None = None,
+) -> RunRecord:
+    """A predecessor run: a fresh workspace at ``task.base_commit`` and the original task prompt
+    (docs/protocol.md section 8). A finished run already in ``out_dir`` is returned without re-running.
+
+    Args:
+        task: the source task.
+        model: endpoint settings; ``model.public()`` goes into ``run.json``.
+        out_dir: the run folder (created).
+        limits: default :class:`RunLimits` (the paper's: 500 steps, 4 hours).
+        protocol: ``text`` (default) or ``tools``.
+        backend: ``local`` (sandboxed when possible) or ``docker``.
+        prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).
+        repo_source: where repositories come from (default ``RepoSource()``: ``$TAKEOVER_MIRROR``, then
+            GitHub).
+    Raises:
+        InputError: ``out_dir`` holds another run.
+        RepositoryUnavailable, EnvironmentUnavailable: the workspace or backend cannot be prepared.
+    """
+    setup_started = time.perf_counter()
+    spec = RunSpec(
+        kind="predecessor",
+        instance_id=task.instance_id,
+        repo=task.repo,
+        base_commit=task.base_commit,
+        prompt=task_prompt(task) if prompt is None else prompt,
+        model=model,
+        limits=limits or RunLimits(),
+        protocol=protocol,
+        backend=backend,
+        task=task,
+    )
+    source = repo_source or RepoSource()
+    return _start(
+        spec,
+        Path(out_dir).resolve(),
+        lambda dest: source.workspace(task.repo, task.base_commit, dest),
+        setup_started,
+    )
+
+
+def run_takeover(
+    checkpoint_dir: Path | str,
+    view: str,
+    model: ModelSettings,
+    out_dir: Path | str,
+    *,
+    task: SourceTask | None = None,
+    prompt: str | None = None,
+    limits: RunLimits | None = None,
+    protocol: ActionProtocol = "text",
+    backend: str = "local",
+    repo_source: RepoSource | None = None,
+) -> RunRecord:
+    """A takeover run: a fresh copy of the checkpoint workspace and the full takeover prompt of ``view``
+    (docs/protocol.md sections 5, 7 and 8). A finished run already in ``out_dir`` is returned without
+    re-running.
+
+    Args:
+        checkpoint_dir: folder with ``checkpoint.json``, ``checkpoint.patch`` and ``views/<view>.md``.
+        view: ``repo_only``, ``raw_trace``, ``summary_notes`` or ``structured_notes``.
+        task: the source task (for its execution environment); optional.
+        prompt: the takeover prompt text; default: ``checkpoint_dir/views/<view>.md``.
+        Other arguments as in :func:`run_predecessor`.
+    Raises:
+        InputError: the checkpoint is invalid, its patch does not apply, the view's prompt is missing,
+            ``task`` is another task's, or ``out_dir`` holds another run.
+        RepositoryUnavailable, EnvironmentUnavailable: the workspace or backend cannot be prepared.
+    """
+    setup_started = time.perf_counter()
+    checkpoint_dir = Path(checkpoint_dir).resolve()
+    checkpoint, _ = load_checkpoint(checkpoint_dir)
+    if prompt is None:
+        view_path = checkpoint_dir / "views" / f"{view}.md"
+        if not view_path.is_file():
+            raise InputError(
+                view_path,
+                f"no takeover prompt for view {view!r}; build it with `takeover views` or pass a prompt file",
+            )
+        prompt = view_path.read_text(encoding="utf-8")
+    if task is not None and task.instance_id != checkpoint.instance_id:
+        raise InputError(
+            checkpoint_dir / "checkpoint.json",
+            f"checkpoint is for {checkpoint.instance_id}, not {task.instance_id}",
+            field="instance_id",
+        )
+    origin = TakeoverOrigin(
+        checkpoint_dir=str(checkpoint_dir),
+        instance_id=checkpoint.instance_id,
+        point_type=checkpoint.point.type,
+        event_index=checkpoint.point.event_index,
+        view=view,
+        patch_sha256=checkpoint.patch_sha256,
+        method=checkpoint.method,
+    )
+    spec = RunSpec(
+        kind="takeover",
+        instance_id=checkpoint.instance_id,
+        repo=checkpoint.repo,
+        base_commit=checkpoint.base_commit,
+        prompt=prompt,
+        model=model,
+        limits=limits or RunLimits(),
+        protocol=protocol,
+        backend=backend,
+        origin=origin,
+        task=task,
+    )
+    source = repo_source or RepoSource()
+    return _start(
+        spec,
+        Path(out_dir).resolve(),
+        lambda dest: checkpoint_workspace(checkpoint_dir, dest, repo_source=source),
+        setup_started,
+    )
