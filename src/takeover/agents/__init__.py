@@ -1,6 +1,6 @@
 """Predecessor and successor runs over mini-swe-agent (docs/protocol.md sections 5 and 8).
 
-Public API (mini-swe-agent and litellm are imported only when a run starts, quietly and offline)::
+Public API (importing it imports mini-swe-agent and litellm, quietly and offline: seconds, for litellm)::
 
     from takeover.agents import run_predecessor, run_takeover, RunLimits
     record = run_predecessor(task, ModelSettings(name="qwen", base_url="http://127.0.0.1:8080/v1"), "runs/p1")
@@ -23,11 +23,8 @@ The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounti
 :class:`takeover.limits.RunLimits`; exit statuses :class:`takeover.vocabulary.ExitStatus`.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
 from takeover.agents.run_folder import RunSpec
+from takeover.agents.runs import run_agent, run_predecessor, run_takeover
 from takeover.limits import RunLimits
 from takeover.trajectories.takeover_run import RunAccounting, RunRecord, TakeoverOrigin, read_run
 from takeover.vocabulary import ExitStatus
@@ -44,14 +41,3 @@ __all__ = [
     "run_predecessor",
     "run_takeover",
 ]
-
-_RUNS = ("run_agent", "run_predecessor", "run_takeover")
-
-
-def __getattr__(name: str) -> Any:
-    # The entry points import mini-swe-agent and litellm (seconds): only when a run is asked for.
-    if name in _RUNS:
-        from takeover.agents import runs
-
-        return getattr(runs, name)
-    raise AttributeError(f"module 'takeover.agents' has no attribute {name!r}")

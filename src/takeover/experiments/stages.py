@@ -38,7 +38,7 @@ def _repo_source(ctx: UnitContext):
 def _read_trajectory(ref: dict):
     """The predecessor trajectory a ``predecessor`` unit points at (imported file record or our run)."""
     if ref.get("run_dir"):
-        from takeover.agents import read_run
+        from takeover.trajectories.takeover_run import read_run
 
         return read_run(ref["run_dir"])
     from takeover.trajectories import read_trajectories
