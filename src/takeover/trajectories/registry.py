@@ -210,6 +210,7 @@ BUILTIN_MODULES = (
     "openhands_v0_messages",
     "openhands_v1",
     "swe_agent",
+    "claude_code",
     "takeover_run",
 )
 _BUILTIN_LOADED = False
