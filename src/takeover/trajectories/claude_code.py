@@ -146,25 +146,56 @@ def _tool_fields(name: str, tool_input: dict) -> list[dict[str, Any]]:
     if name == "Edit" and path and s("old_string") is not None and s("new_string") is not None:
         verb = "replace_all" if tool_input.get("replace_all") is True else "str_replace"
         return [
-            {"type": "file_edit", "path": path, "edit": verb, "old_text": s("old_string"),
-             "new_text": s("new_string"), "text": f"Edit {path}"}
+            {
+                "type": "file_edit",
+                "path": path,
+                "edit": verb,
+                "old_text": s("old_string"),
+                "new_text": s("new_string"),
+                "text": f"Edit {path}",
+            }
         ]
     edits = tool_input.get("edits")
-    if name == "MultiEdit" and path and isinstance(edits, list) and edits and all(
-        isinstance(e, dict) and s("old_string", e) is not None and s("new_string", e) is not None for e in edits
+    if (
+        name == "MultiEdit"
+        and path
+        and isinstance(edits, list)
+        and edits
+        and all(
+            isinstance(e, dict) and s("old_string", e) is not None and s("new_string", e) is not None
+            for e in edits
+        )
     ):
         return [
-            {"type": "file_edit", "path": path,
-             "edit": "replace_all" if e.get("replace_all") is True else "str_replace",
-             "old_text": e["old_string"], "new_text": e["new_string"],
-             "text": f"MultiEdit {path} ({k} of {len(edits)})"}
+            {
+                "type": "file_edit",
+                "path": path,
+                "edit": "replace_all" if e.get("replace_all") is True else "str_replace",
+                "old_text": e["old_string"],
+                "new_text": e["new_string"],
+                "text": f"MultiEdit {path} ({k} of {len(edits)})",
+            }
             for k, e in enumerate(edits, start=1)
         ]
     if name == "Write" and path and s("content") is not None:
-        return [{"type": "file_edit", "path": path, "edit": "write", "file_text": s("content"), "text": f"Write {path}"}]
+        return [
+            {
+                "type": "file_edit",
+                "path": path,
+                "edit": "write",
+                "file_text": s("content"),
+                "text": f"Write {path}",
+            }
+        ]
     if name == "NotebookEdit" and s("notebook_path"):
-        return [{"type": "file_edit", "path": s("notebook_path"), "edit": "notebook_edit",
-                 "text": f"NotebookEdit {json.dumps(tool_input, ensure_ascii=False)}"}]
+        return [
+            {
+                "type": "file_edit",
+                "path": s("notebook_path"),
+                "edit": "notebook_edit",
+                "text": f"NotebookEdit {json.dumps(tool_input, ensure_ascii=False)}",
+            }
+        ]
     if name == "Read" and path:
         offset, limit = tool_input.get("offset"), tool_input.get("limit")
         start = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else None
@@ -177,13 +208,27 @@ def _tool_fields(name: str, tool_input: dict) -> list[dict[str, Any]]:
     if name in ("LS", "Glob", "Grep"):
         what = s("pattern") if name != "LS" else None
         where = s("path")
-        return [{"type": "file_view", "path": where,
-                 "text": " ".join(p for p in (name, what, "in" if what and where else None, where) if p)}]
+        return [
+            {
+                "type": "file_view",
+                "path": where,
+                "text": " ".join(p for p in (name, what, "in" if what and where else None, where) if p),
+            }
+        ]
     if name in ("Task", "Agent") and (s("prompt") or s("description")):
-        return [{"type": "message", "text": f"{name} ({s('subagent_type') or 'subagent'}): "
-                 f"{s('description') or ''}\n{s('prompt') or ''}".rstrip()}]
+        return [
+            {
+                "type": "message",
+                "text": f"{name} ({s('subagent_type') or 'subagent'}): "
+                f"{s('description') or ''}\n{s('prompt') or ''}".rstrip(),
+            }
+        ]
     if name == "TodoWrite" and isinstance(tool_input.get("todos"), list):
-        lines = [f"- [{t.get('status', '')}] {t.get('content', '')}" for t in tool_input["todos"] if isinstance(t, dict)]
+        lines = [
+            f"- [{t.get('status', '')}] {t.get('content', '')}"
+            for t in tool_input["todos"]
+            if isinstance(t, dict)
+        ]
         return [{"type": "message", "text": "TodoWrite\n" + "\n".join(lines)}]
     return [{"type": "message", "text": f"{name} {json.dumps(tool_input, ensure_ascii=False)}"}]
 
@@ -193,7 +238,9 @@ def _exit_code(text: str, is_error: bool, result_meta: Any, tool_input: dict) ->
         m = _EXIT_CODE.match(text.lstrip())
         return int(m.group(1)) if m else None
     if isinstance(result_meta, dict) and (
-        result_meta.get("interrupted") or result_meta.get("backgroundTaskId") or result_meta.get("returnCodeInterpretation")
+        result_meta.get("interrupted")
+        or result_meta.get("backgroundTaskId")
+        or result_meta.get("returnCodeInterpretation")
     ):
         return None
     return None if tool_input.get("run_in_background") is True else 0
@@ -219,7 +266,11 @@ class _Session:
     def call(self, ctx: Ctx, record: dict, message: dict, mctx: Ctx) -> int:
         """Index of the LLM call of an assistant record (created on its first record, usage merged)."""
         key = next(
-            (v for v in (message.get("id"), record.get("requestId"), record.get("uuid")) if isinstance(v, str)),
+            (
+                v
+                for v in (message.get("id"), record.get("requestId"), record.get("uuid"))
+                if isinstance(v, str)
+            ),
             f"{ctx.record}",
         )
         counts = _usage_counts(message, mctx)
@@ -231,8 +282,13 @@ class _Session:
             self.calls.append(LLMCall(index=index, model=model))
         if counts is not None:
             old = self.usage_counts.get(index)
-            merged = counts if old is None else tuple(
-                b if a is None else a if b is None else max(a, b) for a, b in zip(old, counts, strict=True)
+            merged = (
+                counts
+                if old is None
+                else tuple(
+                    b if a is None else a if b is None else max(a, b)
+                    for a, b in zip(old, counts, strict=True)
+                )
             )
             self.usage_counts[index] = merged
             self.calls[index].usage = _usage(merged)
@@ -286,9 +342,14 @@ class _Session:
             text = fields.pop("text")
             first = thought if k == 0 else None
             event = Event(
-                index=len(self.events), kind="action", source="agent", llm_call=call,
-                text=f"{first}\n{text}" if first else text, thought=first,
-                cwd=cwd if fields["type"] == "command" else None, **fields,
+                index=len(self.events),
+                kind="action",
+                source="agent",
+                llm_call=call,
+                text=f"{first}\n{text}" if first else text,
+                thought=first,
+                cwd=cwd if fields["type"] == "command" else None,
+                **fields,
             )
             self.events.append(event)
             indices.append(event.index)
@@ -302,8 +363,15 @@ class _Session:
             thought = "\n".join(parts["thinking"]) or None
             text = "\n".join(parts["text"])
             self.events.append(
-                Event(index=len(self.events), kind="action", source="agent", type="message",
-                      text=text or thought or "", thought=thought, llm_call=call)
+                Event(
+                    index=len(self.events),
+                    kind="action",
+                    source="agent",
+                    type="message",
+                    text=text or thought or "",
+                    thought=thought,
+                    llm_call=call,
+                )
             )
             self.last_action = len(self.events) - 1
         self.pending.clear()
@@ -350,9 +418,15 @@ class _Session:
             for index in actions:
                 mark_not_applied(self.events[index])
         self.events.append(
-            Event(index=len(self.events), kind="observation", source="environment",
-                  type=answered.type if answered is not None else "message", text=text, cause=cause,
-                  exit_code=exit_code)
+            Event(
+                index=len(self.events),
+                kind="observation",
+                source="environment",
+                type=answered.type if answered is not None else "message",
+                text=text,
+                cause=cause,
+                exit_code=exit_code,
+            )
         )
 
 
@@ -411,6 +485,11 @@ def read(source: Source) -> list[Trajectory]:
 
 
 READERS = [
-    Reader(name=NAME, detect=detect, read=read, priority=60,
-           description="Claude Code session log (~/.claude/projects/<project>/<session-id>.jsonl)")
+    Reader(
+        name=NAME,
+        detect=detect,
+        read=read,
+        priority=60,
+        description="Claude Code session log (~/.claude/projects/<project>/<session-id>.jsonl)",
+    )
 ]
