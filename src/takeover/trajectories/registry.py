@@ -211,6 +211,7 @@ BUILTIN_MODULES = (
     "openhands_v1",
     "swe_agent",
     "claude_code",
+    "codex_cli",
     "takeover_run",
 )
 _BUILTIN_LOADED = False
