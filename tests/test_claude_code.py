@@ -510,6 +510,11 @@ def test_malformed_record_names_file_line_and_field(tmp_path, damage, record, fi
 
 
 def test_detection_needs_the_session_shape(tmp_path):
+    log = Log()
+    for k in range(30):  # a resumed session can start with many summaries
+        log.add("summary", summary=f"part {k}", leafUuid=f"leaf-{k}")
+    log.user("Run the tests.")
+    assert detect_format(log.write(tmp_path / "resumed.jsonl")) == "claude-code"
     path = tmp_path / "other.jsonl"
     path.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
     with pytest.raises(InputError, match="unknown trajectory format"):

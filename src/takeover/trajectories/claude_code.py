@@ -1,16 +1,16 @@
 """Reader of Claude Code session logs (``~/.claude/projects/<project>/<session-id>.jsonl``).
 
-One file is one session (one :class:`Trajectory`). Supported: the JSON Lines session files of Claude Code
-1.x and 2.x, where every line is a record with ``type`` and, for conversation records, ``uuid``,
-``parentUuid``, ``sessionId``, ``cwd``, ``gitBranch``, ``version``, ``timestamp``, ``isSidechain``,
-``isMeta`` and ``message{role, content[]}``. There is no published schema; field meanings come from the
-Anthropic Messages API (content blocks ``text``, ``thinking``, ``tool_use{id, name, input}``,
-``tool_result{tool_use_id, content, is_error}``; ``usage`` counts), from the input fields of Claude Code's
-own tools (``Bash{command, run_in_background}``, ``Edit{file_path, old_string, new_string, replace_all}``,
-``MultiEdit{file_path, edits[]}``, ``Write{file_path, content}``, ``Read{file_path, offset, limit}``...),
-and from public notes of people who parse these files (DRMacIver/claude-reliability
-``notes/transcript-format.md``; the usage trackers' rule that split records of one API response count
-once, e.g. ccusage's de-duplication by message id).
+One file is one session (one :class:`Trajectory`). Supported: the JSON Lines session files of Claude Code 2.0
+and 2.1 as publicly described (1.x files were not checked): every line is a record with ``type`` and, for
+conversation records, ``uuid``, ``parentUuid``, ``sessionId``, ``cwd``, ``gitBranch``, ``version``,
+``timestamp``, ``isSidechain``, ``isMeta`` and ``message{role, content[]}``. There is no published schema;
+field meanings come from the Anthropic Messages API (content blocks ``text``, ``thinking``, ``tool_use{id,
+name, input}``, ``tool_result{tool_use_id, content, is_error}``; ``usage`` counts), from the input fields of
+Claude Code's own tools (``Bash{command, run_in_background}``, ``Edit{file_path, old_string, new_string,
+replace_all}``, ``MultiEdit{file_path, edits[]}``, ``Write{file_path, content}``, ``Read{file_path, offset,
+limit}``...), and from public notes of people who parse these files (DRMacIver/claude-reliability
+``notes/transcript-format.md``; the usage trackers' rule that split records of one API response count once,
+e.g. ccusage's de-duplication by message id).
 
 How records map (decided here; docs/protocol.md section 1):
 
@@ -29,8 +29,8 @@ How records map (decided here; docs/protocol.md section 1):
   ``uuid``). Claude Code writes one record per content block, all with the same id and the same usage
   (plus, at times, an earlier streaming snapshot with fewer output tokens), so a response is counted once
   and its usage is the field-wise maximum over its records. Usage (tokens): ``prompt_tokens`` =
-  ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens`` (all billed as prompt;
-  docs/protocol.md section 8 sums them per call), ``completion_tokens`` = ``output_tokens`` (thinking
+  ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens`` (docs/protocol.md
+  section 1; section 8 adds them up over the calls), ``completion_tokens`` = ``output_tokens`` (thinking
   included), ``cached_tokens`` = ``cache_read_input_tokens``, ``cache_creation_tokens`` =
   ``cache_creation_input_tokens``; ``reasoning_tokens`` is ``None`` (not reported apart).
 - Actions: each ``tool_use`` block is one action of its call; the call's ``thinking`` and ``text`` blocks
@@ -72,7 +72,7 @@ import re
 from typing import Any
 
 from takeover.trajectories._common import Ctx, Source, user_reply
-from takeover.trajectories._session_logs import count, head, mark_not_applied, session_records
+from takeover.trajectories._session_logs import count, mark_not_applied, session_records
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import Reader
 
@@ -85,19 +85,19 @@ _LOCAL_COMMAND = ("<command-name>", "<command-message>", "<local-command-stdout>
 
 
 def detect(source: Source) -> bool:
-    """JSON Lines whose first records have a string ``type`` and include a ``user``/``assistant`` record
-    with ``sessionId``, ``uuid`` and a ``message`` object."""
-    records = head(source)
-    if not records or not isinstance(records[0], dict) or not isinstance(records[0].get("type"), str):
-        return False
-    return any(
-        isinstance(r, dict)
-        and r.get("type") in _CONVERSATION
-        and isinstance(r.get("sessionId"), str)
-        and "uuid" in r
-        and isinstance(r.get("message"), dict)
-        for r in records
-    )
+    """JSON Lines of records with a string ``type``, the first conversation record (``user``/``assistant``)
+    having ``sessionId``, ``uuid`` and a ``message`` object (any number of ``summary`` or snapshot records
+    may come first)."""
+    for _, record in source.records():
+        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+            return False
+        if record["type"] in _CONVERSATION:
+            return (
+                isinstance(record.get("sessionId"), str)
+                and "uuid" in record
+                and isinstance(record.get("message"), dict)
+            )
+    return False
 
 
 def _usage_counts(message: dict, mctx: Ctx) -> tuple[int | None, ...] | None:

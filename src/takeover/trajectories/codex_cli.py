@@ -61,8 +61,8 @@ How records map (decided here; docs/protocol.md section 1):
   with ``usage=None``. A new turn (``turn_context``, user input, ``turn_aborted``) always closes the open
   call. Usage (tokens): ``prompt_tokens`` = ``input_tokens`` (cached ones included),
   ``completion_tokens`` = ``output_tokens`` (reasoning included), ``cached_tokens`` =
-  ``cached_input_tokens``, ``reasoning_tokens`` = ``reasoning_output_tokens``; docs/protocol.md section 8
-  sums ``prompt_tokens`` over the calls.
+  ``cached_input_tokens``, ``reasoning_tokens`` = ``reasoning_output_tokens`` (docs/protocol.md section 1;
+  section 8 adds ``prompt_tokens`` up over the calls).
 
 ``working_dir`` = ``session_meta.cwd``; ``format_version`` = ``cli_version``; ``model`` = the first
 ``turn_context.model``; ``metadata``: ``session_id``, ``layout`` (``envelope``/``legacy``),
