@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from takeover.agents import RunLimits, run_predecessor
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.repos import RepoSource
 from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from takeover.checkpoints import RunPoints
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.tasks import SourceTask, load_tasks
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories

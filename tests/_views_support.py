@@ -7,54 +7,14 @@ import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Self
 
 import pytest
+from _replay import Replay  # noqa: F401 - the view tests import it from here
 
 from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
-from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
-
-
-class Replay:
-    """A running :class:`ScriptedServer` whose answers come from ``entries`` (set per test).
-
-    ``requests`` lists only the requests received since the last :meth:`script` call.
-    """
-
-    def __init__(self):
-        self.entries: list[dict] = []
-        self._start = 0
-        self.server = ScriptedServer(self._next)
-
-    def _next(self, body: dict, n: int) -> dict | None:
-        return self.entries.pop(0) if self.entries else None
-
-    def script(self, entries: list[dict]) -> Replay:
-        self.entries = list(entries)
-        self._start = len(self.server.requests)
-        return self
-
-    @property
-    def requests(self) -> list[dict]:
-        return self.server.requests[self._start :]
-
-    @property
-    def served(self) -> int:
-        return len(self.requests)
-
-    @property
-    def base_url(self) -> str:
-        return self.server.base_url
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
-
 
 # -- the real shared data ---------------------------------------------------------------------------
 _SHARED = Path(os.environ.get("TAKEOVER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")) / "data"

@@ -9,7 +9,7 @@ from conftest import DATASET, TRAJ
 
 from takeover import quickstart as qs
 from takeover.errors import InputError, TakeoverError
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 
 PYTEST_TRAJ = TRAJ / "mini-swe-agent" / "pytest-dev__pytest-7521.json"
 

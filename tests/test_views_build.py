@@ -9,9 +9,9 @@ import pytest
 from _views_support import real_run, real_task, requests_1766_patches, requests_1766_points
 
 from takeover.errors import InputError
+from takeover.llm import estimate_tokens
 from takeover.views import ModelRequired, build_view, task_prompt
 from takeover.views.evidence import render_event
-from takeover.views.tokens import estimate_tokens
 
 ID = "psf__requests-1766"
 PATCH = requests_1766_patches()["after_first_source_edit"]

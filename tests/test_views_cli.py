@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from takeover._io import atomic_write_json, sha256_text
 from takeover.checkpoints import Checkpoint, RunPoints, materialize_checkpoint
 from takeover.cli import app
+from takeover.llm import estimate_tokens
 from takeover.replay import ReplayVerdict
 from takeover.views import ViewLeakError
-from takeover.views.tokens import estimate_tokens
 
 ID = "psf__requests-1766"
 FILE = TRAJ / "mini-swe-agent" / f"{ID}.json"

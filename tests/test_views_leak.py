@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.views import LeakGuard, ViewLeakError, build_view
 from takeover.views.raw_trace import raw_trace_block
 

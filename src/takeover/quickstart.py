@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 
 from takeover._io import atomic_write_json, atomic_write_text, sha256_file
 from takeover.errors import InputError, TakeoverError
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.repos import cache_dir
 
 DEFAULT_INSTANCE = "pytest-dev__pytest-7521"

@@ -93,7 +93,7 @@ def run(
     from takeover.agents import run_predecessor, run_takeover
     from takeover.errors import InputError
     from takeover.limits import RunLimits
-    from takeover.models import ModelSettings
+    from takeover.llm import ModelSettings
     from takeover.repos import RepoSource
     from takeover.vocabulary import ExitStatus
 

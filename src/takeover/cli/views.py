@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
         from rich.table import Table
 
-        from takeover.models import ModelSettings
+        from takeover.llm import ModelSettings
         from takeover.views.build import VIEW_NAMES
         from takeover.views.runner import load_inputs, write_views
 

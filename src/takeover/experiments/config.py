@@ -48,7 +48,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from takeover.errors import InputError
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.points import POINT_TYPES, PointType
 
 VIEWS: tuple[str, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
@@ -58,13 +58,6 @@ PAPER_SEED = 20260430
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class EndpointSettings(ModelSettings):
-    """:class:`takeover.models.ModelSettings` that rejects unknown keys (a typo in the experiment file
-    must not silently fall back to a default)."""
-
     model_config = ConfigDict(extra="forbid")
 
 
@@ -91,7 +84,7 @@ class DatasetConfig(_Strict):
 class PredecessorConfig(_Strict):
     """Who starts the source tasks: a model run by us, or trajectories imported from files/folders."""
 
-    model: EndpointSettings | None = None
+    model: ModelSettings | None = None
     trajectories: list[str] | None = None
 
     @model_validator(mode="after")
@@ -133,7 +126,7 @@ class NotesConfig(_Strict):
     Defaults to the predecessor model when one is run, else to the first successor.
     """
 
-    model: EndpointSettings | None = None
+    model: ModelSettings | None = None
     max_tokens: int = Field(
         default=1600, ge=64,
         description="completion token cap per note-writing call (docs/protocol.md section 7: 1,600); lower it only "
@@ -165,7 +158,7 @@ class ExperimentConfig(_Strict):
     allow_network: bool = True
     dataset: DatasetConfig
     predecessor: PredecessorConfig
-    successors: list[EndpointSettings] = Field(min_length=1)
+    successors: list[ModelSettings] = Field(min_length=1)
     views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
     limits: LimitsConfig = Field(default_factory=LimitsConfig)

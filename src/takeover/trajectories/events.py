@@ -11,42 +11,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from takeover.llm.usage import CallAttempt, Usage
+
 EventKind = Literal["action", "observation"]
 ActionType = Literal["command", "file_edit", "file_view", "message", "finish"]
 EventSource = Literal["agent", "environment", "user"]
-
-
-class Usage(BaseModel):
-    """Token usage of one LLM call, as the endpoint reported it (units: tokens).
-
-    Attributes:
-        prompt_tokens: prompt tokens of the call, cached ones included (OpenAI ``prompt_tokens``,
-            response-style ``input_tokens``; for Anthropic-style usage, input + cache read + cache creation).
-        completion_tokens: generated tokens, reasoning tokens included.
-        cached_tokens: prompt tokens served from the provider's cache (OpenAI
-            ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``); ``None`` when
-            the format does not say.
-        cache_creation_tokens: prompt tokens written to the provider's cache (Anthropic
-            ``cache_creation_input_tokens``); ``None`` when the format does not say.
-        reasoning_tokens: completion tokens spent on reasoning (``completion_tokens_details.reasoning_tokens``,
-            response-style ``output_tokens_details.reasoning_tokens``); ``None`` when the format does not say.
-        estimated: true when the endpoint reported no usable count (no usage, or a prompt count of 0 for a
-            non-empty prompt) and an estimate stands in; such counts are never summed as reported ones.
-    """
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int | None = None
-    cache_creation_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    estimated: bool = False
 
 
 class LLMCall(BaseModel):
     """One call to the model. ``usage`` is ``None`` when the format records no usage at all.
 
     ``format_error`` marks a call whose output the agent rejected (no or several commands); such turns
-    still count in cumulative prompt tokens (docs/protocol.md section 8).
+    still count in cumulative prompt tokens (docs/protocol.md section 8). ``attempts`` lists the HTTP
+    attempts of the call (status, seconds, the wait after each, usage) where the format records them
+    (takeover's own runs).
     """
 
     index: int
@@ -54,6 +32,7 @@ class LLMCall(BaseModel):
     model: str | None = None
     format_error: bool = False
     seconds: float | None = None
+    attempts: list[CallAttempt] | None = None
 
 
 class Event(BaseModel):

@@ -9,10 +9,11 @@ Files:
 - ``structured.py``: the bounded continuation record (deterministic fields + model fields, validation).
 - ``notes.py``: the note writer (temperature 0, 1,600 tokens, at most two retries).
 - ``leak.py``: the leak guard every view passes before it is returned.
-- ``client.py``: chat-completion client with exact retries and per-attempt usage.
-- ``tokens.py``: offline token estimates.
+
+The model client and the token estimator are :mod:`takeover.llm`'s (re-exported here for callers).
 """
 
+from takeover.llm import CallAttempt, Completion, ModelCallError, ModelClient, ModelUsage
 from takeover.views.build import (
     NOTES_VIEWS,
     VIEW_NAMES,
@@ -22,7 +23,6 @@ from takeover.views.build import (
     build_view,
     build_views,
 )
-from takeover.views.client import CallAttempt, Completion, ModelCallError, ModelClient, ModelUsage
 from takeover.views.leak import Leak, LeakGuard, ViewLeakError
 from takeover.views.notes import NotesFailed
 from takeover.views.prompt import takeover_prompt, task_prompt

@@ -13,22 +13,20 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from takeover.errors import TakeoverError
-from takeover.models import ModelSettings
+from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimate_tokens, estimator_name
 from takeover.points import HandoffPoint
 from takeover.redact import redact
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
-from takeover.views.client import ModelClient, ModelUsage
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed, write_notes
 from takeover.views.prompt import takeover_prompt
 from takeover.views.raw_trace import raw_trace_block
-from takeover.views.tokens import estimate_tokens, estimator_name
 
 ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
 VIEW_NAMES: tuple[ViewName, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
 NOTES_VIEWS: tuple[ViewName, ...] = ("summary_notes", "structured_notes")
-ValidationOutcome = Literal["not_applicable", "valid", "repaired", "retried"]
+ValidationOutcome = Literal["not_applicable", "valid", "repaired", "retried", "truncated"]
 
 
 class ModelRequired(TakeoverError):
@@ -52,7 +50,8 @@ class ViewResult(BaseModel):
         estimated_tokens: tokenizer estimate of ``prompt`` (``token_estimator`` names the method).
         note_usage: tokens/seconds spent writing notes (notes views only), kept apart from the successor's.
         note_model: public settings of the note writer (no secrets).
-        validation: ``not_applicable`` (deterministic views), ``valid``, ``repaired`` or ``retried``.
+        validation: ``not_applicable`` (deterministic views), ``valid``, ``repaired``, ``retried`` or
+            ``truncated`` (see :mod:`takeover.views.notes`).
         attempts: note-writing attempts (0 for deterministic views).
         rejections: reasons of rejected note attempts.
         dropped_events: events left out of ``raw_trace`` by a budget.

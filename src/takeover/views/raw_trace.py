@@ -12,10 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from takeover.llm import estimate_tokens
 from takeover.trajectories.events import Trajectory
 from takeover.views.evidence import render_event, visible_events
 from takeover.views.prompt import render
-from takeover.views.tokens import estimate_tokens
 
 
 class RawTrace(BaseModel):

@@ -23,15 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from takeover._io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
 from takeover.errors import InputError
-from takeover.models import ModelSettings
+from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
 from takeover.points import POINT_TYPES, HandoffPoint
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.views.build import ModelRequired, build_view
-from takeover.views.client import ModelClient, ModelUsage
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NotesFailed
-from takeover.views.tokens import estimator_name
 
 
 class ViewInputs(BaseModel):
