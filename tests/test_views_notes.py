@@ -9,7 +9,7 @@ import json
 import pytest
 from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import count_words, prompt_words
 from takeover.trajectories.events import Event, Trajectory
 from takeover.views import NotesFailed, build_view

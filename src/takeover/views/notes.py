@@ -14,11 +14,17 @@ repeating any hidden text) and asked again, at most :data:`MAX_RETRIES` (2) time
   fenced or wrapped in text), no overconfidence or contradiction
   (:func:`~takeover.views.structured.content_problems`), no leak in the rendered view.
 
+Thinking never enters a view: the answer is the reply's ``content`` with ``<think>``/``<thinking>``
+blocks removed (:func:`takeover.llm.strip_thinking`) before it is validated or rendered. A reply cut at the
+completion cap (``finish_reason: "length"``) is rejected as truncated while attempts remain; the last
+attempt's truncated answer is accepted, labelled ``truncated``, when it passes every other check.
+
 Validation outcome: ``valid`` (first answer accepted as is), ``repaired`` (first answer accepted after a
-local repair), ``retried`` (accepted after one or two retries). When every attempt is rejected,
-:class:`NotesFailed` is raised with ``outcome="rejected"``; when the endpoint fails for good, with
-``outcome="model_error"``. Either way it carries the note-writing usage spent so far, which is reported
-separately from the successor's tokens.
+local repair), ``retried`` (accepted after one or two retries), ``truncated`` (the last attempt's answer,
+cut at the completion cap). When every attempt is rejected, :class:`NotesFailed` is raised with
+``outcome="rejected"``; when the endpoint fails for good (a reply with reasoning only included: see
+:class:`takeover.llm.ReasoningOnlyReply`), with ``outcome="model_error"``. Either way it carries the
+note-writing usage spent so far, which is reported separately from the successor's tokens.
 """
 
 from __future__ import annotations
@@ -31,10 +37,10 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from takeover.errors import TakeoverError
+from takeover.llm import CallAttempt, ModelCallError, ModelClient, ModelUsage
 from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
-from takeover.views.client import ModelCallError, ModelClient, ModelUsage
 from takeover.views.evidence import PACKET_CLIP, evidence_packet
 from takeover.views.leak import LeakGuard
 from takeover.views.prompt import render
@@ -51,7 +57,8 @@ NOTE_TEMPERATURE = 0.0
 NOTE_MAX_TOKENS = 1600
 MAX_RETRIES = 2
 NotesView = Literal["summary_notes", "structured_notes"]
-Validation = Literal["valid", "repaired", "retried"]
+Validation = Literal["valid", "repaired", "retried", "truncated"]
+TRUNCATED = "truncated: the answer was cut at the completion token cap (finish_reason 'length')"
 
 
 class NotesOutcome(BaseModel):
@@ -60,12 +67,12 @@ class NotesOutcome(BaseModel):
     Attributes:
         block: the view block (summary text, or the rendered continuation record).
         prompt: the full takeover prompt built from ``block``.
-        validation: ``valid`` / ``repaired`` / ``retried``.
+        validation: ``valid`` / ``repaired`` / ``retried`` / ``truncated``.
         attempts: note-writing attempts (1..3); HTTP retries are counted in ``usage.calls``.
         rejections: why each rejected attempt was rejected (full detail, for the experimenter).
         usage: tokens and seconds of every call made to write these notes.
         notes / facts: the structured record's two halves (structured notes only).
-        raw_answers: the model's answer of each attempt.
+        raw_answers: the model's reply (``content``, thinking included) of each attempt.
     """
 
     view: NotesView
@@ -146,24 +153,23 @@ def write_notes(
         {"role": "system", "content": render("notes_system.md.j2", template_dir)},
         {"role": "user", "content": request},
     ]
-    usage_start = client.usage.model_copy()
+    calls: list[CallAttempt] = []
     rejections: list[str] = []
     answers: list[str] = []
 
     def spent() -> ModelUsage:
-        u = client.usage.model_copy()
-        for field in ("calls", "failed_calls", "prompt_tokens", "completion_tokens", "cached_tokens"):
-            setattr(u, field, getattr(u, field) - getattr(usage_start, field))
-        u.seconds = round(u.seconds - usage_start.seconds, 6)
-        return u
+        return ModelUsage.of(calls)
 
     for attempt in range(1, max_retries + 2):
         try:
             completion = client.complete(messages, temperature=NOTE_TEMPERATURE, max_tokens=max_tokens)
         except ModelCallError as exc:
+            calls.extend(exc.attempts)
             raise NotesFailed(view, "model_error", [*rejections, str(exc)], spent(), attempt) from None
-        answer = completion.content
-        answers.append(answer)
+        calls.extend(completion.attempts)
+        answer = completion.answer
+        answers.append(completion.content)
+        last = attempt == max_retries + 1
         reasons: list[str] = []
         feedback: list[str] = []
         notes: ModelNotes | None = None
@@ -190,12 +196,17 @@ def write_notes(
             for leak in guard.find(prompt):
                 reasons.append(f"leak ({leak.kind}): {leak.detail}")
                 feedback.append(_feedback_reason(leak.kind, leak.detail))
+        if completion.truncated and (reasons or not last):
+            reasons.insert(0, TRUNCATED)
+            feedback.append("it was cut off at the length limit, so write a shorter answer")
         if not reasons:
+            validation: Validation = "valid" if attempt == 1 and not repaired else (
+                "repaired" if attempt == 1 else "retried")
             return NotesOutcome(
                 view=view,
                 block=block,
                 prompt=prompt,
-                validation="valid" if attempt == 1 and not repaired else ("repaired" if attempt == 1 else "retried"),
+                validation="truncated" if completion.truncated else validation,
                 attempts=attempt,
                 rejections=rejections,
                 usage=spent(),
@@ -206,7 +217,7 @@ def write_notes(
         rejections.append(f"attempt {attempt}: " + "; ".join(reasons))
         messages = [
             *messages,
-            {"role": "assistant", "content": answer},
+            {"role": "assistant", "content": answer},  # without thinking, as chat templates replay history
             {"role": "user", "content": render("notes_retry.md.j2", template_dir, reasons=sorted(set(feedback)),
                                               structured=structured)},
         ]
