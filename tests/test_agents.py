@@ -18,7 +18,7 @@ from conftest import CALC_BUGGY, CALC_ENV_SPEC, CALC_TEST, git, make_repo
 from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
 from takeover.errors import InputError
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.repos import RepoSource
 from takeover.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer, count_words, prompt_words
@@ -200,8 +200,6 @@ def test_each_limit_stops_the_run_with_its_own_status(tmp_path, task_and_mirror,
 
 
 def test_missing_usage_is_estimated_with_a_local_tokenizer(tmp_path, task_and_mirror):
-    from takeover.agents.model import estimate_tokens
-
     task, mirror = task_and_mirror
     with ScriptedServer([{**bash("ls"), "usage": None}] * 2) as srv:
         record = run_predecessor(
@@ -209,8 +207,13 @@ def test_missing_usage_is_estimated_with_a_local_tokenizer(tmp_path, task_and_mi
         )
     acc = record.accounting
     assert acc.usage == "estimated" and record.exit_status is ExitStatus.step_limit
-    expected = sum(estimate_tokens("openai/scripted", messages=r["messages"]) for r in srv.requests)
-    assert acc.prompt_tokens == expected > 0
+    assert acc.estimated_calls == 2
+    # cl100k_base counts 18 tokens in bash("ls")'s reply (tiktoken, counted once by hand)
+    assert acc.completion_tokens == 2 * 18
+    calls = [json.loads(line) for line in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
+    prompts = [c["usage"]["prompt_tokens"] for c in calls]
+    assert all(c["usage"]["estimated"] for c in calls) and 0 < prompts[0] < prompts[1]  # the history grows
+    assert acc.prompt_tokens == sum(prompts) > sum(prompt_words(r) for r in srv.requests)
     assert read_run(tmp_path / "run").usage_estimated
 
 

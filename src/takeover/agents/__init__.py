@@ -15,7 +15,8 @@ Modules:
 - ``recorder.py``: :class:`~takeover.agents.recorder.RunRecorder`, the events, calls and accounting of a run,
   written step by step.
 - ``command_sandbox.py``: where the agent's commands run (mini-swe-agent environments, sandboxed).
-- ``model.py``: mini-swe-agent's litellm models driven by :class:`takeover.models.ModelSettings`.
+- ``mswea_model.py``: mini-swe-agent's model interface over :class:`takeover.llm.ModelClient` (one retry policy,
+  usage of every call).
 - ``_mswea.py``: importing mini-swe-agent quietly and offline; its SWE-bench config and templates.
 
 The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounting`,

@@ -24,8 +24,10 @@ from pathlib import Path
 from takeover import snapshots
 from takeover.agents import _mswea
 from takeover.agents.command_sandbox import EnvironmentFailure
+from takeover.agents.mswea_model import call_usage
 from takeover.agents.recorder import RunRecorder
 from takeover.limits import RunLimits
+from takeover.llm import ReasoningOnlyReply, Usage
 from takeover.redact import redact
 from takeover.vocabulary import ExitStatus
 
@@ -103,16 +105,13 @@ class TakeoverAgent(DefaultAgent):
         if self.n_calls == 0:
             rec.initial_prompt(self.messages)
         self.n_calls += 1
-        prompt_messages = list(self.messages)
         t0 = time.perf_counter()
         try:
             message = self.model.query(self.messages)
         except FormatError as exc:
             extra = exc.messages[0].get("extra", {})
             call = rec.add_call(
-                extra.get("response"),
-                prompt_messages,
-                extra.get("model_response") or "",
+                *call_usage(extra),
                 time.perf_counter() - t0,
                 format_error=True,
                 cost=float(extra.get("cost") or 0.0),
@@ -120,19 +119,18 @@ class TakeoverAgent(DefaultAgent):
             rec.add_format_error(exc.messages[0], call)
             raise
         except Exception as exc:  # noqa: BLE001 - endpoint failure after the settings' retries
-            rec.accounting.failed_calls += 1
-            rec.accounting.model_seconds += time.perf_counter() - t0
+            if isinstance(exc, ReasoningOnlyReply):  # an answered call: its tokens were spent
+                rec.add_call(exc.attempts[-1].usage or Usage(), exc.attempts, time.perf_counter() - t0,
+                             format_error=False, cost=0.0)
+            else:
+                rec.accounting.failed_calls += 1
+                rec.accounting.model_seconds += time.perf_counter() - t0
             detail = redact(f"{type(exc).__name__}: {exc}")[:2000]
             rec.record.exit_detail = detail
             raise InterruptAgentFlow(_exit_message(ExitStatus.model_error, detail)) from None
         extra = message.get("extra", {})
-        calls_text = "".join(
-            str((c.get("function") or {}).get("arguments") or "") for c in message.get("tool_calls") or []
-        )
         call = rec.add_call(
-            extra.get("response"),
-            prompt_messages,
-            (message.get("content") or "") + calls_text,  # what the completion held, for estimates
+            *call_usage(extra),
             time.perf_counter() - t0,
             format_error=False,
             cost=float(extra.get("cost") or 0.0),

@@ -1,16 +1,22 @@
-"""The model side of a run: mini-swe-agent's litellm models driven by :class:`takeover.models.ModelSettings`.
+"""mini-swe-agent's model interface over takeover's one model client (docs/protocol.md section 8).
 
-Two action protocols (docs/protocol.md section 8):
+mini-swe-agent's ``DefaultAgent`` asks its model to ``query(messages)`` and gets a message back. Our
+models keep mini-swe-agent's own parts (its action parsing, its observation templates, its cost from
+litellm's price table, the message and ``extra`` shapes it writes into its trajectory) and send the
+request through :class:`takeover.llm.ModelClient`, so that agent runs and note writing follow one retry
+policy (a 429 mid-run waits as the server asks) and record usage the same way.
 
-- ``text`` (default, the paper's): ``LitellmTextbasedModel``; the response must hold exactly one
-  ````mswea_bash_command```` block; no native tool calling.
-- ``tools``: ``LitellmModel`` with mini-swe-agent's native ``bash`` tool.
+Two action protocols:
 
-Retries follow the settings (``retries`` attempts after the first, ``backoff`` seconds doubling), on rate
-limits, server errors, timeouts and refused connections; every other error ends the run at once.
-mini-swe-agent's own tenacity retry (10 attempts, 4-60 s waits) is turned off so that the settings are
-the only policy. The API key is read from the settings' variable at call time and passed per call, so it
-never enters a config that mini-swe-agent serializes into its trajectory.
+- ``text`` (default, the paper's): :class:`TextModel`; the reply must hold exactly one
+  ````mswea_bash_command```` block, looked for after thinking blocks are removed
+  (:func:`takeover.llm.strip_thinking`); no native tool calling.
+- ``tools``: :class:`ToolsModel` with mini-swe-agent's native ``bash`` tool.
+
+Each returned message (and each format error) carries ``extra["call"]``: the call's ``usage`` and its
+``attempts`` (:class:`takeover.llm.CallAttempt`), read by the run recorder with :func:`call_usage`.
+The API key is read from the settings' variable at call time, so it never enters a config that
+mini-swe-agent serializes into its trajectory.
 """
 
 from __future__ import annotations
@@ -19,133 +25,88 @@ import time
 from typing import Any, ClassVar
 
 from takeover.agents import _mswea
-from takeover.models import ModelSettings
-from takeover.trajectories.events import Usage
+from takeover.llm import CallAttempt, ModelClient, ModelSettings, Usage, litellm_model_name, strip_thinking
 
 _mswea.load()
 
 import litellm
+from minisweagent.exceptions import FormatError
+from minisweagent.models import GLOBAL_MODEL_STATS
 from minisweagent.models.litellm_model import LitellmModel
 from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
-
-RETRYABLE = (
-    litellm.exceptions.RateLimitError,
-    litellm.exceptions.InternalServerError,
-    litellm.exceptions.ServiceUnavailableError,
-    litellm.exceptions.APIConnectionError,
-    litellm.exceptions.Timeout,
-    litellm.exceptions.BadGatewayError,
-)
+from minisweagent.models.utils.actions_text import parse_regex_actions
+from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
 
-class _SettingsRetry:
-    """Mixin: our retry policy around ``_query`` and the API key per call."""
+class _ClientModel:
+    """Mixin: ``query`` through :class:`ModelClient`; parsing, cost and message shape stay mini-swe-agent's."""
 
-    abort_exceptions: ClassVar[list] = [BaseException]  # tenacity never retries; _query below does
-    settings: ModelSettings
+    tools: ClassVar[list[dict] | None] = None
+    client: ModelClient
 
-    def _query(self, messages: list[dict], **kwargs):
-        key = self.settings.api_key()
-        if key:
-            kwargs["api_key"] = key
-        elif self.settings.base_url:
-            kwargs["api_key"] = "none"  # local OpenAI-compatible servers accept any key; litellm wants one
-        delay = self.settings.backoff
-        for attempt in range(self.settings.retries + 1):
-            try:
-                return super()._query(messages, **kwargs)
-            except RETRYABLE:
-                if attempt >= self.settings.retries:
-                    raise
-                time.sleep(delay)
-                delay *= 2
-        raise AssertionError("unreachable")
+    def query(self, messages: list[dict], **kwargs) -> dict:
+        """One model call. Raises :class:`takeover.llm.ModelCallError` (the endpoint failed for good, or
+        answered with reasoning only) and mini-swe-agent's ``FormatError`` (no single action)."""
+        completion = self.client.complete(self._prepare_messages_for_api(messages), tools=self.tools)
+        response = litellm.ModelResponse(**completion.response)
+        cost = self._calculate_cost(response)
+        GLOBAL_MODEL_STATS.add(cost["cost"])
+        call = {"usage": completion.usage.model_dump(mode="json"),
+                "attempts": [a.model_dump(mode="json") for a in completion.attempts]}
+        try:
+            actions = self._parse_actions(response)
+        except FormatError as exc:
+            extra = exc.messages[0]["extra"]
+            extra.update(cost, response=response.model_dump(mode="json"), call=call)
+            if "model_response" in extra:
+                extra["model_response"] = completion.content  # the reply as given, thinking included
+            raise
+        message = response.choices[0].message.model_dump()
+        message["extra"] = {"actions": actions, "response": response.model_dump(), **cost, "call": call,
+                            "timestamp": time.time()}
+        return message
 
 
-class TextModel(_SettingsRetry, LitellmTextbasedModel):
-    """Text protocol: one bash block per response."""
+class TextModel(_ClientModel, LitellmTextbasedModel):
+    """Text protocol: one bash block per reply, thinking blocks aside."""
+
+    def _parse_actions(self, response: Any) -> list[dict]:
+        return parse_regex_actions(
+            strip_thinking(response.choices[0].message.content or ""),
+            action_regex=self.config.action_regex,
+            format_error_template=self.config.format_error_template,
+            template_kwargs={"finish_reason": response.choices[0].finish_reason},
+        )
 
 
-class ToolsModel(_SettingsRetry, LitellmModel):
+class ToolsModel(_ClientModel, LitellmModel):
     """Native tool calls (mini-swe-agent's ``bash`` tool)."""
 
-
-def litellm_model_name(settings: ModelSettings) -> str:
-    """The name litellm routes by: ``openai/<name>`` for an OpenAI-compatible ``base_url`` when the name
-    has no litellm provider prefix (``openai/``, ``hosted_vllm/``, ``ollama/``, ...)."""
-    name = settings.name
-    provider = name.split("/", 1)[0] if "/" in name else ""
-    if settings.base_url and provider not in set(litellm.provider_list):
-        return f"openai/{name}"
-    return name
+    tools: ClassVar[list[dict] | None] = [BASH_TOOL]
 
 
-def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, Any]):
+def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, Any]) -> TextModel | ToolsModel:
     """A mini-swe-agent model for ``settings`` and ``protocol``.
 
     Args:
         settings: endpoint, sampling and retry settings.
         protocol: ``text`` or ``tools``.
-        model_config: the ``model`` section of mini-swe-agent's benchmark config (templates).
+        model_config: the ``model`` section of mini-swe-agent's benchmark config (templates). Its
+            ``model_kwargs`` are replaced by what the client sends (temperature, ``max_tokens``, the
+            settings' ``extra.params``), so the trajectory records the request as it was made.
     """
-    kwargs = dict(model_config.get("model_kwargs") or {})
-    kwargs.update(
-        {"temperature": settings.temperature, "timeout": settings.timeout, "num_retries": 0, "max_retries": 0}
-    )
+    kwargs: dict[str, Any] = {"temperature": settings.temperature}
     if settings.max_tokens is not None:
         kwargs["max_tokens"] = settings.max_tokens
-    if settings.base_url:
-        kwargs["api_base"] = settings.base_url
-    kwargs.update(settings.extra or {})
+    kwargs.update(settings.extra.get("params") or {})
     config = {k: v for k, v in model_config.items() if k not in ("model_name", "model_kwargs", "model_class")}
     config.update(model_name=litellm_model_name(settings), model_kwargs=kwargs, cost_tracking="ignore_errors")
-    cls = {"text": TextModel, "tools": ToolsModel}[protocol]
-    model = cls(**config)
-    model.settings = settings
+    model = {"text": TextModel, "tools": ToolsModel}[protocol](**config)
+    model.client = ModelClient(settings)
     return model
 
 
-def _api_messages(messages: list[dict]) -> list[dict]:
-    return [{k: v for k, v in m.items() if k != "extra"} for m in messages if m.get("role") != "exit"]
-
-
-def _content_text(message: dict) -> str:
-    content = message.get("content")
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return content or ""
-
-
-def estimate_tokens(model_name: str, messages: list[dict] | None = None, text: str | None = None) -> int:
-    """Tokens of ``messages`` (chat) or ``text`` by litellm's bundled tokenizers (offline; tiktoken's
-    ``cl100k_base`` for models it does not know)."""
-    try:
-        if messages is not None:
-            return int(litellm.token_counter(model=model_name, messages=_api_messages(messages)))
-        return int(litellm.token_counter(model=model_name, text=text or ""))
-    except Exception:  # noqa: BLE001 - an exotic message shape: fall back to the plain text
-        joined = "\n".join(_content_text(m) for m in messages or []) if messages is not None else (text or "")
-        return int(litellm.token_counter(model="gpt-4", text=joined))
-
-
-def usage_of(response: Any, *, model_name: str, prompt_messages: list[dict], completion_text: str) -> Usage:
-    """The :class:`Usage` of one call from its raw response (``extra.response`` of a message).
-
-    When the endpoint reported no usage (litellm then fills zeros), prompt and completion tokens are
-    estimated with :func:`estimate_tokens` and the usage is marked ``estimated``.
-    """
-    usage = response.get("usage") if isinstance(response, dict) else None
-    usage = usage or {}
-    prompt = int(usage.get("prompt_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
-    if prompt <= 0:
-        return Usage(
-            prompt_tokens=estimate_tokens(model_name, messages=prompt_messages),
-            completion_tokens=estimate_tokens(model_name, text=completion_text),
-            estimated=True,
-        )
-    details = usage.get("prompt_tokens_details") or {}
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    if cached is None and usage.get("cache_read_input_tokens") is not None:
-        cached = usage.get("cache_read_input_tokens")
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached)
+def call_usage(extra: dict[str, Any]) -> tuple[Usage, list[CallAttempt]]:
+    """The usage and the attempts of one call from a message's (or a format error's) ``extra``."""
+    call = extra["call"]
+    return Usage.model_validate(call["usage"]), [CallAttempt.model_validate(a) for a in call["attempts"]]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover._io import append_jsonl, atomic_write_json, atomic_write_text
-from takeover.agents.model import usage_of
+from takeover.llm import CallAttempt, Usage
 from takeover.redact import redact_obj
 from takeover.trajectories.events import Event, LLMCall
 from takeover.trajectories.takeover_run import RunAccounting, RunRecord
@@ -33,7 +33,6 @@ class RunRecorder:
     Args:
         out_dir: the run folder.
         record: the run's :class:`RunRecord`; its accounting is updated in place.
-        model_name: the name litellm knows the model by (for token estimates when usage is missing).
         protocol: the action protocol, which decides how an action's text and thought are recorded.
         action_regex: the text protocol's pattern of an action block (removed from the thought).
 
@@ -48,13 +47,11 @@ class RunRecorder:
         out_dir: Path,
         record: RunRecord,
         *,
-        model_name: str,
         protocol: ActionProtocol,
         action_regex: str,
     ):
         self.out_dir = out_dir
         self.record = record
-        self.model_name = model_name
         self.protocol = protocol
         self.action_regex = action_regex
         self.events: list[Event] = []
@@ -81,9 +78,8 @@ class RunRecorder:
 
     def add_call(
         self,
-        response: Any,
-        prompt_messages: list[dict],
-        text: str,
+        usage: Usage,
+        attempts: list[CallAttempt],
         seconds: float,
         *,
         format_error: bool,
@@ -92,24 +88,21 @@ class RunRecorder:
         """Record one model call and add it to the accounting.
 
         Args:
-            response: the raw response (``extra.response`` of mini-swe-agent's message), for its usage.
-            prompt_messages: the messages sent (to estimate prompt tokens when no usage was reported).
-            text: what the completion held (to estimate completion tokens likewise).
-            seconds: time inside the call (seconds).
+            usage: the call's usage, estimated counts flagged (:func:`takeover.agents.mswea_model.call_usage`).
+            attempts: the call's HTTP attempts (status, seconds, the wait after each, usage).
+            seconds: time inside the call, waits between attempts included (seconds).
             format_error: the response was rejected by the action parser.
             cost: US dollars as litellm priced the call.
         Returns:
             The call's index in ``calls.jsonl``.
         """
-        usage = usage_of(
-            response, model_name=self.model_name, prompt_messages=prompt_messages, completion_text=text
-        )
         call = LLMCall(
             index=len(self.calls),
             usage=usage,
             model=self.record.model.get("name"),
             format_error=format_error,
             seconds=round(seconds, 6),
+            attempts=attempts,
         )
         self.calls.append(call)
         acc = self.accounting
@@ -119,8 +112,11 @@ class RunRecorder:
         acc.completion_tokens += usage.completion_tokens
         if usage.cached_tokens is not None:
             acc.cached_tokens = (acc.cached_tokens or 0) + usage.cached_tokens
+        if usage.reasoning_tokens is not None:
+            acc.reasoning_tokens = (acc.reasoning_tokens or 0) + usage.reasoning_tokens
         if usage.estimated:
             acc.usage = "estimated"
+            acc.estimated_calls += 1
         if acc.initial_prompt_tokens is None:
             acc.initial_prompt_tokens = usage.prompt_tokens
         acc.cost += cost

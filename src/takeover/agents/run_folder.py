@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from takeover._io import sha256_text, stable_hash
 from takeover.errors import InputError
 from takeover.limits import EARLIER_FIELD_NAMES, RunLimits
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.vocabulary import ActionProtocol, RunKind

@@ -26,14 +26,14 @@ from takeover.agents.command_sandbox import (
     make_command_sandbox,
 )
 from takeover.agents.loop import SNAPSHOT_REF_PREFIX, TakeoverAgent, git
-from takeover.agents.model import make_model
+from takeover.agents.mswea_model import make_model
 from takeover.agents.recorder import RunRecorder
 from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
 from takeover.environments import prepare_environment
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
-from takeover.models import ModelSettings
+from takeover.llm import ModelSettings
 from takeover.redact import redact, redact_obj
 from takeover.repos import RepoSource
 from takeover.tasks import SourceTask
@@ -127,7 +127,6 @@ def run_agent(
     recorder = RunRecorder(
         out_dir,
         record,
-        model_name=mini_model.config.model_name,
         protocol=spec.protocol,
         action_regex=getattr(mini_model.config, "action_regex", r"```mswea_bash_command\s*\n(.*?)\n```"),
     )

@@ -92,7 +92,7 @@ def _limits(inputs: dict):
 
 
 def _model(data: dict):
-    from takeover.models import ModelSettings
+    from takeover.llm import ModelSettings
 
     return ModelSettings.model_validate(data)
 
@@ -109,7 +109,9 @@ def _run_output(record: Any, run_dir: Path) -> dict:
         "prompt_tokens": acc.prompt_tokens,
         "completion_tokens": acc.completion_tokens,
         "cached_tokens": acc.cached_tokens,
+        "reasoning_tokens": acc.reasoning_tokens,
         "usage": acc.usage,
+        "estimated_calls": acc.estimated_calls,
         "initial_prompt_chars": acc.initial_prompt_chars,
         "initial_prompt_tokens": acc.initial_prompt_tokens,
         "wall_seconds": acc.wall_seconds,

@@ -54,14 +54,16 @@ class RunAccounting(BaseModel):
         agent_events: action + observation events in ``events.jsonl`` (same definition as
             :attr:`takeover.trajectories.events.Trajectory.agent_events`).
         actions, observations: the two halves of ``agent_events``.
-        llm_calls: model calls that returned a response (format-error turns included).
+        llm_calls: model calls that returned a response (format-error turns, and a reply with reasoning
+            only, which ends the run with ``model_error``, included).
         failed_calls: model calls that ended in an endpoint error (after retries); they have no usage.
         format_errors: responses rejected by the action parser.
         prompt_tokens: cumulative prompt tokens = sum of ``usage.prompt_tokens`` over every call.
-        completion_tokens, cached_tokens: sums over every call (``cached_tokens`` ``None`` when no call
-            reported it).
+        completion_tokens, cached_tokens, reasoning_tokens: sums over every call (``cached_tokens`` and
+            ``reasoning_tokens`` are ``None`` when no call reported them).
         usage: ``reported`` when every call carried usage, else ``estimated`` (a local tokenizer counted
-            the calls without usage; see :func:`takeover.agents.model.usage_of`).
+            what a call left out or reported as 0; see :func:`takeover.llm.complete_usage`).
+        estimated_calls: calls whose usage holds an estimated count.
         initial_prompt_chars: characters of the system + first user message (the task or takeover prompt
             inside the agent's instance template).
         initial_prompt_tokens: prompt tokens of the first model call (the same messages, as the endpoint
@@ -83,7 +85,9 @@ class RunAccounting(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     usage: Literal["reported", "estimated"] = "reported"
+    estimated_calls: int = 0
     initial_prompt_chars: int = 0
     initial_prompt_tokens: int | None = None
     cost: float = 0.0
@@ -128,7 +132,7 @@ class RunRecord(BaseModel):
         inputs: the readable parts of ``inputs_key`` (for the refusal message).
         setup_seconds: time to prepare the run before the agent starts: checkout, task environment (seconds).
         environment: the task environment the commands used (its description, or why there is none).
-        model: :meth:`takeover.models.ModelSettings.public` (no secrets).
+        model: :meth:`takeover.llm.ModelSettings.public` (no secrets).
         limits, accounting, exit_status: see :class:`~takeover.limits.RunLimits`, :class:`RunAccounting`,
             :class:`~takeover.vocabulary.ExitStatus`.
         exit_detail: the error message for ``model_error``/``environment_error``, redacted.
