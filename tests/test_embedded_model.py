@@ -1,5 +1,5 @@
-"""The embedded model: GGUF header reading, assembly of parts (order, hashes), the pip path on local
-wheels, the usage check. No test downloads or loads the real 491 MB model."""
+"""The embedded model: assembly of parts (order, hashes), the pip path on local wheels, the usage check.
+No test downloads or loads the real 491 MB model."""
 
 from __future__ import annotations
 
@@ -50,38 +50,6 @@ QWEN_META = {
 def split(data: bytes, n: int) -> list[bytes]:
     size = -(-len(data) // n)
     return [data[i * size:(i + 1) * size] for i in range(n)]
-
-
-def test_gguf_metadata_is_read_and_long_arrays_are_summarized(tmp_path):
-    path = tmp_path / "m.gguf"
-    path.write_bytes(gguf_bytes(QWEN_META, tensor_count=291, tail=b"\0" * 64))
-    meta = em.read_gguf_metadata(path)
-    assert meta["gguf.version"] == 3
-    assert meta["gguf.tensor_count"] == 291
-    assert meta["general.architecture"] == "qwen2"
-    assert meta["qwen2.block_count"] == 24
-    assert meta["tokenizer.ggml.tokens"] == "<array of 100>"
-    assert meta["tokenizer.ggml.token_type"] == "<array of 200>"
-    assert em.verify_gguf(path, em.DEFAULT_MODEL)["general.name"] == "Qwen2.5 Coder 0.5B Instruct AWQ"
-
-
-def test_verify_gguf_rejects_other_models_and_non_gguf(tmp_path):
-    other = tmp_path / "llama.gguf"
-    other.write_bytes(gguf_bytes({**QWEN_META, "general.architecture": "llama"}))
-    with pytest.raises(ModelUnavailable, match="general.architecture is 'llama', expected 'qwen2'"):
-        em.verify_gguf(other)
-    no_instruct = tmp_path / "base.gguf"
-    no_instruct.write_bytes(gguf_bytes({**QWEN_META, "general.name": "Qwen2.5 Coder 0.5B"}))
-    with pytest.raises(ModelUnavailable, match=r"lacks \['Instruct'\]"):
-        em.verify_gguf(no_instruct)
-    junk = tmp_path / "junk.bin"
-    junk.write_bytes(b"PK\x03\x04 not a model")
-    with pytest.raises(ModelUnavailable, match="not a GGUF file"):
-        em.read_gguf_metadata(junk)
-    truncated = tmp_path / "cut.gguf"
-    truncated.write_bytes(gguf_bytes(QWEN_META)[:40])
-    with pytest.raises(ModelUnavailable, match="truncated"):
-        em.read_gguf_metadata(truncated)
 
 
 def test_part_numbers_sort_numerically():
@@ -168,8 +136,7 @@ def fake_spec(tmp_path: Path, whole: bytes, *, n: int = 2, corrupt_wheel_hash: b
         parts.append(ModelPart(package=f"tk-fake-part{i}", version="0.1.0", wheel_size=w.stat().st_size,
                                wheel_sha256=("f" * 64 if corrupt_wheel_hash and i == 1 else sha)))
     spec = ModelSpec(alias="fake", filename="fake.gguf", sha256=hashlib.sha256(whole).hexdigest(), size=len(whole),
-                     parts=parts, expect_metadata={"general.architecture": "qwen2"},
-                     expect_name_contains=["Coder"])
+                     parts=parts)
     return spec, wheels
 
 
@@ -200,15 +167,6 @@ def test_ensure_model_refuses_a_wheel_whose_hash_differs(tmp_path, monkeypatch):
         em.ensure_model(spec, parts_source=tmp_path)
 
 
-def test_ensure_model_rejects_an_assembled_file_of_another_model(tmp_path, monkeypatch):
-    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
-    whole = gguf_bytes({**QWEN_META, "general.name": "Qwen2.5 0.5B Instruct"})
-    spec, wheels = fake_spec(tmp_path, whole, n=1)
-    with pytest.raises(ModelUnavailable, match=r"lacks \['Coder'\]"):
-        em.ensure_model(spec, parts_source=wheels)
-    assert not em.model_path(spec).exists() and not em.is_cached(spec)
-
-
 @pytest.mark.slow
 def test_download_parts_runs_pip_with_pinned_hashes(tmp_path):
     """The PyPI path, pointed at a local wheel folder (pip --no-index --find-links): no network."""
@@ -228,12 +186,16 @@ def test_default_spec_pins_six_parts_and_the_whole_file():
     assert spec.size == 491_400_064 and len(spec.sha256) == 64
 
 
-def test_cached_real_model_header_when_present():
-    """Reads only the header of the real model if this machine has it cached (never downloads or loads)."""
+def test_cached_real_model_matches_its_pinned_sha256_when_present():
+    """Hashes the real model if this machine has it cached (never downloads or loads it): the pinned sha256
+    of the whole file is what proves the file, its GGUF header included."""
     if not em.is_cached():
         pytest.skip(f"embedded model not cached at {em.model_path()}")
-    meta = em.verify_gguf(em.model_path())
-    assert meta["general.architecture"] == "qwen2" and meta["qwen2.block_count"] == 24
+    digest = hashlib.sha256()
+    with em.model_path().open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    assert digest.hexdigest() == em.DEFAULT_MODEL.sha256
 
 
 def test_check_usage_accepts_usage_and_rejects_its_absence():

@@ -9,20 +9,18 @@ the doctor finishes in seconds.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from takeover import embedded_model, sandbox
+from takeover.llm import ModelCallError, ModelClient, ModelSettings
 from takeover.repos import MIRROR_ENV, cache_dir
 
 Status = Literal["ok", "warn", "fail"]
@@ -155,25 +153,23 @@ def check_mirror(mirror: Path | str | None = None) -> Check:
 
 
 def check_endpoint(base_url: str | None = None, api_key_env: str | None = None) -> Check:
-    """A configured OpenAI-compatible endpoint answers ``GET /models`` (skipped when none is configured)."""
+    """A configured OpenAI-compatible endpoint answers ``GET /models`` within 10 seconds (one attempt,
+    through :class:`takeover.llm.ModelClient`); skipped when none is configured."""
     if not base_url:
         return Check(name="model endpoint", status="ok",
                      detail="none configured: the quickstart serves the embedded model itself")
-    req = urllib.request.Request(base_url.rstrip("/") + "/models")
-    key = os.environ.get(api_key_env) if api_key_env else None
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
+    settings = ModelSettings(name="doctor", base_url=base_url, api_key_env=api_key_env, timeout=10.0, retries=0)
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            body = json.loads(resp.read().decode() or "{}")
-    except urllib.error.HTTPError as exc:
-        return Check(name="model endpoint", status="fail", detail=f"{base_url}/models answered HTTP {exc.code}",
-                     fix=f"check the URL and the API key variable ({api_key_env or 'none given'})")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
+        with ModelClient(settings) as client:
+            names = client.list_models()
+    except ModelCallError as exc:
+        if exc.status.startswith("http_"):
+            return Check(name="model endpoint", status="fail",
+                         detail=f"{base_url}/models answered HTTP {exc.status.removeprefix('http_')}",
+                         fix=f"check the URL and the API key variable ({api_key_env or 'none given'})")
+        reason = exc.attempts[-1].error if exc.attempts else str(exc)
         return Check(name="model endpoint", status="fail", detail=f"{base_url} does not answer ({reason})",
                      fix="start the server (vllm serve ..., ollama serve, takeover serve-model) or fix --base-url")
-    names = [m.get("id", "?") for m in body.get("data", []) if isinstance(m, dict)]
     return Check(name="model endpoint", status="ok", detail=f"{base_url} serves {', '.join(names[:5]) or 'no model list'}")
 
 

