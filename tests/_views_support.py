@@ -95,3 +95,22 @@ def requests_1766_patches() -> dict[str, str]:
     edited = REPRODUCE_PATCH + real_run("psf__requests-1766").final_patch
     return {"after_first_source_edit": edited, "after_first_verification_result": edited,
             "after_first_post_failure_edit": REPRODUCE_PATCH}
+
+
+ID_1766 = "psf__requests-1766"
+
+
+def requests_1766_points_file(folder: Path) -> Path:
+    """A saved RunPoints record of psf__requests-1766 with the hand-checked ``after_first_source_edit``
+    point, in ``folder`` (what ``takeover points --out`` writes; detection itself needs the mirror)."""
+    from takeover.checkpoints import RunPoints
+    from takeover.replay import ReplayVerdict
+
+    run, task = real_run(ID_1766), real_task(ID_1766)
+    point = requests_1766_points()["after_first_source_edit"]
+    record = RunPoints(
+        instance_id=ID_1766, repo=task.repo, base_commit=task.base_commit, trajectory=str(_SHARED / "trajectories" / "mini-swe-agent" / f"{ID_1766}.json"),
+        format=run.format, events=len(run.events), replay=ReplayVerdict(verified=True, method="verified_replay"),
+        points=[point], patches={point.type: requests_1766_patches()[point.type]},
+    )
+    return record.save(folder / f"{ID_1766}.points.json")

@@ -175,6 +175,8 @@ def test_cli_exits_1_on_a_model_error_and_0_on_agent_outcomes(tmp_path, task_and
             "--mirror",
             str(mirror),
             "--offline",
+            "--max-retry-wait",
+            "0.05",  # four attempts of one failing call without seconds of back-off
         ]
         failed = _cli([*base, "--out", str(tmp_path / "bad")])
     assert failed.exit_code == 1, failed.output

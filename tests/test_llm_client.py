@@ -8,7 +8,14 @@ import os
 import pytest
 from _replay import Replay
 
-from takeover.llm import ModelCallError, ModelClient, ModelSettings, transport_for
+from takeover.llm import (
+    REASONING_ONLY,
+    ModelCallError,
+    ModelClient,
+    ModelSettings,
+    ReasoningOnlyReply,
+    transport_for,
+)
 
 MESSAGES = [{"role": "user", "content": "write notes please"}]
 
@@ -142,3 +149,98 @@ def test_litellm_transport_has_the_same_retry_accounting(replay):
     assert answer.content == "via litellm"
     assert [a.status for a in answer.attempts] == ["http_429", "ok"]
     assert srv.served == 2
+
+
+# -- reply shapes of real endpoints ------------------------------------------------------------------------
+
+
+def test_reasoning_only_reply_is_a_precise_error_and_not_retried(replay):
+    reply = {"content": None, "reasoning_content": "Let me think about the notes first", "finish_reason": "length",
+             "usage": {"prompt_tokens": 50, "completion_tokens": 7, "reasoning_tokens": 7}}
+    with replay.script([reply, {"content": "never asked"}]) as srv:
+        client = ModelClient(settings(srv))
+        with pytest.raises(ReasoningOnlyReply) as info:
+            client.complete(MESSAGES)
+    assert srv.served == 1
+    assert (info.value.status, [a.status for a in info.value.attempts]) == ("reasoning_only", ["reasoning_only"])
+    assert REASONING_ONLY in str(info.value) and "finish_reason 'length'" in str(info.value)
+    assert str(info.value).startswith("model 'notes-model' at http://127.0.0.1:")
+    used = info.value.usage
+    assert (used.prompt_tokens, used.completion_tokens, used.reasoning_tokens, used.failed_calls) == (50, 7, 7, 1)
+
+
+def test_inline_thinking_with_braces_stays_in_content_and_out_of_the_answer(replay):
+    content = '<think>The JSON could be {"a": 1} or {"b": 2}.</think>\n{"answer": 42}'
+    with replay.script([{"content": content}]) as srv:
+        answer = ModelClient(settings(srv)).complete(MESSAGES)
+    assert answer.content == content and answer.answer == '{"answer": 42}'
+    assert answer.usage.completion_tokens == len(content.split())
+
+
+def test_a_reply_cut_at_the_cap_is_marked_truncated(replay):
+    with replay.script([{"content": "- first note\n- second no", "finish_reason": "length"}]) as srv:
+        answer = ModelClient(settings(srv)).complete(MESSAGES, max_tokens=8)
+    assert answer.truncated and answer.finish_reason == "length"
+    assert [(a.status, a.finish_reason) for a in answer.attempts] == [("ok", "length")]
+
+
+def test_retry_after_in_seconds_is_honoured_up_to_the_cap(replay):
+    waits: list[float] = []
+    script = [{"status": 429, "error": "slow down", "retry_after": 6}, {"status": 429, "retry_after": 0.05},
+              {"content": "ok"}]
+    with replay.script(script) as srv:
+        answer = ModelClient(settings(srv, max_retry_wait=0.2), sleep=waits.append).complete(MESSAGES)
+    assert waits == [0.2, 0.05]  # asked 6 s, capped; asked 0.05 s, given exactly (no back-off, no jitter)
+    assert [(a.status, a.retry_after, a.wait_seconds) for a in answer.attempts] == [
+        ("http_429", 6.0, 0.2), ("http_429", 0.05, 0.05), ("ok", None, 0.0)]
+
+
+def test_retry_after_as_an_http_date(replay):
+    waits: list[float] = []
+    with replay.script([{"status": 429, "retry_after_date": 6}, {"content": "ok"}]) as srv:
+        answer = ModelClient(settings(srv, max_retry_wait=0.2), sleep=waits.append).complete(MESSAGES)
+    asked = answer.attempts[0].retry_after
+    assert 4.0 <= asked <= 6.0  # a date has whole seconds, and the request took some time
+    assert waits == [0.2] and answer.attempts[0].wait_seconds == 0.2
+
+
+def test_zero_prompt_tokens_for_a_prompt_are_estimated_and_flagged(replay):
+    with replay.script([{"content": "a note", "usage": {"prompt_tokens": 0, "completion_tokens": 2}}]) as srv:
+        client = ModelClient(settings(srv))
+        answer = client.complete(MESSAGES)
+    # 3 (reply priming) + 3 (message wrapper) + 1 ("user") + 3 ("write notes please"), cl100k_base
+    assert (answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.usage.estimated) == (10, 2, True)
+    assert (client.usage.estimated_calls, client.usage.estimated) == (1, True)
+    assert srv.requests[0]["messages"] == MESSAGES
+
+
+def test_cached_and_reasoning_tokens_are_recorded_apart(replay):
+    usage = {"prompt_tokens": 1000, "completion_tokens": 300, "cached_tokens": 900, "reasoning_tokens": 250}
+    with replay.script([{"content": "ok", "reasoning_content": "thought it over", "usage": usage}] * 2) as srv:
+        client = ModelClient(settings(srv))
+        first = client.complete(MESSAGES)
+        client.complete(MESSAGES)
+    assert (first.usage.cached_tokens, first.usage.reasoning_tokens, first.usage.estimated) == (900, 250, False)
+    assert first.reasoning_content == "thought it over" and first.content == "ok"
+    total = client.usage
+    assert (total.prompt_tokens, total.cached_tokens, total.completion_tokens, total.reasoning_tokens) == (
+        2000, 1800, 600, 500)
+    assert total.estimated_calls == 0 and len(total.attempts) == 2
+
+
+def test_a_dropped_connection_is_retried(replay):
+    waits: list[float] = []
+    with replay.script([{"drop": True}, {"content": "back"}]) as srv:
+        answer = ModelClient(settings(srv), sleep=waits.append).complete(MESSAGES)
+    assert answer.content == "back" and srv.served == 2
+    assert [a.status for a in answer.attempts] == ["connection_error", "ok"]
+    assert "RemoteProtocolError" in answer.attempts[0].error and len(waits) == 1
+
+
+def test_list_models_and_a_dead_endpoint(replay):
+    with replay.script([]) as srv:
+        assert ModelClient(settings(srv)).list_models() == ["scripted-model"]
+        dead = srv.base_url.replace(str(srv.server.port), "9")  # port 9 (discard) is closed on 127.0.0.1
+    with pytest.raises(ModelCallError) as info:
+        ModelClient(settings(replay, base_url=dead, retries=0)).list_models()
+    assert info.value.status == "connection_error" and len(info.value.attempts) == 1

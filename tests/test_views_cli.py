@@ -6,15 +6,21 @@ import json
 import re
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
+from _views_support import (
+    Replay,
+    real_run,
+    real_task,
+    requests_1766_patches,
+    requests_1766_points,
+    requests_1766_points_file,
+)
 from conftest import DATASET, TRAJ
 from typer.testing import CliRunner
 
 from takeover._io import atomic_write_json, sha256_text
-from takeover.checkpoints import Checkpoint, RunPoints, materialize_checkpoint
+from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.cli import app
 from takeover.llm import estimate_tokens
-from takeover.replay import ReplayVerdict
 from takeover.views import ViewLeakError
 
 ID = "psf__requests-1766"
@@ -34,14 +40,7 @@ SUMMARY = "- The agent quoted qop in requests/auth.py.\n- It has not re-run its 
 @pytest.fixture
 def points_file(tmp_path):
     """A saved RunPoints record for the run, with the hand-checked point (detection needs the mirror)."""
-    run, task = real_run(ID), real_task(ID)
-    point = requests_1766_points()["after_first_source_edit"]
-    record = RunPoints(
-        instance_id=ID, repo=task.repo, base_commit=task.base_commit, trajectory=str(FILE), format=run.format,
-        events=len(run.events), replay=ReplayVerdict(verified=True, method="verified_replay"),
-        points=[point], patches={point.type: requests_1766_patches()[point.type]},
-    )
-    return record.save(tmp_path / f"{ID}.points.json")
+    return requests_1766_points_file(tmp_path)
 
 
 def invoke(*args: str):

@@ -76,6 +76,12 @@ def run(
         float | None, typer.Option("--max-cost", help="Stop at this cost (US dollars).")
     ] = None,
     temperature: Annotated[float, typer.Option("--temperature")] = 0.0,
+    max_retry_wait: Annotated[
+        float,
+        typer.Option(
+            "--max-retry-wait", help="Longest wait between two model attempts (seconds), Retry-After included."
+        ),
+    ] = 60.0,
     mirror: Annotated[
         Path | None,
         typer.Option(
@@ -104,7 +110,11 @@ def run(
             raise InputError("--checkpoint/--view", "a takeover run needs both --checkpoint and --view")
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
         settings = ModelSettings(
-            name=model, base_url=base_url, api_key_env=api_key_env or None, temperature=temperature
+            name=model,
+            base_url=base_url,
+            api_key_env=api_key_env or None,
+            temperature=temperature,
+            max_retry_wait=max_retry_wait,
         )
         limits = RunLimits(
             step_limit=step_limit,

@@ -36,6 +36,7 @@ def register(app: typer.Typer) -> None:
         max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="raw_trace budget in estimated tokens (default: none).")] = None,
         timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model request.")] = 300.0,
         retries: Annotated[int, typer.Option("--retries", help="Retries on 429/5xx/timeouts per model request.")] = 3,
+        max_retry_wait: Annotated[float, typer.Option("--max-retry-wait", help="Longest wait between two attempts (seconds), the server's Retry-After included.")] = 60.0,
         offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
     ) -> None:
         """Write the takeover prompt of each view of one handoff point to OUT/<view>.md, plus OUT/views.json.
@@ -77,7 +78,8 @@ def register(app: typer.Typer) -> None:
         settings = None
         if model:
             settings = ModelSettings(
-                name=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries
+                name=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries,
+                max_retry_wait=max_retry_wait,
             )
         try:
             inputs = load_inputs(

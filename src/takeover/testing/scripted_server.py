@@ -8,11 +8,20 @@ code under test (litellm, mini-swe-agent, our client) runs unchanged.
 A script entry (dict) is one of:
 
 - ``{"content": "text"}``: a normal completion. Optional ``usage`` ({``prompt_tokens``,
-  ``completion_tokens``, ``cached_tokens``}); without it usage is computed deterministically (see
-  :func:`count_words`): prompt tokens = words in all request messages, completion tokens = words in the
-  content. ``"usage": null`` sends no usage at all.
-- ``{"status": 429, "error": "rate limited"}``: an HTTP error with an OpenAI-style error body.
+  ``completion_tokens``, ``cached_tokens``, ``reasoning_tokens``}); without it usage is computed
+  deterministically (see :func:`count_words`): prompt tokens = words in all request messages, completion
+  tokens = words in the content and the reasoning. ``"usage": null`` sends no usage at all; a count given
+  as ``0`` is sent as 0 (a server that served the prompt from its cache). ``cached_tokens`` goes to
+  ``usage.prompt_tokens_details``, ``reasoning_tokens`` to ``usage.completion_tokens_details``.
+- ``{"content": null, "reasoning_content": "..."}``: a reasoning server's answer (``content`` may be any
+  text too, e.g. inline ``<think>...</think>`` blocks).
+- ``{"finish_reason": "length", ...}``: the reply's ``finish_reason`` (default ``stop``, or
+  ``tool_calls``).
+- ``{"status": 429, "error": "rate limited"}``: an HTTP error with an OpenAI-style error body; with
+  ``"retry_after": 6`` it carries ``Retry-After: 6``, with ``"retry_after_date": 6`` a ``Retry-After``
+  HTTP date 6 seconds after the moment it is sent.
 - ``{"delay": 5.0, ...}``: sleep that many seconds before answering (to provoke client timeouts).
+- ``{"drop": true}``: close the connection without answering (a dropped connection).
 - ``{"tool_calls": [{"name": "bash", "arguments": {...}}], "content": ""}``: a native tool call answer.
 
 ``script`` may also be a callable ``f(request_json, n) -> entry`` for answers that depend on the request.
@@ -21,6 +30,7 @@ When the script is exhausted the server answers HTTP 500 ``script exhausted``.
 
 from __future__ import annotations
 
+import email.utils
 import itertools
 import json
 import threading
@@ -105,6 +115,8 @@ class ScriptedServer:
     def _completion(self, body: dict, entry: Entry) -> dict:
         content = entry.get("content", "")
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        if entry.get("reasoning_content") is not None:
+            message["reasoning_content"] = entry["reasoning_content"]
         finish = "stop"
         if entry.get("tool_calls"):
             message["tool_calls"] = [
@@ -126,13 +138,15 @@ class ScriptedServer:
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", self.model),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "choices": [{"index": 0, "message": message, "finish_reason": entry.get("finish_reason", finish)}],
         }
         if "usage" in entry and entry["usage"] is None:
             return out
         usage = dict(entry.get("usage") or {})
         prompt = usage.get("prompt_tokens", prompt_words(body))
-        completion = usage.get("completion_tokens", count_words(content or ""))
+        completion = usage.get(
+            "completion_tokens", count_words(content or "") + count_words(entry.get("reasoning_content") or "")
+        )
         out["usage"] = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
@@ -140,6 +154,8 @@ class ScriptedServer:
         }
         if usage.get("cached_tokens") is not None:
             out["usage"]["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+        if usage.get("reasoning_tokens") is not None:
+            out["usage"]["completion_tokens_details"] = {"reasoning_tokens": usage["reasoning_tokens"]}
         return out
 
     def _handler(self):
@@ -149,12 +165,14 @@ class ScriptedServer:
             def log_message(self, *args):  # keep test output clean
                 pass
 
-            def _send(self, status: int, payload: dict) -> None:
+            def _send(self, status: int, payload: dict, headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
@@ -182,10 +200,20 @@ class ScriptedServer:
                     return
                 if entry.get("delay"):
                     time.sleep(float(entry["delay"]))
+                if entry.get("drop"):
+                    self.close_connection = True  # the socket closes with no answer at all
+                    return
                 if entry.get("status", 200) != 200:
+                    headers = {}
+                    if entry.get("retry_after") is not None:
+                        headers["Retry-After"] = str(entry["retry_after"])
+                    if entry.get("retry_after_date") is not None:
+                        when = time.time() + float(entry["retry_after_date"])
+                        headers["Retry-After"] = email.utils.formatdate(when, usegmt=True)
                     self._send(
                         int(entry["status"]),
                         {"error": {"message": entry.get("error", "scripted error"), "type": "scripted", "code": entry["status"]}},
+                        headers,
                     )
                     return
                 self._send(200, server._completion(body, entry))
