@@ -271,7 +271,9 @@ def build_view(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     return UnitOutcome(
         output={"path": str(path), "sha256": sha256_text(result.prompt), "characters": result.characters,
                 "estimated_tokens": result.estimated_tokens, "validation": result.validation,
-                "attempts": result.attempts, "dropped_events": result.dropped_events},
+                "attempts": result.attempts, "dropped_events": result.dropped_events,
+                **({"cached_tokens": usage.cached_tokens, "reasoning_tokens": usage.reasoning_tokens,
+                    "estimated_calls": usage.estimated_calls} if usage else {})},
         prompt_tokens=usage.prompt_tokens if usage else 0,
         completion_tokens=usage.completion_tokens if usage else 0,
     )
