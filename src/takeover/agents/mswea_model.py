@@ -85,6 +85,10 @@ class ToolsModel(_ClientModel, LitellmModel):
     tools: ClassVar[list[dict] | None] = [BASH_TOOL]
 
 
+#: The mini-swe-agent model of each action protocol.
+MODELS: dict[str, type[TextModel | ToolsModel]] = {"text": TextModel, "tools": ToolsModel}
+
+
 def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, Any]) -> TextModel | ToolsModel:
     """A mini-swe-agent model for ``settings`` and ``protocol``.
 
@@ -94,19 +98,29 @@ def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, A
         model_config: the ``model`` section of mini-swe-agent's benchmark config (templates). Its
             ``model_kwargs`` are replaced by what the client sends (temperature, ``max_tokens``, the
             settings' ``extra.params``), so the trajectory records the request as it was made.
+
+    Raises:
+        ValueError: ``protocol`` is neither ``text`` nor ``tools``.
     """
+    if protocol not in MODELS:
+        raise ValueError(f"unknown action protocol {protocol!r}; expected text or tools")
     kwargs: dict[str, Any] = {"temperature": settings.temperature}
     if settings.max_tokens is not None:
         kwargs["max_tokens"] = settings.max_tokens
     kwargs.update(settings.extra.get("params") or {})
     config = {k: v for k, v in model_config.items() if k not in ("model_name", "model_kwargs", "model_class")}
     config.update(model_name=litellm_model_name(settings), model_kwargs=kwargs, cost_tracking="ignore_errors")
-    model = {"text": TextModel, "tools": ToolsModel}[protocol](**config)
+    model = MODELS[protocol](**config)
     model.client = ModelClient(settings)
     return model
 
 
 def call_usage(extra: dict[str, Any]) -> tuple[Usage, list[CallAttempt]]:
-    """The usage and the attempts of one call from a message's (or a format error's) ``extra``."""
+    """The usage and the attempts of one call from a message's (or a format error's) ``extra``.
+
+    Raises:
+        KeyError: ``extra`` holds no ``call`` (the message did not come from :class:`TextModel` or
+            :class:`ToolsModel`).
+    """
     call = extra["call"]
     return Usage.model_validate(call["usage"]), [CallAttempt.model_validate(a) for a in call["attempts"]]
