@@ -17,7 +17,6 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 from takeover._io import append_jsonl, atomic_write_json, atomic_write_text
 from takeover.llm import CallAttempt, Usage
