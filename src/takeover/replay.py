@@ -49,11 +49,7 @@ import os
 import re
 import shlex
 import shutil
-import signal
-import subprocess
 import tempfile
-import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -61,6 +57,7 @@ from pydantic import BaseModel, Field
 
 from takeover import sandbox
 from takeover.patches import first_difference
+from takeover.processes import run_process
 from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
 from takeover.trajectories.events import Event, Trajectory
 
@@ -74,7 +71,6 @@ DEFAULT_MEMORY_MB = 4096  # resident + address-space limit per command, MiB
 OUTPUT_LIMIT = 200_000  # characters of command output kept per step
 
 _RECORDED_TIMEOUT = re.compile(r"timed out and has been killed|timed out after|command timed out|TimeoutError|exit code 124|\[Command timed out", re.IGNORECASE)
-_MEMORY_MARKERS = re.compile(r"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", re.IGNORECASE)
 _SWE_EDIT = re.compile(r"^\s*edit\s+(\d+)\s*:\s*(\d+)\s*\n(.*?)\n?end_of_edit\s*$", re.DOTALL)
 _SWE_EDIT_REJECTED = re.compile(r"Your proposed edit has introduced new syntax error|Your edit was not applied|Edit failed", re.IGNORECASE)
 _SWE_NOOP = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "submit", "filemap"}
@@ -167,90 +163,6 @@ def alternates(workspace: Path) -> list[Path]:
             if path.is_dir():
                 found.append(path.resolve())
     return found
-
-
-def _session_rss_bytes(sid: int) -> int:
-    total = 0
-    page = os.sysconf("SC_PAGE_SIZE")
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            if int(fields[3]) != sid:  # field 6 (session) after pid and (comm)
-                continue
-            total += int(fields[21]) * page  # rss in pages
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
-def run_limited(
-    argv: Sequence[str],
-    *,
-    cwd: Path | str,
-    env: dict[str, str],
-    timeout: float,
-    memory_mb: int,
-) -> tuple[int | None, str, str | None, float]:
-    """Run ``argv`` in a new session with a time and memory limit.
-
-    Returns ``(exit_code, output, killed, seconds)``: output is stdout and stderr interleaved (at most
-    :data:`OUTPUT_LIMIT` characters), ``killed`` is ``"timeout"`` or ``"memory"`` when the whole process
-    group was killed at a limit (``exit_code`` is then ``None``).
-    """
-    limit = memory_mb * 1024 * 1024
-
-    argv = list(argv)
-    prlimit = shutil.which("prlimit")
-    if prlimit:
-        # Address-space backstop at 4x the resident limit: allocations beyond it fail inside the command
-        # (the watchdog below kills the group at the resident limit itself).
-        argv = [prlimit, f"--as={limit * 4}", "--", *argv]
-    start = time.monotonic()
-    with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        killed: str | None = None
-        stop = threading.Event()
-
-        def _watch() -> None:
-            nonlocal killed
-            while not stop.wait(0.2):
-                if _session_rss_bytes(proc.pid) > limit:
-                    killed = "memory"
-                    _kill_group(proc.pid)
-                    return
-
-        watcher = threading.Thread(target=_watch, daemon=True)
-        watcher.start()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            killed = killed or "timeout"
-            _kill_group(proc.pid)
-            proc.wait()
-        finally:
-            stop.set()
-            watcher.join()
-        # A command that exits on its own may still have left children in the group.
-        _kill_group(proc.pid)
-        out.seek(0)
-        text = out.read(OUTPUT_LIMIT * 4).decode("utf-8", "replace")[:OUTPUT_LIMIT]
-    code = None if killed else proc.returncode
-    if killed is None and proc.returncode != 0 and _MEMORY_MARKERS.search(text[-4000:]):
-        killed = "memory"
-    return code, text, killed, time.monotonic() - start
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 # --- file-editor actions -----------------------------------------------------------------------------
@@ -524,7 +436,8 @@ def _replay_action(
     obs = _observation_after(events, i)
     if obs is not None and _RECORDED_TIMEOUT.search(obs.text or ""):
         timeout = min(timeout, RECORDED_TIMEOUT_LIMIT)
-    code, output, killed, seconds = run_limited(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb)
+    done = run_process(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb, output_limit=OUTPUT_LIMIT)
+    code, output, killed, seconds = done.exit_code, done.output, done.killed, done.seconds
     return ReplayStep(index=i, action="command", detail=ev.command[:200], exit_code=code, killed=killed,
                       seconds=round(seconds, 3), output=output)
 

@@ -31,10 +31,11 @@ from takeover import sandbox
 from takeover.agents import _mswea
 from takeover.agents._mswea import TESTBED
 from takeover.errors import EnvironmentUnavailable
+from takeover.processes import run_process
 
 _mswea.load()
 
-from minisweagent.environments.local import LocalEnvironment, LocalEnvironmentConfig, _run
+from minisweagent.environments.local import LocalEnvironment, LocalEnvironmentConfig
 from minisweagent.utils.serialize import recursive_merge
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
@@ -117,20 +118,23 @@ class SandboxedLocalEnvironment(LocalEnvironment):
             )
         limit = timeout or self.config.timeout
         try:
-            result = _run(shlex.join(argv), host_cwd, clean_environ(self.config.env), limit)
-            output = {"output": result.stdout, "returncode": result.returncode, "exception_info": ""}
-        except subprocess.TimeoutExpired as exc:
-            raw = (
-                exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else (exc.output or "")
-            )
-            output = {
-                "output": raw,
-                "returncode": -1,
-                "exception_info": f"The command timed out after {limit:g} seconds and was killed.",
-                "extra": {"exception_type": "TimeoutExpired", "exception": str(exc)},
-            }
+            done = run_process(argv, cwd=host_cwd, env=clean_environ(self.config.env), timeout=limit)
         except OSError as exc:
             raise EnvironmentFailure(f"cannot start a command in {cwd}: {exc}") from exc
+        # mini-swe-agent reads command output in text mode, which turns every line ending into "\n".
+        text = done.output.replace("\r\n", "\n").replace("\r", "\n")
+        if done.timed_out:
+            output = {
+                "output": text,
+                "returncode": -1,
+                "exception_info": f"The command timed out after {limit:g} seconds and was killed.",
+                "extra": {
+                    "exception_type": "TimeoutExpired",
+                    "exception": str(subprocess.TimeoutExpired(shlex.join(argv), limit)),
+                },
+            }
+        else:
+            output = {"output": text, "returncode": done.exit_code, "exception_info": ""}
         self._check_finished(output)
         return output
 
