@@ -460,10 +460,10 @@ def test_reported_cached_tokens_are_summed_and_no_secret_reaches_the_agent_or_th
 
 
 def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mirror):
-    from takeover.agents.command_sandbox import docker_available
     from takeover.errors import EnvironmentUnavailable
+    from takeover.sandbox import docker_status
 
-    if docker_available() is None:
+    if docker_status().available:
         pytest.skip("a Docker daemon answers here")
     task, mirror = task_and_mirror
     with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable, match="Docker daemon"):

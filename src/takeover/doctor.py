@@ -121,14 +121,14 @@ def check_sandbox() -> Check:
 
 
 def check_docker() -> Check:
-    """Docker: the client on PATH and whether its daemon answers (needed only for ``--env docker``)."""
-    docker = shutil.which("docker")
-    if not docker:
+    """Docker: the client on PATH and whether its daemon answers (:func:`takeover.sandbox.docker_status`;
+    needed only for the docker backends)."""
+    st = sandbox.docker_status(timeout=15)
+    if st.client is None:
         return Check(name="docker", status="warn", detail="no docker client on PATH (local environments are used)",
                      fix="optional: install Docker to grade in the official SWE-bench images")
-    proc = _run([docker, "info", "--format", "{{.ServerVersion}}"], timeout=15)
-    if proc is not None and proc.returncode == 0 and proc.stdout.strip():
-        return Check(name="docker", status="ok", detail=f"daemon {proc.stdout.strip()} answers")
+    if st.available:
+        return Check(name="docker", status="ok", detail=f"daemon {st.server_version} answers")
     return Check(name="docker", status="warn", detail="docker client present, but the daemon does not answer",
                  fix="optional: start the daemon (systemctl start docker) or check DOCKER_HOST and permissions")
 

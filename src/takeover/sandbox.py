@@ -5,6 +5,9 @@ extra writable folders the caller names) read-write, ``/tmp`` is a private tmpfs
 namespace is empty. Where no sandbox is available, commands run unconfined and callers must say so in
 their output (:func:`status` gives the sentence). Engineering standard: "agent commands never run with
 write access outside their workspace when a sandbox is available".
+
+The other confinement is a Docker container (the ``docker`` backends of agent runs and grading):
+:func:`docker_status` is the one check whether a Docker daemon answers.
 """
 
 from __future__ import annotations
@@ -62,6 +65,43 @@ def status() -> SandboxStatus:
             message="no sandbox: bwrap is installed but cannot create namespaces here; commands run unconfined",
         )
     return SandboxStatus(available=True, tool=bwrap, message="sandbox: bubblewrap (no network, writes only in the workspace)")
+
+
+class DockerStatus(BaseModel):
+    """Whether a Docker daemon answers the ``docker`` client, and a sentence for the user.
+
+    Attributes:
+        available: the daemon answered.
+        client: path of the ``docker`` client, or ``None`` when it is not on ``PATH``.
+        server_version: the daemon's version when it answered.
+        message: what was found, one sentence (starts with "no Docker daemon answers" when none did).
+    """
+
+    available: bool
+    client: str | None = None
+    server_version: str | None = None
+    message: str
+
+
+def docker_status(timeout: float = 20.0) -> DockerStatus:
+    """Ask the Docker daemon for its version (``docker info``), waiting at most ``timeout`` seconds.
+
+    The ``docker`` client honours ``DOCKER_HOST`` and the current context, as the official harness's
+    Python client does.
+    """
+    client = shutil.which("docker")
+    if not client:
+        return DockerStatus(available=False, message="no Docker daemon answers: the docker client is not on PATH")
+    try:
+        proc = subprocess.run([client, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return DockerStatus(available=False, client=client, message=f"no Docker daemon answers (docker info: {exc})")
+    version = proc.stdout.strip()
+    if proc.returncode != 0 or not version:
+        why = (proc.stderr or proc.stdout).strip()[:200]
+        return DockerStatus(available=False, client=client, message=f"no Docker daemon answers ({why})")
+    return DockerStatus(available=True, client=client, server_version=version, message=f"Docker daemon {version} answers")
 
 
 def can_mount_at(path: str | None) -> bool:

@@ -20,7 +20,6 @@ import os
 import platform
 import re
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -181,26 +180,6 @@ def swebench_image(instance_id: str) -> str:
     return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
 
 
-def docker_available(executable: str = "docker") -> str | None:
-    """``None`` when a Docker daemon answers, else the reason (for the error message)."""
-    exe = shutil.which(executable)
-    if not exe:
-        return f"{executable} is not installed"
-    try:
-        proc = subprocess.run(
-            [exe, "info", "--format", "{{.ServerVersion}}"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{executable} info failed: {exc}"
-    if proc.returncode != 0:
-        return f"no Docker daemon answers ({(proc.stderr or proc.stdout).strip()[:200]})"
-    return None
-
-
 def make_command_sandbox(
     backend: str,
     *,
@@ -237,10 +216,10 @@ def make_command_sandbox(
             timeout=max(1, round(command_timeout)),
         )
     if backend == "docker":
-        reason = docker_available()
-        if reason:
+        docker = sandbox.docker_status()
+        if not docker.available:
             raise EnvironmentUnavailable(
-                f"the docker backend needs a running Docker daemon: {reason}. "
+                f"the docker backend needs a running Docker daemon: {docker.message}. "
                 "Start Docker, or use the local backend (--backend local)"
             )
         from minisweagent.environments.docker import DockerEnvironment
