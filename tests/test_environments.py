@@ -18,7 +18,6 @@ from conftest import git, make_repo
 from takeover.environments import (
     MARKER,
     EnvSpec,
-    _adapt_steps,
     env_spec_for,
     find_interpreter,
     load_spec_file,
@@ -27,7 +26,14 @@ from takeover.environments import (
     spec_from_swebench,
     uv_binary,
 )
+from takeover.environments.conda import adapt_steps
 from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.tasks import SourceTask
+
+
+def as_task(fields: dict) -> SourceTask:
+    """A :class:`SourceTask` of ``fields``, with placeholders for the fields an environment does not read."""
+    return SourceTask.model_validate({"instance_id": "me__lib-1", "base_commit": "", "problem_statement": "", **fields})
 
 
 def test_spec_from_swebench_is_swebench_own_values():
@@ -54,7 +60,7 @@ def test_django_system_steps_are_skipped_with_notes():
 
 def test_conda_steps_become_pip():
     notes: list[str] = []
-    pkgs, shell = _adapt_steps(["conda install -y -c conda-forge numpy=1.19 gxx_linux-64",
+    pkgs, shell = adapt_steps(["conda install -y -c conda-forge numpy=1.19 gxx_linux-64",
                                 "source /opt/miniconda3/bin/activate", "sed -i 's/a/b/' setup.py"], notes)
     assert pkgs == ["numpy==1.19.*"]
     assert shell == ["sed -i 's/a/b/' setup.py"]
@@ -64,14 +70,14 @@ def test_conda_steps_become_pip():
 def test_task_spec_field_and_spec_files(tmp_path):
     task = {"instance_id": "me__lib-1", "repo": "me/lib", "version": "2.0",
             "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}}
-    spec = env_spec_for(task)
+    spec = env_spec_for(as_task(task))
     assert spec.python is None and spec.repo == "me/lib" and not spec.needs_build
     js = tmp_path / "specs.json"
     js.write_text(json.dumps({"me/lib/2.0": {"python": "3.11", "test_cmd": "python -m pytest -rA"},
                               "me/lib": {"python": "3.10"}}))
     plain = {"instance_id": "me__lib-1", "repo": "me/lib", "version": "2.0"}
-    assert env_spec_for(plain, js).python == "3.11"
-    assert env_spec_for({**plain, "version": "9"}, js).python == "3.10"
+    assert env_spec_for(as_task(plain), js).python == "3.11"
+    assert env_spec_for(as_task({**plain, "version": "9"}), js).python == "3.10"
     toml = tmp_path / "specs.toml"
     toml.write_text('["me/lib"]\npython = "3.12"\npackages = ["attrs"]\n')
     assert load_spec_file(toml)["me/lib"].packages == ["attrs"]
@@ -80,7 +86,7 @@ def test_task_spec_field_and_spec_files(tmp_path):
     with pytest.raises(InputError, match="key 'me/lib'"):
         load_spec_file(bad)
     with pytest.raises(EnvironmentUnavailable, match="takeover_env_spec"):
-        env_spec_for({"instance_id": "x", "repo": "nobody/knows", "version": "1"})
+        env_spec_for(as_task({"instance_id": "x", "repo": "nobody/knows", "version": "1"}))
 
 
 def test_find_interpreter_checks_the_version():
@@ -106,7 +112,7 @@ def test_requirements_are_read_from_the_checkout_at_the_commit(tmp_path):
 
 
 def test_current_interpreter_needs_no_build(tmp_path):
-    env = prepare_environment({"repo": "me/lib", "takeover_env_spec": {"python": None}}, tmp_path)
+    env = prepare_environment(as_task({"repo": "me/lib", "takeover_env_spec": {"python": None}}), tmp_path)
     assert env.python == Path(sys.executable) and env.cached and env.build_seconds == 0
     assert env.env_vars()["PATH"].split(":")[0] == str(Path(sys.executable).parent)
 
@@ -151,11 +157,11 @@ def test_shared_venv_is_built_once_and_reused_by_workspaces(tmp_path, monkeypatc
         workspaces.append(ws)
     task = {"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha, "takeover_env_spec": spec}
 
-    first = prepare_environment(task, workspaces[0])
+    first = prepare_environment(as_task(task), workspaces[0])
     assert not first.cached and first.build_seconds > 0
     assert first.shared_venv == tmp_path / "cache" / "envs" / first.env_hash
     assert (first.shared_venv / MARKER).exists()
-    second = prepare_environment(task, workspaces[1])
+    second = prepare_environment(as_task(task), workspaces[1])
     assert second.cached and second.build_seconds == 0 and second.shared_venv == first.shared_venv
     assert first.venv != second.venv and second.venv == workspaces[1].resolve() / ".git" / "takeover" / "venv"
 
@@ -186,7 +192,7 @@ def test_concurrent_builders_build_once_and_failures_leave_no_marker(tmp_path, m
     def build(i: int) -> None:
         ws = tmp_path / f"w{i}"
         ws.mkdir()
-        results.append(prepare_environment({"repo": "me/lib", "takeover_env_spec": spec}, ws))
+        results.append(prepare_environment(as_task({"repo": "me/lib", "takeover_env_spec": spec}), ws))
 
     threads = [threading.Thread(target=build, args=(i,)) for i in range(3)]
     for t in threads:
@@ -200,7 +206,7 @@ def test_concurrent_builders_build_once_and_failures_leave_no_marker(tmp_path, m
     ws = tmp_path / "wb"
     ws.mkdir()
     with pytest.raises(EnvironmentUnavailable, match="installing packages") as err:
-        prepare_environment({"repo": "me/lib", "takeover_env_spec": broken}, ws)
+        prepare_environment(as_task({"repo": "me/lib", "takeover_env_spec": broken}), ws)
     assert "full log" in str(err.value)
     envs = tmp_path / "cache" / "envs"
     assert not any((d / MARKER).exists() for d in envs.iterdir() if d.is_dir() and d != results[0].shared_venv)
@@ -209,7 +215,8 @@ def test_concurrent_builders_build_once_and_failures_leave_no_marker(tmp_path, m
 
 def test_missing_interpreter_names_the_fix(tmp_path):
     with pytest.raises(EnvironmentUnavailable, match=r"pyenv install 2\.5"):
-        prepare_environment({"repo": "me/lib", "takeover_env_spec": EnvSpec(python="2.5").model_dump()}, tmp_path)
+        prepare_environment(as_task({"repo": "me/lib", "takeover_env_spec": EnvSpec(python="2.5").model_dump()}),
+                            tmp_path)
 
 
 def test_failure_hints_name_what_is_missing():

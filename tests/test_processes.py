@@ -73,6 +73,26 @@ def test_a_command_that_cannot_start_raises(tmp_path):
         run_process(["true"], timeout=10, cwd=tmp_path / "missing")
 
 
+def test_environment_build_step_leaves_no_child(tmp_path, monkeypatch):
+    from takeover.environments import prepare_environment, uv_binary
+    from takeover.errors import EnvironmentUnavailable
+    from takeover.tasks import SourceTask
+
+    if uv_binary() is None:
+        pytest.skip("uv is not installed")
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    token = unique_sleep()
+    started = tmp_path / "started"
+    spec = {"python": None, "pre_install": [f"sleep {token} & sleep {token} & touch {started}; wait"], "seed": False}
+    task = SourceTask(instance_id="me__lib-1", repo="me/lib", base_commit="", problem_statement="",
+                      takeover_env_spec=spec)
+    (tmp_path / "ws").mkdir()
+    with pytest.raises(EnvironmentUnavailable, match="timed out after 2 s"):
+        prepare_environment(task, tmp_path / "ws", timeout=2)
+    assert started.exists()
+    assert processes_with(token) == []
+
+
 def test_replayed_command_leaves_no_child(tmp_path):
     from conftest import make_repo
 

@@ -8,9 +8,7 @@ the doctor finishes in seconds.
 
 from __future__ import annotations
 
-import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from takeover import embedded_model, sandbox
+from takeover.environments import interpreter_candidates
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
 from takeover.repos import MIRROR_ENV, cache_dir
 
@@ -63,31 +62,14 @@ def check_python() -> Check:
 def find_interpreters() -> dict[str, list[str]]:
     """Python interpreters for task environments, by minor version: ``{"3.9": ["/root/.pyenv/.../python3.9"]}``.
 
-    Looks in pyenv's versions folder (``$PYENV_ROOT`` or ``~/.pyenv``), uv's managed interpreters
-    (``uv python dir``) and ``pythonX.Y`` on PATH.
+    The places an environment build looks in (:func:`takeover.environments.interpreter_candidates`), for
+    each of :data:`WANTED_PYTHONS`; only paths that exist are listed.
     """
     found: dict[str, list[str]] = {}
-
-    def add(minor: str, path: str) -> None:
-        if path not in found.setdefault(minor, []):
-            found[minor].append(path)
-
-    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    for exe in sorted(glob.glob(str(pyenv_root / "versions" / "*" / "bin" / "python3.*"))):
-        m = re.search(r"python(3\.\d+)$", exe)
-        if m:
-            add(m.group(1), exe)
-    uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-    proc = _run([uv, "python", "dir"], timeout=10) if Path(uv).exists() or shutil.which("uv") else None
-    if proc is not None and proc.returncode == 0 and proc.stdout.strip():
-        for exe in sorted(glob.glob(str(Path(proc.stdout.strip()) / "*" / "bin" / "python3.*"))):
-            m = re.search(r"python(3\.\d+)$", exe)
-            if m:
-                add(m.group(1), exe)
     for minor in WANTED_PYTHONS:
-        exe = shutil.which(f"python{minor}")
-        if exe and "/shims/" not in exe:
-            add(minor, exe)
+        paths = [str(p) for p in interpreter_candidates(minor) if p.exists()]
+        if paths:
+            found[minor] = paths
     return found
 
 

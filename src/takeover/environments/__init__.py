@@ -1,0 +1,49 @@
+"""Per-(repo, version) execution environments for the ``local`` backends of agent runs and grading.
+
+The SWE-bench harness builds one conda environment per (repository, version) inside Docker. Without
+Docker takeover builds the same thing as Python virtual environments, from the same specification:
+
+- :mod:`.spec`: the specification (SWE-bench's ``MAP_REPO_VERSION_TO_SPECS``, a spec file, or the task's
+  ``takeover_env_spec``) as an :class:`EnvSpec`; :mod:`.conda` adapts its conda steps to a venv;
+- :mod:`.interpreters`: the Python interpreters and ``uv`` on this machine (never downloaded);
+- :mod:`.requirements`: requirement files read from the checkout, not from GitHub;
+- :mod:`.shared_venv`: the dependency venv, built once per specification and reused;
+- :mod:`.workspace_venv`: a small venv per checkout holding the project itself;
+- :mod:`.build_steps` and :mod:`.hints`: the build's logged, time-limited commands and what a failed
+  one lacks;
+- :mod:`.prepared`: :func:`prepare_environment`, the entry point, and :class:`PreparedEnvironment`.
+"""
+
+from takeover.environments.build_steps import BUILD_TIMEOUT
+from takeover.environments.hints import failure_hint
+from takeover.environments.interpreters import find_interpreter, interpreter_candidates, uv_binary
+from takeover.environments.prepared import PreparedEnvironment, prepare_environment
+from takeover.environments.requirements import read_environment_yml, read_requirements
+from takeover.environments.shared_venv import MARKER
+from takeover.environments.spec import (
+    DEFAULT_TEST_CMD,
+    SPEC_FIELD,
+    EnvSpec,
+    env_spec_for,
+    load_spec_file,
+    spec_from_swebench,
+)
+
+__all__ = [
+    "BUILD_TIMEOUT",
+    "DEFAULT_TEST_CMD",
+    "MARKER",
+    "SPEC_FIELD",
+    "EnvSpec",
+    "PreparedEnvironment",
+    "env_spec_for",
+    "failure_hint",
+    "find_interpreter",
+    "interpreter_candidates",
+    "load_spec_file",
+    "prepare_environment",
+    "read_environment_yml",
+    "read_requirements",
+    "spec_from_swebench",
+    "uv_binary",
+]

@@ -1,0 +1,113 @@
+"""The commands of an environment build: venv creation and installs, each one logged and time-limited.
+
+Every command runs through :func:`takeover.processes.run_process`, so a step that hits its time limit is
+killed with every process it started (``pip`` and the compilers under it). Installs use ``uv pip`` when
+``uv`` is available (fast), else the venv's own pip.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from takeover.environments.hints import failure_hint
+from takeover.environments.interpreters import uv_binary
+from takeover.errors import EnvironmentUnavailable
+from takeover.processes import run_process
+
+#: Seconds one build command may take before it is killed.
+BUILD_TIMEOUT = 3600.0
+#: A shell step that is a pip install (``pip install X``, ``python -m pip install X``); group ``args``.
+PIP_INSTALL = re.compile(r"^\s*(?:python3?\s+-m\s+)?pip3?\s+install\s+(?P<args>.*)$")
+
+
+class BuildLog:
+    """Runs build commands one after the other, appending each command and its output to a log file.
+
+    Args:
+        path: the log file (its folder is created).
+        timeout: seconds each command may take.
+    """
+
+    def __init__(self, path: Path, timeout: float = BUILD_TIMEOUT):
+        self.path = path
+        self.timeout = timeout
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def note(self, text: str) -> None:
+        """Append a line for the reader of the log."""
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(f"{text}\n")
+
+    def run(self, argv: list[str] | str, *, what: str, cwd: Path | None = None,
+            env: Mapping[str, str] | None = None) -> None:
+        """Run ``argv`` (a string runs in ``bash -c``) and log it; ``what`` names the step in errors.
+
+        Raises:
+            EnvironmentUnavailable: the command failed or hit the time limit; the message has the last
+                lines of its output, a hint (:func:`failure_hint`) and the log's path.
+            OSError: the command cannot start.
+        """
+        shell = isinstance(argv, str)
+        self.note(f"\n$ {argv if shell else shlex.join(argv)}")
+        done = run_process(["/bin/bash", "-c", argv] if shell else list(argv), cwd=cwd,
+                           env=dict(env) if env else None, timeout=self.timeout)
+        ending = "killed at the time limit" if done.timed_out else f"exit {done.exit_code}"
+        self.note(f"{done.output}[{ending}, {done.seconds:.2f} s]")
+        if done.timed_out:
+            raise EnvironmentUnavailable(f"{what}: timed out after {self.timeout:.0f} s (log: {self.path})")
+        if done.exit_code != 0:
+            tail = done.output.strip().splitlines()[-6:]
+            hint = failure_hint(done.output)
+            raise EnvironmentUnavailable(f"{what} failed (exit {done.exit_code}): " + " | ".join(tail)
+                                         + (f"; {hint}" if hint else "") + f" (full log: {self.path})")
+
+
+def pip_install(log: BuildLog, python: Path, args: list[str], *, what: str, cwd: Path | None = None,
+                env: Mapping[str, str] | None = None) -> None:
+    """Install ``args`` into the venv of ``python`` with ``uv pip`` when available, else the venv's pip
+    (also for pip-only options such as ``--no-use-pep517``).
+
+    Raises:
+        EnvironmentUnavailable: the install failed (see :meth:`BuildLog.run`).
+    """
+    uv = uv_binary()
+    if uv and "--no-use-pep517" not in args:
+        log.run([uv, "pip", "install", "--python", str(python), *args], cwd=cwd, env=env, what=what)
+    else:
+        log.run([str(python), "-m", "pip", "install", *args], cwd=cwd, env=env, what=what)
+
+
+def make_venv(log: BuildLog, interpreter: Path, dest: Path, *, seed: bool) -> Path:
+    """Create a venv of ``interpreter`` at ``dest`` (with pip, setuptools and wheel when ``seed``); returns
+    its python. ``uv venv`` when available, else the interpreter's ``venv`` module (very old interpreters).
+
+    Raises:
+        EnvironmentUnavailable: neither could create it.
+    """
+    uv = uv_binary()
+    if uv:
+        try:
+            log.run([uv, "venv", "--quiet", "--no-project", "--python", str(interpreter), *(["--seed"] if seed else []),
+                     str(dest)], what=f"creating a venv with {interpreter}")
+            return dest / "bin" / "python"
+        except EnvironmentUnavailable:
+            shutil.rmtree(dest, ignore_errors=True)
+    log.run([str(interpreter), "-m", "venv", *([] if seed else ["--without-pip"]), str(dest)],
+            what=f"creating a venv with {interpreter}")
+    return dest / "bin" / "python"
+
+
+def site_packages(python: Path) -> Path:
+    """The ``purelib`` folder of ``python``'s environment.
+
+    Raises:
+        subprocess.CalledProcessError: the interpreter does not run.
+    """
+    out = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())

@@ -1,0 +1,155 @@
+"""A task's environment made ready in one workspace: the shared dependency venv plus the workspace venv.
+
+:func:`prepare_environment` is the entry point: it finds the spec (:mod:`.spec`) and the interpreter
+(:mod:`.interpreters`), resolves the dependencies against the checkout, builds or reuses the shared venv
+(:mod:`.shared_venv`) and makes the workspace venv with the project installed (:mod:`.workspace_venv`).
+Its result, :class:`PreparedEnvironment`, gives the variables every command of the task runs with.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from takeover._io import stable_hash
+from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog
+from takeover.environments.interpreters import find_interpreter, interpreter_version
+from takeover.environments.shared_venv import (
+    ensure_shared_venv,
+    needs_shared_venv,
+    resolve_dependencies,
+    shared_site_packages,
+    shared_venv_key,
+)
+from takeover.environments.spec import EnvSpec, env_spec_for
+from takeover.environments.workspace_venv import install_project, make_workspace_venv, workspace_venv_dir
+from takeover.tasks import SourceTask
+
+
+class PreparedEnvironment(BaseModel):
+    """An environment ready to run a task's commands in one workspace.
+
+    Attributes:
+        python: interpreter to run (the workspace venv's, the shared venv's, or the current one).
+        venv: the workspace venv (``<workspace>/.git/takeover/venv``), or None.
+        shared_venv: the cached dependency venv ``cache_dir()/envs/<hash>``, or None.
+        env_hash: cache key of the shared venv (None when the current interpreter is used).
+        interpreter_version: ``major.minor.micro`` of the interpreter the venvs are made of.
+        build_seconds: wall seconds spent building the shared venv in this call (0 when cached).
+        setup_seconds: wall seconds spent on the workspace venv and install step.
+        cached: the shared venv existed already (or none was needed).
+        notes: adaptations and skipped steps, for the user.
+    """
+
+    spec: EnvSpec
+    workspace: Path
+    python: Path
+    venv: Path | None = None
+    shared_venv: Path | None = None
+    env_hash: str | None = None
+    interpreter_version: str | None = None
+    build_seconds: float = 0.0
+    setup_seconds: float = 0.0
+    cached: bool = True
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def seconds(self) -> float:
+        """Wall seconds of the build and the workspace setup."""
+        return self.build_seconds + self.setup_seconds
+
+    @property
+    def bin_dirs(self) -> list[Path]:
+        """Folders put first on ``PATH``: the workspace venv's, then the shared venv's ``bin``."""
+        dirs = []
+        if self.venv:
+            dirs.append(self.venv / "bin")
+        if self.shared_venv:
+            dirs.append(self.shared_venv / "bin")
+        if not dirs:
+            dirs.append(self.python.parent)
+        return dirs
+
+    @property
+    def readable(self) -> list[Path]:
+        """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``:
+        inside bubblewrap ``/tmp`` is private, so a cache under ``/tmp`` would otherwise vanish)."""
+        return [p for p in (self.shared_venv, self.venv) if p is not None]
+
+    def env_vars(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Environment for subprocesses: ``base`` (default ``os.environ``) with the venv activated.
+
+        ``PATH`` starts with the workspace venv's ``bin`` (then the shared venv's), ``VIRTUAL_ENV`` is
+        set, and ``PYTHONHOME``/``PYTHONPATH``/conda variables that would leak another environment are
+        removed.
+        """
+        env = dict(os.environ if base is None else base)
+        for key in ("PYTHONHOME", "PYTHONPATH", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "__PYVENV_LAUNCHER__"):
+            env.pop(key, None)
+        env["PATH"] = os.pathsep.join([*(str(d) for d in self.bin_dirs), env.get("PATH", os.defpath)])
+        venv = self.venv or self.shared_venv
+        if venv is None and sys.prefix != sys.base_prefix and self.python == Path(sys.executable):
+            venv = Path(sys.prefix)
+        if venv is not None:
+            env["VIRTUAL_ENV"] = str(venv)
+        else:
+            env.pop("VIRTUAL_ENV", None)
+        env["PYTHONNOUSERSITE"] = "1"
+        return env
+
+
+def prepare_environment(task: SourceTask, workspace: Path | str, *,
+                        spec_file: Path | str | Mapping[str, EnvSpec] | None = None, spec: EnvSpec | None = None,
+                        timeout: float = BUILD_TIMEOUT) -> PreparedEnvironment:
+    """Build (or reuse) the environment of ``task`` and install ``workspace``'s project into it.
+
+    Args:
+        task: the task (``repo``, ``version``, ``base_commit``, ``environment_setup_commit``, and an
+            optional ``takeover_env_spec`` field).
+        workspace: the checkout the commands will run in (its requirement files are read from it).
+        spec_file: a user spec file or its loaded mapping (see :func:`env_spec_for`).
+        spec: use this spec instead of looking one up.
+        timeout: seconds each build command may take; at the limit it is killed with everything it
+            started, and the build fails.
+
+    Returns:
+        A :class:`PreparedEnvironment`; pass ``.env_vars()`` to subprocesses.
+    Raises:
+        InputError: the task's own spec or the spec file is invalid.
+        EnvironmentUnavailable: no spec, no interpreter of the needed version, a failed or timed-out
+            install, a missing requirements file; the message names what is missing and how to supply it.
+    """
+    workspace = Path(workspace).resolve()
+    spec = spec or env_spec_for(task, spec_file)
+    notes = list(spec.notes)
+    current = Path(sys.executable)
+    if not spec.needs_build:
+        return PreparedEnvironment(spec=spec, workspace=workspace, python=current,
+                                   interpreter_version=".".join(map(str, sys.version_info[:3])), notes=notes)
+    interpreter = find_interpreter(spec.python) if spec.python else current
+    version = interpreter_version(interpreter)
+    deps = resolve_dependencies(spec, task, workspace, notes)
+    key = shared_venv_key(spec, interpreter, version, deps)
+    env_hash = stable_hash(key)
+    shared = (ensure_shared_venv(spec, interpreter, deps, key, workspace, notes, timeout=timeout)
+              if needs_shared_venv(spec, deps) else None)
+    if shared is None and not spec.install and not spec.pre_install:
+        return PreparedEnvironment(spec=spec, workspace=workspace, python=current, env_hash=env_hash,
+                                   interpreter_version=version, notes=notes)
+    start = time.monotonic()
+    venv = workspace_venv_dir(workspace, env_hash)
+    log = BuildLog(venv.parent / "setup.log", timeout)
+    python = make_workspace_venv(log, interpreter, venv, shared.path if shared else None,
+                                 shared_site_packages(shared.path) if shared else None)
+    prepared = PreparedEnvironment(
+        spec=spec, workspace=workspace, python=python, venv=venv, shared_venv=shared.path if shared else None,
+        env_hash=env_hash, interpreter_version=version, build_seconds=shared.build_seconds if shared else 0.0,
+        cached=shared.cached if shared else True, notes=notes)
+    install_project(log, spec, python, workspace, prepared.env_vars())
+    prepared.setup_seconds = time.monotonic() - start
+    return prepared

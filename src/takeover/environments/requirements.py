@@ -1,0 +1,96 @@
+"""A task's requirement files, read from its checkout instead of downloaded.
+
+SWE-bench's harness downloads a repository's ``requirements.txt`` or ``environment.yml`` from GitHub
+(``get_requirements``, ``get_environment_yml``). takeover reads the same files from the workspace's git
+objects at the task's commit (``git show <commit>:<path>``), so a build works offline, and cleans them
+with swebench's own functions.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from takeover.environments.conda import conda_packages_as_pip
+from takeover.errors import EnvironmentUnavailable
+
+
+def read_repo_file(workspace: Path, commit: str | None, rel: str) -> str | None:
+    """File ``rel`` at ``commit`` (from the workspace's git objects), else from the working tree; None
+    when neither has it."""
+    if commit:
+        out = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=workspace, capture_output=True, text=True, check=False)
+        if out.returncode == 0:
+            return out.stdout
+    path = workspace / rel
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+
+def read_requirements(workspace: Path, commit: str | None, candidates: list[str]) -> tuple[str, str]:
+    """Requirements text as swebench's ``get_requirements`` builds it, but read from the checkout.
+
+    Returns ``(path used, text)``. Lines ``-e .``, comments and ``.[test...]`` are dropped, ``-r`` files
+    are inlined from the same folder, and swebench's ``clean_requirements`` is applied.
+
+    Raises:
+        EnvironmentUnavailable: none of the candidate files exists at that commit.
+    """
+    from swebench.harness.test_spec.python import clean_requirements  # slow to import: only when needed
+
+    for rel in candidates:
+        text = read_repo_file(workspace, commit, rel)
+        if text is not None:
+            break
+    else:
+        raise EnvironmentUnavailable(f"no requirements file at {candidates} in the checkout (commit {commit})")
+    req_dir = "/".join(rel.split("/")[:-1])
+
+    def keep(line: str) -> bool:
+        return not any(line.strip().startswith(x) for x in ("-e .", "#", ".[test"))
+
+    original, extra = [], []
+    for line in text.split("\n"):
+        if line.strip().startswith("-r"):
+            name = line.strip()[2:].strip()
+            inner = read_repo_file(workspace, commit, f"{req_dir}/{name}" if req_dir else name)
+            if inner is not None:
+                extra += [x for x in inner.split("\n") if keep(x)]
+        elif keep(line):
+            original.append(line)
+    extra.append("\n".join(original))
+    return rel, clean_requirements("\n".join(extra))
+
+
+def read_environment_yml(workspace: Path, commit: str | None, candidates: list[str], instance_id: str | None,
+                         notes: list[str]) -> tuple[str, list[str]]:
+    """pip requirement strings from a conda ``environment.yml`` (swebench's cached copy first).
+
+    Returns ``(where it came from, requirements)``. Conda dependencies are mapped to pip names (with
+    notes appended to ``notes``); the ``pip:`` section is taken as it is.
+
+    Raises:
+        EnvironmentUnavailable: swebench has no cached copy and none of the candidate files exists.
+    """
+    from swebench.harness.test_spec.python import clean_environment_yml  # slow to import: only when needed
+    from swebench.harness.utils import load_cached_environment_yml
+
+    text, used = (load_cached_environment_yml(instance_id) if instance_id else None), "swebench cached environment.yml"
+    if not text:
+        for rel in candidates:
+            text = read_repo_file(workspace, commit, rel)
+            if text is not None:
+                used = rel
+                break
+    if not text:
+        raise EnvironmentUnavailable(f"no environment.yml at {candidates} in the checkout (commit {commit})")
+    data = yaml.safe_load(clean_environment_yml(text)) or {}
+    out: list[str] = []
+    for dep in data.get("dependencies", []) or []:
+        if isinstance(dep, dict):
+            out += [str(x) for x in dep.get("pip", []) or []]
+        else:
+            out += conda_packages_as_pip(shlex.quote(str(dep).replace(" ", "")), notes)
+    return used, out

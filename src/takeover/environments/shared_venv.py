@@ -1,0 +1,200 @@
+"""The shared dependency venv of an environment: built once per specification, reused by every workspace.
+
+``cache_dir()/envs/<hash>`` is a venv of the right interpreter holding the *dependencies* only.
+``<hash>`` is :func:`takeover._io.stable_hash` of the resolved specification (interpreter version and
+path, packages, requirement text read from the checkout, pip pins, install steps). It is built under a
+file lock (``<hash>.lock``); the marker ``<hash>/takeover-env.json`` is written atomically only after a
+successful build, so a reader that sees the marker can trust the folder and a crashed build is simply
+redone. A failed build leaves its log as ``<hash>.failed.log`` and is not retried in the same process.
+To collect the project's own dependencies the spec's install step runs once against the first
+workspace, then the project itself is uninstalled again (a checkout-bound editable install must not
+live in a shared venv).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+from pydantic import BaseModel, Field
+
+from takeover._io import atomic_write_json, stable_hash
+from takeover.environments.build_steps import PIP_INSTALL, BuildLog, make_venv, pip_install, site_packages
+from takeover.environments.hints import skipped_steps_hint
+from takeover.environments.interpreters import uv_binary
+from takeover.environments.requirements import read_environment_yml, read_requirements
+from takeover.environments.spec import EnvSpec
+from takeover.errors import EnvironmentUnavailable
+from takeover.repos import cache_dir
+from takeover.tasks import SourceTask
+
+#: The marker file of a finished shared venv (inside its folder).
+MARKER = "takeover-env.json"
+# Builds that failed in this process, by hash: later tasks of the same environment fail at once.
+_FAILED: dict[str, str] = {}
+
+
+class Dependencies(BaseModel):
+    """What goes into the shared venv besides ``pip_packages``, resolved against one checkout.
+
+    Attributes:
+        packages: pip requirement strings (the spec's packages, plus an ``environment.yml``'s).
+        requirements_file: the requirements file used (repository path), or None.
+        requirements_text: its cleaned text (empty when there is none).
+    """
+
+    packages: list[str] = Field(default_factory=list)
+    requirements_file: str | None = None
+    requirements_text: str = ""
+
+
+class SharedVenv(BaseModel):
+    """A finished shared venv.
+
+    Attributes:
+        path: ``cache_dir()/envs/<hash>``.
+        build_seconds: wall seconds spent building it in this call (0 when it existed).
+        cached: it existed already.
+    """
+
+    path: Path
+    build_seconds: float = 0.0
+    cached: bool = True
+
+
+def resolve_dependencies(spec: EnvSpec, task: SourceTask, workspace: Path, notes: list[str]) -> Dependencies:
+    """The spec's dependencies with its requirement files read from ``workspace`` at the task's
+    ``environment_setup_commit`` (else ``base_commit``); adaptations are appended to ``notes``.
+
+    Raises:
+        EnvironmentUnavailable: a requirements file or ``environment.yml`` is missing.
+    """
+    commit = task.environment_setup_commit or task.base_commit
+    deps = Dependencies(packages=list(spec.packages))
+    if spec.requirements_from:
+        deps.requirements_file, deps.requirements_text = read_requirements(workspace, commit, spec.requirements_from)
+    if spec.environment_yml_from:
+        used, pkgs = read_environment_yml(workspace, commit, spec.environment_yml_from, task.instance_id, notes)
+        notes.append(f"conda environment.yml ({used}) installed with pip")
+        deps.packages += pkgs
+    return deps
+
+
+def shared_venv_key(spec: EnvSpec, interpreter: Path, interpreter_version: str | None,
+                    deps: Dependencies) -> dict[str, Any]:
+    """What the shared venv is built from; its :func:`~takeover._io.stable_hash` names the venv's folder."""
+    return {
+        "interpreter": interpreter_version, "interpreter_path": str(interpreter), "packages": deps.packages,
+        "requirements": deps.requirements_text, "pip_packages": spec.pip_packages,
+        "install": spec.install, "seed": spec.seed, "layout": 1,
+    }
+
+
+def needs_shared_venv(spec: EnvSpec, deps: Dependencies) -> bool:
+    """Whether anything goes into a shared venv (packages, pins, another interpreter, a pip install step)."""
+    return bool(deps.packages or deps.requirements_text or spec.pip_packages or spec.python
+                or any(PIP_INSTALL.match(c) for c in spec.install))
+
+
+def ensure_shared_venv(spec: EnvSpec, interpreter: Path, deps: Dependencies, key: dict[str, Any], workspace: Path,
+                       notes: list[str], *, timeout: float) -> SharedVenv:
+    """The shared venv of ``key``: reused when its marker exists, else built under the lock.
+
+    Args:
+        workspace: a checkout of the task, against which the spec's install step collects the
+            project's dependencies.
+        notes: the build's notes so far (written into the marker; skipped system steps are named when
+            the build fails).
+        timeout: seconds each build command may take.
+
+    Raises:
+        EnvironmentUnavailable: the build failed (now or earlier in this process); the message has the
+            failing step, a hint and the log's path.
+    """
+    env_hash = stable_hash(key)
+    envs = cache_dir() / "envs"
+    shared = envs / env_hash
+    marker = shared / MARKER
+    if env_hash in _FAILED:
+        raise EnvironmentUnavailable(f"{_FAILED[env_hash]} (failed earlier in this process; not retried)")
+    if marker.exists():
+        return SharedVenv(path=shared)
+    envs.mkdir(parents=True, exist_ok=True)
+    with FileLock(envs / f"{env_hash}.lock"):
+        if marker.exists():  # another process finished it while we waited
+            return SharedVenv(path=shared)
+        start = time.monotonic()
+        shutil.rmtree(shared, ignore_errors=True)  # leftovers of a crashed build
+        build_log = envs / f"{env_hash}.build.log"
+        build_log.unlink(missing_ok=True)
+        try:
+            _build(spec, interpreter, shared, deps, workspace, BuildLog(build_log, timeout))
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                shutil.copyfile(build_log, envs / f"{env_hash}.failed.log")
+            shutil.rmtree(shared, ignore_errors=True)
+            if not isinstance(exc, EnvironmentUnavailable):
+                raise
+            hint = skipped_steps_hint(notes)
+            failure = EnvironmentUnavailable(f"{exc}; {hint}" if hint else str(exc))
+            _FAILED[env_hash] = str(failure)
+            raise failure from None
+        seconds = time.monotonic() - start
+        atomic_write_json(marker, {
+            "spec": spec.model_dump(mode="json"), "key": key, "hash": env_hash,
+            "site_packages": str(site_packages(shared / "bin" / "python")),
+            "build_seconds": round(seconds, 3), "notes": notes,
+        })
+    return SharedVenv(path=shared, build_seconds=seconds, cached=False)
+
+
+def shared_site_packages(shared: Path) -> Path:
+    """The site-packages folder of a finished shared venv (from its marker)."""
+    return Path(json.loads((shared / MARKER).read_text())["site_packages"])
+
+
+def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, workspace: Path, log: BuildLog) -> None:
+    python = make_venv(log, interpreter, dest, seed=spec.seed)
+    if deps.packages:
+        pip_install(log, python, deps.packages, what=f"installing packages for {spec.repo} {spec.version}")
+    if deps.requirements_text:
+        reqs = dest / "takeover-requirements.txt"
+        reqs.write_text(deps.requirements_text)
+        pip_install(log, python, ["-r", str(reqs)], what=f"installing {deps.requirements_file}")
+    if spec.pip_packages:
+        pip_install(log, python, list(spec.pip_packages), what="installing pip_packages")
+    site = site_packages(python)
+    env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(dest)}
+    env.pop("PYTHONPATH", None)
+    for cmd in spec.install:
+        m = PIP_INSTALL.match(cmd)
+        if not m:
+            continue  # setup.py install and the like: the workspace venv gets it; deps come with it there
+        pip_install(log, python, shlex.split(m.group("args")), cwd=workspace, env=env,
+                    what=f"installing the dependencies of {spec.repo} ({cmd})")
+    uv = uv_binary()
+    for name in _project_dists(python, site, workspace):
+        argv = [uv, "pip", "uninstall", "--python", str(python), name] if uv else [str(python), "-m", "pip", "uninstall", "-y", name]
+        log.run(argv, what=f"removing {name} from the shared venv")
+
+
+def _project_dists(python: Path, site: Path, workspace: Path) -> list[str]:
+    """Names of distributions in ``site`` installed from the folder ``workspace`` (``direct_url.json``
+    with ``dir_info``: an install of the checkout, not of a wheel or archive)."""
+    code = ("import importlib.metadata as md, json, sys\n"
+            "for d in md.distributions(path=[sys.argv[1]]):\n"
+            "    raw = d.read_text('direct_url.json')\n"
+            "    info = json.loads(raw) if raw else {}\n"
+            "    if 'dir_info' in info and info.get('url', '').rstrip('/') == sys.argv[2].rstrip('/'):\n"
+            "        print(d.metadata['Name'])\n")
+    out = subprocess.run([str(python), "-c", code, str(site), workspace.resolve().as_uri()], capture_output=True,
+                         text=True, check=False)
+    return [x for x in out.stdout.split() if x]

@@ -1,0 +1,147 @@
+"""The workspace venv: a small venv bound to one checkout, on top of the shared dependency venv.
+
+SWE-bench's ``install`` step (usually ``pip install -e .``) binds a venv to ONE checkout path, so it
+cannot go into the shared venv. Per workspace a tiny venv (``uv venv``, about 0.1 s) is made inside the
+workspace's ``.git`` folder (``.git/takeover/venv``: never tracked, never in ``git status``, removed
+with the workspace). Its site-packages holds a ``.pth`` line ``import site; site.addsitedir(<shared
+site-packages>)`` (so the shared venv's own ``.pth`` files work too), copies of the shared venv's console
+scripts re-pointed at the workspace interpreter, and the project installed by the spec's install step
+with ``--no-deps``. Dependencies that this checkout declares but the shared venv lacks are then
+installed into the workspace venv only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import site
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from takeover._io import stable_hash
+from takeover.environments.build_steps import PIP_INSTALL, BuildLog, make_venv, pip_install, site_packages
+from takeover.environments.interpreters import uv_binary
+from takeover.environments.spec import EnvSpec
+from takeover.errors import EnvironmentUnavailable
+from takeover.repos import cache_dir
+
+# Run in the workspace venv after an install step: the requirements of the checkout's own distribution
+# (with the requested extras) that no installed distribution satisfies.
+_MISSING_DEPS = r"""
+import json, sys, importlib.metadata as md
+try:
+    from packaging.requirements import Requirement
+except ImportError:
+    from pip._vendor.packaging.requirements import Requirement
+site, extras = sys.argv[1], json.loads(sys.argv[2])
+missing = []
+for dist in md.distributions(path=[site]):
+    if "dir_info" not in json.loads(dist.read_text("direct_url.json") or "{}"):
+        continue
+    for text in dist.requires or []:
+        req = Requirement(text)
+        if req.marker and not any(req.marker.evaluate({"extra": e}) for e in [""] + extras):
+            continue
+        try:
+            have = md.version(req.name)
+        except md.PackageNotFoundError:
+            have = None
+        if have is None or (req.specifier and not req.specifier.contains(have, prereleases=True)):
+            missing.append(str(req.name) + str(req.specifier))
+print(json.dumps(sorted(set(missing))))
+"""
+
+
+def workspace_venv_dir(workspace: Path, env_hash: str) -> Path:
+    """``<workspace>/.git/takeover/venv``; for a workspace that is no git checkout, a folder in the cache."""
+    git_dir = workspace / ".git"
+    if git_dir.is_dir():
+        return git_dir / "takeover" / "venv"
+    return cache_dir() / "workspace-envs" / stable_hash([str(workspace.resolve()), env_hash])
+
+
+def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: Path | None,
+                        shared_site: Path | None) -> Path:
+    """A fresh venv of ``interpreter`` at ``venv`` that sees ``shared_site`` (the shared venv's
+    site-packages; ``None``: this process's site-packages) and has the shared venv's console scripts.
+    Returns its python.
+
+    Raises:
+        EnvironmentUnavailable: the venv cannot be created.
+    """
+    shutil.rmtree(venv, ignore_errors=True)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    python = make_venv(log, interpreter, venv, seed=False)
+    sites = [shared_site] if shared_site is not None else [Path(p) for p in site.getsitepackages()]
+    (site_packages(python) / "_takeover_shared_env.pth").write_text(
+        "".join(f"import site; site.addsitedir({str(s)!r})\n" for s in sites))
+    if shared is not None:
+        _link_scripts(shared / "bin", venv / "bin")
+    return python
+
+
+def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path, env: Mapping[str, str]) -> None:
+    """Run the spec's ``pre_install`` and ``install`` steps in ``workspace`` for the workspace venv of
+    ``python`` (``env``: its variables), then install what the checkout needs and no venv has.
+
+    Raises:
+        EnvironmentUnavailable: a step failed (see :meth:`BuildLog.run`).
+    """
+    for cmd in spec.pre_install:
+        log.run(cmd, cwd=workspace, env=env, what=f"pre-install step {cmd!r}")
+    for cmd in spec.install:
+        shell, extras = _install_step_for_workspace(cmd, python)
+        try:
+            # uv's cache nearly always holds the build backend already: skip the index round trips.
+            log.run(shell, cwd=workspace, env={**env, "UV_OFFLINE": "1"}, what=f"install step {cmd!r}")
+        except EnvironmentUnavailable:
+            log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
+        if PIP_INSTALL.match(cmd):
+            out = subprocess.run([str(python), "-c", _MISSING_DEPS, str(site_packages(python)), json.dumps(extras)],
+                                 capture_output=True, text=True, env=dict(env), check=False)
+            missing = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else []
+            if missing:
+                log.note(f"installing dependencies missing from the shared venv into the workspace venv: {missing}")
+                pip_install(log, python, missing, what="installing missing dependencies", env=env)
+
+
+# SWE-bench install steps are "python -m pip install ..."; in a workspace venv the project goes in
+# without dependencies (they live in the shared venv).
+def _install_step_for_workspace(cmd: str, python: Path) -> tuple[str, list[str]]:
+    """Rewrite a pip install step for the workspace venv; returns (shell command, requested extras)."""
+    m = PIP_INSTALL.match(cmd)
+    if not m:
+        return cmd, []
+    args = shlex.split(m.group("args"))
+    extras = []
+    for a in args:
+        em = re.match(r"^\.?\[([^\]]+)\]$|^\.\[([^\]]+)\]$", a)
+        if em:
+            extras += [e.strip() for e in (em.group(1) or em.group(2)).split(",")]
+    uv = uv_binary()
+    if "--no-deps" not in args:
+        args.insert(0, "--no-deps")
+    if uv and "--no-use-pep517" not in args:
+        args = [a for a in args if a not in ("--verbose",)]
+        return shlex.join([uv, "pip", "install", "--python", str(python), *args]), extras
+    return shlex.join([str(python), "-m", "pip", "install", *args]), extras
+
+
+def _link_scripts(shared_bin: Path, ws_bin: Path) -> None:
+    """Copy the shared venv's console scripts into the workspace venv, re-pointed at its interpreter."""
+    old, new = str(shared_bin), str(ws_bin)
+    for src in shared_bin.iterdir():
+        dst = ws_bin / src.name
+        if dst.exists() or src.name.startswith(("python", "activate", "deactivate")) or not src.is_file():
+            continue
+        try:
+            data = src.read_bytes()
+        except OSError:
+            continue
+        if len(data) > 200_000 or not data.startswith(b"#!") or old.encode() not in data:
+            continue
+        dst.write_bytes(data.replace(old.encode(), new.encode()))
+        dst.chmod(0o755)
