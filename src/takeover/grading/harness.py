@@ -1,0 +1,147 @@
+"""SWE-bench's test harness in a workspace: patches applied with its fallbacks, its eval script, run sandboxed.
+
+As in SWE-bench's ``run_evaluation``: a patch is applied with ``git apply``, then ``patch --batch
+--fuzz=5``; before ``test_patch`` the test files it touches are reset to ``base_commit`` (and files it
+creates are removed, so the task's own version is the one run); the eval script runs the eval commands
+and the spec's test command on swebench's test directives between SWE-bench's start and end markers.
+The script runs inside :func:`takeover.sandbox.wrap` (no network unless asked) through
+:func:`takeover.processes.run_process`: at the time limit its whole process group is killed and the log
+gets SWE-bench's time-out marker.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
+
+from takeover import sandbox
+from takeover.environments import EnvSpec, PreparedEnvironment
+from takeover.patches import patch_files
+from takeover.processes import ProcessResult, run_process
+from takeover.tasks import SourceTask
+
+# SWE-bench's own order of patch application commands (run_evaluation.GIT_APPLY_CMDS, without the
+# --reject variant, which leaves a half-applied tree).
+_APPLY_CMDS = (["git", "apply", "--verbose"], ["patch", "--batch", "--fuzz=5", "-p1", "-i"])
+
+
+def _failing_hunk(patch: str, message: str) -> str:
+    """The hunk of ``patch`` named by a ``git apply`` error (``patch failed: path:line``), if found."""
+    m = re.search(r"patch failed: (.+?):(\d+)", message)
+    if not m:
+        return ""
+    path, line = m.group(1), int(m.group(2))
+    try:
+        for pf in PatchSet(patch):
+            if pf.path.removeprefix("a/").removeprefix("b/") == path:
+                for h in pf:
+                    if h.source_start == line or h.source_start <= line < h.source_start + max(h.source_length, 1):
+                        text = str(h)
+                        return text if len(text) < 4000 else text[:4000] + "\n[... hunk truncated]"
+    except (UnidiffParseError, ValueError):  # unparseable patch: the git message alone has to do
+        return ""
+    return ""
+
+
+def apply_with_fallbacks(workspace: Path, patch: str, *, name: str = "patch.diff",
+                         scratch: Path | None = None) -> tuple[bool, str]:
+    """Apply ``patch`` to ``workspace`` with SWE-bench's fallbacks; returns ``(applied, message)``.
+
+    An empty patch applies trivially. The patch is written to ``scratch/name`` (default: a new temporary
+    folder). On failure the message holds ``git apply``'s error (failing file and line) and the failing
+    hunk text, and the tree is restored.
+    """
+    if not patch or not patch.strip():
+        return True, "empty patch"
+    folder = scratch or Path(tempfile.mkdtemp(prefix="takeover-patch-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(patch if patch.endswith("\n") else patch + "\n", encoding="utf-8")
+    first_error = ""
+    for cmd in _APPLY_CMDS:
+        if cmd[0] == "patch" and not shutil.which("patch"):
+            continue
+        proc = subprocess.run([*cmd, str(path)], cwd=workspace, capture_output=True, text=True, check=False)
+        if proc.returncode == 0:
+            return True, " ".join(cmd)
+        if not first_error:
+            first_error = (proc.stderr or proc.stdout).strip()
+        if cmd[0] == "git":
+            continue
+        # patch --batch may leave partial hunks; restore the tree before reporting
+        subprocess.run(["git", "checkout", "--", "."], cwd=workspace, capture_output=True, check=False)
+    lines = [ln for ln in first_error.splitlines() if ln.startswith("error:")] or first_error.splitlines()[-3:]
+    hunk = _failing_hunk(patch, first_error)
+    return False, "\n".join(lines) + (f"\nfailing hunk:\n{hunk}" if hunk else "")
+
+
+def apply_test_patch(workspace: Path, task: SourceTask, *, scratch: Path) -> tuple[bool, str]:
+    """Reset the files of ``task.test_patch`` to ``base_commit`` (removing those it creates) and apply it,
+    as SWE-bench's eval script does; returns ``(applied, message)`` of :func:`apply_with_fallbacks`."""
+    files = patch_files(task.test_patch)
+    tracked = [f for f in files
+               if subprocess.run(["git", "cat-file", "-e", f"{task.base_commit}:{f}"], cwd=workspace,
+                                 capture_output=True, check=False).returncode == 0]
+    if tracked:
+        subprocess.run(["git", "checkout", task.base_commit, "--", *tracked], cwd=workspace, capture_output=True, check=False)
+    for f in files:
+        if f not in tracked and (workspace / f).exists():
+            (workspace / f).unlink()
+    return apply_with_fallbacks(workspace, task.test_patch, name="test_patch.diff", scratch=scratch)
+
+
+def test_directives(task: SourceTask) -> list[str]:
+    """swebench ``get_test_directives``: the test files of ``test_patch`` (Django: dotted modules)."""
+    from swebench.harness.test_spec.python import get_test_directives  # slow to import: only when needed
+
+    return get_test_directives({"repo": task.repo, "test_patch": task.test_patch, "instance_id": task.instance_id})
+
+
+def eval_script(spec: EnvSpec, task: SourceTask) -> str:
+    """The bash script run in the sandbox: eval commands, the start marker, the test command on the
+    directives and the end marker (SWE-bench's constants); it exits with the test command's status."""
+    from swebench.harness.constants import (  # slow to import: only when needed
+        END_TEST_OUTPUT,
+        START_TEST_OUTPUT,
+    )
+
+    cmds = spec.test_cmds
+    directives = " ".join(test_directives(task))
+    lines = ["#!/bin/bash", "set -uo pipefail", *spec.eval_commands, f"echo '{START_TEST_OUTPUT}'"]
+    lines += cmds[:-1]
+    lines.append(f"{cmds[-1]} {directives}".rstrip())
+    lines += ["rc=$?", f"echo '{END_TEST_OUTPUT}'", "exit $rc"]
+    return "\n".join(lines) + "\n"
+
+
+def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_path: Path, timeout: float,
+              network: bool = False) -> ProcessResult:
+    """Run the eval ``script`` in ``workspace`` with the task's environment, inside the sandbox.
+
+    Output is appended to ``log_path``; at ``timeout`` seconds the whole process group is killed and
+    SWE-bench's ``TESTS_TIMEOUT`` marker is appended. ``HOME`` is an empty, writable folder as in
+    SWE-bench's containers (the real one is read-only in the sandbox). ``network`` lets the tests use
+    the network.
+
+    Raises:
+        OSError: the script cannot start.
+    """
+    from swebench.harness.constants import TESTS_TIMEOUT  # slow to import: only when needed
+
+    # /tmp is private inside the sandbox: a cached environment under /tmp must be bound again.
+    argv = sandbox.wrap(["bash", "-c", script], workspace, readable=env.readable, network=network)
+    test_env = env.env_vars()
+    home = workspace / ".git" / "takeover" / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    test_env["HOME"] = str(home)
+    done = run_process(argv, cwd=workspace, env=test_env, log_path=log_path, timeout=timeout)
+    if done.timed_out:
+        with open(log_path, "a", encoding="utf-8") as fh:
+            fh.write(f"\n{TESTS_TIMEOUT} after {timeout:.0f} s: process group killed\n")
+    return done

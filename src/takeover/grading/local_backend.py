@@ -1,0 +1,142 @@
+"""The ``local`` grading backend: SWE-bench's evaluation of one prediction without Docker.
+
+Per prediction: a fresh workspace at ``base_commit`` (a shared-object clone from the repository
+source); the candidate patch applied with SWE-bench's fallbacks; the task's environment prepared
+(:mod:`takeover.environments`, which runs the install step after the patch, as SWE-bench's eval script
+does); ``test_patch`` applied and the eval script run in the sandbox with a time limit
+(:mod:`takeover.grading.harness`); the log parsed and graded (:mod:`takeover.grading.verdict`). The
+folder ``log_dir`` receives ``test_output.txt``, ``run_instance.log``, ``eval.sh`` and the patches.
+
+The tests run without network unless asked (SWE-bench's Docker harness leaves it on): the suites of
+:data:`NETWORK_REPOS` then cannot pass, and their results carry a warning.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from takeover import sandbox
+from takeover._io import atomic_write_text, sha256_text
+from takeover.environments import EnvSpec, env_spec_for, prepare_environment
+from takeover.errors import TakeoverError
+from takeover.grading.harness import apply_test_patch, apply_with_fallbacks, eval_script, run_tests
+from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
+from takeover.grading.predictions import Prediction
+from takeover.grading.verdict import GradeResult, handoff_state, report_outcomes
+from takeover.repos import RepoSource
+from takeover.tasks import SourceTask
+
+# Repositories whose SWE-bench tests need the internet. Known from running the gold patches offline.
+NETWORK_REPOS: dict[str, str] = {
+    "psf/requests": "its tests call httpbin.org",
+}
+
+
+def network_warning(repo: str, network: bool) -> str | None:
+    """The warning for a task of ``repo`` graded with ``network`` (None when there is nothing to say):
+    the repository's tests need the internet (:data:`NETWORK_REPOS`) and the network was off, so some
+    tests fail whatever the patch and the task cannot be resolved."""
+    if network or repo not in NETWORK_REPOS:
+        return None
+    return (f"{repo}: {NETWORK_REPOS[repo]}; graded without network, so those tests fail whatever the patch "
+            f"(grade with --network, or [grading] network = true in an experiment)")
+
+
+def _append(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float, log_dir: Path,
+                spec_file: Path | str | Mapping[str, EnvSpec] | None = None, keep_workspace: bool = False,
+                network: bool = False) -> GradeResult:
+    """Grade one prediction for ``task`` in a fresh workspace; the logs go to ``log_dir``.
+
+    Args:
+        timeout: seconds for the test run.
+        spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
+        keep_workspace: keep the temporary workspace (for debugging).
+        network: let the tests use the network.
+
+    Returns:
+        The :class:`GradeResult` with its handoff state. Nothing is raised for a failure of this one
+        prediction (repository, environment, test patch, or an unexpected error): it is in ``error``.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=f"takeover-grade-{task.instance_id}-"))
+    try:
+        result = _grade_in(tmp / "repo", task, prediction, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
+                           spec_file=spec_file, network=network)
+    finally:
+        if not keep_workspace:
+            shutil.rmtree(tmp, ignore_errors=True)
+    result.handoff_state = handoff_state(result)
+    return result
+
+
+def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float,
+              log_dir: Path, spec_file: Path | str | Mapping[str, EnvSpec] | None, network: bool) -> GradeResult:
+    result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
+                         backend="local", patch_sha256=sha256_text(prediction.model_patch or ""), network=network)
+    warning = network_warning(task.repo, network)
+    if warning:
+        result.warnings.append(warning)
+    test_log = log_dir / "test_output.txt"
+    run_log = log_dir / "run_instance.log"
+    result.log_path = str(test_log)
+    try:
+        for path in (test_log, run_log):
+            path.unlink(missing_ok=True)
+        repo_source.workspace(task.repo, task.base_commit, workspace)
+        result.applied, message = apply_with_fallbacks(workspace, prediction.model_patch or "", scratch=log_dir)
+        _append(run_log, f"candidate patch: {message}\n")
+        if not result.applied:
+            result.apply_error = message
+            return result
+        try:
+            spec = env_spec_for(task, spec_file)  # outside the timer: the first call imports swebench
+            resolve_log_parser(spec.log_parser, task.repo)  # a wrong parser name fails before any work
+        except TakeoverError as exc:
+            result.error = f"environment: {exc}"
+            return result
+        start = time.monotonic()
+        try:
+            env = prepare_environment(task, workspace, spec=spec)
+        except TakeoverError as exc:
+            result.env_seconds = time.monotonic() - start
+            result.error = f"environment: {exc}"
+            _append(run_log, f"environment failed: {exc}\n")
+            return result
+        result.env_seconds = time.monotonic() - start
+        result.env_cached = env.cached
+        result.env_build_seconds = env.build_seconds
+        result.notes += env.notes
+        _append(run_log, f"environment: python {env.interpreter_version} at {env.python} (shared {env.shared_venv}, "
+                         f"cached {env.cached}, build {env.build_seconds:.1f} s, setup {env.setup_seconds:.1f} s)\n")
+        ok, message = apply_test_patch(workspace, task, scratch=log_dir)
+        if not ok:
+            result.error = f"test_patch does not apply: {message}"
+            return result
+        script = eval_script(env.spec, task)
+        atomic_write_text(log_dir / "eval.sh", script)
+        st = sandbox.status()
+        result.sandboxed = st.available
+        _append(run_log, f"{st.message}\n")
+        _append(run_log, f"network for the tests: {'on' if network else 'off'}\n")
+        done = run_tests(script, workspace, env, log_path=test_log, timeout=timeout, network=network)
+        result.test_seconds = done.seconds
+        result.timed_out = done.timed_out
+        status, _ = parse_test_log(test_log.read_text(encoding="utf-8", errors="replace"), task, env.spec.log_parser)
+        result.FAIL_TO_PASS, result.PASS_TO_PASS, resolved = report_outcomes(status, task)
+        result.resolved = not done.timed_out and resolved
+        _append(run_log, f"test command exit status {done.exit_code}, {done.seconds:.1f} s, "
+                         f"timed out {done.timed_out}\n")
+    except TakeoverError as exc:
+        result.error = str(exc)
+    except Exception as exc:  # noqa: BLE001 - one broken task must not stop the others
+        result.error = f"unexpected {type(exc).__name__}: {exc}"
+    return result
