@@ -16,16 +16,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from takeover._io import stable_hash
 from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog
 from takeover.environments.interpreters import find_interpreter, interpreter_version
-from takeover.environments.shared_venv import (
-    ensure_shared_venv,
-    needs_shared_venv,
-    resolve_dependencies,
-    shared_site_packages,
-    shared_venv_key,
-)
+from takeover.environments.requirements import resolve_dependencies
+from takeover.environments.shared_venv import ensure_shared_venv
 from takeover.environments.spec import EnvSpec, env_spec_for
 from takeover.environments.workspace_venv import install_project, make_workspace_venv, workspace_venv_dir
 from takeover.tasks import SourceTask
@@ -134,22 +128,17 @@ def prepare_environment(task: SourceTask, workspace: Path | str, *,
     interpreter = find_interpreter(spec.python) if spec.python else current
     version = interpreter_version(interpreter)
     deps = resolve_dependencies(spec, task, workspace, notes)
-    key = shared_venv_key(spec, interpreter, version, deps)
-    env_hash = stable_hash(key)
-    shared = (ensure_shared_venv(spec, interpreter, deps, key, workspace, notes, timeout=timeout)
-              if needs_shared_venv(spec, deps) else None)
-    if shared is None and not spec.install and not spec.pre_install:
-        return PreparedEnvironment(spec=spec, workspace=workspace, python=current, env_hash=env_hash,
+    shared = ensure_shared_venv(spec, interpreter, version, deps, workspace, notes, timeout=timeout)
+    if shared.path is None and not spec.install and not spec.pre_install:
+        return PreparedEnvironment(spec=spec, workspace=workspace, python=current, env_hash=shared.env_hash,
                                    interpreter_version=version, notes=notes)
     start = time.monotonic()
-    venv = workspace_venv_dir(workspace, env_hash)
+    venv = workspace_venv_dir(workspace, shared.env_hash)
     log = BuildLog(venv.parent / "setup.log", timeout)
-    python = make_workspace_venv(log, interpreter, venv, shared.path if shared else None,
-                                 shared_site_packages(shared.path) if shared else None)
+    python = make_workspace_venv(log, interpreter, venv, shared)
     prepared = PreparedEnvironment(
-        spec=spec, workspace=workspace, python=python, venv=venv, shared_venv=shared.path if shared else None,
-        env_hash=env_hash, interpreter_version=version, build_seconds=shared.build_seconds if shared else 0.0,
-        cached=shared.cached if shared else True, notes=notes)
+        spec=spec, workspace=workspace, python=python, venv=venv, shared_venv=shared.path, env_hash=shared.env_hash,
+        interpreter_version=version, build_seconds=shared.build_seconds, cached=shared.cached, notes=notes)
     install_project(log, spec, python, workspace, prepared.env_vars())
     prepared.setup_seconds = time.monotonic() - start
     return prepared

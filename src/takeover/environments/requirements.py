@@ -3,7 +3,8 @@
 SWE-bench's harness downloads a repository's ``requirements.txt`` or ``environment.yml`` from GitHub
 (``get_requirements``, ``get_environment_yml``). takeover reads the same files from the workspace's git
 objects at the task's commit (``git show <commit>:<path>``), so a build works offline, and cleans them
-with swebench's own functions.
+with swebench's own functions. :func:`resolve_dependencies` gathers what a spec installs besides its pip
+pins, resolved against one checkout.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from pydantic import BaseModel, Field
 
 from takeover.environments.conda import conda_packages_as_pip
+from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
+from takeover.tasks import SourceTask
 
 
 def read_repo_file(workspace: Path, commit: str | None, rel: str) -> str | None:
@@ -94,3 +98,35 @@ def read_environment_yml(workspace: Path, commit: str | None, candidates: list[s
         else:
             out += conda_packages_as_pip(shlex.quote(str(dep).replace(" ", "")), notes)
     return used, out
+
+
+class Dependencies(BaseModel):
+    """What goes into the shared venv besides ``pip_packages``, resolved against one checkout.
+
+    Attributes:
+        packages: pip requirement strings (the spec's packages, plus an ``environment.yml``'s).
+        requirements_file: the requirements file used (repository path), or None.
+        requirements_text: its cleaned text (empty when there is none).
+    """
+
+    packages: list[str] = Field(default_factory=list)
+    requirements_file: str | None = None
+    requirements_text: str = ""
+
+
+def resolve_dependencies(spec: EnvSpec, task: SourceTask, workspace: Path, notes: list[str]) -> Dependencies:
+    """The spec's dependencies with its requirement files read from ``workspace`` at the task's
+    ``environment_setup_commit`` (else ``base_commit``); adaptations are appended to ``notes``.
+
+    Raises:
+        EnvironmentUnavailable: a requirements file or ``environment.yml`` is missing.
+    """
+    commit = task.environment_setup_commit or task.base_commit
+    deps = Dependencies(packages=list(spec.packages))
+    if spec.requirements_from:
+        deps.requirements_file, deps.requirements_text = read_requirements(workspace, commit, spec.requirements_from)
+    if spec.environment_yml_from:
+        used, pkgs = read_environment_yml(workspace, commit, spec.environment_yml_from, task.instance_id, notes)
+        notes.append(f"conda environment.yml ({used}) installed with pip")
+        deps.packages += pkgs
+    return deps

@@ -24,17 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from takeover._io import atomic_write_json, stable_hash
 from takeover.environments.build_steps import PIP_INSTALL, BuildLog, make_venv, pip_install, site_packages
 from takeover.environments.hints import skipped_steps_hint
 from takeover.environments.interpreters import uv_binary
-from takeover.environments.requirements import read_environment_yml, read_requirements
+from takeover.environments.requirements import Dependencies
 from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
 from takeover.repos import cache_dir
-from takeover.tasks import SourceTask
 
 #: The marker file of a finished shared venv (inside its folder).
 MARKER = "takeover-env.json"
@@ -42,55 +41,28 @@ MARKER = "takeover-env.json"
 _FAILED: dict[str, str] = {}
 
 
-class Dependencies(BaseModel):
-    """What goes into the shared venv besides ``pip_packages``, resolved against one checkout.
-
-    Attributes:
-        packages: pip requirement strings (the spec's packages, plus an ``environment.yml``'s).
-        requirements_file: the requirements file used (repository path), or None.
-        requirements_text: its cleaned text (empty when there is none).
-    """
-
-    packages: list[str] = Field(default_factory=list)
-    requirements_file: str | None = None
-    requirements_text: str = ""
-
-
 class SharedVenv(BaseModel):
-    """A finished shared venv.
+    """The shared venv of a specification.
 
     Attributes:
-        path: ``cache_dir()/envs/<hash>``.
+        env_hash: the hash of what the venv is built from (:func:`shared_venv_key`).
+        path: ``cache_dir()/envs/<hash>``; None when nothing goes into a shared venv.
+        site_packages: its site-packages folder (None without ``path``).
         build_seconds: wall seconds spent building it in this call (0 when it existed).
-        cached: it existed already.
+        cached: it existed already (or none was needed).
     """
 
-    path: Path
+    env_hash: str
+    path: Path | None = None
+    site_packages: Path | None = None
     build_seconds: float = 0.0
     cached: bool = True
 
 
-def resolve_dependencies(spec: EnvSpec, task: SourceTask, workspace: Path, notes: list[str]) -> Dependencies:
-    """The spec's dependencies with its requirement files read from ``workspace`` at the task's
-    ``environment_setup_commit`` (else ``base_commit``); adaptations are appended to ``notes``.
-
-    Raises:
-        EnvironmentUnavailable: a requirements file or ``environment.yml`` is missing.
-    """
-    commit = task.environment_setup_commit or task.base_commit
-    deps = Dependencies(packages=list(spec.packages))
-    if spec.requirements_from:
-        deps.requirements_file, deps.requirements_text = read_requirements(workspace, commit, spec.requirements_from)
-    if spec.environment_yml_from:
-        used, pkgs = read_environment_yml(workspace, commit, spec.environment_yml_from, task.instance_id, notes)
-        notes.append(f"conda environment.yml ({used}) installed with pip")
-        deps.packages += pkgs
-    return deps
-
-
 def shared_venv_key(spec: EnvSpec, interpreter: Path, interpreter_version: str | None,
                     deps: Dependencies) -> dict[str, Any]:
-    """What the shared venv is built from; its :func:`~takeover._io.stable_hash` names the venv's folder."""
+    """What the shared venv is built from; its :func:`~takeover._io.stable_hash` names the venv's folder
+    (and the workspace venv's, when it is outside a git checkout)."""
     return {
         "interpreter": interpreter_version, "interpreter_path": str(interpreter), "packages": deps.packages,
         "requirements": deps.requirements_text, "pip_packages": spec.pip_packages,
@@ -104,11 +76,13 @@ def needs_shared_venv(spec: EnvSpec, deps: Dependencies) -> bool:
                 or any(PIP_INSTALL.match(c) for c in spec.install))
 
 
-def ensure_shared_venv(spec: EnvSpec, interpreter: Path, deps: Dependencies, key: dict[str, Any], workspace: Path,
-                       notes: list[str], *, timeout: float) -> SharedVenv:
-    """The shared venv of ``key``: reused when its marker exists, else built under the lock.
+def ensure_shared_venv(spec: EnvSpec, interpreter: Path, interpreter_version: str | None, deps: Dependencies,
+                       workspace: Path, notes: list[str], *, timeout: float) -> SharedVenv:
+    """The shared venv of this specification: reused when its marker exists, else built under the lock;
+    none (``path`` None) when nothing goes into one (:func:`needs_shared_venv`).
 
     Args:
+        interpreter, interpreter_version: the interpreter the venv is made of, and its ``major.minor.micro``.
         workspace: a checkout of the task, against which the spec's install step collects the
             project's dependencies.
         notes: the build's notes so far (written into the marker; skipped system steps are named when
@@ -119,46 +93,58 @@ def ensure_shared_venv(spec: EnvSpec, interpreter: Path, deps: Dependencies, key
         EnvironmentUnavailable: the build failed (now or earlier in this process); the message has the
             failing step, a hint and the log's path.
     """
+    key = shared_venv_key(spec, interpreter, interpreter_version, deps)
     env_hash = stable_hash(key)
+    if not needs_shared_venv(spec, deps):
+        return SharedVenv(env_hash=env_hash)
     envs = cache_dir() / "envs"
     shared = envs / env_hash
     marker = shared / MARKER
     if env_hash in _FAILED:
         raise EnvironmentUnavailable(f"{_FAILED[env_hash]} (failed earlier in this process; not retried)")
-    if marker.exists():
-        return SharedVenv(path=shared)
-    envs.mkdir(parents=True, exist_ok=True)
-    with FileLock(envs / f"{env_hash}.lock"):
-        if marker.exists():  # another process finished it while we waited
-            return SharedVenv(path=shared)
-        start = time.monotonic()
-        shutil.rmtree(shared, ignore_errors=True)  # leftovers of a crashed build
-        build_log = envs / f"{env_hash}.build.log"
-        build_log.unlink(missing_ok=True)
-        try:
-            _build(spec, interpreter, shared, deps, workspace, BuildLog(build_log, timeout))
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                shutil.copyfile(build_log, envs / f"{env_hash}.failed.log")
-            shutil.rmtree(shared, ignore_errors=True)
-            if not isinstance(exc, EnvironmentUnavailable):
-                raise
-            hint = skipped_steps_hint(notes)
-            failure = EnvironmentUnavailable(f"{exc}; {hint}" if hint else str(exc))
-            _FAILED[env_hash] = str(failure)
-            raise failure from None
-        seconds = time.monotonic() - start
-        atomic_write_json(marker, {
-            "spec": spec.model_dump(mode="json"), "key": key, "hash": env_hash,
-            "site_packages": str(site_packages(shared / "bin" / "python")),
-            "build_seconds": round(seconds, 3), "notes": notes,
-        })
-    return SharedVenv(path=shared, build_seconds=seconds, cached=False)
+    if not marker.exists():
+        envs.mkdir(parents=True, exist_ok=True)
+        with FileLock(envs / f"{env_hash}.lock"):
+            if not marker.exists():  # another process may have finished it while we waited
+                seconds = _build_once(spec, interpreter, deps, workspace, notes, key, shared, timeout=timeout)
+                return SharedVenv(env_hash=env_hash, path=shared, site_packages=_marked_site_packages(marker),
+                                  build_seconds=seconds, cached=False)
+    return SharedVenv(env_hash=env_hash, path=shared, site_packages=_marked_site_packages(marker))
 
 
-def shared_site_packages(shared: Path) -> Path:
-    """The site-packages folder of a finished shared venv (from its marker)."""
-    return Path(json.loads((shared / MARKER).read_text())["site_packages"])
+def _build_once(spec: EnvSpec, interpreter: Path, deps: Dependencies, workspace: Path, notes: list[str],
+                key: dict[str, Any], shared: Path, *, timeout: float) -> float:
+    """Build the shared venv at ``shared`` and write its marker; returns the wall seconds it took. On
+    failure the build log is kept as ``<hash>.failed.log`` and the folder removed."""
+    envs, env_hash = shared.parent, shared.name
+    start = time.monotonic()
+    shutil.rmtree(shared, ignore_errors=True)  # leftovers of a crashed build
+    build_log = envs / f"{env_hash}.build.log"
+    build_log.unlink(missing_ok=True)
+    try:
+        _build(spec, interpreter, shared, deps, workspace, BuildLog(build_log, timeout))
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            shutil.copyfile(build_log, envs / f"{env_hash}.failed.log")
+        shutil.rmtree(shared, ignore_errors=True)
+        if not isinstance(exc, EnvironmentUnavailable):
+            raise
+        hint = skipped_steps_hint(notes)
+        failure = EnvironmentUnavailable(f"{exc}; {hint}" if hint else str(exc))
+        _FAILED[env_hash] = str(failure)
+        raise failure from None
+    seconds = time.monotonic() - start
+    atomic_write_json(shared / MARKER, {
+        "spec": spec.model_dump(mode="json"), "key": key, "hash": env_hash,
+        "site_packages": str(site_packages(shared / "bin" / "python")),
+        "build_seconds": round(seconds, 3), "notes": notes,
+    })
+    return seconds
+
+
+def _marked_site_packages(marker: Path) -> Path:
+    """The site-packages folder a finished shared venv's marker names."""
+    return Path(json.loads(marker.read_text())["site_packages"])
 
 
 def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, workspace: Path, log: BuildLog) -> None:

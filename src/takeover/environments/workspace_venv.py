@@ -24,6 +24,7 @@ from pathlib import Path
 from takeover._io import stable_hash
 from takeover.environments.build_steps import PIP_INSTALL, BuildLog, make_venv, pip_install, site_packages
 from takeover.environments.interpreters import uv_binary
+from takeover.environments.shared_venv import SharedVenv
 from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
 from takeover.repos import cache_dir
@@ -63,11 +64,10 @@ def workspace_venv_dir(workspace: Path, env_hash: str) -> Path:
     return cache_dir() / "workspace-envs" / stable_hash([str(workspace.resolve()), env_hash])
 
 
-def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: Path | None,
-                        shared_site: Path | None) -> Path:
-    """A fresh venv of ``interpreter`` at ``venv`` that sees ``shared_site`` (the shared venv's
-    site-packages; ``None``: this process's site-packages) and has the shared venv's console scripts.
-    Returns its python.
+def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: SharedVenv) -> Path:
+    """A fresh venv of ``interpreter`` at ``venv`` that sees the shared venv's site-packages (without a
+    shared venv: this process's site-packages) and has the shared venv's console scripts. Returns its
+    python.
 
     Raises:
         EnvironmentUnavailable: the venv cannot be created.
@@ -75,11 +75,11 @@ def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: Pa
     shutil.rmtree(venv, ignore_errors=True)
     venv.parent.mkdir(parents=True, exist_ok=True)
     python = make_venv(log, interpreter, venv, seed=False)
-    sites = [shared_site] if shared_site is not None else [Path(p) for p in site.getsitepackages()]
+    sites = [shared.site_packages] if shared.site_packages is not None else [Path(p) for p in site.getsitepackages()]
     (site_packages(python) / "_takeover_shared_env.pth").write_text(
         "".join(f"import site; site.addsitedir({str(s)!r})\n" for s in sites))
-    if shared is not None:
-        _link_scripts(shared / "bin", venv / "bin")
+    if shared.path is not None:
+        _link_scripts(shared.path / "bin", venv / "bin")
     return python
 
 
