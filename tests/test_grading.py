@@ -237,3 +237,16 @@ def test_unbuildable_environment_is_reported_and_other_tasks_go_on(calc_task, tm
     assert broken.error is not None and "no Python 2.5" in broken.error and "pyenv install 2.5" in broken.error
     assert broken.handoff_state is None and not broken.resolved
     assert fine.error is None and fine.resolved
+
+
+def test_handoff_state_of_a_checkpoint_patch(calc_task, tmp_path):
+    from takeover.errors import EnvironmentUnavailable
+    from takeover.grading import grade_handoff_state
+    from takeover.tasks import SourceTask
+
+    task, source = calc_task
+    assert grade_handoff_state(SourceTask.model_validate(task), BREAKS_MUL, repo_source=source,
+                               log_dir=tmp_path / "logs") == "broke_existing"
+    unbuildable = SourceTask.model_validate({**task, "takeover_env_spec": {**SPEC, "python": "2.5"}})
+    with pytest.raises(EnvironmentUnavailable, match="did not finish: environment: no Python 2.5"):
+        grade_handoff_state(unbuildable, GOLD, repo_source=source, log_dir=tmp_path / "logs2")
