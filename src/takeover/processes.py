@@ -116,14 +116,13 @@ def run_process(
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             killed = killed or "timeout"
-            kill_group(proc.pid)
-            proc.wait()
         finally:
             stop.set()
             if watcher is not None:
                 watcher.join()
-        # The leader is gone; whatever it left running in its group goes with it.
-        kill_group(proc.pid)
+            # At a limit, on an interrupt, or after the leader exited: nothing of the group stays.
+            kill_group(proc.pid)
+            proc.wait()
         text = ""
         if log_path is None:
             out.seek(0)
