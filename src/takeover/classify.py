@@ -1,4 +1,4 @@
-"""File classes, verification commands and verification results (docs/protocol.md sections 3, 4; issue 4).
+"""File classes, verification commands and verification results (docs/protocol.md sections 3, 4).
 
 Pure functions over strings: no file system, no git. Every rule here is written down in docs/protocol.md;
 where the protocol is silent, the choice is documented on the function ("extension").
@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Literal
 
-FileClass = Literal["source", "test", "artifact"]
-VerificationResult = Literal["passed", "failed", "unknown"]
+from takeover.vocabulary import FileClass, VerificationResult
 
 #: docs/protocol.md section 3: suffixes of source files.
 SOURCE_SUFFIXES: frozenset[str] = frozenset(

@@ -1,4 +1,5 @@
-"""Content-addressed snapshots of a working tree and per-file diffs against base_commit (issue 4).
+"""Content-addressed snapshots of a working tree and per-file diffs against base_commit: the exact
+repository state after each event (docs/protocol.md section 5).
 
 A *snapshot* is the git tree id of the whole working tree: tracked and untracked files, ignored files
 excluded (``git add -A`` semantics, the same set mini-swe-agent's submission ``git add -A && git diff
