@@ -11,7 +11,7 @@ from conftest import git, make_repo
 from takeover import sandbox
 from takeover.patches import first_difference
 from takeover.points import detect_points
-from takeover.replay import can_bind_at, replay_trajectory
+from takeover.replay import replay_trajectory
 from takeover.trajectories.events import Event, Trajectory
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
@@ -165,11 +165,11 @@ def test_the_workspace_is_mounted_at_the_recorded_root(repo):
 
 
 def test_can_bind_at():
-    assert can_bind_at("/testbed") is True
-    assert can_bind_at("/workspace/django__django__3.0") is True
-    assert can_bind_at("/usr/src/app") is False  # inside an existing top-level folder
-    assert can_bind_at("/tmp/x") is True
-    assert can_bind_at(None) is False and can_bind_at("relative") is False
+    assert sandbox.can_mount_at("/testbed") is True
+    assert sandbox.can_mount_at("/workspace/django__django__3.0") is True
+    assert sandbox.can_mount_at("/usr/src/app") is False  # inside an existing top-level folder
+    assert sandbox.can_mount_at("/tmp/x") is True
+    assert sandbox.can_mount_at(None) is False and sandbox.can_mount_at("relative") is False
 
 
 def test_editor_actions_are_applied_exactly(repo, tmp_path):

@@ -1,4 +1,4 @@
-"""Replay of imported runs in a fresh workspace (docs/protocol.md section 5 source (c); issue 4).
+"""Replay of imported runs in a fresh workspace (docs/protocol.md section 5 source (c)).
 
 A run from another agent rarely records the repository state after each event. Replay rebuilds it:
 in a fresh checkout of the task's ``base_commit``, the recorded actions are re-executed in order and a
@@ -11,7 +11,8 @@ How actions are re-executed:
 
 - File-editor actions (OpenHands ``str_replace_editor``/``edit``: ``create``, ``str_replace``,
   ``insert``, ``undo_edit``; SWE-agent ``create``/``open``/``edit N:M ... end_of_edit`` and
-  ``str_replace_editor`` command lines) are applied exactly in Python, never through a shell.
+  ``str_replace_editor`` command lines) are applied exactly in Python, never through a shell
+  (:mod:`takeover.replay_editors`).
 - Shell commands run with ``bash -c`` in a new process group, with a per-command time limit (the whole
   group is killed) and a memory limit (address-space limit plus a resident-memory watchdog).
 - Paths. The agent ran in its own repository root (``Trajectory.working_dir``, e.g. ``/testbed``).
@@ -38,16 +39,16 @@ How actions are re-executed:
 - The submission command of mini-swe-agent (``git add -A && git diff --cached``) only stages files in
   the workspace's own index; snapshots use a private index, so later snapshots are unaffected.
 
-The replay uses the task's environment when the caller passes its variables (issue 3's
-``PreparedEnvironment.env_vars()``); otherwise commands run with the plain interpreter on ``PATH`` and
-the verdict says so. A command failing differently only matters if it changes files.
+The replay uses the task's environment when the caller passes its variables
+(``takeover.environments.PreparedEnvironment.env_vars()``); otherwise commands run with the plain
+interpreter on ``PATH`` and the verdict says so. A command failing differently only matters if it
+changes files.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -58,6 +59,8 @@ from pydantic import BaseModel, Field
 from takeover import sandbox
 from takeover.patches import first_difference
 from takeover.processes import run_process
+from takeover.replay_editors import EditOutcome, FileEditor, apply_edit, editor_command, swe_agent_command
+from takeover.repos import alternates
 from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
 from takeover.trajectories.events import Event, Trajectory
 
@@ -71,9 +74,6 @@ DEFAULT_MEMORY_MB = 4096  # resident + address-space limit per command, MiB
 OUTPUT_LIMIT = 200_000  # characters of command output kept per step
 
 _RECORDED_TIMEOUT = re.compile(r"timed out and has been killed|timed out after|command timed out|TimeoutError|exit code 124|\[Command timed out", re.IGNORECASE)
-_SWE_EDIT = re.compile(r"^\s*edit\s+(\d+)\s*:\s*(\d+)\s*\n(.*?)\n?end_of_edit\s*$", re.DOTALL)
-_SWE_EDIT_REJECTED = re.compile(r"Your proposed edit has introduced new syntax error|Your edit was not applied|Edit failed", re.IGNORECASE)
-_SWE_NOOP = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "submit", "filemap"}
 
 
 class ReplayVerdict(BaseModel):
@@ -126,155 +126,6 @@ class ReplayResult(BaseModel):
         return join_diffs(self.diffs[-1]) if self.diffs else ""
 
 
-# --- sandboxed command execution ---------------------------------------------------------------------
-
-
-def can_bind_at(root: str | None) -> bool:
-    """Whether the workspace can be mounted at ``root`` inside bubblewrap (:func:`takeover.sandbox.can_mount_at`)."""
-    return sandbox.can_mount_at(root)
-
-
-def bwrap_argv(
-    argv: Sequence[str],
-    workspace: Path,
-    *,
-    mount_at: str | None,
-    cwd: str,
-    tmp: Path,
-    tool: str,
-    read_only: Sequence[Path] = (),
-) -> list[str]:
-    """bubblewrap command of one replayed command: :func:`takeover.sandbox.wrap` with ``tmp`` read-write
-    at ``/tmp`` (kept between the commands of one replay), ``read_only`` folders (the mirror's object
-    store, which may live under ``/tmp``) and the workspace also at ``mount_at`` when given."""
-    return sandbox.wrap(argv, workspace, cwd=cwd, tmp=tmp, readable=read_only, mount_at=mount_at, tool=tool)
-
-
-def alternates(workspace: Path) -> list[Path]:
-    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``)."""
-    info = workspace / ".git" / "objects" / "info" / "alternates"
-    if not info.is_file():
-        return []
-    found = []
-    for line in info.read_text(errors="replace").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            path = Path(line) if line.startswith("/") else (info.parent.parent / line)
-            if path.is_dir():
-                found.append(path.resolve())
-    return found
-
-
-# --- file-editor actions -----------------------------------------------------------------------------
-
-
-class _Editor:
-    """Applies editor actions to files under the workspace, with an undo history per file."""
-
-    def __init__(self, workspace: Path, root: str | None):
-        self.workspace = workspace
-        self.root = root.rstrip("/") if root else None
-        self.history: dict[Path, list[bytes | None]] = {}
-        self.open_file: Path | None = None
-
-    def resolve(self, path: str, cwd: str | None = None) -> Path | None:
-        """Map a recorded path (absolute in the agent's sandbox, or relative to ``cwd``) into the
-        workspace; ``None`` when it lies outside the agent's repository root."""
-        if not path.startswith("/"):
-            base = self.resolve(cwd) if cwd else self.workspace
-            if base is None:
-                return None
-            target = (base / path).resolve()
-        elif self.root and (path == self.root or path.startswith(self.root + "/")):
-            target = (self.workspace / path[len(self.root):].lstrip("/")).resolve()
-        elif path == str(self.workspace) or path.startswith(str(self.workspace) + "/"):
-            target = Path(path).resolve()
-        else:
-            return None
-        ws = self.workspace.resolve()
-        if target != ws and ws not in target.parents:
-            return None
-        return target
-
-    def _save(self, target: Path) -> None:
-        self.history.setdefault(target, []).append(target.read_bytes() if target.exists() else None)
-
-    def write(self, target: Path, data: bytes) -> None:
-        self._save(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-
-    def create(self, target: Path, text: str) -> str:
-        self.write(target, text.encode("utf-8", "surrogateescape"))
-        return f"create {target.relative_to(self.workspace)}"
-
-    def str_replace(self, target: Path, old: str, new: str) -> str:
-        if not target.is_file():
-            return "str_replace on a missing file: no change"
-        content = target.read_text("utf-8", "surrogateescape")
-        count = content.count(old) if old else 0
-        if count != 1:
-            # The editor refuses unless old_str occurs exactly once: the recorded run saw an error.
-            return f"str_replace: old_str occurs {count} times: no change"
-        self.write(target, content.replace(old, new, 1).encode("utf-8", "surrogateescape"))
-        return f"str_replace {target.relative_to(self.workspace)}"
-
-    def insert(self, target: Path, line: int, text: str) -> str:
-        if not target.is_file():
-            return "insert on a missing file: no change"
-        lines = target.read_text("utf-8", "surrogateescape").split("\n")
-        if line < 0 or line > len(lines):
-            return f"insert: line {line} out of range: no change"
-        new_lines = text.split("\n")
-        lines[line:line] = new_lines
-        self.write(target, "\n".join(lines).encode("utf-8", "surrogateescape"))
-        return f"insert {target.relative_to(self.workspace)}:{line}"
-
-    def undo(self, target: Path) -> str:
-        stack = self.history.get(target)
-        if not stack:
-            return "undo_edit without history: no change"
-        previous = stack.pop()
-        if previous is None:
-            target.unlink(missing_ok=True)
-        else:
-            target.write_bytes(previous)
-        return f"undo_edit {target.relative_to(self.workspace)}"
-
-    def edit_lines(self, target: Path, start: int, end: int, text: str) -> str:
-        """SWE-agent ``edit N:M``: replace lines N..M (1-based, inclusive) with ``text``."""
-        if not target.is_file():
-            return "edit on a missing file: no change"
-        content = target.read_text("utf-8", "surrogateescape")
-        lines = content.split("\n")
-        trailing = content.endswith("\n")
-        if trailing:
-            lines = lines[:-1]
-        lines[start - 1 : end] = text.split("\n") if text else []
-        out = "\n".join(lines) + ("\n" if trailing else "")
-        self.write(target, out.encode("utf-8", "surrogateescape"))
-        return f"edit {target.relative_to(self.workspace)}:{start}-{end}"
-
-
-def _editor_args_from_command(command: str) -> dict | None:
-    """Parse a SWE-agent ``str_replace_editor <command> <path> [--old_str ..] ...`` command line."""
-    try:
-        tokens = shlex.split(command)
-    except ValueError:
-        return None
-    if len(tokens) < 3 or tokens[0] != "str_replace_editor":
-        return None
-    args: dict = {"edit": tokens[1], "path": tokens[2]}
-    i = 3
-    while i + 1 < len(tokens):
-        if tokens[i].startswith("--"):
-            args[tokens[i][2:]] = tokens[i + 1]
-            i += 2
-        else:
-            i += 1
-    return args
-
-
 # --- the replay loop ---------------------------------------------------------------------------------
 
 
@@ -316,7 +167,7 @@ def replay_trajectory(
         trajectory: the imported run; ``working_dir`` is the agent's repository root.
         workspace: checkout of the task's ``base_commit`` (made with ``RepoSource.workspace``); modified.
         base_commit: the diffs' base.
-        env_vars: variables of the task's environment (issue 3), e.g. ``PATH`` with its interpreter.
+        env_vars: variables of the task's environment, e.g. ``PATH`` with its interpreter.
         interpreter_note: how to describe that environment in the verdict.
         timeout: seconds per command (a command the recorded run saw time out gets at most
             :data:`RECORDED_TIMEOUT_LIMIT`); memory_mb: memory limit per command (MiB).
@@ -331,12 +182,12 @@ def replay_trajectory(
     events = trajectory.events
     root = (trajectory.working_dir or "").rstrip("/") or None
     st = sandbox.status() if use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="sandbox off: commands run unconfined")
-    mode = "bind" if st.available and root and can_bind_at(root) else "rewrite"
+    mode = "bind" if st.available and root and sandbox.can_mount_at(root) else "rewrite"
     interp = interpreter_note or (
         "task environment" if env_vars else f"plain interpreter on PATH ({shutil.which('python3') or 'python3 not found'}); no task environment"
     )
     verdict_base = {"sandbox": st.message, "mode": mode, "interpreter": interp}
-    editor = _Editor(workspace, root)
+    editor = FileEditor(workspace, root)
     trees: list[str] = []
     diffs: list[dict[str, str]] = []
     steps: list[ReplayStep] = []
@@ -390,29 +241,30 @@ def replay_trajectory(
     return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict)
 
 
+def _edited(i: int, outcome: EditOutcome) -> ReplayStep:
+    action, detail = outcome
+    return ReplayStep(index=i, action=action, detail=detail)
+
+
 def _replay_action(
     ev: Event, i: int, events: Sequence[Event], trajectory: Trajectory, workspace: Path, root: str | None,
-    mode: str, st: sandbox.SandboxStatus, editor: _Editor, env: dict[str, str], tmp_dir: Path,
+    mode: str, st: sandbox.SandboxStatus, editor: FileEditor, env: dict[str, str], tmp_dir: Path,
     timeout: float, memory_mb: int,
 ) -> ReplayStep:
     if ev.type == "file_edit" and (ev.edit or ev.file_text is not None or ev.old_text is not None):
-        return _apply_edit(ev, i, events, editor, swe_agent=trajectory.format == "swe-agent")
+        return _edited(i, apply_edit(ev, _observation_after(events, i), editor, swe_agent=trajectory.format == "swe-agent"))
     # mini-swe-agent's submission is a ``finish`` action that still runs a command (``git add -A && git
     # diff --cached``): it is executed too; it only stages files in the workspace's own index.
     if ev.type not in ("command", "finish") or not ev.command:
         return ReplayStep(index=i, action="noop", detail=ev.type)
     command = ev.command
     if trajectory.format == "swe-agent":
-        step = _swe_agent_special(command, ev, i, events, editor)
-        if step is not None:
-            return step
-    parsed = _editor_args_from_command(command)
-    if parsed is not None:
-        fake = Event(index=i, kind="action", source="agent", type="file_edit", path=parsed.get("path"),
-                     edit=parsed.get("edit"), old_text=parsed.get("old_str"), new_text=parsed.get("new_str"),
-                     file_text=parsed.get("file_text"),
-                     insert_line=int(parsed["insert_line"]) if str(parsed.get("insert_line", "")).isdigit() else None)
-        return _apply_edit(fake, i, events, editor)
+        outcome = swe_agent_command(command, ev, _observation_after(events, i), editor)
+        if outcome is not None:
+            return _edited(i, outcome)
+    edit = editor_command(command, i)
+    if edit is not None:
+        return _edited(i, apply_edit(edit, _observation_after(events, i), editor))
 
     cwd_rec = (ev.cwd or root or "").rstrip("/") or None
     if mode == "bind":
@@ -420,8 +272,8 @@ def _replay_action(
         mapped = editor.resolve(inner_cwd) if inner_cwd else workspace
         if mapped is None or not mapped.is_dir():
             inner_cwd = root
-        argv = bwrap_argv(["bash", "-c", command], workspace, mount_at=root, cwd=inner_cwd, tmp=tmp_dir,
-                          tool=st.tool, read_only=alternates(workspace))
+        argv = sandbox.wrap(["bash", "-c", command], workspace, cwd=inner_cwd, tmp=tmp_dir,
+                            readable=alternates(workspace), mount_at=root, tool=st.tool)
         run_cwd = workspace
     else:
         if root:
@@ -429,8 +281,8 @@ def _replay_action(
         mapped = editor.resolve(cwd_rec) if cwd_rec else workspace
         run_cwd = mapped if mapped is not None and mapped.is_dir() else workspace
         if st.available:
-            argv = bwrap_argv(["bash", "-c", command], workspace, mount_at=None, cwd=str(run_cwd), tmp=tmp_dir,
-                              tool=st.tool, read_only=alternates(workspace))
+            argv = sandbox.wrap(["bash", "-c", command], workspace, cwd=str(run_cwd), tmp=tmp_dir,
+                                readable=alternates(workspace), mount_at=None, tool=st.tool)
         else:
             argv = ["bash", "-c", command]
     obs = _observation_after(events, i)
@@ -440,72 +292,3 @@ def _replay_action(
     code, output, killed, seconds = done.exit_code, done.output, done.killed, done.seconds
     return ReplayStep(index=i, action="command", detail=ev.command[:200], exit_code=code, killed=killed,
                       seconds=round(seconds, 3), output=output)
-
-
-def _apply_edit(ev: Event, i: int, events: Sequence[Event], editor: _Editor, swe_agent: bool = False) -> ReplayStep:
-    if not ev.path:
-        return ReplayStep(index=i, action="skipped", detail="file edit without a path")
-    target = editor.resolve(ev.path, ev.cwd or editor.root)
-    if target is None:
-        return ReplayStep(index=i, action="skipped", detail=f"edit outside the repository: {ev.path}")
-    verb = (ev.edit or "").lower()
-    if verb in ("create", "write") or (not verb and ev.file_text is not None):
-        text = ev.file_text or ""
-        if swe_agent and verb == "create" and not text:
-            text = "\n"  # SWE-agent's ``create`` writes one newline
-        detail = editor.create(target, text)
-    elif verb in ("str_replace", "replace"):
-        detail = editor.str_replace(target, ev.old_text or "", ev.new_text or "")
-    elif verb == "insert":
-        detail = editor.insert(target, ev.insert_line or 0, ev.new_text or "")
-    elif verb in ("undo_edit", "undo"):
-        detail = editor.undo(target)
-    elif verb in ("edit", "edit_lines") and ev.view_range and len(ev.view_range) == 2 and ev.new_text is not None:
-        obs = _observation_after(events, i)
-        if obs is not None and _SWE_EDIT_REJECTED.search(obs.text or ""):
-            return ReplayStep(index=i, action="noop", detail="edit rejected by the agent's linter in the recorded run")
-        detail = editor.edit_lines(target, ev.view_range[0], ev.view_range[1], ev.new_text)
-    elif verb in ("edit", "edit_lines") and ev.command and _SWE_EDIT.match(ev.command):
-        return _swe_agent_special(ev.command, ev, i, events, editor, path=target) or ReplayStep(index=i, action="noop")
-    elif ev.old_text is not None and ev.new_text is not None:
-        detail = editor.str_replace(target, ev.old_text, ev.new_text)
-    else:
-        return ReplayStep(index=i, action="skipped", detail=f"unknown editor verb {ev.edit!r}")
-    return ReplayStep(index=i, action="edit", detail=detail)
-
-
-def _swe_agent_special(command: str, ev: Event, i: int, events: Sequence[Event], editor: _Editor,
-                       path: Path | None = None) -> ReplayStep | None:
-    """SWE-agent's own commands that are not shell programs; ``None`` when ``command`` is not one."""
-    m = _SWE_EDIT.match(command)
-    if m:
-        obs = _observation_after(events, i)
-        if obs is not None and _SWE_EDIT_REJECTED.search(obs.text or ""):
-            return ReplayStep(index=i, action="noop", detail="edit rejected by the agent's linter in the recorded run")
-        target = path or (editor.resolve(ev.path, editor.root) if ev.path else None) or editor.open_file
-        if target is None:
-            return ReplayStep(index=i, action="skipped", detail="edit without an open file")
-        return ReplayStep(index=i, action="edit", detail=editor.edit_lines(target, int(m.group(1)), int(m.group(2)), m.group(3)))
-    try:
-        tokens = shlex.split(command.strip().split("\n", 1)[0])
-    except ValueError:
-        return None
-    if not tokens:
-        return None
-    if tokens[0] == "create" and len(tokens) >= 2:
-        target = editor.resolve(tokens[1], ev.cwd or editor.root)
-        if target is None:
-            return ReplayStep(index=i, action="skipped", detail=f"create outside the repository: {tokens[1]}")
-        editor.open_file = target
-        if target.exists():
-            return ReplayStep(index=i, action="noop", detail="create of an existing file (refused by SWE-agent)")
-        detail = editor.create(target, "\n")  # SWE-agent's create writes a single newline
-        return ReplayStep(index=i, action="edit", detail=detail)
-    if tokens[0] == "open" and len(tokens) >= 2:
-        target = editor.resolve(tokens[1], ev.cwd or editor.root)
-        if target is not None and target.is_file():
-            editor.open_file = target
-        return ReplayStep(index=i, action="noop", detail="open")
-    if tokens[0] in _SWE_NOOP:
-        return ReplayStep(index=i, action="noop", detail=tokens[0])
-    return None

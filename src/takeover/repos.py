@@ -115,3 +115,22 @@ class RepoSource:
 def make_workspace(repo: str, commit: str, dest: Path | str, *, mirror: Path | str | None = None) -> Path:
     """Shortcut for ``RepoSource(mirror).workspace(repo, commit, dest)``."""
     return RepoSource(mirror).workspace(repo, commit, dest)
+
+
+def alternates(workspace: Path | str) -> list[Path]:
+    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``):
+    absolute, existing folders only, in file order; ``[]`` for a workspace with its own objects.
+
+    A sandbox must let commands read these (read-only), or git in the workspace sees no history.
+    """
+    info = Path(workspace) / ".git" / "objects" / "info" / "alternates"
+    if not info.is_file():
+        return []
+    found = []
+    for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            path = Path(line) if line.startswith("/") else (info.parent.parent / line)
+            if path.is_dir():
+                found.append(path.resolve())
+    return found
