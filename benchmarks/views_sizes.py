@@ -21,8 +21,8 @@ import statistics
 import sys
 from pathlib import Path
 
-from takeover.checkpoints import RunPoints
 from takeover.llm import ModelSettings
+from takeover.points import RunPoints
 from takeover.tasks import SourceTask, load_tasks
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories

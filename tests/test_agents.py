@@ -353,7 +353,8 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
 ):
     """Done criterion of issue 6: our runner's snapshots give exact checkpoints (docs/protocol.md section 5 (a))
     and they match what a replay of the same recorded actions in a fresh checkout gives (section 5 (c))."""
-    from takeover.checkpoints import analyze_run, checkpoint_method, materialize_checkpoint
+    from takeover.checkpoints import materialize_checkpoint
+    from takeover.points import analyze_run, checkpoint_method
     from takeover.repos import RepoSource
 
     task, mirror = task_and_mirror

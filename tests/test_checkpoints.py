@@ -12,9 +12,10 @@ import pytest
 from conftest import git, make_repo
 from typer.testing import CliRunner
 
-from takeover.checkpoints import RunPoints, analyze_run, checkpoint_method, materialize_checkpoint
+from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.errors import InputError
+from takeover.points import RunPoints, analyze_run, checkpoint_method
 from takeover.repos import RepoSource
 from takeover.snapshots import snapshot_patch, take_snapshot
 from takeover.tasks import SourceTask

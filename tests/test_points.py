@@ -6,8 +6,9 @@ import hashlib
 
 import pytest
 
-from takeover.points import POINT_TYPES, detect_points, source_edits, verifications
+from takeover.points import detect_points, source_edits, verifications
 from takeover.trajectories.events import Event
+from takeover.vocabulary import POINT_TYPES
 
 SRC_V1 = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-a\n+b\n"
 SRC_V2 = "diff --git a/pkg/mod.py b/pkg/mod.py\n--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1 +1 @@\n-a\n+c\n"

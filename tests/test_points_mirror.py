@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from conftest import DATASET, TRAJ
 
-from takeover.checkpoints import analyze_run, checkpoint_method, materialize_checkpoint
+from takeover.checkpoints import materialize_checkpoint
+from takeover.points import analyze_run, checkpoint_method
 from takeover.repos import RepoSource
 from takeover.snapshots import patch_sha256
 from takeover.tasks import load_tasks

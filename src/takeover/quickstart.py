@@ -140,7 +140,7 @@ class QuickstartOptions(BaseModel):
 
     def checked(self) -> QuickstartOptions:
         """Validate choices against the protocol's names; raises :class:`InputError` (``--flag``) if not."""
-        from takeover.points import POINT_TYPES
+        from takeover.vocabulary import POINT_TYPES
 
         bad = [p for p in self.point_types if p not in POINT_TYPES]
         if bad:

@@ -1,6 +1,6 @@
 """``takeover points`` and ``takeover checkpoint``: handoff points of predecessor runs and one checkpoint.
 
-A thin layer over :func:`takeover.checkpoints.analyze_run` and
+A thin layer over :func:`takeover.points.analyze_run` and
 :func:`takeover.checkpoints.materialize_checkpoint` (docs/protocol.md sections 3-5).
 """
 
@@ -34,7 +34,7 @@ def _expanded(paths: list[Path]) -> list[Path]:
 
 
 def points_json(rp) -> dict:
-    """The ``takeover points --json`` object of one :class:`~takeover.checkpoints.RunPoints`."""
+    """The ``takeover points --json`` object of one :class:`~takeover.points.RunPoints`."""
     return {
         "instance_id": rp.instance_id,
         "replay": {"verified": rp.replay.verified, "method": rp.replay.method, "first_mismatch": rp.replay.first_mismatch},
@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
 
         from takeover import sandbox
-        from takeover.checkpoints import analyze_run
+        from takeover.points import analyze_run
         from takeover.repos import RepoSource
         from takeover.trajectories import read_trajectories
         from takeover.trajectories.registry import is_unknown_format
@@ -179,10 +179,12 @@ def register(app: typer.Typer) -> None:
         from rich.console import Console
         from rich.markup import escape
 
-        from takeover.checkpoints import RunPoints, analyze_run, checkpoint_method, materialize_checkpoint
-        from takeover.points import POINT_TYPES
+        from takeover.checkpoints import materialize_checkpoint
+        from takeover.errors import EnvironmentUnavailable
+        from takeover.points import RunPoints, analyze_run, checkpoint_method
         from takeover.repos import RepoSource
         from takeover.trajectories import read_trajectories
+        from takeover.vocabulary import POINT_TYPES
 
         if point not in POINT_TYPES:
             raise InputError("--point", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
@@ -204,9 +206,17 @@ def register(app: typer.Typer) -> None:
             reason = next((m.reason for m in rp.missing if m.type == point), "not found")
             Console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
             raise typer.Exit(1)
-        cp = materialize_checkpoint(task, traj, found, rp.patches.get(point, ""), out, checkpoint_method(rp.replay),
-                                    repo_source=source, workspace=not no_workspace, state=state,
-                                    grade_options={"repo_source": source})
+        patch = rp.patches.get(point, "")
+        cp = materialize_checkpoint(task, traj, found, patch, out, checkpoint_method(rp.replay),
+                                    repo_source=source, workspace=not no_workspace)
+        if state:
+            from takeover.grading import grade
+
+            graded = grade(task, patch, repo_source=source)
+            if graded.handoff_state is None:
+                raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {graded.error or 'no result'}")
+            cp.handoff_state = graded.handoff_state
+            cp.save(out)
         console = Console()
         console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
         console.print(f"  files: {escape(', '.join(cp.files)) or '(none)'}")

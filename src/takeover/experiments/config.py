@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
-from takeover.points import POINT_TYPES, PointType
+from takeover.vocabulary import POINT_TYPES, PointType
 
 VIEWS: tuple[str, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
 ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]

@@ -143,7 +143,7 @@ def run_predecessor(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 def detect_points(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Handoff points of one predecessor run (docs/protocol.md sections 3-5); ``RunPoints`` saved as JSON."""
-    from takeover.checkpoints import analyze_run
+    from takeover.points import analyze_run
 
     task = _task(inputs)
     ref = inputs["trajectory"]
@@ -165,8 +165,8 @@ def detect_points(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 def make_checkpoint(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Materialize one checkpoint folder (``checkpoint.json``, ``checkpoint.patch``, ``workspace/``)."""
-    from takeover.checkpoints import RunPoints, checkpoint_method, materialize_checkpoint
-    from takeover.points import HandoffPoint
+    from takeover.checkpoints import materialize_checkpoint
+    from takeover.points import HandoffPoint, RunPoints, checkpoint_method
 
     rp = RunPoints.load(inputs["run_points"])
     point = HandoffPoint.model_validate(inputs["point"])

@@ -24,12 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from takeover._io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
 from takeover.errors import InputError
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
-from takeover.points import POINT_TYPES, HandoffPoint
+from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.views.build import ModelRequired, build_view
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NotesFailed
+from takeover.vocabulary import POINT_TYPES
 
 
 class ViewInputs(BaseModel):
@@ -130,11 +131,11 @@ def load_inputs(
         return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, point=checkpoint.point,
                           checkpoint_patch=patch_text, handoff_state=checkpoint.handoff_state, notes=notes)
     if points_file is not None:
-        from takeover.checkpoints import RunPoints
+        from takeover.points import RunPoints
 
         run_points = RunPoints.load(points_file)
     else:
-        from takeover.checkpoints import analyze_run
+        from takeover.points import analyze_run
         from takeover.repos import RepoSource
 
         if not (task.repo and task.base_commit):

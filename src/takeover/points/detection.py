@@ -1,13 +1,12 @@
-"""Handoff point detection (docs/protocol.md section 4).
+"""Handoff point detection (docs/protocol.md section 4): the three point types of one run, from its events
+and the repository state after each event, and the reason for each point type the run does not have.
 
-The records are shared by every later stage; detection itself is implemented with the classification
-rules of :mod:`takeover.classify` (issue 4).
+The rules for file classes, verification commands and their results are :mod:`takeover.classify`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -19,15 +18,9 @@ from takeover.classify import (
     verification_result,
 )
 from takeover.patches import count_changed_lines
+from takeover.snapshots import patch_sha256
 from takeover.trajectories.events import Event
-
-PointType = Literal["after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit"]
-POINT_TYPES: tuple[PointType, ...] = (
-    "after_first_source_edit",
-    "after_first_verification_result",
-    "after_first_post_failure_edit",
-)
-VerificationResult = Literal["passed", "failed", "unknown"]
+from takeover.vocabulary import POINT_TYPES, PointType, ValidationStatus, VerificationResult
 
 
 class HandoffPoint(BaseModel):
@@ -57,7 +50,7 @@ class HandoffPoint(BaseModel):
     latest_verification_command: str | None = None
     latest_verification_result: VerificationResult | None = None
     latest_verification_evidence: str | None = None
-    validation_after_latest_source_change: Literal["passed", "failed", "unknown", "none"] = "none"
+    validation_after_latest_source_change: ValidationStatus = "none"
     patch_sha256: str | None = None
     patch_lines: int = 0
 
@@ -67,10 +60,6 @@ class MissingPoint(BaseModel):
 
     type: PointType
     reason: str
-
-
-# --- detection (issue 4) -----------------------------------------------------------------------------
-
 
 
 class Verification(BaseModel):
@@ -136,8 +125,6 @@ def cumulative_patch(diff: Mapping[str, str]) -> str:
 def _point(
     kind: PointType, index: int, diffs: Sequence[Mapping[str, str]], edits: list[int], checks: list[Verification]
 ) -> HandoffPoint:
-    from takeover.snapshots import patch_sha256
-
     diff = diffs[index]
     classes: dict[str, list[str]] = {"source": [], "test": [], "artifact": []}
     for path in sorted(diff):

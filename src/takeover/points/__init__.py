@@ -1,0 +1,41 @@
+"""The points stage: handoff points of predecessor runs (docs/protocol.md sections 3-5).
+
+Modules:
+
+- ``detection.py``: the protocol's detection rules over a run's events and per-event diffs
+  (:func:`detect_points`, :class:`HandoffPoint`, :class:`MissingPoint`).
+- ``event_states.py``: the repository state after every event, from recorded snapshots, stored diffs or
+  a verified replay (:func:`event_states`, :func:`checkpoint_method`).
+- ``run_points.py``: the one way to find a run's points (:func:`analyze_run`) and the record later stages
+  read (:class:`RunPoints`).
+"""
+
+from takeover.points.detection import (
+    HandoffPoint,
+    MissingPoint,
+    Verification,
+    command_of,
+    cumulative_patch,
+    detect_points,
+    source_edits,
+    verifications,
+)
+from takeover.points.event_states import checkpoint_method, event_states, recorded_diffs, stored_diffs
+from takeover.points.run_points import RunPoints, analyze_run
+
+__all__ = [
+    "HandoffPoint",
+    "MissingPoint",
+    "RunPoints",
+    "Verification",
+    "analyze_run",
+    "checkpoint_method",
+    "command_of",
+    "cumulative_patch",
+    "detect_points",
+    "event_states",
+    "recorded_diffs",
+    "source_edits",
+    "stored_diffs",
+    "verifications",
+]

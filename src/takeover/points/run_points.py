@@ -1,0 +1,132 @@
+"""The handoff points of one predecessor run: the one way to find them, and the record later stages read
+(docs/protocol.md sections 3-5).
+
+:func:`analyze_run` takes the repository state after every event from the best exact source
+(:func:`takeover.points.event_states.event_states`) and detects the points on it
+(:func:`takeover.points.detection.detect_points`). A run whose states are not exact has no qualifying
+point: every point type is reported missing with the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from takeover._io import atomic_write_text
+from takeover.errors import InputError
+from takeover.points.detection import HandoffPoint, MissingPoint, cumulative_patch, detect_points
+from takeover.points.event_states import event_states
+from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict
+from takeover.repos import RepoSource
+from takeover.tasks import SourceTask
+from takeover.trajectories.events import Trajectory
+from takeover.vocabulary import POINT_TYPES
+
+
+class RunPoints(BaseModel):
+    """Everything later stages need about one predecessor run: the replay verdict, its handoff points,
+    the missing ones with their reasons, and the cumulative patch at each point.
+
+    Written as JSON (:meth:`save`) and read back (:meth:`load`) without recomputation. Deterministic: the
+    same trajectory and repository give byte-identical JSON (no times, no temporary paths).
+
+    Attributes:
+        instance_id, repo, base_commit: the source task.
+        trajectory, trajectory_record, format: where the run came from.
+        events: number of events (agent events).
+        replay: how the per-event states were obtained and whether they are exact.
+        points: qualifying handoff points (empty when the states are not exact).
+        missing: point types that do not exist or do not qualify, with the reason.
+        patches: ``{point type: cumulative patch at the point}`` (the future ``checkpoint.patch``).
+    """
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    trajectory: str | None = None
+    trajectory_record: str | None = None
+    format: str | None = None
+    events: int = 0
+    replay: ReplayVerdict
+    points: list[HandoffPoint] = Field(default_factory=list)
+    missing: list[MissingPoint] = Field(default_factory=list)
+    patches: dict[str, str] = Field(default_factory=dict)
+
+    def point(self, point_type: str) -> HandoffPoint | None:
+        """The point of type ``point_type``, or ``None`` when it is missing."""
+        return next((p for p in self.points if p.type == point_type), None)
+
+    def missing_reason(self, point_type: str) -> str:
+        """Why the run has no point of type ``point_type`` (``"not found"`` when no reason is recorded)."""
+        return next((m.reason for m in self.missing if m.type == point_type), "not found")
+
+    def save(self, path: Path | str) -> Path:
+        """Write this record as JSON, atomically."""
+        return atomic_write_text(path, self.model_dump_json(indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path: Path | str) -> RunPoints:
+        """Read a record written by :meth:`save`.
+
+        Raises:
+            InputError: the file is not such a record.
+        """
+        try:
+            return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(path, f"not a RunPoints record: {str(exc).splitlines()[0]}") from None
+
+
+def _unqualified(verdict: ReplayVerdict) -> list[MissingPoint]:
+    why = verdict.reason or "the run's states are not exact"
+    return [MissingPoint(type=t, reason=f"run is unreplayable: {why}") for t in POINT_TYPES]
+
+
+def analyze_run(
+    trajectory: Trajectory,
+    task: SourceTask,
+    repo_source: RepoSource | None = None,
+    *,
+    snapshot_repo: Path | str | None = None,
+    work_dir: Path | str | None = None,
+    use_environment: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    use_sandbox: bool = True,
+    result_out: list | None = None,
+) -> RunPoints:
+    """Per-event states, verdict and handoff points of one predecessor run (docs/protocol.md sections 3-5).
+
+    States come from the best source available (:func:`~takeover.points.event_states.event_states`):
+    recorded snapshots (``snapshot_repo``, by default the workspace our runner names in
+    ``trajectory.metadata["snapshot_repo"]``), stored per-step diffs, or a replay in a fresh workspace of
+    ``task`` from ``repo_source`` (under ``work_dir``, a temporary folder by default, removed afterwards).
+    A replay is accepted only when it reproduces the run's final patch; otherwise every point is reported
+    missing with the reason.
+
+    Args:
+        use_environment: replay inside the task's environment when it can be prepared.
+        timeout, memory_mb: per-command limits for replay (seconds, MiB).
+        use_sandbox: confine replayed commands with bubblewrap when available.
+        result_out: when a list is given, the :class:`ReplayResult` (per-event trees and diffs) is appended.
+
+    Raises:
+        RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
+    """
+    base = {
+        "instance_id": task.instance_id, "repo": task.repo, "base_commit": task.base_commit,
+        "trajectory": trajectory.source_path, "trajectory_record": trajectory.record, "format": trajectory.format,
+        "events": len(trajectory.events),
+    }
+    result: ReplayResult = event_states(
+        trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
+        use_environment=use_environment, timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
+    )
+    if result_out is not None:
+        result_out.append(result)
+    if not result.verdict.verified:
+        return RunPoints(**base, replay=result.verdict, missing=_unqualified(result.verdict))
+    points, missing = detect_points(trajectory.events, result.diffs)
+    patches = {p.type: cumulative_patch(result.diffs[p.event_index]) for p in points}
+    return RunPoints(**base, replay=result.verdict, points=points, missing=missing, patches=patches)
