@@ -215,6 +215,16 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
     raise InputError(path, "no such file")
 
 
+def task_by_id(source: Path | str, instance_id: str) -> SourceTask | None:
+    """The task ``instance_id`` of ``source`` (a dataset as :func:`load_tasks` reads it), or ``None`` when
+    the dataset has no such task.
+
+    Raises:
+        InputError, EnvironmentUnavailable: as :func:`load_tasks`.
+    """
+    return next((t for t in load_tasks(source) if t.instance_id == instance_id), None)
+
+
 def select_tasks(
     tasks: Iterable[SourceTask], difficulties: Sequence[str], seed: int, limit: int | None
 ) -> list[SourceTask]:

@@ -1,11 +1,12 @@
-"""Trajectories: the normalized event model and readers of real agents' native formats (issue 2).
+"""Trajectories: the normalized event model and readers of real agents' native formats.
 
 Read any supported file (the format is detected from the content)::
 
-    from takeover.trajectories import read_trajectories
+    from takeover.trajectories import read_trajectories, read_trajectory
 
     for traj in read_trajectories("run.traj.json"):
         print(traj.format, traj.instance_id, traj.agent_events, traj.prompt_tokens)
+    one = read_trajectory("runs.jsonl", record=2)   # one run out of a file holding several
 
 Built-in readers (one module each; the module docstring says exactly how native records map to events):
 ``mini-swe-agent`` (:mod:`.mini_swe_agent`), ``openhands-v0`` (:mod:`.openhands_v0`),
@@ -22,6 +23,7 @@ from takeover.trajectories.registry import (
     get_reader,
     iter_trajectories,
     read_trajectories,
+    read_trajectory,
     readers,
     register_reader,
     unregister_reader,
@@ -41,6 +43,7 @@ __all__ = [
     "get_reader",
     "iter_trajectories",
     "read_trajectories",
+    "read_trajectory",
     "readers",
     "register_reader",
     "summarize",

@@ -197,6 +197,22 @@ def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Tr
     return reader.read(source)
 
 
+def read_trajectory(path: Path | str, *, record: int | None = None, format: str | None = None) -> Trajectory:
+    """The one run of ``path``, or run number ``record`` (0-based, file order) of a file holding several.
+
+    Raises:
+        InputError: as :func:`read_trajectories`; also when ``path`` holds several runs and ``record`` is
+            ``None`` (the message names the valid indices), or has no run ``record``.
+    """
+    runs = read_trajectories(path, format=format)
+    if record is None and len(runs) != 1:
+        raise InputError(path, f"holds {len(runs)} runs; choose one with --record 0..{len(runs) - 1}")
+    index = record or 0
+    if not 0 <= index < len(runs):
+        raise InputError(path, f"has no run {index} (it holds {len(runs)})", record=f"index {index}")
+    return runs[index]
+
+
 def iter_trajectories(paths: Iterable[Path | str], *, format: str | None = None) -> Iterator[Trajectory]:
     """Yield the runs of many files in order (each file is read when reached; the first bad file raises)."""
     for path in paths:
