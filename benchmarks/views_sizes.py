@@ -26,8 +26,9 @@ from takeover.points import RunPoints
 from takeover.tasks import SourceTask, load_tasks
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories
-from takeover.views import VIEW_NAMES, build_view
+from takeover.views import build_view
 from takeover.views.leak import LeakGuard
+from takeover.vocabulary import VIEWS
 
 SUMMARY = "\n".join(
     "- " + line
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         server = ScriptedServer(_answer).start()
         settings = ModelSettings(name="scripted", base_url=server.base_url, api_key_env=None)
-    sizes: dict[str, list[tuple[int, int]]] = {v: [] for v in VIEW_NAMES}
+    sizes: dict[str, list[tuple[int, int]]] = {v: [] for v in VIEWS}
     failures: list[str] = []
     points = 0
     try:
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 points += 1
                 patch = record.patches.get(point.type, "")
                 guard = LeakGuard(run, point.event_index, task, patch)
-                for view in VIEW_NAMES:
+                for view in VIEWS:
                     try:
                         result = build_view(view, run, point, task, patch, model=settings, guard=guard)
                     except Exception as exc:  # noqa: BLE001 -- a benchmark reports every failure and goes on

@@ -61,8 +61,9 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         from takeover.llm import ModelSettings
-        from takeover.views.build import VIEW_NAMES
-        from takeover.views.runner import load_inputs, write_views
+        from takeover.repos import RepoSource
+        from takeover.views import load_inputs, write_views
+        from takeover.vocabulary import VIEWS
 
         console = Console(stderr=True)
         if point is None and checkpoint is None:
@@ -71,10 +72,10 @@ def register(app: typer.Typer) -> None:
             if checkpoint is None:
                 raise typer.BadParameter("give --out DIR (or --checkpoint DIR to write DIR/views)")
             out = checkpoint / "views"
-        names = list(VIEW_NAMES) if view == "all" else [v.strip() for v in view.split(",")]
-        unknown = [n for n in names if n not in VIEW_NAMES]
+        names = list(VIEWS) if view == "all" else [v.strip() for v in view.split(",")]
+        unknown = [n for n in names if n not in VIEWS]
         if unknown:
-            raise typer.BadParameter(f"unknown view {unknown[0]!r}; expected all or one of {', '.join(VIEW_NAMES)}")
+            raise typer.BadParameter(f"unknown view {unknown[0]!r}; expected all or one of {', '.join(VIEWS)}")
         settings = None
         if model:
             settings = ModelSettings(
@@ -83,8 +84,8 @@ def register(app: typer.Typer) -> None:
             )
         try:
             inputs = load_inputs(
-                file, point, dataset, record=record, mirror=mirror, points_file=points_file,
-                checkpoint_dir=checkpoint, allow_network=not offline,
+                file, point, dataset, record=record, repo_source=RepoSource(mirror, allow_network=not offline),
+                points_file=points_file, checkpoint_dir=checkpoint,
             )
         except TakeoverError as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -251,7 +251,7 @@ def build_view(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     an endpoint failure fails it as ``infrastructure``.
     """
     from takeover.checkpoints import Checkpoint
-    from takeover.views.build import build_view as make_view
+    from takeover.views import build_view as make_view
     from takeover.views.notes import NotesFailed
 
     cp_dir = Path(inputs["checkpoint_dir"])

@@ -39,12 +39,15 @@ from pydantic import BaseModel
 from takeover.errors import TakeoverError
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
+from takeover.vocabulary import HANDOFF_STATES
 
 MIN_LINE = 32
 MIN_GOLD_LINE = 16
 MIN_TEST_NAME = 8
 SHINGLE_WORDS = 20
-STATE_LABELS = ("resolved_preserve", "needs_completion", "broke_existing")
+#: Handoff state labels a view must not contain; ``invalid`` is an ordinary word (checked only when it is
+#: the checkpoint's own state).
+STATE_LABELS = tuple(s for s in HANDOFF_STATES if s != "invalid")
 LeakKind = Literal["later_event", "handoff_state", "hidden_test", "gold_patch", "grading_vocabulary"]
 
 _VOCABULARY = re.compile(

@@ -52,11 +52,11 @@ from takeover.views.structured import (
     content_problems,
     parse_model_notes,
 )
+from takeover.vocabulary import NoteView
 
 NOTE_TEMPERATURE = 0.0
 NOTE_MAX_TOKENS = 1600
 MAX_RETRIES = 2
-NotesView = Literal["summary_notes", "structured_notes"]
 Validation = Literal["valid", "repaired", "retried", "truncated"]
 TRUNCATED = "truncated: the answer was cut at the completion token cap (finish_reason 'length')"
 
@@ -75,7 +75,7 @@ class NotesOutcome(BaseModel):
         raw_answers: the model's reply (``content``, thinking included) of each attempt.
     """
 
-    view: NotesView
+    view: NoteView
     block: str
     prompt: str
     validation: Validation
@@ -116,7 +116,7 @@ def _feedback_reason(kind: str, detail: str) -> str:
 
 
 def write_notes(
-    view: NotesView,
+    view: NoteView,
     client: ModelClient,
     trajectory: Trajectory,
     point: HandoffPoint,

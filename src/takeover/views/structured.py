@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from unidiff import PatchSet
@@ -25,17 +24,12 @@ from unidiff.errors import UnidiffParseError
 
 from takeover.patches import patch_files
 from takeover.points import HandoffPoint
+from takeover.vocabulary import ContinuationLabel, ValidationStatus
 
 UNKNOWN = "UNKNOWN"
 NONE_OBSERVED = "NONE OBSERVED"
 EVIDENCE_LIMIT = 240
 FIELD_LIMIT = 1500
-ContinuationLabel = Literal[
-    "source change with failing validation",
-    "validated by predecessor",
-    "needs verification",
-    "no source change observed",
-]
 MODEL_FIELDS = (
     "problem_understanding",
     "work_completed",
@@ -64,7 +58,7 @@ class DeterministicFields(BaseModel):
     changed_source_files: list[str]
     changed_test_files: list[str]
     non_source_artifacts: list[str]
-    validation_status: Literal["passed", "failed", "unknown", "none"]
+    validation_status: ValidationStatus
     latest_validation_command: str | None = None
     latest_validation_evidence: str | None = None
     continuation_label: ContinuationLabel

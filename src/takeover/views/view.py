@@ -22,10 +22,9 @@ from takeover.views.leak import LeakGuard
 from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed, write_notes
 from takeover.views.prompt import takeover_prompt
 from takeover.views.raw_trace import raw_trace_block
+from takeover.vocabulary import VIEWS, ViewName
 
-ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
-VIEW_NAMES: tuple[ViewName, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
-NOTES_VIEWS: tuple[ViewName, ...] = ("summary_notes", "structured_notes")
+#: How a view's notes were accepted (``not_applicable`` for the deterministic views).
 ValidationOutcome = Literal["not_applicable", "valid", "repaired", "retried", "truncated"]
 
 
@@ -133,8 +132,8 @@ def build_view(
         takeover.views.leak.ViewLeakError: a deterministic view would leak (a bug or bad input).
         takeover.errors.InputError: a broken user template.
     """
-    if name not in VIEW_NAMES:
-        raise ValueError(f"unknown view {name!r}; expected one of {', '.join(VIEW_NAMES)}")
+    if name not in VIEWS:
+        raise ValueError(f"unknown view {name!r}; expected one of {', '.join(VIEWS)}")
     if not 0 <= point.event_index < len(trajectory.events):
         raise ValueError(
             f"handoff event {point.event_index} is outside the trajectory's {len(trajectory.events)} events"

@@ -1,0 +1,117 @@
+"""The inputs of the views of one handoff point: the trajectory, its task, the point and the checkpoint
+patch, from a checkpoint folder, a saved points file or the points stage (in that order).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from takeover.checkpoints import load_checkpoint
+from takeover.errors import InputError
+from takeover.points import HandoffPoint, RunPoints, analyze_run
+from takeover.repos import RepoSource
+from takeover.tasks import SourceTask, task_by_id
+from takeover.trajectories import Trajectory, read_trajectory
+from takeover.vocabulary import POINT_TYPES
+
+
+class ViewInputs(BaseModel):
+    """Everything a view needs for one handoff point, and where it came from.
+
+    Attributes:
+        point: the handoff point, or ``None`` when the run has no point of that type (``missing_reason``).
+        checkpoint_patch: the cumulative diff at the point.
+        handoff_state: the checkpoint's grading label when known (it only feeds the leak guard).
+        notes: remarks for the user (e.g. a task built from the trajectory's prompt).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    trajectory: Trajectory
+    task: SourceTask
+    point_type: str
+    point: HandoffPoint | None = None
+    checkpoint_patch: str = ""
+    missing_reason: str | None = None
+    handoff_state: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+def load_inputs(
+    file: Path | str,
+    point_type: str | None,
+    dataset: Path | str,
+    *,
+    record: int | None = None,
+    repo_source: RepoSource | None = None,
+    points_file: Path | str | None = None,
+    checkpoint_dir: Path | str | None = None,
+) -> ViewInputs:
+    """Read the trajectory, its task and the handoff point (from a checkpoint folder, ``points_file`` or
+    :func:`takeover.points.analyze_run` on ``repo_source``'s repository, in that order).
+
+    With ``checkpoint_dir`` (``checkpoint.json`` + ``checkpoint.patch``), the point, the patch and the
+    handoff state come from there (the state only feeds the leak guard); ``point_type`` may be ``None``.
+
+    A run whose ``instance_id`` is not in ``dataset`` (the format samples of other benchmarks) gets a
+    stand-in task whose problem statement is the trajectory's own task prompt; ``notes`` says so.
+
+    Raises:
+        InputError: unknown point type, a file holding several runs without ``record``, a record index
+            out of range, or a run not in ``dataset`` (and naming no repository) whose point must be
+            detected (neither ``checkpoint_dir`` nor ``points_file``).
+        takeover.errors.RepositoryUnavailable: detection needs a replay and the repository is missing.
+    """
+    checkpoint = None
+    patch_text = ""
+    if checkpoint_dir is not None:
+        checkpoint, patch_text = load_checkpoint(Path(checkpoint_dir))
+        if point_type is not None and point_type != checkpoint.point.type:
+            raise InputError(Path(checkpoint_dir) / "checkpoint.json",
+                             f"checkpoint is at a {checkpoint.point.type} point, not {point_type}", field="point.type")
+        point_type = checkpoint.point.type
+    if point_type not in POINT_TYPES:
+        raise InputError(file, f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}",
+                         field="--point")
+    trajectory = read_trajectory(file, record=record)
+    notes: list[str] = []
+    task = task_by_id(dataset, trajectory.instance_id) if trajectory.instance_id is not None else None
+    if task is None:
+        notes.append(
+            f"{trajectory.instance_id or 'this run'} is not in {dataset}: the trajectory's task prompt stands in "
+            "for the problem statement, and the leak guard knows no hidden tests or gold patch"
+        )
+        task = SourceTask(
+            instance_id=trajectory.instance_id or Path(file).stem,
+            repo=str(trajectory.metadata.get("repo") or ""),
+            base_commit=str(trajectory.metadata.get("base_commit") or ""),
+            problem_statement=trajectory.task_prompt or "",
+        )
+    if checkpoint is not None:
+        if trajectory.instance_id and trajectory.instance_id != checkpoint.instance_id:
+            raise InputError(file, f"run is {trajectory.instance_id}, the checkpoint is for {checkpoint.instance_id}")
+        return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, point=checkpoint.point,
+                          checkpoint_patch=patch_text, handoff_state=checkpoint.handoff_state, notes=notes)
+    if points_file is not None:
+        run_points = RunPoints.load(points_file)
+    else:
+        if not (task.repo and task.base_commit):
+            # Detection replays the run on the task's repository; a stand-in task has none to clone.
+            raise InputError(
+                file,
+                f"the run's instance {trajectory.instance_id or '(none recorded)'!r} is not in {dataset}, so its "
+                "repository and base commit are unknown and the point cannot be detected by replay; give "
+                "--checkpoint DIR or --points-file FILE (takeover points --out) instead",
+                field="instance_id",
+            )
+        run_points = analyze_run(trajectory, task, repo_source)
+    point = run_points.point(point_type)
+    if point is None:
+        return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, notes=notes,
+                          missing_reason=run_points.missing_reason(point_type))
+    return ViewInputs(
+        trajectory=trajectory, task=task, point_type=point_type, point=point,
+        checkpoint_patch=run_points.patches.get(point_type, ""), notes=notes,
+    )
