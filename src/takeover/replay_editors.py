@@ -30,7 +30,9 @@ SWE_EDIT_REJECTED = re.compile(
     r"Your proposed edit has introduced new syntax error|Your edit was not applied|Edit failed", re.IGNORECASE
 )
 #: SWE-agent commands that change no file.
-SWE_NOOP = {"open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "submit", "filemap"}
+SWE_NOOP = {
+    "open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "submit", "filemap",
+}
 
 
 class FileEditor:
@@ -136,7 +138,9 @@ def _rejected(observation: Event | None) -> bool:
     return observation is not None and bool(SWE_EDIT_REJECTED.search(observation.text or ""))
 
 
-def apply_edit(ev: Event, observation: Event | None, editor: FileEditor, *, swe_agent: bool = False) -> EditOutcome:
+def apply_edit(
+    ev: Event, observation: Event | None, editor: FileEditor, *, swe_agent: bool = False
+) -> EditOutcome:
     """Apply a ``file_edit`` event; ``observation`` is the recorded answer to it (``None`` if none).
 
     ``swe_agent``: the run is SWE-agent's, whose ``create`` of an empty file writes one newline.

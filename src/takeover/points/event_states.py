@@ -1,4 +1,5 @@
-"""The repository state after every event of a run, from the best exact source (docs/protocol.md section 5).
+"""The repository state after every event of a run, from the best exact source
+(docs/protocol.md section 5).
 
 Sources, best first:
 
@@ -100,8 +101,9 @@ def event_states(
     removed afterwards).
 
     Args:
-        use_environment: replay inside the task's environment (:func:`takeover.environments.prepare_environment`);
-            when it cannot be prepared, the plain interpreter is used and the verdict says why.
+        use_environment: replay inside the task's environment
+            (:func:`takeover.environments.prepare_environment`); when it cannot be prepared, the plain
+            interpreter is used and the verdict says why.
         timeout, memory_mb: per-command limits for replay (seconds, MiB).
         use_sandbox: confine replayed commands with bubblewrap when available.
 

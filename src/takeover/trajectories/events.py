@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from takeover.llm.usage import CallAttempt, Usage
+from takeover.patches import patch_files
 
 EventKind = Literal["action", "observation"]
 ActionType = Literal["command", "file_edit", "file_view", "message", "finish"]
@@ -153,6 +154,4 @@ class Trajectory(BaseModel):
     @property
     def final_patch_files(self) -> list[str]:
         """Paths touched by :attr:`final_patch`, in patch order (empty when there is no patch)."""
-        from takeover.patches import patch_files
-
         return patch_files(self.final_patch or "")

@@ -1,4 +1,5 @@
-"""Leak guard: no view may tell the successor what the predecessor could not have seen (docs/protocol.md s. 5, 7).
+"""Leak guard: no view may tell the successor what the predecessor could not have seen
+(docs/protocol.md sections 5 and 7).
 
 *Visible evidence* at a handoff point = the text of events ``0..event_index`` (all fields), the problem
 statement, the task prompt the predecessor was given, and the checkpoint patch (the successor's

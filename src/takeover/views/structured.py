@@ -46,7 +46,7 @@ class DeterministicFields(BaseModel):
 
     Attributes:
         repository_change_state: one line on the checkpoint diff (files and added/removed lines).
-        changed_source_files / changed_test_files / non_source_artifacts: sorted paths (docs/protocol.md s. 3).
+        changed_source_files / changed_test_files / non_source_artifacts: sorted paths (docs/protocol.md section 3).
         validation_status: result of the latest verification after the latest source change
             (``passed``/``failed``/``unknown``/``none``).
         latest_validation_command: the latest verification command at or before the point, if any.
