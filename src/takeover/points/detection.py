@@ -18,7 +18,7 @@ from takeover.classify import (
     verification_result,
 )
 from takeover.patches import count_changed_lines
-from takeover.snapshots import patch_sha256
+from takeover.snapshots import join_diffs, patch_sha256
 from takeover.trajectories.events import Event
 from takeover.vocabulary import POINT_TYPES, PointType, ValidationStatus, VerificationResult
 
@@ -117,11 +117,6 @@ def source_edits(events: Sequence[Event], diffs: Sequence[Mapping[str, str]]) ->
     return edits
 
 
-def cumulative_patch(diff: Mapping[str, str]) -> str:
-    """The cumulative patch of a per-file diff map (path order, as git writes it)."""
-    return "".join(diff[p] for p in sorted(diff))
-
-
 def _point(
     kind: PointType, index: int, diffs: Sequence[Mapping[str, str]], edits: list[int], checks: list[Verification]
 ) -> HandoffPoint:
@@ -133,7 +128,7 @@ def _point(
     latest = seen[-1] if seen else None
     last_edit = max((e for e in edits if e <= index), default=None)
     after = [v for v in seen if last_edit is not None and v.event_index > last_edit]
-    patch = cumulative_patch(diff)
+    patch = join_diffs(diff)
     return HandoffPoint(
         type=kind,
         event_index=index,

@@ -24,10 +24,9 @@ from typing import TypeVar
 
 from takeover.environments import prepare_environment
 from takeover.patches import first_difference, split_patch
-from takeover.points.detection import cumulative_patch
 from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict, replay_trajectory
 from takeover.repos import RepoSource
-from takeover.snapshots import snapshot_diff
+from takeover.snapshots import join_diffs, snapshot_diff
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
 from takeover.vocabulary import CHECKPOINT_METHODS, CheckpointMethod
@@ -129,7 +128,7 @@ def event_states(
     if diffs is not None:
         if trajectory.final_patch is not None:
             # Informational: a stored source is exact by construction (docs/protocol.md section 5).
-            verdict.first_mismatch = first_difference(cumulative_patch(diffs[-1]) if diffs else "", trajectory.final_patch)
+            verdict.first_mismatch = first_difference(join_diffs(diffs[-1]) if diffs else "", trajectory.final_patch)
         return ReplayResult(diffs=diffs, verdict=verdict)
     repo_source = repo_source or RepoSource()
     with tempfile.TemporaryDirectory(prefix="takeover-points-", dir=work_dir) as tmp:

@@ -15,10 +15,11 @@ from pydantic import BaseModel, Field
 
 from takeover._io import atomic_write_text
 from takeover.errors import InputError
-from takeover.points.detection import HandoffPoint, MissingPoint, cumulative_patch, detect_points
+from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
 from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict
 from takeover.repos import RepoSource
+from takeover.snapshots import join_diffs
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.vocabulary import POINT_TYPES
@@ -128,5 +129,5 @@ def analyze_run(
     if not result.verdict.verified:
         return RunPoints(**base, replay=result.verdict, missing=_unqualified(result.verdict))
     points, missing = detect_points(trajectory.events, result.diffs)
-    patches = {p.type: cumulative_patch(result.diffs[p.event_index]) for p in points}
+    patches = {p.type: join_diffs(result.diffs[p.event_index]) for p in points}
     return RunPoints(**base, replay=result.verdict, points=points, missing=missing, patches=patches)
