@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from takeover.errors import InputError
-from takeover.trajectories.events import Event, Usage
+from takeover.trajectories.events import Event, Trajectory, Usage
 
 _UPLOADED = re.compile(r"<uploaded_files>\s*\n?\s*(\S[^\n]*?)\s*\n?\s*</uploaded_files>")
 
@@ -93,6 +95,28 @@ class Source:
         """The first top-level record (what detection looks at), or ``None`` for an empty list."""
         recs = self.records()
         return recs[0][1] if recs else None
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One native trajectory format.
+
+    Attributes:
+        name: the value of :attr:`Trajectory.format` this reader produces.
+        detect: ``detect(source) -> bool``; true when the content is in this format. Must not raise for
+            other formats (an :class:`InputError` from parsing the file is let through).
+        read: ``read(source) -> list[Trajectory]`` (one per run in the file or directory).
+        priority: lower is tried first.
+        description: one line for listings and error messages.
+        directories: whether the reader accepts a directory (run folder) rather than a file.
+    """
+
+    name: str
+    detect: Callable[[Source], bool]
+    read: Callable[[Source], list[Trajectory]]
+    priority: int = 100
+    description: str = ""
+    directories: bool = False
 
 
 class Ctx:

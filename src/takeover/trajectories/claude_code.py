@@ -71,10 +71,9 @@ import json
 import re
 from typing import Any
 
-from takeover.trajectories._common import Ctx, Source, user_reply
+from takeover.trajectories._common import Ctx, Reader, Source, user_reply
 from takeover.trajectories._session_logs import count, mark_not_applied, session_records
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
-from takeover.trajectories.registry import Reader
 
 NAME = "claude-code"
 _CONVERSATION = ("user", "assistant")

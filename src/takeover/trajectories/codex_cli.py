@@ -82,10 +82,9 @@ import shlex
 from typing import Any
 
 from takeover.trajectories import codex_patch
-from takeover.trajectories._common import Ctx, Source, user_reply
+from takeover.trajectories._common import Ctx, Reader, Source, user_reply
 from takeover.trajectories._session_logs import count, head, mark_not_applied, session_records
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
-from takeover.trajectories.registry import Reader
 
 NAME = "codex-cli"
 _ITEMS = (

@@ -38,9 +38,8 @@ import json
 import re
 from typing import Any
 
-from takeover.trajectories._common import Ctx, Source, as_int, content_text, openai_usage
+from takeover.trajectories._common import Ctx, Reader, Source, as_int, content_text, openai_usage
 from takeover.trajectories.events import Event, LLMCall, Trajectory
-from takeover.trajectories.registry import Reader
 
 NAME = "mini-swe-agent"
 _DEFAULT_REGEXES = (

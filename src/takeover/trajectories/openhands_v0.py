@@ -38,6 +38,7 @@ from typing import Any
 
 from takeover.trajectories._common import (
     Ctx,
+    Reader,
     Source,
     as_int,
     content_text,
@@ -46,7 +47,6 @@ from takeover.trajectories._common import (
     user_reply,
 )
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
-from takeover.trajectories.registry import Reader
 
 NAME = "openhands-v0"
 _SKIP_ACTIONS = frozenset(

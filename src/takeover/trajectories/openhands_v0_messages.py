@@ -35,6 +35,7 @@ from takeover.trajectories._common import (
     EDITOR_TOOLS,
     FINISH_TOOLS,
     Ctx,
+    Reader,
     Source,
     content_text,
     editor_event_fields,
@@ -42,7 +43,6 @@ from takeover.trajectories._common import (
     user_reply,
 )
 from takeover.trajectories.events import Event, LLMCall, Trajectory
-from takeover.trajectories.registry import Reader
 
 NAME = "openhands-v0-messages"
 _EXIT = re.compile(r"\[Command finished with exit code (-?\d+)\]")

@@ -47,6 +47,7 @@ from takeover.trajectories._common import (
     EDITOR_TOOLS,
     FINISH_TOOLS,
     Ctx,
+    Reader,
     Source,
     as_int,
     content_text,
@@ -55,7 +56,6 @@ from takeover.trajectories._common import (
     user_reply,
 )
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
-from takeover.trajectories.registry import Reader
 
 NAME = "openhands-v1"
 _EVENT_FILE = re.compile(r"^event-(\d+)")

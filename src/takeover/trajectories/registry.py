@@ -1,14 +1,15 @@
 """The reader registry: detection by content and the entry points :func:`read_trajectories` /
-:func:`iter_trajectories`.
+:func:`read_trajectory` / :func:`iter_trajectories`.
 
-A reader is a name, a ``detect(source) -> bool`` that looks at the parsed content (never at the file
-name), and a ``read(source) -> list[Trajectory]``. Readers are tried in ``priority`` order (lower first);
-the first whose ``detect`` accepts the source reads it. Another module (for example a reader of
-takeover's own run directories) plugs in with::
+A reader (:class:`Reader`) is a name, a ``detect(source) -> bool`` that looks at the parsed content (never
+at the file name), and a ``read(source) -> list[Trajectory]``. Readers are tried in ``priority`` order
+(lower first); the first whose ``detect`` accepts the source reads it. The built-in readers (one module
+each, :data:`BUILTIN_MODULES`, takeover's own run folders included) are registered when this module is
+imported; another format plugs in with::
 
     from takeover.trajectories import Reader, register_reader
 
-    register_reader(Reader(name="takeover", detect=my_detect, read=my_read, priority=10))
+    register_reader(Reader(name="toy", detect=my_detect, read=my_read, priority=10))
 
 ``detect`` must be cheap and must not raise for foreign content; it gets the same :class:`Source` (file
 parsed once) that ``read`` gets.
@@ -16,36 +17,22 @@ parsed once) that ``read`` gets.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from takeover.errors import InputError
-from takeover.trajectories._common import Source
+from takeover.trajectories import (
+    claude_code,
+    codex_cli,
+    mini_swe_agent,
+    openhands_v0,
+    openhands_v0_messages,
+    openhands_v1,
+    swe_agent,
+    takeover_run,
+)
+from takeover.trajectories._common import Reader, Source
 from takeover.trajectories.events import Trajectory
-
-
-@dataclass(frozen=True)
-class Reader:
-    """One native trajectory format.
-
-    Attributes:
-        name: the value of :attr:`Trajectory.format` this reader produces.
-        detect: ``detect(source) -> bool``; true when the content is in this format. Must not raise for
-            other formats (an :class:`InputError` from parsing the file is let through).
-        read: ``read(source) -> list[Trajectory]`` (one per run in the file or directory).
-        priority: lower is tried first.
-        description: one line for listings and error messages.
-        directories: whether the reader accepts a directory (run folder) rather than a file.
-    """
-
-    name: str
-    detect: Callable[[Source], bool]
-    read: Callable[[Source], list[Trajectory]]
-    priority: int = 100
-    description: str = ""
-    directories: bool = False
-
 
 _READERS: dict[str, Reader] = {}
 
@@ -69,13 +56,11 @@ def unregister_reader(name: str) -> None:
 
 def readers() -> list[Reader]:
     """Registered readers in the order they are tried."""
-    _load_builtin()
     return sorted(_READERS.values(), key=lambda r: (r.priority, r.name))
 
 
 def get_reader(name: str) -> Reader:
     """The reader called ``name``; ``KeyError`` lists the known names."""
-    _load_builtin()
     try:
         return _READERS[name]
     except KeyError:
@@ -219,29 +204,17 @@ def iter_trajectories(paths: Iterable[Path | str], *, format: str | None = None)
         yield from read_trajectories(path, format=format)
 
 
-#: Modules of the built-in readers (each defines ``READERS``), loaded on first use.
+#: Modules of the built-in readers (each defines ``READERS``), registered when this module is imported.
 BUILTIN_MODULES = (
-    "mini_swe_agent",
-    "openhands_v0",
-    "openhands_v0_messages",
-    "openhands_v1",
-    "swe_agent",
-    "claude_code",
-    "codex_cli",
-    "takeover_run",
+    mini_swe_agent,
+    openhands_v0,
+    openhands_v0_messages,
+    openhands_v1,
+    swe_agent,
+    claude_code,
+    codex_cli,
+    takeover_run,
 )
-_BUILTIN_LOADED = False
-
-
-def _load_builtin() -> None:
-    global _BUILTIN_LOADED
-    if _BUILTIN_LOADED:
-        return
-    _BUILTIN_LOADED = True
-    import importlib
-
-    for name in BUILTIN_MODULES:
-        module = importlib.import_module(f"takeover.trajectories.{name}")
-        for reader in module.READERS:
-            if reader.name not in _READERS:
-                _READERS[reader.name] = reader
+for _module in BUILTIN_MODULES:
+    for _reader in _module.READERS:
+        register_reader(_reader)

@@ -37,9 +37,8 @@ import re
 import shlex
 from typing import Any
 
-from takeover.trajectories._common import Ctx, Source, as_int, content_text
+from takeover.trajectories._common import Ctx, Reader, Source, as_int, content_text
 from takeover.trajectories.events import Event, LLMCall, Trajectory
-from takeover.trajectories.registry import Reader
 
 NAME = "swe-agent"
 _EDIT_RANGE = re.compile(r"^edit\s+(\d+):(\d+)\s*\n(.*?)(?:\n?end_of_edit\s*)?$", re.DOTALL)

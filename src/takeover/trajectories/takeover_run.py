@@ -37,9 +37,8 @@ from pydantic import BaseModel, Field, ValidationError
 from takeover._io import iter_jsonl
 from takeover.errors import InputError
 from takeover.limits import RunLimits
-from takeover.trajectories._common import Source
+from takeover.trajectories._common import Reader, Source
 from takeover.trajectories.events import Event, LLMCall, Trajectory
-from takeover.trajectories.registry import Reader
 from takeover.vocabulary import ActionProtocol, ExitStatus, RunKind
 
 FORMAT = "takeover"
