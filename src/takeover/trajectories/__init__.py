@@ -11,8 +11,11 @@ Read any supported file (the format is detected from the content)::
 Built-in readers (one module each; the module docstring says exactly how native records map to events):
 ``mini-swe-agent`` (:mod:`.mini_swe_agent`), ``openhands-v0`` (:mod:`.openhands_v0`),
 ``openhands-v0-messages`` (:mod:`.openhands_v0_messages`), ``openhands-v1`` and ``openhands-v1-dir``
-(:mod:`.openhands_v1`), ``swe-agent`` (:mod:`.swe_agent`). Add a format with :func:`register_reader` (a :class:`Reader` gets a :class:`Source`: the path, parsed
-once; :class:`Ctx` builds :class:`~takeover.errors.InputError` messages naming file, record and field).
+(:mod:`.openhands_v1`), ``swe-agent`` (:mod:`.swe_agent`), ``claude-code`` (:mod:`.claude_code`),
+``codex-cli`` (:mod:`.codex_cli`), and takeover's own runs, ``takeover`` and ``takeover-dir``
+(:mod:`.takeover_run`). Add a format with :func:`register_reader` (a :class:`Reader` gets a
+:class:`Source`: the path, parsed once; :class:`Ctx` builds :class:`~takeover.errors.InputError` messages
+naming file, record and field).
 """
 
 from takeover.trajectories._common import Ctx, Source
