@@ -180,7 +180,6 @@ def register(app: typer.Typer) -> None:
         from rich.markup import escape
 
         from takeover.checkpoints import materialize_checkpoint
-        from takeover.errors import EnvironmentUnavailable
         from takeover.points import RunPoints, analyze_run, checkpoint_method
         from takeover.repos import RepoSource
         from takeover.trajectories import read_trajectories
@@ -210,12 +209,9 @@ def register(app: typer.Typer) -> None:
         cp = materialize_checkpoint(task, traj, found, patch, out, checkpoint_method(rp.replay),
                                     repo_source=source, workspace=not no_workspace)
         if state:
-            from takeover.grading import grade
+            from takeover.grading import grade_handoff_state
 
-            graded = grade(task, patch, repo_source=source)
-            if graded.handoff_state is None:
-                raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {graded.error or 'no result'}")
-            cp.handoff_state = graded.handoff_state
+            cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
             cp.save(out)
         console = Console()
         console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
