@@ -14,6 +14,7 @@ from takeover.report.stats import (
     mcnemar_exact,
     median,
     paired_bootstrap_relative_median_change,
+    paired_bootstraps,
     relative_change,
     wilson_interval,
 )
@@ -68,6 +69,47 @@ def test_bootstrap_equals_direct_numpy_recomputation():
     with pytest.raises(ValueError):
         paired_bootstrap_relative_median_change([1, 2], [1], resamples=10)
     assert paired_bootstrap_relative_median_change([], []) == (None, None, None)
+
+
+def test_bootstrap_matches_scipy_paired_percentile_bootstrap():
+    """Our paired bootstrap draws the same point indices as scipy.stats.bootstrap(paired=True) with the
+    same seed, so the percentile intervals agree (data without zero medians: we drop those resamples)."""
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(11)
+    for n in (5, 40, 300):  # 300: ranks above 8 bits take the 16-bit path
+        base = rng.integers(20, 400, n).astype(float)
+        new = np.round(base * rng.uniform(0.3, 1.4, n))
+        est, low, high = paired_bootstrap_relative_median_change(base, new, resamples=999, seed=5)
+        ref = bootstrap((base, new), lambda a, b, axis: np.median(b, axis=axis) / np.median(a, axis=axis) - 1,
+                        paired=True, vectorized=True, n_resamples=999, method="percentile",
+                        confidence_level=0.95, rng=np.random.default_rng(5))
+        assert est == pytest.approx(np.median(new) / np.median(base) - 1)
+        assert (low, high) == pytest.approx((ref.confidence_interval.low, ref.confidence_interval.high), rel=1e-12)
+
+
+def test_batched_bootstraps_equal_one_by_one():
+    """Pairs of one length share their index draws and equal vectors their medians; every pair still
+    gets exactly the numbers it gets alone (the report batches all its comparisons)."""
+    rng = np.random.default_rng(3)
+    base = list(rng.integers(1, 50, 30))
+    pairs = [(base, list(rng.integers(1, 50, 30))), (base, list(rng.integers(1, 50, 30))),
+             (list(rng.integers(0, 2, 9)), list(rng.integers(1, 9, 9))), ([], []), ([0, 0, 5], [1, 2, 3]),
+             (list(rng.integers(1, 50, 600)), list(rng.integers(1, 50, 600)))]
+    batched = paired_bootstraps(pairs, resamples=700, seed=9)
+    assert batched == [paired_bootstrap_relative_median_change(a, b, resamples=700, seed=9) for a, b in pairs]
+    assert batched[3] == (None, None, None) and batched[4] == (None, None, None)  # no pairs; base median 0
+
+
+def test_wilson_interval_is_scipys_and_equals_the_score_formula():
+    from scipy.stats import norm
+
+    z = norm.ppf(0.975)
+    for k, n in ((0, 5), (3, 10), (84, 181), (181, 181)):
+        p = k / n
+        centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        assert wilson_interval(k, n) == pytest.approx((max(0.0, centre - half), min(1.0, centre + half)), abs=1e-15)
 
 
 def test_wilson_interval_known_values():

@@ -17,12 +17,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from takeover.report.build import BASE_VIEW, _order_views
+from takeover.report.rows import order_views
+from takeover.vocabulary import BASE_VIEW
 
 
 def _grid(summary: list[dict]) -> tuple[list[str], list[str]]:
     successors = sorted({e["successor"] for e in summary})
-    views = _order_views(list({e["view"] for e in summary}))
+    views = order_views(list({e["view"] for e in summary}))
     return successors, views
 
 
@@ -57,7 +58,11 @@ def _bars(ax, summary: list[dict], metric: str, change_key: str, title: str, yla
 
 
 def write_plots(folder: Path | str, summary: list[dict]) -> dict[str, str]:
-    """Write the two PNG plots into ``folder``; returns ``{name: path}``."""
+    """Write ``events_tokens.png`` and ``solved_rate.png`` into ``folder`` (created when missing).
+
+    ``summary`` is the ``summary`` table of ``report.json`` (:func:`takeover.report.tables.summarize`).
+    Returns ``{file name: path}``.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}

@@ -6,11 +6,16 @@ The statistic for event and token changes is the *relative change of medians*,
 ``repo_only`` run and a run of the compared view (paired). Its 95% interval is a percentile bootstrap
 that resamples handoff points with replacement, each carrying its pair of runs (paper: 5,000 resamples;
 we seed numpy's ``default_rng`` so that a report is reproducible byte for byte).
+
+The bootstrap is ours rather than ``scipy.stats.bootstrap(paired=True, method="percentile")`` because the
+exact stream of numbers matters: reports must stay byte-identical across versions, including resamples
+whose ``repo_only`` median is 0 (dropped here; scipy would keep an infinite ratio), and scipy holds all
+resamples x points values in memory at once. It draws the same point indices as scipy (one
+``rng.integers(0, n, (resamples, n))`` stream) and gives the same interval; a test cross-checks the two.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,49 +67,100 @@ def paired_bootstrap_relative_median_change(
     Raises:
         ValueError: the sequences differ in length.
     """
-    a = np.asarray(base, dtype=float)
-    b = np.asarray(new, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError(f"paired samples differ in length: {a.shape[0]} vs {b.shape[0]}")
-    n = a.shape[0]
-    estimate = relative_change(median(b), median(a)) if n else None
-    if n == 0 or estimate is None:
-        return estimate, None, None
-    rng = np.random.default_rng(seed)
-    # Medians of resamples through ranks: partitioning small integer ranks is cheaper than partitioning the
-    # gathered float values, and gives exactly np.median's numbers (mean of the two middle values).
-    sorted_a, rank_a = _ranks(a)
-    sorted_b, rank_b = _ranks(b)
-    mid = ((n - 1) // 2, n // 2)
-    stats: list[np.ndarray] = []
-    left = resamples
-    while left > 0:
-        k = min(_CHUNK, left)
-        idx = rng.integers(0, n, size=(k, n))
-        ma = _resampled_medians(rank_a[idx], sorted_a, mid)
-        mb = _resampled_medians(rank_b[idx], sorted_b, mid)
-        ok = ma != 0
-        stats.append(mb[ok] / ma[ok] - 1.0)
-        left -= k
-    values = np.concatenate(stats)
-    if values.size == 0:
-        return estimate, None, None
+    return paired_bootstraps([(base, new)], resamples=resamples, seed=seed, confidence=confidence)[0]
+
+
+def paired_bootstraps(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = 0.95,
+) -> list[tuple[float | None, float | None, float | None]]:
+    """:func:`paired_bootstrap_relative_median_change` of many ``(base, new)`` pairs at once.
+
+    Every pair gets exactly the numbers it would get alone. A report compares each view with
+    ``repo_only`` for two metrics, per successor and per breakdown group: pairs of the same length draw
+    the same indices (same seed), and equal value vectors have the same resampled medians, so both are
+    computed once per length and per vector. Memory: about ``500 x n`` indices at a time plus
+    ``resamples`` medians per distinct vector.
+
+    Returns:
+        One ``(estimate, low, high)`` per pair, in order.
+
+    Raises:
+        ValueError: the two sequences of a pair differ in length.
+    """
+    results: list[tuple[float | None, float | None, float | None] | None] = [None] * len(pairs)
+    by_length: dict[int, list[tuple[int, np.ndarray, np.ndarray, float]]] = {}
+    for i, (base, new) in enumerate(pairs):
+        a = np.asarray(base, dtype=float)
+        b = np.asarray(new, dtype=float)
+        if a.shape != b.shape:
+            raise ValueError(f"paired samples differ in length: {a.shape[0]} vs {b.shape[0]}")
+        n = a.shape[0]
+        estimate = relative_change(median(b), median(a)) if n else None
+        if n == 0 or estimate is None:
+            results[i] = (estimate, None, None)
+        else:
+            by_length.setdefault(n, []).append((i, a, b, estimate))
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(values, [alpha, 1.0 - alpha])
-    return estimate, float(low), float(high)
+    for n, jobs in by_length.items():
+        vectors: dict[bytes, np.ndarray] = {}
+        for _, a, b, _ in jobs:
+            vectors.setdefault(a.tobytes(), a)
+            vectors.setdefault(b.tobytes(), b)
+        medians = _bootstrap_medians(n, list(vectors.values()), resamples=resamples, seed=seed)
+        by_vector = dict(zip(vectors, medians))
+        for i, a, b, estimate in jobs:
+            ma, mb = by_vector[a.tobytes()], by_vector[b.tobytes()]
+            ok = ma != 0
+            values = mb[ok] / ma[ok] - 1.0
+            if values.size == 0:
+                results[i] = (estimate, None, None)
+                continue
+            low, high = np.quantile(values, [alpha, 1.0 - alpha])
+            results[i] = (estimate, float(low), float(high))
+    return results  # type: ignore[return-value]
+
+
+def _bootstrap_medians(n: int, vectors: list[np.ndarray], *, resamples: int, seed: int) -> list[np.ndarray]:
+    """Medians of ``resamples`` bootstrap resamples of each vector (all of length ``n``), the resamples
+    drawn by ``default_rng(seed).integers(0, n, (resamples, n))`` in blocks of :data:`_CHUNK` rows.
+
+    Medians go through ranks: sorting small unsigned ranks (numpy's radix sort for 8- and 16-bit keys)
+    is several times cheaper than partitioning the gathered float values, and gives exactly
+    ``np.median``'s numbers (mean of the two middle values)."""
+    rng = np.random.default_rng(seed)
+    ranked = [_ranks(v) for v in vectors]
+    mid = ((n - 1) // 2, n // 2)
+    out = [np.empty(resamples, dtype=float) for _ in vectors]
+    done = 0
+    while done < resamples:
+        k = min(_CHUNK, resamples - done)
+        idx = rng.integers(0, n, size=(k, n))
+        for (sorted_values, rank), medians in zip(ranked, out):
+            medians[done:done + k] = _resampled_medians(rank[idx], sorted_values, mid)
+        done += k
+    return out
 
 
 def _ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(sorted values, rank of each value)`` with ranks as the smallest integer type that fits."""
+    """``(sorted values, rank of each value)`` with ranks as the smallest unsigned type that fits."""
+    n = values.shape[0]
     order = np.argsort(values, kind="stable")
-    rank = np.empty(values.shape[0], dtype=np.int32 if values.shape[0] < 2**31 else np.int64)
-    rank[order] = np.arange(values.shape[0])
+    dtype = np.uint8 if n <= 2**8 else np.uint16 if n <= 2**16 else np.uint32 if n <= 2**32 else np.uint64
+    rank = np.empty(n, dtype=dtype)
+    rank[order] = np.arange(n, dtype=dtype)
     return values[order], rank
 
 
 def _resampled_medians(ranks: np.ndarray, sorted_values: np.ndarray, mid: tuple[int, int]) -> np.ndarray:
     """Row medians of resampled values given by their ranks (shape: resamples x n)."""
-    part = np.partition(ranks, mid, axis=1)
+    if ranks.dtype.itemsize <= 2 and ranks.shape[1] >= 32:
+        part = np.sort(ranks, axis=1, kind="stable")  # a radix sort for 8- and 16-bit integers
+    else:
+        part = np.partition(ranks, mid, axis=1)
     return (sorted_values[part[:, mid[0]]] + sorted_values[part[:, mid[1]]]) / 2.0
 
 
@@ -129,14 +185,12 @@ def mcnemar_exact(base_solved: Sequence[bool], new_solved: Sequence[bool]) -> di
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float | None, float | None]:
-    """Wilson score interval of a proportion (fractions); ``(None, None)`` when ``n == 0``."""
+    """Wilson score interval of a proportion ``successes / n`` (fractions in [0, 1]).
+
+    Computed by ``scipy.stats.binomtest(successes, n).proportion_ci(method="wilson")``. Returns
+    ``(None, None)`` when ``n == 0``.
+    """
     if n == 0:
         return None, None
-    from scipy.stats import norm
-
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return max(0.0, float(ci.low)), min(1.0, float(ci.high))

@@ -1,0 +1,81 @@
+"""The report of an experiment: every file ``takeover report OUT`` writes, from the per-unit result
+files alone (docs/protocol.md section 9).
+
+Outputs in ``OUT``: ``results.csv`` (one row per takeover run), ``report.json`` (every table),
+``report.md`` (the tables as Markdown), ``report.html`` (one self-contained page: the tables, charts and a
+drill-down into every handoff point) and the PNG plots ``plots/events_tokens.png`` and
+``plots/solved_rate.png``. The rules of the tables are in :mod:`takeover.report.tables`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from takeover._io import atomic_write_json, atomic_write_text
+from takeover.report.markdown import render_markdown
+from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
+from takeover.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
+from takeover.report.tables import summary_tables
+
+
+class Report(BaseModel):
+    """The report of one experiment; ``data`` is exactly what ``report.json`` holds.
+
+    Attributes:
+        out_dir: the experiment folder; files: ``{file name: path}`` of what was written.
+        rows: one dict per takeover run (the columns of ``results.csv`` plus ``point_key`` and
+            ``takeover_key``).
+        data: ``name``, ``bootstrap`` settings, ``takeover_runs``, the ``summary`` table and the
+            ``by_handoff_state``/``by_point_type`` breakdowns, ``table1`` counts, ``note_writing`` tokens,
+            grading ``warnings`` and ``units`` (status counts per stage).
+        markdown: the text of ``report.md``.
+    """
+
+    out_dir: str
+    files: dict[str, str] = Field(default_factory=dict)
+    rows: list[dict[str, Any]] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+    markdown: str = ""
+
+
+def build_report(out_dir: Path | str, *, plots: bool = True) -> Report:
+    """Read ``OUT/plan.json`` and the unit files, write ``results.csv``, ``report.json``, ``report.md``
+    and (with ``plots``) the PNG plots; return the :class:`Report`.
+
+    The bootstrap settings come from ``plan.json`` (``bootstrap.resamples``, ``bootstrap.seed``; defaults
+    5,000 resamples and :data:`takeover.report.stats.DEFAULT_SEED`).
+
+    Raises:
+        InputError: ``out_dir`` has no readable ``plan.json``.
+    """
+    out = Path(out_dir)
+    units = read_units(out)
+    boot = units.plan.get("bootstrap", {})
+    resamples = int(boot.get("resamples", DEFAULT_RESAMPLES))
+    seed = int(boot.get("seed", DEFAULT_SEED))
+    rows = collect_rows(units)
+    tables = summary_tables(rows, resamples=resamples, seed=seed)
+    data: dict[str, Any] = {
+        "name": units.plan.get("name", "experiment"),
+        "bootstrap": {"resamples": resamples, "seed": seed, "statistic": "relative change of medians, paired"},
+        "takeover_runs": len(rows),
+        **tables,
+        "table1": table1(units),
+        "note_writing": note_tokens(units),
+        "warnings": grading_warnings(units),
+        "units": units.status,
+    }
+    report = Report(out_dir=str(out), rows=rows, data=data, markdown=render_markdown(data))
+    write_csv(out / "results.csv", rows)
+    atomic_write_json(out / "report.json", data)
+    atomic_write_text(out / "report.md", report.markdown)
+    report.files = {"results.csv": str(out / "results.csv"), "report.json": str(out / "report.json"),
+                    "report.md": str(out / "report.md")}
+    if plots and rows:
+        from takeover.report.plots import write_plots
+
+        report.files.update(write_plots(out / "plots", data["summary"]))
+    return report

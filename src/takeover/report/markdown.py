@@ -1,0 +1,111 @@
+"""``report.md``: the report's tables as Markdown (docs/protocol.md section 9).
+
+Sections: the main table (all handoff points), the breakdowns by handoff state and by point type, Table 1
+(handoff points per type and state, and the missing points), grading warnings, note-writing tokens and
+the units of work per stage. Numbers are formatted here only; every figure comes from ``report.json``.
+"""
+
+from __future__ import annotations
+
+import io
+
+from takeover.report.rows import order_states
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    if abs(x) >= 1e6:
+        return f"{x / 1e6:.2f}M"
+    if abs(x) >= 1e4:
+        return f"{x / 1e3:.0f}k"
+    return f"{x:g}"
+
+
+def _change(c: dict | None) -> str:
+    if not c or c.get("relative_change") is None:
+        return ""
+    text = f"{100 * c['relative_change']:+.0f}%"
+    ci = c.get("ci95")
+    if ci and ci[0] is not None:
+        text += f" [{100 * ci[0]:+.0f}, {100 * ci[1]:+.0f}]"
+    return text
+
+
+def _table(summary: list[dict]) -> str:
+    head = (
+        "| successor | view | points | solved | Δ solved (McNemar p) | median events | Δ events [95% CI] "
+        "| median prompt tokens | Δ tokens [95% CI] | median initial prompt chars | Δ chars | infra fail | agent fail |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    lines = []
+    for e in summary:
+        vs = e.get("vs_repo_only") or {}
+        s = vs.get("solved_rate")
+        if not s:
+            solved_change = ""
+        elif s["difference"] is None or s.get("p_value") is None:
+            solved_change = "n/a"
+        else:
+            solved_change = f"{100 * s['difference']:+.1f} pp (p={s['p_value']:.3g})"
+        lines.append(
+            f"| {e['successor']} | {e['view']} | {e['points']} | {_pct(e['solved_rate'])} | {solved_change} "
+            f"| {_num(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
+            f"| {_num(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
+            f"| {_num(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
+            f"| {e['infrastructure_failures']} | {e['agent_failures']} |"
+        )
+    return head + "\n".join(lines) + "\n"
+
+
+def render_markdown(data: dict) -> str:
+    """``report.md``: the main table, breakdowns, Table 1, note-writing tokens and unit status."""
+    md = io.StringIO()
+    md.write(f"# Handoff debt report: {data.get('name', 'experiment')}\n\n")
+    md.write(
+        "One takeover run per (handoff point, view, successor). Solved rate counts every planned run; runs "
+        "that failed for infrastructure reasons or are missing count as not solved and are listed apart. "
+        "Medians are over finished runs. Δ columns compare each view with `repo_only` on the same handoff "
+        "points: solved-rate difference in percentage points with an exact McNemar p-value; events, "
+        "tokens and characters as the relative change of medians, with a 95% paired bootstrap interval "
+        f"over handoff points ({data['bootstrap']['resamples']} resamples, seed {data['bootstrap']['seed']}).\n\n"
+    )
+    md.write("## All handoff points\n\n" + _table(data["summary"]) + "\n")
+    for field, title in (("by_handoff_state", "By handoff state"), ("by_point_type", "By handoff point type")):
+        md.write(f"## {title}\n\n")
+        for key, summary in data[field].items():
+            md.write(f"### {key}\n\n" + _table(summary) + "\n")
+    t1 = data["table1"]
+    states = order_states(list({s for c in t1["points"].values() for s in c}))
+    md.write("## Handoff points per type and state (Table 1)\n\n")
+    md.write("| point type | " + " | ".join(states) + " | total |\n|---|" + "---|" * (len(states) + 1) + "\n")
+    for ptype, c in t1["points"].items():
+        md.write(f"| {ptype} | " + " | ".join(str(c.get(s, 0)) for s in states) + f" | {sum(c.values())} |\n")
+    md.write("| total | " + " | ".join(str(t1["total"].get(s, 0)) for s in states)
+             + f" | {sum(t1['total'].values())} |\n\n")
+    if t1["missing_points"]:
+        md.write("Missing points (never replaced by a fallback):\n\n")
+        for ptype, items in t1["missing_points"].items():
+            for m in items:
+                md.write(f"- {ptype}, {m['instance_id']}: {m['reason']}\n")
+        md.write("\n")
+    if data.get("warnings"):
+        md.write("## Warnings\n\nGrading results that may not match the official SWE-bench harness:\n\n")
+        for iid, ws in data["warnings"].items():
+            for w in ws:
+                md.write(f"- {iid}: {w}\n")
+        md.write("\n")
+    md.write("## Note-writing tokens (not included in the successors' tokens)\n\n")
+    md.write("| view | views built | prompt tokens | completion tokens |\n|---|---|---|---|\n")
+    for view, c in data["note_writing"].items():
+        md.write(f"| {view} | {c.get('units', 0)} | {c.get('prompt_tokens', 0)} | {c.get('completion_tokens', 0)} |\n")
+    md.write("\n## Units of work\n\n| stage | done | failed (infrastructure) | failed (agent) | missing | blocked |\n")
+    md.write("|---|---|---|---|---|---|\n")
+    for stage, c in data["units"].items():
+        md.write(f"| {stage} | {c.get('done', 0)} | {c.get('failed_infrastructure', 0)} | {c.get('failed_agent', 0)} "
+                 f"| {c.get('missing', 0)} | {c.get('blocked', 0)} |\n")
+    return md.getvalue()

@@ -1,0 +1,369 @@
+"""Collecting the report's rows from an experiment's per-unit result files (docs/protocol.md section 9).
+
+Inputs, all under the experiment's output folder ``OUT``:
+
+- ``plan.json``: the planned units of every stage with their labels (written by ``takeover run``); a
+  planned unit without a result counts as missing, and units of an older plan are never read.
+- ``units/<stage>/<key>.json``: one result record per unit (``stage``, ``key``, ``status``,
+  ``failure_kind``, ``reason``, ``output``, token counts).
+
+Each planned unit file is read once (:func:`read_units`) and kept in a slim form; nothing here opens a
+trajectory. From those records come one row per planned takeover run (:func:`collect_rows`, the columns
+of ``results.csv``), the counts of handoff points per type and state (:func:`table1`), grading warnings
+and note-writing tokens.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from takeover._io import atomic_write_text
+from takeover.errors import InputError
+from takeover.vocabulary import HANDOFF_STATES, VIEWS
+
+#: Columns of ``results.csv``, one row per planned takeover run.
+RESULT_COLUMNS = [
+    "successor",
+    "instance_id",
+    "point_type",
+    "handoff_state",
+    "view",
+    "resolved",
+    "agent_events",
+    "prompt_tokens",
+    "completion_tokens",
+    "initial_prompt_chars",
+    "initial_prompt_tokens",
+    "wall_seconds",
+    "exit_status",
+    "checkpoint_diff_preserved",
+    "only_source_files_changed",
+    "fail_to_pass_rate",
+    "pass_to_pass_rate",
+    "status",
+    "failure_kind",
+    "reason",
+]
+#: Fields of a takeover unit's ``output`` copied into its row (all finished runs have them).
+RUN_OUTPUT_COLUMNS = (
+    "agent_events",
+    "prompt_tokens",
+    "completion_tokens",
+    "initial_prompt_chars",
+    "initial_prompt_tokens",
+    "wall_seconds",
+    "exit_status",
+    "checkpoint_diff_preserved",
+    "only_source_files_changed",
+)
+#: Input fields kept from unit records (the rest of ``inputs`` is dropped after reading): the task file,
+#: the handoff point of a checkpoint unit and the paths a drill-down reads.
+_KEPT_INPUTS = ("task", "point", "checkpoint_dir", "view_path")
+
+
+def order_views(views: list[str]) -> list[str]:
+    """``views`` in the protocol's order (:data:`takeover.vocabulary.VIEWS`); unknown names after, sorted."""
+    return sorted(views, key=lambda v: (VIEWS.index(v) if v in VIEWS else len(VIEWS), v))
+
+
+def order_states(states: list[str]) -> list[str]:
+    """Handoff states in report order (:data:`takeover.vocabulary.HANDOFF_STATES`), unknown ones after."""
+    return sorted(states, key=lambda s: (HANDOFF_STATES.index(s) if s in HANDOFF_STATES else 99, s))
+
+
+@dataclass(slots=True)
+class UnitRecord:
+    """The parts of one unit result file that the report reads.
+
+    Attributes:
+        stage, key, labels: the planned unit (labels from ``plan.json``).
+        status: ``done`` or ``failed`` (a unit without a file is not a record: see :class:`UnitProblem`).
+        failure_kind: ``infrastructure`` or ``agent`` for a failed unit.
+        reason: why it failed.
+        output: the unit's small output record (e.g. a takeover run's counts, a grading's outcome).
+        prompt_tokens, completion_tokens: the model tokens the unit spent (tokens).
+        inputs: the input fields the report needs (task file, handoff point, checkpoint and view paths).
+    """
+
+    stage: str
+    key: str
+    labels: dict[str, Any]
+    status: str
+    failure_kind: str | None
+    reason: str | None
+    output: dict[str, Any]
+    prompt_tokens: int
+    completion_tokens: int
+    inputs: dict[str, Any]
+
+
+@dataclass(slots=True)
+class UnitProblem:
+    """A planned unit that did not finish: ``status`` is ``failed``, ``missing`` or ``blocked``.
+
+    ``failure_kind`` is ``infrastructure`` or ``agent`` (missing and blocked units count as
+    infrastructure); ``reason`` says why (``not run yet`` for a missing unit, the upstream failure for a
+    blocked one)."""
+
+    stage: str
+    key: str
+    labels: dict[str, Any]
+    status: str
+    failure_kind: str
+    reason: str
+
+
+@dataclass
+class ExperimentUnits:
+    """Every planned unit of an experiment, read once.
+
+    Attributes:
+        out: the experiment folder; plan: ``plan.json``.
+        units: ``{stage: {key: UnitRecord | None}}`` in plan order (``None``: no usable file).
+        status: ``{stage: {"done": n, "failed": n, "failed_<kind>": n, "missing": n, "blocked": n}}``, the
+            ``units`` section of ``report.json`` (keys in the order first seen).
+        problems: every failed, missing or blocked unit, in plan order.
+    """
+
+    out: Path
+    plan: dict
+    units: dict[str, dict[str, UnitRecord | None]] = field(default_factory=dict)
+    status: dict[str, dict[str, int]] = field(default_factory=dict)
+    problems: list[UnitProblem] = field(default_factory=list)
+
+    def entries(self, stage: str) -> list[dict]:
+        """The planned entries of ``stage`` (``{"key", "labels", "blocked"?}``) in plan order."""
+        return self.plan.get("stages", {}).get(stage, [])
+
+    def get(self, stage: str, key: str | None) -> UnitRecord | None:
+        """The record of unit ``key`` of ``stage``; ``None`` when it has no usable file."""
+        return self.units.get(stage, {}).get(key) if key else None
+
+    def done(self, stage: str, key: str | None) -> UnitRecord | None:
+        """The record of unit ``key`` when it finished (status ``done``), else ``None``."""
+        unit = self.get(stage, key)
+        return unit if unit is not None and unit.status == "done" else None
+
+
+def load_plan(out_dir: Path | str) -> dict:
+    """``OUT/plan.json`` as a dict.
+
+    Raises:
+        InputError: it is missing or not valid JSON (names the file).
+    """
+    path = Path(out_dir) / "plan.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "no plan.json here: is this the output folder of `takeover run`?") from None
+    except ValueError as exc:
+        raise InputError(path, f"not valid JSON: {exc}") from None
+
+
+def _read_unit(out: Path, stage: str, key: str, labels: dict) -> UnitRecord | None:
+    # Plain string paths: with tens of thousands of unit files, pathlib's overhead dominates.
+    try:
+        with open(f"{out}/units/{stage}/{key}.json", "rb") as fh:
+            unit = json.loads(fh.read())
+    except (FileNotFoundError, ValueError):
+        return None
+    # A file whose content is another unit's (copied or renamed) counts as missing, as in the runner.
+    if not isinstance(unit, dict) or unit.get("stage", stage) != stage or unit.get("key", key) != key:
+        return None
+    inputs = unit.get("inputs") or {}
+    return UnitRecord(
+        stage=stage,
+        key=key,
+        labels=labels,
+        status=unit["status"],
+        failure_kind=unit.get("failure_kind"),
+        reason=unit.get("reason"),
+        output=unit.get("output") or {},
+        prompt_tokens=unit.get("prompt_tokens", 0),
+        completion_tokens=unit.get("completion_tokens", 0),
+        inputs={k: inputs[k] for k in _KEPT_INPUTS if k in inputs},
+    )
+
+
+def read_units(out_dir: Path | str, plan: dict | None = None) -> ExperimentUnits:
+    """Read every planned unit's result file once (see :class:`ExperimentUnits`).
+
+    A file that is missing, not JSON, or holds another unit's record counts as missing.
+
+    Raises:
+        InputError: ``out_dir`` has no readable ``plan.json`` (when ``plan`` is not given).
+    """
+    out = Path(out_dir)
+    plan = plan if plan is not None else load_plan(out)
+    found = ExperimentUnits(out=out, plan=plan)
+    for stage, entries in plan.get("stages", {}).items():
+        counts: Counter = Counter()
+        units: dict[str, UnitRecord | None] = {}
+        for entry in entries:
+            labels = entry.get("labels", {})
+            unit = _read_unit(out, stage, entry["key"], labels)
+            if unit is None and entry.get("blocked"):
+                counts["blocked"] += 1
+                found.problems.append(UnitProblem(stage, entry["key"], labels, "blocked", "infrastructure",
+                                                  str(entry["blocked"])))
+            elif unit is None:
+                counts["missing"] += 1
+                found.problems.append(UnitProblem(stage, entry["key"], labels, "missing", "infrastructure",
+                                                  "not run yet"))
+            else:
+                counts[unit.status] += 1
+                if unit.status == "failed":
+                    counts[f"failed_{unit.failure_kind or 'infrastructure'}"] += 1
+                    found.problems.append(UnitProblem(stage, entry["key"], labels, "failed",
+                                                      unit.failure_kind or "infrastructure", unit.reason or ""))
+            units[entry["key"]] = unit
+        found.status[stage] = dict(counts)
+        found.units[stage] = units
+    return found
+
+
+def handoff_states(units: ExperimentUnits) -> dict[str, str | None]:
+    """``{point_key: handoff state}`` from the ``handoff_state`` units (``None`` when not graded)."""
+    states: dict[str, str | None] = {}
+    for entry in units.entries("handoff_state"):
+        unit = units.done("handoff_state", entry["key"])
+        states[entry["labels"]["point_key"]] = unit.output.get("handoff_state") if unit else None
+    return states
+
+
+def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
+    """One row per planned takeover run, joined with its grading and its point's handoff state.
+
+    Each row has the :data:`RESULT_COLUMNS` plus ``point_key`` and ``takeover_key``. A run that failed,
+    is missing or blocked, or whose grading failed or is missing, is not solved (``resolved`` false) and
+    has ``status``/``failure_kind``/``reason`` saying why; a finished run whose agent stopped without
+    submitting has ``failure_kind`` ``agent`` (docs/protocol.md section 9).
+    """
+    states = handoff_states(units)
+    grade_by_takeover = {e["labels"]["takeover_key"]: e["key"] for e in units.entries("grade")}
+    rows: list[dict[str, Any]] = []
+    for entry in units.entries("takeover"):
+        labels = entry["labels"]
+        run = units.get("takeover", entry["key"])
+        grade = units.get("grade", grade_by_takeover.get(entry["key"]))
+        row: dict[str, Any] = {c: None for c in RESULT_COLUMNS}
+        row.update(
+            successor=labels["successor"],
+            instance_id=labels["instance_id"],
+            point_type=labels["point_type"],
+            point_key=labels["point_key"],
+            view=labels["view"],
+            handoff_state=states.get(labels["point_key"]),
+            resolved=False,
+            takeover_key=entry["key"],
+        )
+        if run is not None and run.status == "done":
+            for c in RUN_OUTPUT_COLUMNS:
+                row[c] = run.output.get(c)
+        failing: tuple[str, str | None, str | None] | None = None
+        if run is None:
+            failing = ("blocked", None, entry["blocked"]) if entry.get("blocked") else ("missing", None, "not run yet")
+        elif run.status == "failed":
+            failing = (run.status, run.failure_kind, run.reason)
+        elif grade is None:
+            failing = ("missing", None, "grading not run yet")
+        elif grade.status == "failed":
+            failing = (grade.status, grade.failure_kind, grade.reason)
+        if failing is None:
+            row["resolved"] = bool(grade.output.get("resolved"))  # type: ignore[union-attr]
+            row["fail_to_pass_rate"] = grade.output.get("fail_to_pass_rate")  # type: ignore[union-attr]
+            row["pass_to_pass_rate"] = grade.output.get("pass_to_pass_rate")  # type: ignore[union-attr]
+            row["status"] = "done"
+            row["failure_kind"] = "agent" if (row["exit_status"] or "submitted") != "submitted" else None
+        else:
+            row["status"], kind, row["reason"] = failing
+            row["failure_kind"] = kind or "infrastructure"
+        rows.append(row)
+    return rows
+
+
+def table1(units: ExperimentUnits) -> dict:
+    """Counts of handoff points per type and handoff state (paper Table 1), and missing points per type.
+
+    Returns ``{"points": {point_type: {state: n}}, "total": {state: n}, "missing_points": {point_type:
+    [{"instance_id", "reason"}]}}``; a point whose handoff state is not graded counts as ``ungraded``.
+    """
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for entry in units.entries("handoff_state"):
+        unit = units.done("handoff_state", entry["key"])
+        state = unit.output.get("handoff_state") if unit else "ungraded"
+        counts[entry["labels"]["point_type"]][state or "ungraded"] += 1
+    wanted = set(units.plan.get("point_types") or [])
+    missing: dict[str, list[dict]] = defaultdict(list)
+    for entry in units.entries("points"):
+        unit = units.done("points", entry["key"])
+        if unit:
+            for m in unit.output.get("missing", []):
+                if not wanted or m["type"] in wanted:
+                    missing[m["type"]].append({"instance_id": entry["labels"].get("instance_id"),
+                                               "reason": m.get("reason") or "missing"})
+    total: Counter = Counter()
+    for c in counts.values():
+        total.update(c)
+    return {
+        "points": {k: dict(v) for k, v in sorted(counts.items())},
+        "total": dict(total),
+        "missing_points": {k: sorted(v, key=lambda m: str(m["instance_id"])) for k, v in sorted(missing.items())},
+    }
+
+
+def grading_warnings(units: ExperimentUnits) -> dict[str, list[str]]:
+    """Warnings of the grading units (``handoff_state`` and ``grade``) per ``instance_id``, e.g. the
+    task's tests need the network and grading ran without it.
+
+    Returns ``{instance_id: [warning, ...]}`` sorted, each warning once."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for stage in ("handoff_state", "grade"):
+        for entry in units.entries(stage):
+            unit = units.done(stage, entry["key"])
+            if unit:
+                for w in unit.output.get("warnings") or []:
+                    found[str(entry["labels"].get("instance_id"))].add(w)
+    return {iid: sorted(ws) for iid, ws in sorted(found.items())}
+
+
+def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
+    """Tokens spent writing notes, per view, reported apart from the successors' tokens
+    (docs/protocol.md section 9).
+
+    Returns ``{view: {"units", "prompt_tokens", "completion_tokens", "characters_total"}}`` (tokens;
+    characters of the finished views), views in protocol order; counters that stayed 0 are absent."""
+    acc: dict[str, Counter] = defaultdict(Counter)
+    for entry in units.entries("view"):
+        unit = units.get("view", entry["key"])
+        if unit is None:
+            continue
+        c = acc[entry["labels"]["view"]]
+        c["units"] += 1
+        c["prompt_tokens"] += unit.prompt_tokens
+        c["completion_tokens"] += unit.completion_tokens
+        if unit.status == "done" and unit.output.get("characters") is not None:
+            c["characters_total"] += unit.output["characters"]
+    return {v: dict(acc[v]) for v in order_views(list(acc))}
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    """Write ``results.csv`` atomically: the :data:`RESULT_COLUMNS` of ``rows``, sorted by successor,
+    instance, point type and view (protocol order)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=RESULT_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+
+    def order(r: dict) -> tuple:
+        rank = VIEWS.index(r["view"]) if r["view"] in VIEWS else len(VIEWS)
+        return (r["successor"], r["instance_id"], r["point_type"], rank, r["view"])
+
+    for r in sorted(rows, key=order):
+        writer.writerow(r)
+    atomic_write_text(path, buf.getvalue())
