@@ -15,7 +15,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from takeover._io import atomic_write_json, atomic_write_text
+from takeover.report.html_page import write_report_html
 from takeover.report.markdown import render_markdown
+from takeover.report.page import build_page
 from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
 from takeover.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from takeover.report.tables import summary_tables
@@ -41,9 +43,12 @@ class Report(BaseModel):
     markdown: str = ""
 
 
-def build_report(out_dir: Path | str, *, plots: bool = True) -> Report:
-    """Read ``OUT/plan.json`` and the unit files, write ``results.csv``, ``report.json``, ``report.md``
-    and (with ``plots``) the PNG plots; return the :class:`Report`.
+def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) -> Report:
+    """Read ``OUT/plan.json`` and the unit files, write ``results.csv``, ``report.json``, ``report.md``,
+    (with ``html``) ``report.html`` and (with ``plots``) the PNG plots; return the :class:`Report`.
+
+    ``report.html`` also reads each takeover run's folder for its steps (through the unit records'
+    paths, or ``OUT/work/takeover/<key>/run``); a missing folder leaves that run without steps.
 
     The bootstrap settings come from ``plan.json`` (``bootstrap.resamples``, ``bootstrap.seed``; defaults
     5,000 resamples and :data:`takeover.report.stats.DEFAULT_SEED`).
@@ -74,7 +79,11 @@ def build_report(out_dir: Path | str, *, plots: bool = True) -> Report:
     atomic_write_text(out / "report.md", report.markdown)
     report.files = {"results.csv": str(out / "results.csv"), "report.json": str(out / "report.json"),
                     "report.md": str(out / "report.md")}
+    if html:
+        page, blobs = build_page(units, rows, data)
+        report.files["report.html"] = str(write_report_html(out / "report.html", page, blobs))
     if plots and rows:
+        # Imported here: matplotlib costs a second and ~40 MiB, and only the plots need it.
         from takeover.report.plots import write_plots
 
         report.files.update(write_plots(out / "plots", data["summary"]))

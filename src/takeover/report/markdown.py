@@ -16,7 +16,8 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def _num(x: float | None) -> str:
+def format_number(x: float | None) -> str:
+    """A median as the tables print it: ``n/a``, ``1.5``, ``12k``, ``2.30M``."""
     if x is None:
         return "n/a"
     if abs(x) >= 1e6:
@@ -54,9 +55,9 @@ def _table(summary: list[dict]) -> str:
             solved_change = f"{100 * s['difference']:+.1f} pp (p={s['p_value']:.3g})"
         lines.append(
             f"| {e['successor']} | {e['view']} | {e['points']} | {_pct(e['solved_rate'])} | {solved_change} "
-            f"| {_num(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
-            f"| {_num(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
-            f"| {_num(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
+            f"| {format_number(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
+            f"| {format_number(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
+            f"| {format_number(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
             f"| {e['infrastructure_failures']} | {e['agent_failures']} |"
         )
     return head + "\n".join(lines) + "\n"

@@ -1,0 +1,31 @@
+"""``takeover show RUN_DIR|TRAJECTORY``: one HTML page with the drill-down of a run (any supported format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def show(
+    path: Annotated[Path, typer.Argument(help="A takeover run folder, or a trajectory file or run folder of any "
+                                               "supported format (detected by content).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file to write (default: ./NAME.html, "
+                                                                 "NAME being the run folder's or file's name).")] = None,
+    format: Annotated[str | None, typer.Option("--format", help="Reader name, to skip format detection "
+                                                                "(the format column of `takeover inspect`).")] = None,
+) -> None:
+    """Write the steps of a run as one self-contained HTML page: the prompt, every action with its folded
+    observation and the tokens of each model call, the final patch; for a takeover run also the handoff
+    point and checkpoint diff it started from. A file with several runs gives one section per run."""
+    from takeover.report.run_page import write_run_page
+
+    name = path.name[: -len("".join(path.suffixes))] if path.is_file() and path.suffixes else path.name
+    target = out or Path(f"{name or 'run'}.html")
+    print(write_run_page(path, target, format=format))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``takeover show`` to ``app``."""
+    app.command("show")(show)
