@@ -184,7 +184,7 @@ def test_summary_sections_hold_tables_charts_tokens_and_unfinished_units(experim
 
 
 def test_drill_down_of_a_point_holds_task_point_diff_state_prompts_steps_patch_and_grading(experiment):
-    page, blobs = _page(experiment)
+    _, blobs = _page(experiment)
     p1 = decode_section(blobs["p1"])
     assert (p1["instance_id"], p1["repo"], p1["base_commit"]) == ("acme__calc-1", "acme/calc", "abc")
     assert p1["problem_statement"].startswith("add() returns a - b")

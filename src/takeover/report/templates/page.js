@@ -168,7 +168,7 @@
   function runColumn(run, prompt, role) {
     var col = el("div", { cls: "run-col", id: "run-" + run.takeover_key, "data-filterable": true,
       "data-view": run.view, "data-successor": run.successor });
-    col.appendChild(el("h4", null, run.view, badgeFor(run)));
+    col.appendChild(el("h4", null, run.view, " ", badgeFor(run)));
     var tokens = run.prompt_tokens === undefined ? null : fmt(run.prompt_tokens) +
       (run.cached_tokens !== undefined ? " (" + fmt(run.cached_tokens) + " cached)" : "");
     col.appendChild(facts([
