@@ -234,10 +234,20 @@ def test_report_html_is_one_self_contained_file(experiment):
     assert not re.search(r"<(link|img|iframe)\b|\bsrc=|@import|url\(", html)
     assert not re.findall(r'href="(?!#)', html)
     assert html.count('<script type="application/octet-stream" id="data-') == 2
-    assert 'id="run-table"' in html and 'id="row-t-raw_trace-p2"' in html and 'id="point-p1"' in html
+    # The run table and the list of points are built in the page from one JSON index.
+    index = json.loads(re.search(r'<script type="application/json" id="page-index">(.*?)</script>', html).group(1))
+    columns = index["runs"]["columns"]
+    failed = next(r for r in index["runs"]["rows"] if r[columns.index("takeover_key")] == "t-raw_trace-p2")
+    assert failed[columns.index("status")] == "failed" and failed[columns.index("cached_tokens")] is None
+    assert [p[:4] for p in index["points"]] == [["p1", "acme__calc-1", "after_first_source_edit", "needs_completion"],
+                                                ["p2", "acme__calc-1", "after_first_post_failure_edit",
+                                                 "resolved_preserve"]]
+    assert index["points"][1][4] == [["m", "repo_only", True, "done", "t-repo_only-p2"],
+                                     ["m", "raw_trace", False, "failed", "t-raw_trace-p2"]]
+    # Markup in run texts cannot end the script element that holds the index.
+    assert "endpoint refused \\u003cb\\u003e502" in html
     assert 'data-set="{&#34;successor&#34;: &#34;m&#34;, &#34;view&#34;: &#34;raw_trace&#34;}"' in html
-    # Texts from runs are escaped (a reason with markup stays text).
-    assert "endpoint refused &lt;b&gt;502&lt;/b&gt;" in html and "<b>502" not in html
+    assert "<b>502" not in html
     # The same files give the same page, byte for byte.
     first = Path(report.files["report.html"]).read_bytes()
     build_report(experiment, plots=False)

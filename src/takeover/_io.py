@@ -42,6 +42,28 @@ def atomic_write_text(path: Path | str, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def atomic_write_chunks(path: Path | str, chunks: Iterable[str]) -> Path:
+    """Write the UTF-8 text of ``chunks`` to ``path`` atomically, one chunk at a time (a large file is
+    never held in memory whole). Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
 def to_jsonable(obj: Any) -> Any:
     """Pydantic models become plain dicts (JSON mode); everything else is returned unchanged."""
     if isinstance(obj, BaseModel):

@@ -14,6 +14,7 @@ files never fail the report: the section says what is missing instead.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -179,12 +180,25 @@ def _existing(*candidates: str | Path | None) -> Path | None:
 
 
 class _Reader:
-    """Finds and reads the files behind the units of one experiment (tasks read once each)."""
+    """Finds and reads the files behind the units of one experiment (tasks read once each).
+
+    The unit folders present under ``OUT/work/<stage>/`` are listed once per stage, so that an
+    experiment of many thousand units costs no file-system lookup per unit whose folder is absent."""
 
     def __init__(self, units: ExperimentUnits):
         self.units = units
         self.work = units.out / "work"
         self._tasks: dict[str, dict] = {}
+        self._folders: dict[str, set[str]] = {}
+
+    def has_work(self, stage: str, key: str) -> bool:
+        """Whether ``OUT/work/<stage>/<key>`` exists."""
+        if stage not in self._folders:
+            try:
+                self._folders[stage] = set(os.listdir(self.work / stage))
+            except OSError:
+                self._folders[stage] = set()
+        return key in self._folders[stage]
 
     def task(self, instance_id: str | None, path: str | None) -> dict:
         key = instance_id or ""
@@ -209,7 +223,8 @@ class _Reader:
                               fail_to_pass_rate=o.get("fail_to_pass_rate"),
                               pass_to_pass_rate=o.get("pass_to_pass_rate"), warnings=o.get("warnings") or [])
         folder = self.work / stage / unit.key / "grading"
-        for result in sorted(folder.glob("*/*/result.json")) if folder.is_dir() else []:
+        found = sorted(folder.glob("*/*/result.json")) if self.has_work(stage, unit.key) and folder.is_dir() else []
+        for result in found:
             try:
                 data = json.loads(result.read_bytes())
             except (OSError, ValueError):
@@ -220,8 +235,12 @@ class _Reader:
         return outcome
 
     def run_folder(self, unit: UnitRecord | None, key: str) -> Path | None:
-        output = unit.output if unit else {}
-        return _existing(output.get("run_dir"), self.work / "takeover" / key / "run")
+        recorded = (unit.output if unit else {}).get("run_dir")
+        if recorded and os.path.isdir(recorded):
+            return Path(recorded)
+        if self.has_work("takeover", key) and os.path.isdir(self.work / "takeover" / key / "run"):
+            return self.work / "takeover" / key / "run"
+        return None
 
 
 def _tests(part: Any) -> dict[str, list[str]] | None:

@@ -82,6 +82,8 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     if html:
         page, blobs = build_page(units, rows, data)
         report.files["report.html"] = str(write_report_html(out / "report.html", page, blobs))
+        del page, blobs
+    del units  # freed before matplotlib loads: the plots need only the summary table
     if plots and rows:
         # Imported here: matplotlib costs a second and ~40 MiB, and only the plots need it.
         from takeover.report.plots import write_plots

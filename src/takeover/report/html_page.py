@@ -8,6 +8,8 @@ fail loudly.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from takeover._io import atomic_write_text
+from takeover._io import atomic_write_chunks
 from takeover.report.markdown import format_number
 from takeover.report.page import MAX_LISTED_PROBLEMS, ReportPage
 from takeover.report.rows import order_states
@@ -41,11 +43,48 @@ def _asset(name: str) -> Markup:
     return Markup((files("takeover.report") / "templates" / name).read_text(encoding="utf-8"))
 
 
+#: Columns of the run table in the page index (one JSON array per run, in this order).
+RUN_COLUMNS = ("takeover_key", "point_key", "successor", "instance_id", "point_type", "handoff_state", "view",
+               "resolved", "status", "failure_kind", "reason", "exit_status", "agent_events", "llm_calls",
+               "prompt_tokens", "cached_tokens", "completion_tokens", "estimated_calls")
+#: Characters of a failure reason kept in the run table (the drill-down has it whole).
+REASON_CHARS = 300
+
+
+def _script_json(value: Any) -> Markup:
+    """JSON that is safe inside ``<script>``: ``<``, ``>`` and ``&`` are written as ``\\u`` escapes."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def page_index(page: ReportPage) -> dict[str, Any]:
+    """What the page's script builds the run table and the list of handoff points from:
+    ``{"runs": {"columns": RUN_COLUMNS, "rows": [[...], ...]}, "points": [[point_key, instance_id,
+    point_type, handoff_state, [[successor, view, resolved, status, takeover_key], ...], several
+    successors?], ...]}``."""
+    rows = []
+    for r in page.runs:
+        row = [getattr(r, c) for c in RUN_COLUMNS]
+        reason = row[10]
+        if reason and len(reason) > REASON_CHARS:
+            row[10] = reason[:REASON_CHARS] + "..."
+        rows.append(row)
+    points = [[p.point_key, p.instance_id, p.point_type, p.handoff_state,
+               [[r["successor"], r["view"], r["resolved"], r["status"], r["takeover_key"]] for r in p.runs],
+               len(p.successors) > 1] for p in page.points]
+    return {"runs": {"columns": list(RUN_COLUMNS), "rows": rows}, "points": points}
+
+
+def _report_chunks(page: ReportPage, blobs: dict[str, str]) -> Iterator[str]:
+    states = order_states(list({s for c in page.data["table1"]["points"].values() for s in c}))
+    return _environment().get_template("report.html.j2").generate(
+        page=page, data=page.data, blobs=blobs, states=states, index=_script_json(page_index(page)),
+        css=_asset("page.css"), js=_asset("page.js"))
+
+
 def render_report(page: ReportPage, blobs: dict[str, str]) -> str:
     """The text of ``report.html`` for ``page`` and its encoded drill-downs ``{point_key: blob}``."""
-    states = order_states(list({s for c in page.data["table1"]["points"].values() for s in c}))
-    return _environment().get_template("report.html.j2").render(
-        page=page, data=page.data, blobs=blobs, states=states, css=_asset("page.css"), js=_asset("page.js"))
+    return "".join(_report_chunks(page, blobs))
 
 
 def render_run_page(title: str, source: str, formats: list[str], points: list[dict[str, Any]],
@@ -64,5 +103,5 @@ def render_run_page(title: str, source: str, formats: list[str], points: list[di
 
 
 def write_report_html(path: Path | str, page: ReportPage, blobs: dict[str, str]) -> Path:
-    """Write ``report.html`` atomically; returns its path."""
-    return atomic_write_text(path, render_report(page, blobs))
+    """Write ``report.html`` atomically, chunk by chunk as the template renders; returns its path."""
+    return atomic_write_chunks(path, _report_chunks(page, blobs))

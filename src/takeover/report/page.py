@@ -14,7 +14,7 @@ import base64
 import gzip
 import json
 from collections import defaultdict
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -29,30 +29,31 @@ _COUNTS = ("agent_events", "llm_calls", "prompt_tokens", "cached_tokens", "compl
 MAX_LISTED_PROBLEMS = 200
 
 
-class RunIndexRow(BaseModel):
+class RunIndexRow(NamedTuple):
     """One row of the page's run table: a takeover run with its counts (events, calls, tokens).
 
     ``cached_tokens`` is ``None`` when no call reported cached prompt tokens; ``estimated_calls`` counts
-    calls whose usage is a tokenizer estimate (``None`` when unknown)."""
+    calls whose usage is a tokenizer estimate (``None`` when unknown). A tuple: a report may have tens of
+    thousands of rows."""
 
     takeover_key: str
     point_key: str
     successor: str
     instance_id: str
     point_type: str
-    handoff_state: str | None = None
+    handoff_state: str | None
     view: str
     resolved: bool
     status: str
-    failure_kind: str | None = None
-    reason: str | None = None
-    exit_status: str | None = None
-    agent_events: int | None = None
-    llm_calls: int | None = None
-    prompt_tokens: int | None = None
-    cached_tokens: int | None = None
-    completion_tokens: int | None = None
-    estimated_calls: int | None = None
+    failure_kind: str | None
+    reason: str | None
+    exit_status: str | None
+    agent_events: int | None
+    llm_calls: int | None
+    prompt_tokens: int | None
+    cached_tokens: int | None
+    completion_tokens: int | None
+    estimated_calls: int | None
 
 
 class TokenAccounting(BaseModel):

@@ -1,4 +1,4 @@
-"""Plots of the report (PNG, matplotlib Agg backend, no display needed).
+"""Plots of the report (PNG through matplotlib's object API: no pyplot state, no display needed).
 
 - ``events_tokens.png``: median agent events and median cumulative prompt tokens per view, one bar per
   successor, with the paired bootstrap interval of the change against ``repo_only`` drawn as error bars
@@ -10,12 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from takeover.report.rows import order_views
 from takeover.vocabulary import BASE_VIEW
@@ -67,7 +63,8 @@ def write_plots(folder: Path | str, summary: list[dict]) -> dict[str, str]:
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    axes = fig.subplots(1, 2)
     _bars(axes[0], summary, "median_agent_events", "agent_events", "Median agent events", "events")
     _bars(axes[1], summary, "median_prompt_tokens", "prompt_tokens", "Median cumulative prompt tokens", "tokens")
     axes[1].legend(title="successor", fontsize=8)
@@ -75,12 +72,12 @@ def write_plots(folder: Path | str, summary: list[dict]) -> dict[str, str]:
     fig.tight_layout()
     path = folder / "events_tokens.png"
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     files["events_tokens.png"] = str(path)
 
     successors, views = _grid(summary)
     index = {(e["successor"], e["view"]): e for e in summary}
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig = Figure(figsize=(7, 4.2))
+    ax = fig.subplots()
     width = 0.8 / max(1, len(successors))
     x = np.arange(len(views))
     for i, succ in enumerate(successors):
@@ -102,6 +99,5 @@ def write_plots(folder: Path | str, summary: list[dict]) -> dict[str, str]:
     fig.tight_layout()
     path = folder / "solved_rate.png"
     fig.savefig(path, dpi=110)
-    plt.close(fig)
     files["solved_rate.png"] = str(path)
     return files

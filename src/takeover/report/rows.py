@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,9 +63,9 @@ RUN_OUTPUT_COLUMNS = (
     "checkpoint_diff_preserved",
     "only_source_files_changed",
 )
-#: Input fields kept from unit records (the rest of ``inputs`` is dropped after reading): the task file,
-#: the handoff point of a checkpoint unit and the paths a drill-down reads.
-_KEPT_INPUTS = ("task", "point", "checkpoint_dir", "view_path")
+#: Input fields kept per stage (the rest of ``inputs`` is dropped after reading): a checkpoint unit's task
+#: file and handoff point, which the drill-down shows.
+_KEPT_INPUTS = {"checkpoint": ("task", "point")}
 
 
 def order_views(views: list[str]) -> list[str]:
@@ -88,7 +89,7 @@ class UnitRecord:
         reason: why it failed.
         output: the unit's small output record (e.g. a takeover run's counts, a grading's outcome).
         prompt_tokens, completion_tokens: the model tokens the unit spent (tokens).
-        inputs: the input fields the report needs (task file, handoff point, checkpoint and view paths).
+        inputs: the input fields the report needs (a checkpoint unit's task file and handoff point).
     """
 
     stage: str
@@ -177,6 +178,7 @@ def _read_unit(out: Path, stage: str, key: str, labels: dict) -> UnitRecord | No
     if not isinstance(unit, dict) or unit.get("stage", stage) != stage or unit.get("key", key) != key:
         return None
     inputs = unit.get("inputs") or {}
+    output = unit.get("output") or {}
     return UnitRecord(
         stage=stage,
         key=key,
@@ -184,10 +186,11 @@ def _read_unit(out: Path, stage: str, key: str, labels: dict) -> UnitRecord | No
         status=unit["status"],
         failure_kind=unit.get("failure_kind"),
         reason=unit.get("reason"),
-        output=unit.get("output") or {},
+        # Interned keys: tens of thousands of records would otherwise each hold their own copy of every key.
+        output={sys.intern(k): v for k, v in output.items()} if isinstance(output, dict) else {},
         prompt_tokens=unit.get("prompt_tokens", 0),
         completion_tokens=unit.get("completion_tokens", 0),
-        inputs={k: inputs[k] for k in _KEPT_INPUTS if k in inputs},
+        inputs={k: inputs[k] for k in _KEPT_INPUTS.get(stage, ()) if k in inputs},
     )
 
 
@@ -206,7 +209,9 @@ def read_units(out_dir: Path | str, plan: dict | None = None) -> ExperimentUnits
         counts: Counter = Counter()
         units: dict[str, UnitRecord | None] = {}
         for entry in entries:
-            labels = entry.get("labels", {})
+            # Interned label values: the same instance ids, views and keys repeat across every stage.
+            labels = entry["labels"] = {k: sys.intern(v) if isinstance(v, str) else v
+                                        for k, v in entry.get("labels", {}).items()}
             unit = _read_unit(out, stage, entry["key"], labels)
             if unit is None and entry.get("blocked"):
                 counts["blocked"] += 1

@@ -3,6 +3,7 @@
  * - Filters (view, successor, handoff state, point type) hide every element marked data-filterable whose
  *   data-view / data-successor / data-state / data-ptype lists (separated by "|") miss the chosen value.
  * - Tables with class "sortable" sort by a clicked header (numbers by data-v when present).
+ * - The run table and the list of handoff points are built from the JSON in <script id="page-index">.
  * - A point's drill-down is stored gzip+base64 in <script id="data-KEY"> and built on first opening.
  * - Links: #point-KEY opens a point, #run-KEY opens the point of a run and shows its column; links with
  *   data-set (a JSON object of filter values) set the filters and jump to the run table.
@@ -350,7 +351,71 @@
     });
   }
 
+  /* --- the run table and the list of points, from the page index --------------------------------- */
+  function numCell(v) {
+    return el("td", { cls: "num", "data-v": v === null || v === undefined ? "" : String(v) },
+      v === null || v === undefined ? "" : fmt(v));
+  }
+  function filterAttrs(attrs, view, successor, state, ptype) {
+    attrs["data-filterable"] = true;
+    attrs["data-view"] = view; attrs["data-successor"] = successor;
+    attrs["data-state"] = state; attrs["data-ptype"] = ptype;
+    return attrs;
+  }
+  function buildIndex() {
+    var holder = document.getElementById("page-index");
+    if (!holder) return;
+    var index = JSON.parse(holder.textContent);
+    var tbody = $("#run-table tbody"), frag = document.createDocumentFragment();
+    var col = {};
+    index.runs.columns.forEach(function (name, i) { col[name] = i; });
+    index.runs.rows.forEach(function (r) {
+      var state = r[col.handoff_state] || "ungraded", key = r[col.takeover_key];
+      var tr = el("tr", filterAttrs({ id: "row-" + key, "data-point": r[col.point_key] },
+        r[col.view], r[col.successor], state, r[col.point_type]));
+      var why = r[col.exit_status] || "";
+      if (r[col.reason]) why += (why ? ": " : "") + r[col.reason];
+      tr.appendChild(el("td", { text: r[col.successor] }));
+      tr.appendChild(el("td", null, el("a", { href: "#run-" + key, text: r[col.instance_id] })));
+      tr.appendChild(el("td", { text: r[col.point_type] }));
+      tr.appendChild(el("td", { text: state }));
+      tr.appendChild(el("td", { text: r[col.view] }));
+      tr.appendChild(el("td", { cls: r[col.resolved] ? "ok" : "bad", text: r[col.resolved] ? "yes" : "no" }));
+      tr.appendChild(el("td", { text: r[col.status] + (r[col.failure_kind] ? " (" + r[col.failure_kind] + ")" : "") }));
+      ["agent_events", "llm_calls", "prompt_tokens", "cached_tokens", "completion_tokens", "estimated_calls"].forEach(
+        function (name) { tr.appendChild(numCell(r[col[name]])); });
+      tr.appendChild(el("td", { text: why }));
+      frag.appendChild(tr);
+    });
+    tbody.appendChild(frag);
+    var list = document.getElementById("point-list");
+    frag = document.createDocumentFragment();
+    index.points.forEach(function (p) {
+      var key = p[0], runs = p[4], several = p[5];
+      var views = [], successors = [];
+      runs.forEach(function (r) {
+        if (views.indexOf(r[1]) < 0) views.push(r[1]);
+        if (successors.indexOf(r[0]) < 0) successors.push(r[0]);
+      });
+      var summary = el("summary", null, el("strong", { text: p[1] || key }), " · " + (p[2] || "") + " · ",
+        el("span", { cls: "badge", text: p[3] || "ungraded" }));
+      runs.forEach(function (r) {
+        var done = r[3] === "done";
+        var label = r[1] + (several ? " (" + r[0] + ")" : "") + " " + (done ? (r[2] ? "\u2713" : "\u2717") : "!");
+        summary.appendChild(document.createTextNode(" "));
+        summary.appendChild(el("span", { cls: "badge " + (done ? (r[2] ? "ok" : "bad") : "other"),
+          "data-filterable": true, "data-view": r[1], "data-successor": r[0], text: label,
+          title: r[0] + " \u00b7 " + r[1] + ": " + (done ? (r[2] ? "solved" : "not solved") : r[3]) }));
+      });
+      var details = el("details", filterAttrs({ cls: "point", id: "point-" + key, "data-point": key },
+        views.join("|"), successors.join("|"), p[3] || "ungraded", p[2] || ""), summary, el("div", { cls: "point-body" }));
+      frag.appendChild(details);
+    });
+    list.appendChild(frag);
+  }
+
   function init() {
+    buildIndex();
     FILTERS.forEach(function (k) {
       var s = document.getElementById("filter-" + k);
       if (s) s.addEventListener("change", applyFilters);
