@@ -1,31 +1,51 @@
-"""Report time and peak memory over synthetic takeover run records (issue 7).
+"""Report time and peak memory over synthetic takeover run records, side by side with an older version.
 
 Writes an experiment folder with ``--runs`` takeover runs (default 10,000: 2 successors x 4 views x
 1,250 handoff points), each with its takeover unit, grading unit and its point's handoff-state unit, the
-way ``takeover run`` lays them out; then times ``build_report`` (tables, 5,000-resample paired
-bootstraps for every successor x view and every breakdown, plots) and reports peak memory.
+way ``takeover run`` lays them out. Then builds the report twice, each in a fresh process measured from
+start to exit (imports included): once with this tree, once with the ``takeover`` package of
+``--baseline`` (a git revision, checked out into a temporary folder). Printed side by side: wall time,
+CPU time and peak resident memory (the process's ``ru_maxrss``, not only Python's traced allocations),
+against the targets (under 5 s and under 200 MiB); then whether the outputs are identical.
 
-    /work/venv/bin/python benchmarks/bench_report.py [--runs 10000] [--resamples 5000] [--keep DIR]
+    .venv/bin/python benchmarks/bench_report.py [--runs 10000] [--resamples 5000] [--baseline 358fcd7] [--keep DIR]
+
+The baseline writes ``results.csv``, ``report.json``, ``report.md`` and the plots; this tree also writes
+``report.html``. ``report.json`` may differ in the last binary digit of Wilson interval bounds (now
+computed by scipy); everything else must be byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-from takeover.report import build_report
-
+ROOT = Path(__file__).resolve().parents[1]
 VIEWS = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
 TYPES = ("after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit")
 STATES = ("needs_completion", "resolved_preserve", "broke_existing")
+OUTPUTS = ("report.md", "results.csv", "report.json")
+TARGET_SECONDS, TARGET_MIB = 5.0, 200.0
+
+# Run in the measured process: build the report and say how long build_report itself took.
+CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import takeover, takeover.report
+t1 = time.perf_counter()
+takeover.report.build_report(sys.argv[1])
+t2 = time.perf_counter()
+print(json.dumps({"package": takeover.__file__, "import_seconds": t1 - t0, "build_seconds": t2 - t1}))
+"""
 
 
 def _unit(folder: Path, stage: str, key: str, output: dict, **extra) -> None:
@@ -36,6 +56,7 @@ def _unit(folder: Path, stage: str, key: str, output: dict, **extra) -> None:
 
 
 def write_synthetic(out: Path, runs: int, resamples: int, seed: int = 1) -> None:
+    """The synthetic experiment: ``runs`` takeover runs with their grading and handoff-state units."""
     rng = np.random.default_rng(seed)
     successors = ("model-a", "model-b")
     points = runs // (len(successors) * len(VIEWS))
@@ -71,28 +92,98 @@ def write_synthetic(out: Path, runs: int, resamples: int, seed: int = 1) -> None
     (out / "plan.json").write_text(json.dumps(plan))
 
 
+def measure(out: Path, src: Path) -> dict:
+    """Build the report of ``out`` in a fresh process importing ``takeover`` from ``src``; returns the
+    child's own figures plus ``wall_seconds``, ``cpu_seconds`` and ``peak_rss_mib`` of the whole process."""
+    env = {**os.environ, "PYTHONPATH": str(src), "MPLBACKEND": "Agg"}
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(out)], env=env, stdout=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    stdout = proc.stdout.read().decode() if proc.stdout else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"report with {src} failed (exit {os.waitstatus_to_exitcode(status)})")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    result.update(wall_seconds=wall, cpu_seconds=usage.ru_utime + usage.ru_stime, peak_rss_mib=usage.ru_maxrss / 1024)
+    return result
+
+
+def baseline_source(revision: str, into: Path) -> Path | None:
+    """``src/`` of ``revision`` exported into ``into`` (``None`` when git or the revision is not there)."""
+    try:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "src"], check=True,
+                                 capture_output=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+def _floats_close(a, b) -> tuple[bool, int]:
+    """Whether two JSON values are equal up to 1e-12 in floats; and how many floats differ at all."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            return False, 0
+        results = [_floats_close(a[k], b[k]) for k in a]
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return False, 0
+        results = [_floats_close(x, y) for x, y in zip(a, b)]
+    elif isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-12, int(a != b)
+    else:
+        return a == b, 0
+    return all(ok for ok, _ in results), sum(n for _, n in results)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=10_000)
     ap.add_argument("--resamples", type=int, default=5000)
+    ap.add_argument("--baseline", default="358fcd7", help="git revision to compare with ('' to skip)")
     ap.add_argument("--keep", type=Path, help="write the synthetic experiment here and keep it")
     args = ap.parse_args()
     out = args.keep or Path(tempfile.mkdtemp(prefix="takeover-bench-report-"))
-    t0 = time.perf_counter()
-    write_synthetic(out, args.runs, args.resamples)
-    print(f"wrote {args.runs} synthetic takeover runs in {time.perf_counter() - t0:.1f} s: {out}")
+    scratch = Path(tempfile.mkdtemp(prefix="takeover-bench-baseline-"))
     try:
-        tracemalloc.start()
         t0 = time.perf_counter()
-        report = build_report(out)
-        seconds = time.perf_counter() - t0
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"build_report: {len(report.rows)} rows, {seconds:.2f} s "
-              f"({args.resamples} bootstrap resamples per comparison)")
-        print(f"peak Python allocations (tracemalloc): {peak / 2**20:.1f} MiB; peak RSS of the process: {rss_mb:.0f} MiB")
+        if not (out / "plan.json").exists():
+            write_synthetic(out, args.runs, args.resamples)
+        print(f"{args.runs} synthetic takeover run records in {out} ({time.perf_counter() - t0:.1f} s to write)")
+        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+        columns = []
+        old_src = baseline_source(args.baseline, scratch) if args.baseline else None
+        if old_src is not None:
+            old = measure(out, old_src)
+            for name in OUTPUTS:
+                shutil.copy(out / name, scratch / name)
+            columns.append((f"baseline {args.baseline}", old))
+        elif args.baseline:
+            print(f"baseline {args.baseline}: not available (no git checkout or no such revision)")
+        new = measure(out, ROOT / "src")
+        columns.append(("this tree", new))
+        print(f"\n{'takeover report':28s}" + "".join(f"{name:>22s}" for name, _ in columns) + f"{'target':>12s}")
+        rows = [("wall time, whole process", "wall_seconds", "s", f"< {TARGET_SECONDS:g} s"),
+                ("  of which build_report", "build_seconds", "s", ""),
+                ("CPU time (user + system)", "cpu_seconds", "s", ""),
+                ("peak RSS", "peak_rss_mib", "MiB", f"< {TARGET_MIB:g} MiB")]
+        for label, key, unit, target in rows:
+            print(f"{label:28s}" + "".join(f"{r[key]:>18.2f} {unit:3s}" for _, r in columns) + f"{target:>12s}")
+        print(f"\nwithin target: time {'yes' if new['wall_seconds'] < TARGET_SECONDS else 'NO'}, "
+              f"memory {'yes' if new['peak_rss_mib'] < TARGET_MIB else 'NO'}")
+        if old_src is not None:
+            for name in OUTPUTS:
+                before, after = (scratch / name).read_bytes(), (out / name).read_bytes()
+                if before == after:
+                    print(f"{name}: identical")
+                elif name == "report.json":
+                    close, differing = _floats_close(json.loads(before), json.loads(after))
+                    print(f"{name}: {'equal' if close else 'DIFFERENT'}; {differing} float(s) differ in the last "
+                          f"digits (Wilson interval bounds now from scipy), all within 1e-12")
+                else:
+                    print(f"{name}: DIFFERENT")
     finally:
+        shutil.rmtree(scratch, ignore_errors=True)
         if args.keep is None:
             shutil.rmtree(out, ignore_errors=True)
 

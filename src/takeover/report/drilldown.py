@@ -222,8 +222,9 @@ class _Reader:
         outcome = TestOutcome(status="done", resolved=o.get("resolved"), handoff_state=o.get("handoff_state"),
                               fail_to_pass_rate=o.get("fail_to_pass_rate"),
                               pass_to_pass_rate=o.get("pass_to_pass_rate"), warnings=o.get("warnings") or [])
-        folder = self.work / stage / unit.key / "grading"
-        found = sorted(folder.glob("*/*/result.json")) if self.has_work(stage, unit.key) and folder.is_dir() else []
+        found = []
+        if self.has_work(stage, unit.key):
+            found = sorted((self.work / stage / unit.key / "grading").glob("*/*/result.json"))
         for result in found:
             try:
                 data = json.loads(result.read_bytes())
@@ -254,16 +255,13 @@ def _run_cell(reader: _Reader, row: dict, grade_entry: dict | None, with_steps: 
     units = reader.units
     key = row["takeover_key"]
     run = units.get("takeover", key)
+    fields: dict[str, Any] = {f: run.output[f] for f in _RUN_FIELDS if f in run.output} if run else {}
+    if run is not None and run.status == "failed" and fields.get("exit_detail") is None:
+        fields["exit_detail"] = run.reason
+    grade = units.get("grade", grade_entry["key"]) if grade_entry else None
     cell = RunCell(takeover_key=key, successor=row["successor"], view=row["view"], status=row["status"],
                    failure_kind=row["failure_kind"], reason=row["reason"], resolved=bool(row["resolved"]),
-                   grading=reader.grading("grade", units.get("grade", grade_entry["key"]) if grade_entry else None,
-                                          grade_entry))
-    if run is not None:
-        for f in _RUN_FIELDS:
-            if f in run.output:
-                setattr(cell, f, run.output[f])
-    if run is not None and run.status == "failed" and cell.exit_detail is None:
-        cell.exit_detail = run.reason
+                   grading=reader.grading("grade", grade, grade_entry), **fields)
     folder = reader.run_folder(run, key) if with_steps else None
     if folder is None:
         cell.note = "no run folder" if with_steps else None
