@@ -1,13 +1,18 @@
-"""Report: tables, statistics, plots and an HTML page from per-unit result files (docs/protocol.md
+"""Report: tables, statistics, plots and HTML pages from per-unit result files (docs/protocol.md
 section 9).
 
-Public API: :func:`build_report` (``takeover report OUT_DIR``) and :class:`Report`.
+Public API: :func:`build_report` (``takeover report OUT_DIR``) and :class:`Report`;
+:func:`write_run_page` (``takeover show RUN_DIR|TRAJECTORY``).
 
-Modules, in the order data flows through them: :mod:`.stats` (medians, bootstrap, McNemar, Wilson),
-:mod:`.rows` (reading unit files into one row per takeover run), :mod:`.tables` (the summary tables),
-:mod:`.markdown` (``report.md``), :mod:`.plots` (PNG plots), :mod:`.experiment_report` (writes every file).
+Modules, in the order data flows through them: :mod:`.stats` (medians, paired bootstrap, McNemar,
+Wilson), :mod:`.rows` (unit files read once, one row per takeover run), :mod:`.tables` (the summary
+tables), :mod:`.markdown` (``report.md``), :mod:`.plots` (PNG plots), :mod:`.charts` (inline SVG charts),
+:mod:`.transcript` (a run's steps from any trajectory), :mod:`.drilldown` (everything behind one handoff
+point), :mod:`.page` (what ``report.html`` shows), :mod:`.html_page` (the Jinja templates in
+``templates/``), :mod:`.experiment_report` (writes every file) and :mod:`.run_page` (``takeover show``).
 """
 
 from takeover.report.experiment_report import Report, build_report
+from takeover.report.run_page import write_run_page
 
-__all__ = ["Report", "build_report"]
+__all__ = ["Report", "build_report", "write_run_page"]
