@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from takeover.agents import RunLimits, RunRecord
+from takeover.limits import RunLimits
 from takeover.report import build_report
+from takeover.trajectories.takeover_run import RunRecord
 
 VIEWS = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
 TYPES = ("after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from takeover.agents import RunAccounting, RunLimits, RunRecord, TakeoverOrigin
 from takeover.cli import app
+from takeover.limits import RunLimits
 from takeover.report import build_report
 from takeover.report.drilldown import point_sections
 from takeover.report.page import build_page, decode_section
@@ -19,6 +19,7 @@ from takeover.report.rows import collect_rows, read_units
 from takeover.report.run_page import write_run_page
 from takeover.report.transcript import read_transcripts
 from takeover.trajectories import Event, LLMCall, Usage
+from takeover.trajectories.takeover_run import RunAccounting, RunRecord, TakeoverOrigin
 
 CHECKPOINT_PATCH = "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-return a - b\n+return a * b\n"
 FINAL_PATCH = "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-return a - b\n+return a + b\n"
@@ -46,7 +47,7 @@ def _run_folder(folder: Path, *, view: str, checkpoint_dir: Path, estimated: boo
         Event(index=4, kind="action", source="agent", type="finish", text="submit", command="submit", llm_call=2),
     ]
     calls = [LLMCall(index=0, usage=Usage(prompt_tokens=100, completion_tokens=5, cached_tokens=0)),
-             LLMCall(index=1, usage=Usage(prompt_tokens=150, completion_tokens=9, cached_tokens=90)),
+             LLMCall(index=1, usage=Usage(prompt_tokens=150, completion_tokens=9, cached_tokens=90, reasoning_tokens=4)),
              LLMCall(index=2, usage=Usage(prompt_tokens=170, completion_tokens=3, estimated=estimated))]
     (folder / "events.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in events))
     (folder / "calls.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in calls))
@@ -126,6 +127,11 @@ def experiment(tmp_path) -> Path:
                                           "patch_path": str(run_dir / "patch.diff")})
             _unit(out, "grade", gkey, {"resolved": True, "handoff_state": "resolved_preserve",
                                        "fail_to_pass_rate": 1.0, "pass_to_pass_rate": 1.0})
+    # The note writer's tokens of a summary_notes view (no takeover run uses it here).
+    plan["stages"]["view"].append({"key": "v-notes-p1", "labels": {"instance_id": "acme__calc-1", "point_key": "p1",
+                                                                   "view": "summary_notes"}})
+    _unit(out, "view", "v-notes-p1", {"characters": 900, "cached_tokens": 30, "reasoning_tokens": 12,
+                                      "estimated_calls": 1}, prompt_tokens=500, completion_tokens=80)
     plan["stages"]["view"].append({"key": "v-blocked", "blocked": "checkpoint p3 failed",
                                    "labels": {"instance_id": "acme__calc-1", "point_key": "p3",
                                               "view": "summary_notes"}})
@@ -165,6 +171,12 @@ def test_summary_sections_hold_tables_charts_tokens_and_unfinished_units(experim
     tokens = {t.view: t for t in page.tokens}
     assert (tokens["repo_only"].runs, tokens["repo_only"].prompt_tokens, tokens["repo_only"].cached_tokens) == (2, 840, 180)
     assert tokens["raw_trace"].estimated_calls == 1 and tokens["raw_trace"].llm_calls == 3
+    assert tokens["raw_trace"].reasoning_tokens == 4  # the unit record does not say; its run folder does
+    # The note writer's tokens, apart: cached and reasoning tokens and estimated calls from the view units.
+    notes = {t.view: t for t in page.note_tokens}
+    assert (notes["summary_notes"].prompt_tokens, notes["summary_notes"].cached_tokens) == (500, 30)
+    assert (notes["summary_notes"].reasoning_tokens, notes["summary_notes"].estimated_calls) == (12, 1)
+    assert notes["repo_only"].runs == 2 and notes["repo_only"].cached_tokens is None
     # Unfinished units and why, with a link to what they belong to.
     problems = {(g.stage, g.status): g for g in page.problems}
     assert set(problems) == {("predecessor", "failed"), ("view", "blocked"), ("takeover", "failed"),
@@ -210,6 +222,7 @@ def test_drill_down_of_a_point_holds_task_point_diff_state_prompts_steps_patch_a
     assert edit["usage"]["cached_tokens"] == 90 and raw["steps"][2]["usage"]["estimated"] is True
     assert raw["final_patch"] == FINAL_PATCH and raw["grading"]["resolved"] is True
     assert (raw["prompt_tokens"], raw["cached_tokens"], raw["estimated_calls"]) == (420, 90, 1)
+    assert raw["reasoning_tokens"] == 4 and edit["usage"]["reasoning_tokens"] == 4
     # A failed run: no folder, the reason instead of steps.
     p2 = decode_section(blobs["p2"])
     failed = {r["view"]: r for r in p2["runs"]}["raw_trace"]

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from takeover.report import write_run_page
+
 
 def show(
     path: Annotated[Path, typer.Argument(help="A takeover run folder, or a trajectory file or run folder of any "
@@ -19,8 +21,6 @@ def show(
     """Write the steps of a run as one self-contained HTML page: the prompt, every action with its folded
     observation and the tokens of each model call, the final patch; for a takeover run also the handoff
     point and checkpoint diff it started from. A file with several runs gives one section per run."""
-    from takeover.report import write_run_page
-
     name = path.name[: -len("".join(path.suffixes))] if path.is_file() and path.suffixes else path.name
     target = out or Path(f"{name or 'run'}.html")
     print(write_run_page(path, target, format=format))

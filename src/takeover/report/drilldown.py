@@ -60,9 +60,10 @@ class RunCell(BaseModel):
         takeover_key: the unit key (``OUT/units/takeover/<key>.json``); successor, view: as planned.
         status, failure_kind, reason, resolved: as in ``results.csv``.
         exit_status, exit_detail: why the agent stopped.
-        agent_events, llm_calls, prompt_tokens, completion_tokens, cached_tokens, estimated_calls:
-            counts of the run (events, calls, tokens); ``cached_tokens`` is ``None`` when no call reported
-            it, ``estimated_calls`` ``None`` when unknown (no run folder).
+        agent_events, llm_calls, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
+            estimated_calls: counts of the run (events, calls, tokens); ``cached_tokens`` and
+            ``reasoning_tokens`` are ``None`` when no call reported them, ``estimated_calls`` ``None`` when
+            unknown (neither the unit record nor a run folder says).
         initial_prompt_chars, initial_prompt_tokens, wall_seconds, checkpoint_diff_preserved,
             only_source_files_changed: the run's other recorded metrics.
         run_dir: the run folder read; steps: its steps; final_patch: ``patch.diff``; note: why there are
@@ -84,6 +85,7 @@ class RunCell(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     estimated_calls: int | None = None
     initial_prompt_chars: int | None = None
     initial_prompt_tokens: int | None = None
@@ -153,6 +155,7 @@ _RUN_FIELDS = (
     "prompt_tokens",
     "completion_tokens",
     "cached_tokens",
+    "reasoning_tokens",
     "estimated_calls",
     "initial_prompt_chars",
     "initial_prompt_tokens",
@@ -276,7 +279,7 @@ def _run_cell(reader: _Reader, row: dict, grade_entry: dict | None, with_steps: 
     cell.steps = t.steps
     cell.final_patch = t.final_patch
     # Counts the unit did not record (a failed run, or fields older records lack) come from the folder.
-    for f in ("agent_events", "llm_calls", "prompt_tokens", "completion_tokens", "cached_tokens"):
+    for f in ("agent_events", "llm_calls", "prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens"):
         if getattr(cell, f) is None:
             setattr(cell, f, getattr(t, f))
     if cell.estimated_calls is None:

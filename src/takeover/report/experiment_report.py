@@ -18,6 +18,7 @@ from takeover._io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
 from takeover.report.markdown import render_markdown
 from takeover.report.page import build_page
+from takeover.report.plots import write_plots
 from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
 from takeover.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from takeover.report.tables import summary_tables
@@ -81,12 +82,11 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
                     "report.md": str(out / "report.md")}
     if html:
         page, blobs = build_page(units, rows, data)
+        del units  # the page is written from its own data: the unit records' memory is reused for it
         report.files["report.html"] = str(write_report_html(out / "report.html", page, blobs))
-        del page, blobs
-    del units  # freed before matplotlib loads: the plots need only the summary table
+        del page, blobs  # freed before matplotlib loads: the plots need only the summary table
+    else:
+        del units
     if plots and rows:
-        # Imported here: matplotlib costs a second and ~40 MiB, and only the plots need it.
-        from takeover.report.plots import write_plots
-
         report.files.update(write_plots(out / "plots", data["summary"]))
     return report

@@ -57,6 +57,21 @@ def _script_json(value: Any) -> Markup:
     return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
 
 
+def _index_chunks(index: dict[str, Any], rows_per_chunk: int = 500) -> Iterator[Markup]:
+    """The JSON of :func:`page_index` in pieces of ``rows_per_chunk`` runs, so that the text of a large
+    index is never built whole."""
+    runs, rest = index["runs"], {k: v for k, v in index.items() if k != "runs"}
+    yield Markup('{"runs":{"columns":') + _script_json(runs["columns"]) + Markup(',"rows":[')
+    rows = runs["rows"]
+    for start in range(0, len(rows), rows_per_chunk):
+        part = _script_json(rows[start:start + rows_per_chunk])[1:-1]
+        yield Markup(",") + part if start else part
+    yield Markup("]}")
+    for key, value in rest.items():
+        yield Markup(",") + _script_json(key) + Markup(":") + _script_json(value)
+    yield Markup("}")
+
+
 def page_index(page: ReportPage) -> dict[str, Any]:
     """What the page's script builds the run table and the list of handoff points from:
     ``{"runs": {"columns": RUN_COLUMNS, "rows": [[...], ...]}, "points": [[point_key, instance_id,
@@ -78,7 +93,7 @@ def page_index(page: ReportPage) -> dict[str, Any]:
 def _report_chunks(page: ReportPage, blobs: dict[str, str]) -> Iterator[str]:
     states = order_states(list({s for c in page.data["table1"]["points"].values() for s in c}))
     return _environment().get_template("report.html.j2").generate(
-        page=page, data=page.data, blobs=blobs, states=states, index=_script_json(page_index(page)),
+        page=page, data=page.data, blobs=blobs, states=states, index=_index_chunks(page_index(page)),
         css=_asset("page.css"), js=_asset("page.js"))
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from collections import defaultdict
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
@@ -24,7 +23,8 @@ from takeover.report.rows import ExperimentUnits, order_states, order_views
 from takeover.vocabulary import POINT_TYPES
 
 #: Counts of a run shown in the run table: from its row (the unit record), else from its run folder.
-_COUNTS = ("agent_events", "llm_calls", "prompt_tokens", "cached_tokens", "completion_tokens", "estimated_calls")
+_COUNTS = ("agent_events", "llm_calls", "prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens",
+           "estimated_calls")
 #: Units listed per group of unfinished units (the rest are counted).
 MAX_LISTED_PROBLEMS = 200
 
@@ -53,23 +53,36 @@ class RunIndexRow(NamedTuple):
     prompt_tokens: int | None
     cached_tokens: int | None
     completion_tokens: int | None
+    reasoning_tokens: int | None
     estimated_calls: int | None
 
 
 class TokenAccounting(BaseModel):
-    """Tokens of the takeover runs of one (successor, view), summed over its runs (tokens, calls).
+    """Tokens of the takeover runs of one (successor, view), or of the note writer for one view, summed
+    over its runs or units (tokens, calls).
 
-    ``cached_tokens``: cached prompt tokens (a part of ``prompt_tokens``), ``None`` when no run reported
-    any; ``estimated_calls``: calls whose usage was estimated, ``None`` when no run folder said."""
+    ``cached_tokens``: cached prompt tokens (a part of ``prompt_tokens``) and ``reasoning_tokens``
+    (a part of ``completion_tokens``), ``None`` when nothing reported them; ``estimated_calls``: calls
+    whose usage was estimated, ``None`` when no record said; ``llm_calls`` ``None`` when unknown."""
 
-    successor: str
+    successor: str | None = None
     view: str
     runs: int
     prompt_tokens: int = 0
     cached_tokens: int | None = None
     completion_tokens: int = 0
-    llm_calls: int = 0
+    reasoning_tokens: int | None = None
+    llm_calls: int | None = None
     estimated_calls: int | None = None
+
+    def add(self, counts: dict[str, Any]) -> None:
+        """Add one run's or unit's counts (``None`` counts leave a sum unknown only if all are)."""
+        self.runs += 1
+        self.prompt_tokens += counts.get("prompt_tokens") or 0
+        self.completion_tokens += counts.get("completion_tokens") or 0
+        for f in ("cached_tokens", "reasoning_tokens", "llm_calls", "estimated_calls"):
+            if counts.get(f) is not None:
+                setattr(self, f, (getattr(self, f) or 0) + counts[f])
 
 
 class ProblemUnit(BaseModel):
@@ -122,7 +135,8 @@ class ReportPage(BaseModel):
         charts: ``{name: inline SVG}``: ``solved_rate``, ``agent_events``, ``prompt_tokens``,
             ``diff_agent_events``, ``diff_prompt_tokens``.
         runs: the run table, one row per planned takeover run.
-        tokens: token accounting per (successor, view).
+        tokens: token accounting of the takeover runs per (successor, view).
+        note_tokens: token accounting of the note writer per view (not included in ``tokens``).
         problems: unfinished units grouped by stage and reason.
         points: one header per handoff point (the drill-down sections, in order).
         filters: the values offered by each filter: ``view``, ``successor``, ``state``, ``ptype``.
@@ -133,6 +147,7 @@ class ReportPage(BaseModel):
     charts: dict[str, str] = Field(default_factory=dict)
     runs: list[RunIndexRow] = Field(default_factory=list)
     tokens: list[TokenAccounting] = Field(default_factory=list)
+    note_tokens: list[TokenAccounting] = Field(default_factory=list)
     problems: list[ProblemGroup] = Field(default_factory=list)
     points: list[PointHeader] = Field(default_factory=list)
     filters: dict[str, list[str]] = Field(default_factory=dict)
@@ -182,21 +197,28 @@ def problem_groups(units: ExperimentUnits) -> list[ProblemGroup]:
 def _token_accounting(runs: list[RunIndexRow]) -> list[TokenAccounting]:
     acc: dict[tuple[str, str], TokenAccounting] = {}
     for r in runs:
-        t = acc.get((r.successor, r.view))
-        if t is None:
-            t = acc[(r.successor, r.view)] = TokenAccounting(successor=r.successor, view=r.view, runs=0)
-        t.runs += 1
-        t.prompt_tokens += r.prompt_tokens or 0
-        t.completion_tokens += r.completion_tokens or 0
-        t.llm_calls += r.llm_calls or 0
-        if r.cached_tokens is not None:
-            t.cached_tokens = (t.cached_tokens or 0) + r.cached_tokens
-        if r.estimated_calls is not None:
-            t.estimated_calls = (t.estimated_calls or 0) + r.estimated_calls
-    rank: dict[str, int] = defaultdict(int)
-    for i, v in enumerate(order_views(list({v for _, v in acc}))):
-        rank[v] = i
+        key = (r.successor, r.view)
+        if key not in acc:
+            acc[key] = TokenAccounting(successor=r.successor, view=r.view, runs=0)
+        acc[key].add(r._asdict())
+    rank = {v: i for i, v in enumerate(order_views(list({v for _, v in acc})))}
     return [acc[k] for k in sorted(acc, key=lambda k: (k[0], rank[k[1]]))]
+
+
+def note_token_accounting(units: ExperimentUnits) -> list[TokenAccounting]:
+    """Tokens the note writer spent per view (docs/protocol.md section 9: reported apart from the
+    successors'), from the ``view`` units that have a result (failed ones included: their tokens were
+    spent)."""
+    acc: dict[str, TokenAccounting] = {}
+    for entry in units.entries("view"):
+        unit = units.get("view", entry["key"])
+        if unit is None:
+            continue
+        view = entry["labels"]["view"]
+        if view not in acc:
+            acc[view] = TokenAccounting(view=view, runs=0)
+        acc[view].add({**unit.output, "prompt_tokens": unit.prompt_tokens, "completion_tokens": unit.completion_tokens})
+    return [acc[v] for v in order_views(list(acc))]
 
 
 def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *,
@@ -238,6 +260,7 @@ def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *
             reason=r["reason"], exit_status=r["exit_status"],
             **{f: r[f] if r.get(f) is not None else c.get(f) for f in _COUNTS}))
     page.tokens = _token_accounting(page.runs)
+    page.note_tokens = note_token_accounting(units)
     page.problems = problem_groups(units)
     page.filters = {
         "view": order_views(list({r["view"] for r in rows})),

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from takeover.report.rows import order_views
 from takeover.vocabulary import BASE_VIEW
@@ -59,6 +58,10 @@ def write_plots(folder: Path | str, summary: list[dict]) -> dict[str, str]:
     ``summary`` is the ``summary`` table of ``report.json`` (:func:`takeover.report.tables.summarize`).
     Returns ``{file name: path}``.
     """
+    # Imported here: matplotlib costs a few hundred milliseconds and 20-30 MiB that only plots need, and
+    # the report frees its unit records before this point so that memory is reused.
+    from matplotlib.figure import Figure
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, str] = {}

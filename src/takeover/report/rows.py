@@ -20,11 +20,12 @@ import io
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from takeover._io import atomic_write_text
+from takeover._io import atomic_write_chunks
 from takeover.errors import InputError
 from takeover.vocabulary import HANDOFF_STATES, VIEWS
 
@@ -360,15 +361,22 @@ def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
 
 def write_csv(path: Path, rows: list[dict]) -> None:
     """Write ``results.csv`` atomically: the :data:`RESULT_COLUMNS` of ``rows``, sorted by successor,
-    instance, point type and view (protocol order)."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=RESULT_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
+    instance, point type and view (protocol order); written in pieces of 1,000 rows."""
 
     def order(r: dict) -> tuple:
         rank = VIEWS.index(r["view"]) if r["view"] in VIEWS else len(VIEWS)
         return (r["successor"], r["instance_id"], r["point_type"], rank, r["view"])
 
-    for r in sorted(rows, key=order):
-        writer.writerow(r)
-    atomic_write_text(path, buf.getvalue())
+    def chunks() -> Iterator[str]:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=RESULT_COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for i, r in enumerate(sorted(rows, key=order), 1):
+            writer.writerow(r)
+            if i % 1000 == 0:
+                yield buf.getvalue()
+                buf.seek(0)
+                buf.truncate()
+        yield buf.getvalue()
+
+    atomic_write_chunks(path, chunks())

@@ -51,6 +51,7 @@ def run_section(traj: Trajectory, key: str) -> PointSection:
         takeover_key=key, successor=t.model or "agent", view=view, status=t.exit_status or "recorded",
         exit_status=t.exit_status, agent_events=t.agent_events, llm_calls=t.llm_calls,
         prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens, cached_tokens=t.cached_tokens,
+        reasoning_tokens=t.reasoning_tokens,
         estimated_calls=t.estimated_calls, initial_prompt_chars=accounting.get("initial_prompt_chars"),
         initial_prompt_tokens=accounting.get("initial_prompt_tokens"), wall_seconds=accounting.get("wall_seconds"),
         run_dir=meta.get("run_dir") or t.source_path, steps=t.steps, final_patch=t.final_patch,

@@ -21,13 +21,21 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from scipy.stats import binomtest
+
+
+def _binomtest(k: int, n: int, p: float = 0.5):
+    """``scipy.stats.binomtest``, imported on first use: loading ``scipy.stats`` takes about a second and
+    60 MiB, which ``import takeover.report`` (the CLI, ``takeover show``) does not need."""
+    from scipy.stats import binomtest as scipy_binomtest
+
+    return scipy_binomtest(k, n, p)
+
 
 DEFAULT_RESAMPLES = 5000
 DEFAULT_SEED = 20260430
 # Resamples drawn per block: bounds memory to about CHUNK x n values while giving exactly the same
 # numbers as one big draw (numpy's Generator fills arrays in row-major order from one stream).
-_CHUNK = 500
+_CHUNK = 250
 
 
 def median(values: Sequence[float]) -> float | None:
@@ -84,7 +92,7 @@ def paired_bootstraps(
     Every pair gets exactly the numbers it would get alone. A report compares each view with
     ``repo_only`` for two metrics, per successor and per breakdown group: pairs of the same length draw
     the same indices (same seed), and equal value vectors have the same resampled medians, so both are
-    computed once per length and per vector; lengths run in parallel threads. Memory: about ``500 x n``
+    computed once per length and per vector; lengths run in parallel threads. Memory: about ``250 x n``
     indices per thread at a time plus ``resamples`` medians per distinct vector.
 
     Returns:
@@ -190,7 +198,7 @@ def mcnemar_exact(base_solved: Sequence[bool], new_solved: Sequence[bool]) -> di
     b = sum(1 for x, y in zip(base_solved, new_solved) if x and not y)
     c = sum(1 for x, y in zip(base_solved, new_solved) if y and not x)
     n = len(base_solved)
-    p = 1.0 if b + c == 0 else float(binomtest(c, b + c, 0.5).pvalue)
+    p = 1.0 if b + c == 0 else float(_binomtest(c, b + c, 0.5).pvalue)
     return {"n": n, "base_only": b, "new_only": c, "p_value": p, "difference": (c - b) / n if n else None}
 
 
@@ -202,5 +210,5 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """
     if n == 0:
         return None, None
-    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    ci = _binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     return max(0.0, float(ci.low)), min(1.0, float(ci.high))

@@ -58,6 +58,7 @@ class Transcript(BaseModel):
         final_patch: the run's submitted diff, where recorded.
         agent_events, llm_calls: counts; prompt_tokens, completion_tokens: sums over calls with usage;
         cached_tokens: sum of cached prompt tokens (``None`` when no call reported it);
+        reasoning_tokens: sum of completion tokens spent on reasoning (``None`` when no call reported it);
         estimated_calls: calls whose usage is a tokenizer estimate (the endpoint reported none);
         calls_without_usage: calls that record no usage at all.
     """
@@ -76,6 +77,7 @@ class Transcript(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
     estimated_calls: int = 0
     calls_without_usage: int = 0
 
@@ -105,6 +107,12 @@ def _action_text(ev: Event) -> tuple[str, str | None]:
     if ev.thought and text.startswith(ev.thought):
         text = text[len(ev.thought):].strip()
     return text, None
+
+
+def _sum(values) -> int | None:
+    """Sum of the values that are not ``None``; ``None`` when all are."""
+    found = [v for v in values if v is not None]
+    return sum(found) if found else None
 
 
 def transcript(traj: Trajectory) -> Transcript:
@@ -152,6 +160,7 @@ def transcript(traj: Trajectory) -> Transcript:
         prompt_tokens=traj.prompt_tokens,
         completion_tokens=traj.completion_tokens,
         cached_tokens=traj.cached_tokens,
+        reasoning_tokens=_sum(c.usage.reasoning_tokens for c in traj.llm_calls if c.usage is not None),
         estimated_calls=sum(1 for c in traj.llm_calls if c.usage is not None and c.usage.estimated),
         calls_without_usage=sum(1 for c in traj.llm_calls if c.usage is None),
     )

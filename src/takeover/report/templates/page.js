@@ -119,8 +119,12 @@
   function usageText(u) {
     if (!u) return "";
     var t = fmt(u.prompt_tokens) + " prompt";
-    if (u.cached_tokens !== undefined && u.cached_tokens !== null) t += " (" + fmt(u.cached_tokens) + " cached)";
+    var parts = [];
+    if (u.cached_tokens !== undefined && u.cached_tokens !== null) parts.push(fmt(u.cached_tokens) + " cached");
+    if (u.cache_creation_tokens) parts.push(fmt(u.cache_creation_tokens) + " written to cache");
+    if (parts.length) t += " (" + parts.join(", ") + ")";
     t += " · " + fmt(u.completion_tokens) + " completion";
+    if (u.reasoning_tokens) t += " (" + fmt(u.reasoning_tokens) + " reasoning)";
     if (u.estimated) t += " · estimated";
     return t;
   }
@@ -179,7 +183,8 @@
       ["model calls", run.llm_calls === undefined ? null : fmt(run.llm_calls) +
         (run.estimated_calls ? " (" + fmt(run.estimated_calls) + " with estimated usage)" : "")],
       ["prompt tokens", tokens],
-      ["completion tokens", run.completion_tokens === undefined ? null : fmt(run.completion_tokens)],
+      ["completion tokens", run.completion_tokens === undefined ? null : fmt(run.completion_tokens) +
+        (run.reasoning_tokens !== undefined ? " (" + fmt(run.reasoning_tokens) + " reasoning)" : "")],
       ["initial prompt", run.initial_prompt_chars === undefined ? null : fmt(run.initial_prompt_chars) + " chars" +
         (run.initial_prompt_tokens !== undefined ? ", " + fmt(run.initial_prompt_tokens) + " tokens" : "")],
       ["wall time", run.wall_seconds === undefined ? null : run.wall_seconds.toFixed(1) + " s"],
