@@ -78,11 +78,11 @@ def page_index(page: ReportPage) -> dict[str, Any]:
     point_type, handoff_state, [[successor, view, resolved, status, takeover_key], ...], several
     successors?], ...]}``."""
     rows = []
+    at = RUN_COLUMNS.index("reason")
     for r in page.runs:
         row = [getattr(r, c) for c in RUN_COLUMNS]
-        reason = row[10]
-        if reason and len(reason) > REASON_CHARS:
-            row[10] = reason[:REASON_CHARS] + "..."
+        if row[at] and len(row[at]) > REASON_CHARS:
+            row[at] = row[at][:REASON_CHARS] + "..."
         rows.append(row)
     points = [[p.point_key, p.instance_id, p.point_type, p.handoff_state,
                [[r["successor"], r["view"], r["resolved"], r["status"], r["takeover_key"]] for r in p.runs],

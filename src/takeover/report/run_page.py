@@ -86,7 +86,7 @@ def _label(traj: Trajectory, section: PointSection) -> str:
     parts = [traj.instance_id or "run", traj.format]
     if traj.record:
         parts.append(traj.record)
-    if cell.view not in ("run",):
+    if cell.view != "run":
         parts.append(cell.view)
     parts += [cell.successor, f"{cell.agent_events} events", cell.exit_status or "no exit status"]
     return " · ".join(str(p) for p in parts)
