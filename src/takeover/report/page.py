@@ -265,7 +265,7 @@ def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *
     page.filters = {
         "view": order_views(list({r["view"] for r in rows})),
         "successor": sorted({r["successor"] for r in rows}),
-        "state": order_states(list({str(r["handoff_state"]) for r in rows})),
+        "state": order_states(list({r["handoff_state"] or "ungraded" for r in rows})),
         "ptype": sorted({r["point_type"] for r in rows},
                         key=lambda t: (POINT_TYPES.index(t) if t in POINT_TYPES else len(POINT_TYPES), t)),
     }
