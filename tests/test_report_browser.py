@@ -22,12 +22,13 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
 
 def _chromium() -> str:
     """Path of a Chromium binary (TAKEOVER_CHROMIUM, else Debian's), or skip/fail saying what is missing."""
-    found = os.environ.get("TAKEOVER_CHROMIUM") or next(
-        (p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
-         if p and Path(p).exists()), None)
+    given = os.environ.get("TAKEOVER_CHROMIUM")
+    candidates = [given] if given else ["/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")]
+    found = next((c for c in candidates if c and Path(c).is_file()), None)
     reason = None
     if not found:
-        reason = "no Chromium found (apt-get install chromium, or set TAKEOVER_CHROMIUM)"
+        reason = (f"TAKEOVER_CHROMIUM={given} is not a file" if given
+                  else "no Chromium found (apt-get install chromium, or set TAKEOVER_CHROMIUM)")
     else:
         try:
             import playwright.sync_api  # noqa: F401
