@@ -9,6 +9,7 @@ drill-down into every handoff point) and the PNG plots ``plots/events_tokens.png
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel, Field
 from takeover._io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
 from takeover.report.markdown import render_markdown
-from takeover.report.page import build_page
+from takeover.report.page import build_drilldown, build_page
 from takeover.report.plots import write_plots
 from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
 from takeover.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -63,7 +64,11 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     resamples = int(boot.get("resamples", DEFAULT_RESAMPLES))
     seed = int(boot.get("seed", DEFAULT_SEED))
     rows = collect_rows(units)
-    tables = summary_tables(rows, resamples=resamples, seed=seed)
+    # The bootstraps (numpy, without the GIL) run while the drill-down of every point is built.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(summary_tables, rows, resamples=resamples, seed=seed)
+        drilldown = build_drilldown(units, rows) if html else None
+        tables = pending.result()
     data: dict[str, Any] = {
         "name": units.plan.get("name", "experiment"),
         "bootstrap": {"resamples": resamples, "seed": seed, "statistic": "relative change of medians, paired"},
@@ -82,7 +87,8 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     report.files = {"results.csv": str(out / "results.csv"), "report.json": str(out / "report.json"),
                     "report.md": str(out / "report.md")}
     if html:
-        page, blobs = build_page(units, rows, data)
+        page, blobs = build_page(units, rows, data, drilldown=drilldown)
+        del drilldown
         del units  # the page is written from its own data: the unit records' memory is reused for it
         report.files["report.html"] = str(write_report_html(out / "report.html", page, blobs))
         del page, blobs  # freed before matplotlib loads: the plots need only the summary table

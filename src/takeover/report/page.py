@@ -221,14 +221,50 @@ def note_token_accounting(units: ExperimentUnits) -> list[TokenAccounting]:
     return [acc[v] for v in order_views(list(acc))]
 
 
-def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *,
-               steps: bool = True) -> tuple[ReportPage, dict[str, str]]:
+class Drilldown(NamedTuple):
+    """The encoded drill-down of every handoff point (:func:`build_drilldown`).
+
+    Attributes:
+        blobs: ``{point_key: encoded section}`` (:func:`encode_section`).
+        points: one :class:`PointHeader` per point, in page order.
+        counts: per takeover run, the counts the page shows (events, calls, tokens) as its cell had them.
+    """
+
+    blobs: dict[str, str]
+    points: list[PointHeader]
+    counts: dict[str, dict[str, int | None]]
+
+
+def build_drilldown(units: ExperimentUnits, rows: list[dict], *, steps: bool = True) -> Drilldown:
+    """Build and encode every point's drill-down, one point at a time (needs no summary table, so it
+    can run while the tables' bootstraps do).
+
+    Args:
+        units, rows: from :func:`takeover.report.rows.read_units` / :func:`~takeover.report.rows.collect_rows`.
+        steps: read each run folder for its steps (``False``: unit records only, a smaller page).
+    """
+    found = Drilldown(blobs={}, points=[], counts={})
+    for section in point_sections(units, rows, steps=steps):
+        found.blobs[section.point_key] = encode_section(section)
+        found.points.append(PointHeader(
+            point_key=section.point_key, instance_id=section.instance_id, point_type=section.point_type,
+            handoff_state=section.handoff.handoff_state,
+            runs=[{"successor": c.successor, "view": c.view, "resolved": c.resolved, "status": c.status,
+                   "takeover_key": c.takeover_key} for c in section.runs]))
+        for c in section.runs:
+            found.counts[c.takeover_key] = {f: getattr(c, f) for f in _COUNTS}
+    return found
+
+
+def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *, steps: bool = True,
+               drilldown: Drilldown | None = None) -> tuple[ReportPage, dict[str, str]]:
     """The :class:`ReportPage` and ``{point_key: encoded drill-down}`` of an experiment.
 
     Args:
         units, rows: from :func:`takeover.report.rows.read_units` / :func:`~takeover.report.rows.collect_rows`.
         data: the ``report.json`` tables built from them.
         steps: read each run folder for its steps (``False``: unit records only, a smaller page).
+        drilldown: the points' drill-down when already built (:func:`build_drilldown`).
     """
     page = ReportPage(name=str(data.get("name", "experiment")), data=data)
     summary = data.get("summary") or []
@@ -240,19 +276,10 @@ def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *
             diffs = paired_differences(rows, metric)
             if diffs:
                 page.charts[f"diff_{metric}"] = paired_differences_chart(diffs, metric)
-    blobs: dict[str, str] = {}
-    counts: dict[str, dict[str, int | None]] = {}  # per run: the counts its folder gave (not its steps)
-    for section in point_sections(units, rows, steps=steps):
-        blobs[section.point_key] = encode_section(section)
-        page.points.append(PointHeader(
-            point_key=section.point_key, instance_id=section.instance_id, point_type=section.point_type,
-            handoff_state=section.handoff.handoff_state,
-            runs=[{"successor": c.successor, "view": c.view, "resolved": c.resolved, "status": c.status,
-                   "takeover_key": c.takeover_key} for c in section.runs]))
-        for c in section.runs:
-            counts[c.takeover_key] = {f: getattr(c, f) for f in _COUNTS}
+    drilldown = drilldown or build_drilldown(units, rows, steps=steps)
+    page.points = drilldown.points
     for r in rows:
-        c = counts.get(r["takeover_key"], {})
+        c = drilldown.counts.get(r["takeover_key"], {})
         page.runs.append(RunIndexRow(
             takeover_key=r["takeover_key"], point_key=r["point_key"], successor=r["successor"],
             instance_id=r["instance_id"], point_type=r["point_type"], handoff_state=r["handoff_state"],
@@ -269,4 +296,4 @@ def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *
         "ptype": sorted({r["point_type"] for r in rows},
                         key=lambda t: (POINT_TYPES.index(t) if t in POINT_TYPES else len(POINT_TYPES), t)),
     }
-    return page, blobs
+    return page, drilldown.blobs
