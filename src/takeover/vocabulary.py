@@ -26,6 +26,10 @@ NOTE_VIEWS: tuple[NoteView, ...] = get_args(NoteView)
 PointType = Literal["after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit"]
 #: The three deterministic point types, in the protocol's order.
 POINT_TYPES: tuple[PointType, ...] = get_args(PointType)
+#: The handoff point of an interrupted interactive session (``takeover handoff``): its last event. Not one
+#: of the study's point types (a person chose the moment), so it is never in :data:`POINT_TYPES`.
+SessionEnd = Literal["session_end"]
+SESSION_END: SessionEnd = "session_end"
 
 # --- handoff states (docs/protocol.md section 6) ------------------------------------------------------
 

@@ -16,6 +16,7 @@ from takeover.points.detection import (
     Verification,
     command_of,
     detect_points,
+    point_at,
     source_edits,
     verifications,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "command_of",
     "detect_points",
     "event_states",
+    "point_at",
     "recorded_diffs",
     "source_edits",
     "stored_diffs",

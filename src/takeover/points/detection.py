@@ -20,14 +20,15 @@ from takeover.classify import (
 from takeover.patches import count_changed_lines
 from takeover.snapshots import join_diffs, patch_sha256
 from takeover.trajectories.events import Event
-from takeover.vocabulary import POINT_TYPES, PointType, ValidationStatus, VerificationResult
+from takeover.vocabulary import POINT_TYPES, PointType, SessionEnd, ValidationStatus, VerificationResult
 
 
 class HandoffPoint(BaseModel):
     """One handoff point of a predecessor run.
 
     Attributes:
-        type: one of :data:`POINT_TYPES`.
+        type: one of :data:`POINT_TYPES`, or ``session_end`` for the last event of an interrupted session
+            (:data:`takeover.vocabulary.SESSION_END`).
         event_index: index (0-based, into ``Trajectory.events``) of the handoff event; the checkpoint is
             the repository after this event and the successor sees events ``0..event_index`` at most.
         changed_source_files: source files whose cumulative diff is non-empty at the point (sorted).
@@ -42,7 +43,7 @@ class HandoffPoint(BaseModel):
         patch_lines: added + removed lines of that diff.
     """
 
-    type: PointType
+    type: PointType | SessionEnd
     event_index: int
     changed_source_files: list[str] = Field(default_factory=list)
     changed_test_files: list[str] = Field(default_factory=list)
@@ -117,10 +118,19 @@ def source_edits(events: Sequence[Event], diffs: Sequence[Mapping[str, str]]) ->
     return edits
 
 
-def _point(
-    kind: PointType, index: int, diffs: Sequence[Mapping[str, str]], edits: list[int], checks: list[Verification]
+def point_at(
+    kind: PointType | SessionEnd, index: int, diff: Mapping[str, str], edits: Sequence[int],
+    checks: Sequence[Verification],
 ) -> HandoffPoint:
-    diff = diffs[index]
+    """What a point at event ``index`` records (docs/protocol.md section 4.4).
+
+    Args:
+        kind: the point's type.
+        index: the handoff event (0-based).
+        diff: ``{path: cumulative diff against base_commit}`` after that event.
+        edits: indices of the run's source edits (:func:`source_edits`), in order.
+        checks: the run's verification observations (:func:`verifications`), in order.
+    """
     classes: dict[str, list[str]] = {"source": [], "test": [], "artifact": []}
     for path in sorted(diff):
         classes[file_class(path)].append(path)
@@ -178,11 +188,12 @@ def detect_points(
             reason += f" (only test files or non-source artifacts changed: {', '.join(touched[:5])})"
         return [], [MissingPoint(type=t, reason=reason) for t in POINT_TYPES]
     first_edit = edits[0]
-    points.append(_point("after_first_source_edit", first_edit, diffs, edits, checks))
+    points.append(point_at("after_first_source_edit", first_edit, diffs[first_edit], edits, checks))
 
     after_edit = [v for v in checks if v.event_index > first_edit]
     if after_edit:
-        points.append(_point("after_first_verification_result", after_edit[0].event_index, diffs, edits, checks))
+        first_check = after_edit[0].event_index
+        points.append(point_at("after_first_verification_result", first_check, diffs[first_check], edits, checks))
     else:
         missing.append(MissingPoint(
             type="after_first_verification_result",
@@ -196,7 +207,7 @@ def detect_points(
     else:
         later = [e for e in edits if e > failed.event_index and not is_git_restore_command(command_of(events, e))]
         if later:
-            points.append(_point("after_first_post_failure_edit", later[0], diffs, edits, checks))
+            points.append(point_at("after_first_post_failure_edit", later[0], diffs[later[0]], edits, checks))
         else:
             missing.append(MissingPoint(
                 type="after_first_post_failure_edit",
