@@ -127,6 +127,44 @@ def snapshot_diff(workspace: Path | str, base_commit: str, tree: str) -> dict[st
     return split_patch(snapshot_patch(workspace, base_commit, tree))
 
 
+def untracked_files(workspace: Path | str) -> list[str]:
+    """Repository-relative paths of the untracked, not ignored files of ``workspace`` (sorted).
+
+    Read-only: nothing is written into the repository (no index refresh either).
+
+    Raises:
+        SnapshotError: ``workspace`` is not a git checkout or git fails.
+    """
+    out = _run(["ls-files", "-z", "--others", "--exclude-standard"], workspace)
+    return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def worktree_patch(workspace: Path | str, base_commit: str) -> str:
+    """The diff of the working tree of ``workspace`` against ``base_commit``, as one patch text: the same
+    state as :func:`take_snapshot` (tracked and untracked files, ignored files left out; docs/protocol.md
+    section 5) and the same text as :func:`snapshot_patch` of it, but read without writing anything into the
+    repository: no private index, no objects, no index refresh. For a person's own repository.
+
+    ``base_commit`` may be any tree-ish (a commit, or :data:`EMPTY_TREE` for a repository without one).
+    Untracked files are diffed one by one against ``/dev/null`` (one git process each).
+
+    Raises:
+        SnapshotError: ``workspace`` is not a git checkout, ``base_commit`` is unknown or git fails.
+    """
+    diffs = split_patch(_run([*_DIFF_ARGS, base_commit, "--"], workspace).decode("utf-8", "surrogateescape"))
+    for path in untracked_files(workspace):
+        # exit status 1 means "differs", which a new file always does
+        proc = subprocess.run(
+            ["git", *_DIFF_ARGS, "--no-index", "--", "/dev/null", path],
+            check=False, cwd=workspace, env=_git_env(), capture_output=True,
+        )
+        if proc.returncode not in (0, 1):
+            raise SnapshotError(f"git diff of untracked {path} in {workspace} failed: "
+                                f"{proc.stderr.decode(errors='replace').strip()}")
+        diffs.update(split_patch(proc.stdout.decode("utf-8", "surrogateescape")))
+    return join_diffs(diffs)
+
+
 def join_diffs(diffs: dict[str, str]) -> str:
     """One patch from per-file diffs, in path order (the inverse of :func:`snapshot_diff`)."""
     return "".join(diffs[p] for p in sorted(diffs))
