@@ -61,7 +61,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),  # 7
     ("grading",),  # 8
     ("report", "results"),  # 9: results = the typed records stages write and the report reads
-    ("experiments", "embedded_model", "doctor", "quickstart", "testing"),  # 10 (testing: test support)
+    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff"),  # 10 (testing: test support)
     ("cli", "__main__"),  # 11
 )
 
