@@ -65,9 +65,20 @@ def output_console(*, stderr: bool = False):
 
 
 def _register() -> None:
-    from takeover.cli import agent, experiment, grade, inspect, points, quickstart, show, tasks, views
+    from takeover.cli import (
+        agent,
+        experiment,
+        grade,
+        handoff,
+        inspect,
+        points,
+        quickstart,
+        show,
+        tasks,
+        views,
+    )
 
-    for module in (tasks, inspect, grade, points, views, agent, experiment, quickstart, show):
+    for module in (tasks, inspect, grade, points, views, agent, experiment, quickstart, show, handoff):
         module.register(app)
 
 

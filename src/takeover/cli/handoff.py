@@ -1,0 +1,185 @@
+"""``takeover handoff`` and ``takeover resume``: the takeover prompt for an interrupted agent session, and a
+successor that continues it on a copy of the repository. Thin layers over :mod:`takeover.handoff`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+SessionArg = Annotated[Path, typer.Argument(
+    help="Session file of the agent that stopped: Claude Code (~/.claude/projects/<project>/<id>.jsonl), "
+    "Codex CLI (~/.codex/sessions/.../rollout-*.jsonl) or any format takeover reads (detected by content).")]
+RepoOpt = Annotated[Path | None, typer.Option(
+    "--repo", help="The repository the session worked in (default: the session's working folder).")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")]
+ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="Name of the variable holding the API key (never the key).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON record (JSON Lines) instead of Markdown.")]
+RecordOpt = Annotated[int | None, typer.Option("--record", help="0-based index of the run when SESSION holds several.")]
+MaxCharsOpt = Annotated[int | None, typer.Option("--max-chars", help="raw_trace budget in characters (default: none).")]
+MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="raw_trace budget in estimated tokens (default: none).")]
+NoteMaxTokensOpt = Annotated[int, typer.Option("--note-max-tokens", help="Completion token cap per note-writing call.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per model request.")]
+RetriesOpt = Annotated[int, typer.Option("--retries", help="Retries on 429/5xx/timeouts per model request.")]
+
+
+def _settings(model: str | None, base_url: str | None, api_key_env: str, timeout: float, retries: int):
+    from takeover.llm import ModelSettings
+
+    if model is None:
+        return None
+    return ModelSettings(name=model, base_url=base_url, api_key_env=api_key_env or None, timeout=timeout,
+                         retries=retries)
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    print(f"error: {exc}", file=sys.stderr)
+    return typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``takeover handoff`` and ``takeover resume`` to ``app``."""
+
+    @app.command("handoff")
+    def handoff(
+        session: SessionArg,
+        repo: RepoOpt = None,
+        model: Annotated[str | None, typer.Option("--model", help="Note-writing model (without one: facts and the raw_trace view).")] = None,
+        base_url: BaseUrlOpt = None,
+        api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+        view: Annotated[str | None, typer.Option("--view", help="structured_notes (default with --model), summary_notes, raw_trace (default without) or repo_only.")] = None,
+        out: Annotated[Path | None, typer.Option("--out", help="Also write the takeover prompt alone to this file.")] = None,
+        json_out: JsonOpt = False,
+        record: RecordOpt = None,
+        max_chars: MaxCharsOpt = None,
+        max_tokens: MaxTokensOpt = None,
+        note_max_tokens: NoteMaxTokensOpt = 1600,
+        timeout: TimeoutOpt = 300.0,
+        retries: RetriesOpt = 3,
+    ) -> None:
+        """Print the takeover prompt for the agent that continues SESSION on the repository as it is now.
+
+        Reads the session (secrets masked before any model sees it) and the repository's changes against
+        the session's starting commit (recorded by Codex CLI; else HEAD), untracked files included; computes
+        the protocol's facts (changed source and test files, artifacts, latest verification and its result,
+        the continuation label); writes the notes with the study's validation, retries and leak guard; and
+        prints the facts and the prompt. Neither the session file nor the repository is changed.
+
+        Exit status: 0 with a prompt; 1 when the notes were not accepted (the facts and the reasons are
+        printed, no prompt); 2 on bad input.
+
+        Examples:
+
+            takeover handoff ~/.claude/projects/-home-me-calc/0d6f3c52.jsonl --repo ~/calc
+
+            takeover handoff rollout-2025-10-20.jsonl --repo . --model qwen --base-url http://127.0.0.1:8080/v1 --out next.md
+        """
+        from takeover._io import atomic_write_text
+        from takeover.errors import TakeoverError
+        from takeover.handoff import compose_handoff, handoff_markdown
+
+        try:
+            result = compose_handoff(
+                session, repo, model=_settings(model, base_url, api_key_env, timeout, retries), view=view,
+                record=record, max_chars=max_chars, max_tokens=max_tokens, note_max_tokens=note_max_tokens,
+            )
+        except TakeoverError as exc:
+            raise _fail(exc) from None
+        if out is not None and result.prompt is not None:
+            atomic_write_text(out, result.prompt)
+        if json_out:
+            print(json.dumps(result.public(), ensure_ascii=False))
+        else:
+            sys.stdout.write(handoff_markdown(result))
+        if out is not None and result.prompt is not None:
+            print(f"wrote the takeover prompt to {out}", file=sys.stderr)
+        if result.prompt is None:
+            raise typer.Exit(1)
+
+    @app.command("resume")
+    def resume(
+        session: SessionArg,
+        model: Annotated[str, typer.Option("--model", help="Model of the successor (it also writes the notes).")],
+        repo: RepoOpt = None,
+        base_url: BaseUrlOpt = None,
+        api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+        view: Annotated[str, typer.Option("--view", help="structured_notes, summary_notes, raw_trace or repo_only.")] = "structured_notes",
+        out: Annotated[Path | None, typer.Option("--out", help="Run folder, outside the repository (default: ~/.cache/takeover/resume/<session>-<time>).")] = None,
+        apply: Annotated[bool, typer.Option("--apply", help="Afterwards apply the successor's changes to the repository's working tree (never staged or committed).")] = False,
+        step_limit: Annotated[int, typer.Option("--step-limit", help="Maximum model calls.")] = 500,
+        wall_time_limit_seconds: Annotated[float, typer.Option("--wall-time-limit-seconds", help="Wall-clock limit of the run, seconds.")] = 4 * 3600.0,
+        command_timeout: Annotated[float, typer.Option("--command-timeout", help="Per-command limit, seconds.")] = 600.0,
+        prompt_token_limit: Annotated[int | None, typer.Option("--prompt-token-limit", help="Stop at this many cumulative prompt tokens.")] = None,
+        cost_limit: Annotated[float | None, typer.Option("--cost-limit", help="Stop at this cost (US dollars).")] = None,
+        protocol: Annotated[str, typer.Option("--protocol", help="text (one bash block per reply) or tools.")] = "text",
+        json_out: JsonOpt = False,
+        record: RecordOpt = None,
+        max_chars: MaxCharsOpt = None,
+        max_tokens: MaxTokensOpt = None,
+        note_max_tokens: NoteMaxTokensOpt = 1600,
+        timeout: TimeoutOpt = 300.0,
+        retries: RetriesOpt = 3,
+    ) -> None:
+        """Continue SESSION with a successor agent (mini-swe-agent, sandboxed) on a copy of the repository.
+
+        The copy is the repository's commit plus its uncommitted changes (untracked files included; files
+        ignored by git are not copied). The run is written in takeover's run format to --out, with the
+        handoff (handoff.json, handoff.patch) and the successor's own changes (successor.patch). The
+        repository is left as it is for you to review, unless --apply: then the successor's changes are
+        applied to its working tree, if it has not changed since. Nothing is ever committed or pushed.
+
+        Exit status: 0 when the run finished (whatever the agent did); 1 when the notes were not accepted
+        or the model endpoint or the environment failed; 2 on bad input.
+
+        Example:
+
+            takeover resume rollout.jsonl --repo ~/calc --model openai/qwen --base-url http://127.0.0.1:8080/v1 --step-limit 50
+        """
+        from takeover.errors import TakeoverError
+        from takeover.handoff.resume import HandoffBlocked, resume_session
+        from takeover.limits import RunLimits
+        from takeover.vocabulary import INFRA_EXIT_STATUSES
+
+        try:
+            if protocol not in ("text", "tools"):
+                raise typer.BadParameter(f"unknown protocol {protocol!r}: use text or tools")
+            limits = RunLimits(step_limit=step_limit, wall_time_limit_seconds=wall_time_limit_seconds,
+                               command_timeout=command_timeout, prompt_token_limit=prompt_token_limit,
+                               cost_limit=cost_limit)
+            result = resume_session(
+                session, repo, _settings(model, base_url, api_key_env, timeout, retries), out, view=view,
+                limits=limits, protocol=protocol, apply=apply, record=record, max_chars=max_chars,
+                max_tokens=max_tokens, note_max_tokens=note_max_tokens,
+            )
+        except HandoffBlocked as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise typer.Exit(1) from None
+        except TakeoverError as exc:
+            raise _fail(exc) from None
+        run = result.record
+        failed = run.exit_status in INFRA_EXIT_STATUSES
+        if json_out:
+            print(json.dumps(result.model_dump(mode="json", exclude={"handoff": {"repository": {"patch"}}}),
+                             ensure_ascii=False))
+        else:
+            acc = run.accounting
+            status = run.exit_status.value if run.exit_status else "unfinished"
+            print(f"successor run on a copy of {result.handoff.repository.root}: {status}"
+                  + (f" ({run.exit_detail})" if run.exit_detail else ""))
+            print(f"  events {acc.agent_events}, model calls {acc.llm_calls}, prompt tokens {acc.prompt_tokens:,}, "
+                  f"wall {acc.wall_seconds:.1f}s; {run.sandbox}")
+            print(f"  run folder: {result.run_dir}")
+            print(f"  the successor's workspace (review it): {result.workspace}")
+            if result.successor_patch:
+                changed = ", ".join(result.changed_files) or "nothing"
+                print(f"  its changes ({changed}): {result.successor_patch}")
+            if result.apply_note:
+                print(f"  {'applied' if result.applied else 'not applied'}: {result.apply_note}")
+            elif result.changed_files:
+                print(f"  your repository is unchanged; to take the changes: "
+                      f"git -C {result.handoff.repository.root} apply {result.successor_patch}")
+        if failed:
+            raise typer.Exit(1)
