@@ -4,7 +4,8 @@ Public API:
 
 - :class:`SourceTask`: one SWE-bench instance (shared record).
 - :func:`load_tasks`: rows from a local ``.jsonl`` / ``.json`` / ``.parquet`` file, or a Hugging Face dataset
-  name (``princeton-nlp/SWE-bench_Verified``) when the ``datasets`` package and the network are available.
+  name (``princeton-nlp/SWE-bench_Verified``, through ``datasets``; needs the network or its cache).
+- :func:`task_by_id` / :func:`task_index`: look one task, or many, up by ``instance_id``.
 - :func:`select_tasks`: the seeded selection of docs/protocol.md section 2.
 - :func:`write_selection` / :func:`read_selection_header`: the selection file.
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from takeover._io import atomic_write_text, iter_jsonl, sha256_file
 from takeover.errors import EnvironmentUnavailable, InputError
 
 #: Difficulty buckets of the paper's selection (docs/protocol.md section 2).
@@ -124,8 +126,6 @@ def _is_header(row: Any) -> bool:
 
 
 def _load_jsonl(path: Path) -> list[SourceTask]:
-    from takeover._io import iter_jsonl
-
     tasks = []
     for lineno, row in iter_jsonl(path):
         if _is_header(row):
@@ -163,13 +163,8 @@ def _load_parquet(path: Path) -> list[SourceTask]:
 
 
 def _load_hf(name: str, split: str) -> list[SourceTask]:
-    try:
-        import datasets  # lazy: heavy import, optional dependency
-    except ImportError:
-        raise EnvironmentUnavailable(
-            f"{name!r} is not a local file; loading a Hugging Face dataset needs the 'datasets' package "
-            "(pip install 'takeover[hf]'), or pass a local .jsonl/.json/.parquet file"
-        ) from None
+    import datasets  # a dependency of mini-swe-agent; imported here because it is slow to import
+
     try:
         ds = datasets.load_dataset(name, split=split)
     except Exception as exc:  # noqa: BLE001 -- network, hub and cache errors have no common base class
@@ -195,7 +190,7 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
 
     Raises:
         InputError: unreadable file or a bad row (names file, ``line N``/``index N``/``row N`` and field).
-        EnvironmentUnavailable: a dataset name while ``datasets`` is missing or the network is unreachable.
+        EnvironmentUnavailable: a dataset name that cannot be loaded (offline and not cached, unknown name).
     """
     path = Path(source)
     if path.is_file():
@@ -225,6 +220,12 @@ def task_by_id(source: Path | str, instance_id: str) -> SourceTask | None:
     return next((t for t in load_tasks(source) if t.instance_id == instance_id), None)
 
 
+def task_index(tasks: Iterable[SourceTask]) -> dict[str, SourceTask]:
+    """``{instance_id: task}`` over many tasks, for looking up many ids (a later duplicate id replaces an
+    earlier one)."""
+    return {t.instance_id: t for t in tasks}
+
+
 def select_tasks(
     tasks: Iterable[SourceTask], difficulties: Sequence[str], seed: int, limit: int | None
 ) -> list[SourceTask]:
@@ -243,17 +244,17 @@ def select_tasks(
 
 def write_selection(path: Path | str, tasks: Sequence[SourceTask], header: SelectionHeader) -> Path:
     """Write a selection file atomically: header line, then one task per line (see module docstring)."""
-    from takeover._io import atomic_write_text
-
     lines = [json.dumps(header.model_dump(mode="json"), ensure_ascii=False)]
     lines += [json.dumps(t.model_dump(mode="json"), ensure_ascii=False) for t in tasks]
     return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def read_selection_header(path: Path | str) -> SelectionHeader | None:
-    """The header of a selection file, or ``None`` when the file has none (a plain dataset)."""
-    from takeover._io import iter_jsonl
+    """The header of a selection file, or ``None`` when the file has none (a plain dataset).
 
+    Raises:
+        InputError: a header line whose fields are wrong (names the file, the line and the field).
+    """
     for lineno, row in iter_jsonl(path):
         if _is_header(row):
             try:
@@ -280,8 +281,6 @@ def make_selection(
             a requested difficulty bucket does not occur in the dataset (the message lists the buckets
             present): a mistyped bucket would otherwise select nothing, silently.
     """
-    from takeover._io import sha256_file
-
     path = Path(dataset)
     if limit is not None and limit < 0:
         raise InputError("--limit", f"must be 0 or more, got {limit}")
