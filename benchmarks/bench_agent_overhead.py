@@ -75,7 +75,7 @@ def main() -> None:
             ModelSettings(name="scripted", base_url=srv.base_url, api_key_env=None, retries=0),
             Path(tmp) / "run",
             limits=RunLimits(step_limit=args.steps),
-            repo_source=RepoSource(allow_network=False),
+            repo_source=RepoSource(os.environ["TAKEOVER_MIRROR"], offline=True),
         )
         total = time.perf_counter() - t0
         files = sum(1 for _ in (Path(tmp) / "run" / "workspace").rglob("*.py"))

@@ -42,7 +42,7 @@ def main() -> None:
 
     task = {t.instance_id: t for t in load_tasks(args.dataset)}[args.instance]
     env_spec_for(task)  # import swebench's constants before timing (a one-off cost of a few seconds)
-    source = RepoSource(args.mirror, allow_network=False)
+    source = RepoSource(args.mirror, offline=True)
     tmp = Path(tempfile.mkdtemp(prefix="takeover-bench-env-"))
     try:
         ws_times, env_rows = [], []

@@ -57,7 +57,7 @@ def main() -> None:
     if not os.environ.get("TAKEOVER_MIRROR"):
         sys.exit("set TAKEOVER_MIRROR to a folder holding sympy__sympy.git")
     task = _task()
-    source = RepoSource(allow_network=False)
+    source = RepoSource(os.environ["TAKEOVER_MIRROR"], offline=True)
     with tempfile.TemporaryDirectory(prefix="bench-snapshots-") as tmp:
         start = time.perf_counter()
         ws = source.workspace(task.repo, task.base_commit, Path(tmp) / "ws")

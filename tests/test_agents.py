@@ -323,7 +323,7 @@ def test_cli_agent_run_writes_a_run_directory(tmp_path, task_and_mirror):
                 "run",
                 "--dataset",
                 str(dataset),
-                "--instance",
+                "--instance-id",
                 task.instance_id,
                 "--model",
                 "scripted",
@@ -335,7 +335,7 @@ def test_cli_agent_run_writes_a_run_directory(tmp_path, task_and_mirror):
                 "2",
                 "--mirror",
                 str(mirror),
-                "--out",
+                "--out-dir",
                 str(tmp_path / "run"),
                 "--offline",
             ],
@@ -371,7 +371,7 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
         record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror))
     assert record.exit_status is ExitStatus.submitted and record.accounting.agent_events == 14
     traj = read_run(tmp_path / "run")
-    source = RepoSource(mirror, allow_network=False)
+    source = RepoSource(mirror, offline=True)
 
     recorded = analyze_run(
         traj, task, source, snapshot_repo=traj.metadata["snapshot_repo"], use_environment=False

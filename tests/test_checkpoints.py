@@ -39,7 +39,7 @@ def analyzed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("analyzed")
     _, sha = make_repo(tmp / "src", BASE_FILES, bare_mirror=tmp / "mirror" / "acme__widget.git")
     task = SourceTask(instance_id="acme__widget-1", repo="acme/widget", base_commit=sha, problem_statement="f must return 2")
-    source = RepoSource(tmp / "mirror", allow_network=False)
+    source = RepoSource(tmp / "mirror", offline=True)
     traj = _trajectory(_final_patch(tmp, {"pkg/mod.py": "def f():\n    return 2\n"}))
     return task, source, traj, analyze_run(traj, task, source, use_environment=False, timeout=30)
 
@@ -100,7 +100,7 @@ def test_analyze_run_by_verified_replay(analyzed):
 def test_unreplayable_run_has_no_qualifying_points(mirror, tmp_path):
     mirror_dir, task = mirror
     wrong = _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 7\n"})
-    rp = analyze_run(_trajectory(wrong), task, RepoSource(mirror_dir, allow_network=False), use_environment=False,
+    rp = analyze_run(_trajectory(wrong), task, RepoSource(mirror_dir, offline=True), use_environment=False,
                      timeout=30)
     assert not rp.replay.verified and rp.replay.first_mismatch == "pkg/mod.py"
     assert rp.points == [] and [m.type for m in rp.missing] == [
@@ -120,7 +120,7 @@ def test_stored_diffs_are_used_directly(mirror, tmp_path):
         Event(index=3, kind="observation", source="environment", type="command", text="1 failed", state_diff=diff),
     ]
     t = Trajectory(format="swe-agent", events=events, final_patch=diff)
-    rp = analyze_run(t, task, RepoSource(tmp_path / "nowhere", allow_network=False))  # no repository needed
+    rp = analyze_run(t, task, RepoSource(tmp_path / "nowhere", offline=True))  # no repository needed
     assert rp.replay.verified and rp.replay.method == "stored_diff" and rp.replay.first_mismatch is None
     assert [(p.type, p.event_index) for p in rp.points] == [
         ("after_first_source_edit", 1), ("after_first_verification_result", 3)]
@@ -128,7 +128,7 @@ def test_stored_diffs_are_used_directly(mirror, tmp_path):
 
 def test_recorded_snapshots_are_read_from_the_run_repository(mirror, tmp_path):
     mirror_dir, task = mirror
-    ws = RepoSource(mirror_dir, allow_network=False).workspace(task.repo, task.base_commit, tmp_path / "runws")
+    ws = RepoSource(mirror_dir, offline=True).workspace(task.repo, task.base_commit, tmp_path / "runws")
     t0 = take_snapshot(ws)
     (ws / "pkg/mod.py").write_text("def f():\n    return 2\n")
     t1 = take_snapshot(ws)
@@ -215,7 +215,7 @@ def test_cli_points_json_and_checkpoint(mirror, tmp_path, monkeypatch):
     monkeypatch.delenv("TAKEOVER_MIRROR", raising=False)
     runner = CliRunner()
     args = ["points", str(run), str(stray), "--dataset", str(dataset), "--mirror", str(mirror_dir), "--offline",
-            "--no-environment", "--json", "--out", str(tmp_path / "pts")]
+            "--no-environment", "--json", "--out-dir", str(tmp_path / "pts")]
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
@@ -232,7 +232,7 @@ def test_cli_points_json_and_checkpoint(mirror, tmp_path, monkeypatch):
     assert "skipped" in res.stderr and "acme__widget-404" in res.stderr
     assert (tmp_path / "pts" / "acme__widget-1.points.json").exists()
 
-    res = runner.invoke(app, ["checkpoint", str(run), "--point", "after_first_source_edit", "--out", str(tmp_path / "cp"),
+    res = runner.invoke(app, ["checkpoint", str(run), "--point-type", "after_first_source_edit", "--out-dir", str(tmp_path / "cp"),
                               "--dataset", str(dataset), "--mirror", str(mirror_dir), "--offline",
                               "--points-file", str(tmp_path / "pts" / "acme__widget-1.points.json")])
     assert res.exit_code == 0, res.output
@@ -254,7 +254,7 @@ def test_replayed_commands_cannot_modify_the_mirror(mirror, tmp_path):
                             cause=2 * i))
     t = Trajectory(format="mini-swe-agent", events=events, final_patch="", working_dir="/testbed")
     out: list = []
-    rp = analyze_run(t, task, RepoSource(mirror_dir, allow_network=False), use_environment=False, timeout=30,
+    rp = analyze_run(t, task, RepoSource(mirror_dir, offline=True), use_environment=False, timeout=30,
                      result_out=out)
     assert rp.replay.verified  # the attack changed nothing in the workspace either
     assert not (bare / "objects" / "pwned").exists()

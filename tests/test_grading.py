@@ -103,7 +103,7 @@ def calc_task(tmp_path, monkeypatch):
         "FAIL_TO_PASS": ["tests/test_calc.py::test_add"], "PASS_TO_PASS": ["tests/test_calc.py::test_mul"],
         "takeover_env_spec": SPEC,
     }
-    return task, RepoSource(mirror, allow_network=False)
+    return task, RepoSource(mirror, offline=True)
 
 
 def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
@@ -211,7 +211,7 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
     patch = tmp_path / "p.diff"
     patch.write_text(DOES_NOT_APPLY)
     runner = CliRunner()
-    res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance", "acme__calc-1", "--patch", str(patch),
+    res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-1", "--patch", str(patch),
                               "--mirror", str(tmp_path / "mirror"), "--offline", "--json",
                               "--log-dir", str(tmp_path / "logs")])
     assert res.exit_code == 0, res.output
@@ -219,7 +219,7 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
     assert out["handoff_state"] == "invalid" and out["resolved"] is False
     assert set(out) >= {"instance_id", "FAIL_TO_PASS", "PASS_TO_PASS", "backend", "env_seconds", "test_seconds",
                         "log_path"}
-    res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance", "acme__calc-1", "--empty",
+    res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-1", "--empty",
                               "--backend", "docker", "--mirror", str(tmp_path / "mirror")])
     if subprocess.run(["sh", "-c", "test -S /var/run/docker.sock"], check=False).returncode != 0:
         assert res.exit_code == 2

@@ -17,7 +17,7 @@ INSTANCE = "pytest-dev__pytest-5631"
 @pytest.fixture
 def real_task(mirror_dir, data_dir):
     tasks = {t.instance_id: t for t in load_tasks(data_dir / "swebench_verified.jsonl")}
-    return tasks[INSTANCE], RepoSource(mirror_dir, allow_network=False)
+    return tasks[INSTANCE], RepoSource(mirror_dir, offline=True)
 
 
 def test_gold_resolves_and_empty_does_not_on_a_real_instance(real_task, tmp_path):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.mirror
 def _run(instance_id, mirror_dir, data_dir):
     traj = read_trajectories(TRAJ / "mini-swe-agent" / f"{instance_id}.json")[0]
     task = next(t for t in load_tasks(DATASET) if t.instance_id == instance_id)
-    source = RepoSource(mirror_dir, allow_network=False)
+    source = RepoSource(mirror_dir, offline=True)
     return traj, task, source, analyze_run(traj, task, source, use_environment=False)
 
 

@@ -29,7 +29,7 @@ def test_workspace_checks_out_base_commit_without_touching_mirror(tmp_path):
     git(tmp_path, "clone", "-q", "--bare", str(src), str(mirror / "acme__widget.git"))
     before = _tree_state(mirror)
 
-    ws = RepoSource(mirror, allow_network=False).workspace("acme/widget", first, tmp_path / "ws")
+    ws = RepoSource(mirror, offline=True).workspace("acme/widget", first, tmp_path / "ws")
 
     assert (ws / "pkg/a.py").read_text() == "x = 1\n"
     assert git(ws, "rev-parse", "HEAD").strip() == first
@@ -41,7 +41,7 @@ def test_workspace_checks_out_base_commit_without_touching_mirror(tmp_path):
 def test_missing_repository_names_the_mirror(tmp_path):
     (tmp_path / "mirror").mkdir()
     with pytest.raises(RepositoryUnavailable, match="acme__gone.git"):
-        RepoSource(tmp_path / "mirror", allow_network=False).workspace("acme/gone", "0" * 40, tmp_path / "ws")
+        RepoSource(tmp_path / "mirror", offline=True).workspace("acme/gone", "0" * 40, tmp_path / "ws")
 
 
 def test_nonempty_destination_is_refused(tmp_path):
@@ -49,5 +49,5 @@ def test_nonempty_destination_is_refused(tmp_path):
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "keep.txt").write_text("mine")
     with pytest.raises(FileExistsError):
-        RepoSource(tmp_path / "m", allow_network=False).workspace("o/r", sha, tmp_path / "ws")
+        RepoSource(tmp_path / "m", offline=True).workspace("o/r", sha, tmp_path / "ws")
     assert (tmp_path / "ws" / "keep.txt").read_text() == "mine"

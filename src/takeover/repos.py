@@ -1,10 +1,14 @@
 """Repository mirrors and workspaces (docs/protocol.md section 5: a checkpoint starts from ``base_commit``).
 
 A *mirror* is a bare repository per SWE-bench repository, named ``owner__name.git``. It comes from the
-folder the user names (``--mirror DIR`` or ``TAKEOVER_MIRROR``), or is cloned from GitHub on first use
-into the cache (``TAKEOVER_CACHE``, default ``~/.cache/takeover``). A *workspace* is a fresh checkout of
-one commit in its own folder, made with ``git clone --shared`` so that no history is copied and nothing
-is written into the mirror: the user's mirror is only ever read.
+folder the user names (``--mirror DIR``, or ``TAKEOVER_MIRROR`` read by that option), or is cloned from
+GitHub on first use into the cache (``TAKEOVER_CACHE``, default ``~/.cache/takeover``). A *workspace* is a
+fresh checkout of one commit in its own folder, made with ``git clone --shared`` so that no history is
+copied and nothing is written into the mirror: the user's mirror is only ever read.
+
+Where repositories come from is one :class:`RepoSource`, built once (by the command line from ``--mirror``
+and ``--offline``, or by an experiment file from ``mirror`` and ``offline``) and passed down to every
+function that needs a repository. Library code never reads ``TAKEOVER_MIRROR`` itself.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from takeover.errors import RepositoryUnavailable
 
+#: The environment variable that names the mirror folder; read by the ``--mirror`` option only.
 MIRROR_ENV = "TAKEOVER_MIRROR"
 CACHE_ENV = "TAKEOVER_CACHE"
 GITHUB_URL = "https://github.com/{repo}.git"
@@ -35,19 +42,28 @@ def _has_commit(bare: Path, commit: str) -> bool:
     return _git("--git-dir", str(bare), "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
 
 
-class RepoSource:
+class RepoSource(BaseModel):
     """Where repositories come from: the user's mirror folder first, then a GitHub clone in the cache.
 
-    Args:
-        mirror: folder of bare repositories ``owner__name.git`` (default: ``$TAKEOVER_MIRROR``); read only.
-        allow_network: clone or fetch from GitHub when the mirror lacks a repository or commit.
+    A small record (it travels as JSON to the worker processes of an experiment):
+    ``RepoSource(mirror, offline=False)``.
+
+    Attributes:
+        mirror: folder of bare repositories ``owner__name.git``, only ever read; ``None``: no mirror.
+        offline: never clone or fetch from GitHub (a repository or commit the mirror and the cache lack
+            is then :class:`~takeover.errors.RepositoryUnavailable`).
     """
 
-    def __init__(self, mirror: Path | str | None = None, *, allow_network: bool = True):
-        value = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
-        self.mirror = Path(value).expanduser() if value else None
-        self.allow_network = allow_network
-        self.clones = cache_dir() / "mirrors"
+    mirror: Path | None = None
+    offline: bool = False
+
+    def __init__(self, mirror: Path | str | None = None, *, offline: bool = False):
+        super().__init__(mirror=Path(mirror).expanduser() if mirror else None, offline=offline)
+
+    @property
+    def clones(self) -> Path:
+        """Folder of the repositories cloned from GitHub (``<cache>/mirrors``)."""
+        return cache_dir() / "mirrors"
 
     def bare_repo(self, repo: str, commit: str | None = None) -> Path:
         """Path of a bare repository for ``repo`` (``owner/name``) that holds ``commit``.
@@ -64,8 +80,8 @@ class RepoSource:
         cached = self.clones / f"{slug}.git"
         if cached.exists() and (commit is None or _has_commit(cached, commit)):
             return cached
-        where = f"mirror {self.mirror}" if self.mirror else f"no mirror ({MIRROR_ENV} unset)"
-        if not self.allow_network:
+        where = f"mirror {self.mirror}" if self.mirror else f"no mirror (--mirror or {MIRROR_ENV})"
+        if self.offline:
             raise RepositoryUnavailable(
                 f"{repo}{'@' + commit[:12] if commit else ''} is not in the {where} and network access is off; "
                 f"put a bare clone at <mirror>/{slug}.git (git clone --bare {GITHUB_URL.format(repo=repo)})"
@@ -110,11 +126,6 @@ class RepoSource:
         _git("remote", "remove", "origin", cwd=dest)
         _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
         return dest
-
-
-def make_workspace(repo: str, commit: str, dest: Path | str, *, mirror: Path | str | None = None) -> Path:
-    """Shortcut for ``RepoSource(mirror).workspace(repo, commit, dest)``."""
-    return RepoSource(mirror).workspace(repo, commit, dest)
 
 
 def alternates(workspace: Path | str) -> list[Path]:

@@ -222,8 +222,7 @@ def run_predecessor(
         protocol: ``text`` (default) or ``tools``.
         backend: ``local`` (sandboxed when possible) or ``docker``.
         prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).
-        repo_source: where repositories come from (default ``RepoSource()``: ``$TAKEOVER_MIRROR``, then
-            GitHub).
+        repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
     Raises:
         InputError: ``out_dir`` holds another run.
         RepositoryUnavailable, EnvironmentUnavailable: the workspace or backend cannot be prepared.
