@@ -111,15 +111,15 @@ def _experiment(root: Path, name: str, base_url: str) -> Path:
     model = f'name = "scripted"\nbase_url = "{base_url}"\napi_key_env = "SCRIPTED_KEY"\nretries = 0\n'
     text = f"""
 name = "{name}"
-output_dir = "{name}"
+out_dir = "{name}"
 mirror = "mirror"
-allow_network = false
+offline = true
 point_types = ["after_first_source_edit", "after_first_post_failure_edit"]
 bootstrap_resamples = 200
 
 [dataset]
 path = "tasks.jsonl"
-buckets = ["15 min - 1 hour"]
+difficulties = ["15 min - 1 hour"]
 limit = 5
 
 [predecessor.model]
@@ -128,7 +128,7 @@ limit = 5
 {model}
 [limits]
 step_limit = 8
-time_limit = 300
+wall_time_limit_seconds = 300
 command_timeout = 30
 grading_timeout = 120
 """

@@ -12,9 +12,10 @@ from takeover.errors import InputError
 from takeover.experiments import ExperimentConfig, load_experiment
 from takeover.experiments.engine import InlineExecutor, ProcessExecutor, make_executor, run_units
 from takeover.experiments.units import UnitResult, UnitSpec, unit_path
+from takeover.testing.units import fail_unless_file, record_call
 
-REC = "takeover.testing.units:record_call"
-FAIL = "takeover.testing.units:fail_unless_file"
+REC = record_call
+FAIL = fail_unless_file
 
 
 def _calls(log: Path) -> list[dict]:
@@ -117,7 +118,7 @@ def test_ray_executor_runs_the_same_units(tmp_path):
 # --- experiment file ---------------------------------------------------------------------------------
 
 GOOD = """
-output_dir = "out"
+out_dir = "out"
 views = ["repo_only", "raw_trace"]
 [dataset]
 path = "tasks.jsonl"
@@ -145,7 +146,7 @@ def test_load_experiment_resolves_paths_and_writes_defaults(tmp_path):
     assert r["point_types"] == ["after_first_source_edit", "after_first_verification_result",
                                 "after_first_post_failure_edit"]
     # Constructible in Python too (what the quickstart does).
-    c2 = ExperimentConfig(output_dir=str(tmp_path / "o"), dataset={"path": "d.jsonl"},
+    c2 = ExperimentConfig(out_dir=str(tmp_path / "o"), dataset={"path": "d.jsonl"},
                           predecessor={"trajectories": ["t"]}, successors=[{"name": "m"}])
     assert c2.views == ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
 
@@ -157,7 +158,7 @@ def test_load_experiment_resolves_paths_and_writes_defaults(tmp_path):
         (GOOD.replace('base_url = "http', 'base_ur = "http'), "successors[0].base_ur", "unknown key"),
         (GOOD.replace('"raw_trace"', '"raw_trail"'), "views[1]", "Input should be"),
         (GOOD.replace('trajectories = ["trajs/"]', ""), "predecessor", "exactly one of"),
-        (GOOD.replace('output_dir = "out"', ""), "output_dir", "required key is missing"),
+        (GOOD.replace('out_dir = "out"', ""), "out_dir", "required key is missing"),
     ],
 )
 def test_bad_experiment_files_name_file_and_key(tmp_path, text, field, reason):
@@ -171,7 +172,7 @@ def test_bad_experiment_files_name_file_and_key(tmp_path, text, field, reason):
 
 def test_bad_toml_and_missing_file(tmp_path):
     f = tmp_path / "exp.toml"
-    f.write_text("output_dir = \n")
+    f.write_text("out_dir = \n")
     with pytest.raises(InputError, match="not valid TOML"):
         load_experiment(f)
     with pytest.raises(InputError, match="experiment file not found"):
@@ -182,13 +183,14 @@ def test_bad_toml_and_missing_file(tmp_path):
 
 
 def test_import_index_and_selection_over_real_trajectories(tmp_path, data_dir):
-    from takeover.experiments.runner import index_trajectories, select
+    from takeover.experiments.selection import index_trajectories
+    from takeover.experiments.selection import select_source_tasks as select
 
     folder = data_dir / "trajectories" / "mini-swe-agent"
     expected = sorted(p.stem for p in folder.glob("*__*.json"))
     config = ExperimentConfig(
-        output_dir=str(tmp_path / "out"),
-        dataset={"path": str(data_dir / "swebench_verified.jsonl"), "buckets": [], "limit": 100,
+        out_dir=str(tmp_path / "out"),
+        dataset={"path": str(data_dir / "swebench_verified.jsonl"), "difficulties": [], "limit": 100,
                  "repos": ["psf/requests", "pallets/flask", "pytest-dev/pytest", "sympy/sympy"]},
         predecessor={"trajectories": [str(folder)]},
         successors=[{"name": "m"}],
@@ -196,7 +198,7 @@ def test_import_index_and_selection_over_real_trajectories(tmp_path, data_dir):
     notes: list[str] = []
     index = index_trajectories(config, notes)
     assert sorted(index) == expected  # every run file, and nothing else
-    assert all(index[i]["format"] == "mini-swe-agent" and index[i]["file"].endswith(f"{i}.json") for i in index)
+    assert all(index[i].format == "mini-swe-agent" and index[i].file.endswith(f"{i}.json") for i in index)
     assert any("eval_reports" in n and "skipped" in n for n in notes)  # summaries beside the runs are skipped
     # The index is cached by file content: a second pass parses nothing and gives the same answer.
     assert len(list((tmp_path / "out" / "work" / "import_index").glob("*.json"))) >= len(expected)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.units import UnitSpec, check_result, load_results, unit_path
+from takeover.testing.units import record_call
 
-REC = "takeover.testing.units:record_call"
+REC = record_call
 
 
 def _spec(log: Path, value: int, instance_id: str) -> UnitSpec:

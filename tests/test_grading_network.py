@@ -43,7 +43,7 @@ def requests_task(tmp_path, monkeypatch):
         "FAIL_TO_PASS": ["tests/test_net.py::test_network"], "PASS_TO_PASS": ["tests/test_net.py::test_true"],
         "takeover_env_spec": SPEC,
     }
-    return task, RepoSource(mirror, allow_network=False)
+    return task, RepoSource(mirror, offline=True)
 
 
 def test_network_warning_only_for_known_repositories_without_network():
@@ -85,7 +85,7 @@ def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_p
     import json
 
     from takeover.experiments.config import GradingConfig
-    from takeover.experiments.stages import grade_checkpoint, grade_takeover
+    from takeover.experiments.stages import grade_unit, handoff_state_unit
     from takeover.experiments.units import UnitContext
 
     assert GradingConfig().network is False and GradingConfig(network=True).network is True
@@ -96,11 +96,15 @@ def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_p
     cp.mkdir()
     (cp / "checkpoint.patch").write_text("")
     ctx_data = {"out_dir": str(tmp_path / "out"), "key": "k",
-                "context": {"mirror": str(tmp_path / "mirror"), "allow_network": False}}
+                "repo_source": RepoSource(tmp_path / "mirror", offline=True)}
+    common = {"instance_id": task["instance_id"], "task": str(task_file), "task_sha256": "t"}
     for network in (False, True):
-        inputs = {"task": str(task_file), "checkpoint_dir": str(cp), "patch_path": None,
-                  "grading": {"backend": "local", "timeout": 120, **({"network": True} if network else {})}}
-        for fn, stage in ((grade_checkpoint, "handoff_state"), (grade_takeover, "grade")):
+        grading = {"backend": "local", "timeout": 120, **({"network": True} if network else {})}
+        handoff_state = {**common, "checkpoint_key": "c", "checkpoint_dir": str(cp), "patch_sha256": "p",
+                         "grading": grading}
+        takeover = {**common, "takeover_key": "t", "patch_sha256": "p", "patch_path": None,
+                    "checkpoint_dir": str(cp), "grading": grading}
+        for fn, stage, inputs in ((handoff_state_unit, "handoff_state", handoff_state), (grade_unit, "grade", takeover)):
             work = tmp_path / "out" / "work" / stage / f"k{network}"
             work.mkdir(parents=True)
             out = fn(inputs, UnitContext(work_dir=str(work), stage=stage, **ctx_data)).output
@@ -129,7 +133,7 @@ def test_cli_default_log_dir_is_under_the_current_folder_and_warning_is_printed(
     here = tmp_path / "here"
     here.mkdir()
     monkeypatch.chdir(here)
-    res = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--instance", "psf__requests-1", "--patch",
+    res = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "psf__requests-1", "--patch",
                                    str(bad), "--mirror", str(tmp_path / "mirror"), "--offline"])
     assert res.exit_code == 0, res.output
     text = res.output + (getattr(res, "stderr", "") or "")

@@ -2,15 +2,16 @@
 
 Example (paths are relative to the TOML file's folder)::
 
-    output_dir = "out/pilot"
-    mirror = "/data/mirror"            # folder of bare repositories owner__name.git (or TAKEOVER_MIRROR)
+    out_dir = "out/pilot"
+    mirror = "/data/mirror"            # folder of bare repositories owner__name.git
+    offline = false                    # true: never clone from GitHub
     views = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
     point_types = ["after_first_source_edit", "after_first_verification_result",
                    "after_first_post_failure_edit"]
 
     [dataset]
     path = "swebench_verified.jsonl"
-    buckets = ["15 min - 1 hour", "1-4 hours"]
+    difficulties = ["15 min - 1 hour", "1-4 hours"]
     seed = 20260430
     limit = 75
     # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
@@ -25,7 +26,7 @@ Example (paths are relative to the TOML file's folder)::
 
     [limits]
     step_limit = 500
-    time_limit = 14400
+    wall_time_limit_seconds = 14400
 
     [grading]
     backend = "local"
@@ -36,25 +37,37 @@ Example (paths are relative to the TOML file's folder)::
     model_concurrency = 4
     environment_concurrency = 2
     executor = "local"
+
+Every key has one name, the same as the Python field and the command-line flag (``--step-limit``).
+The keys renamed in this release are still read, with a warning (:data:`RENAMED_KEYS`).
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from takeover.errors import InputError
+from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.vocabulary import POINT_TYPES, PointType
+from takeover.repos import RepoSource
+from takeover.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
+from takeover.views.notes import NOTE_MAX_TOKENS
+from takeover.vocabulary import POINT_TYPES, VIEWS, ActionProtocol, PointType, ViewName
 
-VIEWS: tuple[str, ...] = ("repo_only", "raw_trace", "summary_notes", "structured_notes")
-ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
-PAPER_BUCKETS = ["15 min - 1 hour", "1-4 hours"]
-PAPER_SEED = 20260430
+#: Keys renamed in this release, read until the next one with a warning: ``(table, old, new)``; ``""``
+#: is the top level. ``allow_network`` is the opposite of ``offline``.
+RENAMED_KEYS: tuple[tuple[str, str, str], ...] = (
+    ("", "output_dir", "out_dir"),
+    ("", "allow_network", "offline"),
+    ("dataset", "buckets", "difficulties"),
+    ("limits", "time_limit", "wall_time_limit_seconds"),
+    ("notes", "max_tokens", "note_max_tokens"),
+)
 
 
 class _Strict(BaseModel):
@@ -66,17 +79,17 @@ class DatasetConfig(_Strict):
 
     Attributes:
         path: SWE-bench instances file (``.jsonl``/``.json``/``.parquet``) or a Hugging Face dataset name.
-        buckets: difficulty buckets kept by the seeded selection.
+        difficulties: SWE-bench ``difficulty`` buckets kept by the seeded selection (``[]``: every one).
         seed: seed of the shuffled order.
         limit: first N of the shuffled order (``None``: all).
-        instance_ids: explicit instances; when given, buckets/seed/limit are not used.
+        instance_ids: explicit instances; when given, difficulties/seed/limit are not used.
         repos: keep only these repositories (``owner/name``), applied before the seeded selection.
     """
 
     path: str
-    buckets: list[str] = Field(default_factory=lambda: list(PAPER_BUCKETS))
+    difficulties: list[str] = Field(default_factory=lambda: list(PAPER_DIFFICULTIES))
     seed: int = PAPER_SEED
-    limit: int | None = 75
+    limit: int | None = PAPER_LIMIT
     instance_ids: list[str] | None = None
     repos: list[str] | None = None
 
@@ -94,17 +107,26 @@ class PredecessorConfig(_Strict):
         return self
 
 
-class LimitsConfig(_Strict):
-    """Limits of every agent run, the same for every view (docs/protocol.md section 8; paper values)."""
+class LimitsConfig(_Strict, RunLimits):
+    """Limits of every agent run, the same for every view (docs/protocol.md section 8; paper values), and
+    the time-outs of grading and replay.
 
-    step_limit: int = 500
-    time_limit: float = 4 * 3600.0
-    command_timeout: float = 600.0
+    Attributes:
+        step_limit, wall_time_limit_seconds, command_timeout, prompt_token_limit, cost_limit,
+            max_consecutive_format_errors: the agent runs' limits, :class:`takeover.limits.RunLimits`
+            (mini-swe-agent's names; seconds, tokens, US dollars).
+        protocol: how the agents state actions: ``text`` (the paper's) or ``tools``.
+        grading_timeout: seconds per test run when grading.
+        replay_timeout: seconds per replayed command of an imported run (``None``: the replay's own).
+    """
+
+    protocol: ActionProtocol = "text"
     grading_timeout: float = 1800.0
-    protocol: Literal["text", "tools"] = "text"
-    replay_timeout: float | None = Field(
-        default=None, description="seconds per replayed command of an imported run (default: the replay's own)"
-    )
+    replay_timeout: float | None = None
+
+    def run_limits(self) -> RunLimits:
+        """The agent runs' limits alone."""
+        return RunLimits.model_validate(self.model_dump(include=set(RunLimits.model_fields)))
 
 
 class GradingConfig(_Strict):
@@ -127,8 +149,8 @@ class NotesConfig(_Strict):
     """
 
     model: ModelSettings | None = None
-    max_tokens: int = Field(
-        default=1600, ge=64,
+    note_max_tokens: int = Field(
+        default=NOTE_MAX_TOKENS, ge=64,
         description="completion token cap per note-writing call (docs/protocol.md section 7: 1,600); lower it only "
         "for small local models, and say so when reporting",
     )
@@ -136,13 +158,18 @@ class NotesConfig(_Strict):
 
 class ExecutionConfig(_Strict):
     """Parallelism: ``workers`` processes (or Ray tasks) in flight; at most ``model_concurrency`` units
-    that call a model and ``environment_concurrency`` units that use a test environment at a time."""
+    that call a model and ``environment_concurrency`` units that use a test environment at a time.
+
+    ``prepare_environments``: build each selected task's local test environment first, as a stage of its
+    own (its time shows apart; later stages reuse the cached environment). The quickstart turns it on.
+    """
 
     workers: int = Field(default=1, ge=1)
     model_concurrency: int | None = Field(default=None, ge=1)
     environment_concurrency: int | None = Field(default=None, ge=1)
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    prepare_environments: bool = False
 
 
 class ExperimentConfig(_Strict):
@@ -153,9 +180,9 @@ class ExperimentConfig(_Strict):
     """
 
     name: str = "experiment"
-    output_dir: str
+    out_dir: str
     mirror: str | None = None
-    allow_network: bool = True
+    offline: bool = False
     dataset: DatasetConfig
     predecessor: PredecessorConfig
     successors: list[ModelSettings] = Field(min_length=1)
@@ -194,7 +221,7 @@ class ExperimentConfig(_Strict):
     @property
     def out(self) -> Path:
         """The output folder (absolute)."""
-        return self._resolve(self.output_dir)
+        return self._resolve(self.out_dir)
 
     @property
     def dataset_path(self) -> Path | str:
@@ -206,11 +233,17 @@ class ExperimentConfig(_Strict):
 
     @property
     def mirror_path(self) -> Path | None:
-        value = self.mirror or os.environ.get("TAKEOVER_MIRROR")
-        return self._resolve(value) if value else None
+        """The mirror folder (absolute), or ``None``. ``takeover run --mirror`` (or ``TAKEOVER_MIRROR``)
+        fills ``mirror`` when the file names none."""
+        return self._resolve(self.mirror) if self.mirror else None
+
+    def repo_source(self) -> RepoSource:
+        """Where this experiment's repositories come from: ``mirror``, then GitHub unless ``offline``."""
+        return RepoSource(self.mirror_path, offline=self.offline)
 
     @property
     def trajectory_paths(self) -> list[Path]:
+        """The configured trajectory files and folders (absolute)."""
         return [self._resolve(p) for p in self.predecessor.trajectories or []]
 
     @property
@@ -221,7 +254,7 @@ class ExperimentConfig(_Strict):
     def resolved(self) -> dict[str, Any]:
         """The fully resolved configuration (absolute paths, defaults filled, no secrets)."""
         data = self.model_dump(mode="json")
-        data["output_dir"] = str(self.out)
+        data["out_dir"] = str(self.out)
         data["mirror"] = str(self.mirror_path) if self.mirror_path else None
         data["dataset"]["path"] = str(self.dataset_path)
         if self.predecessor.trajectories:
@@ -241,8 +274,28 @@ def _loc(loc: tuple) -> str:
     return out
 
 
+def _read_renamed_keys(raw: dict[str, Any], path: Path) -> None:
+    """Move the keys of :data:`RENAMED_KEYS` to their new names in ``raw``, warning (``FutureWarning``) for
+    each; both names at once is an :class:`InputError`."""
+    for table, old, new in RENAMED_KEYS:
+        section = raw.get(table) if table else raw
+        if not isinstance(section, dict) or old not in section:
+            continue
+        where = f"{table}." if table else ""
+        if new in section:
+            raise InputError(path, f"give '{where}{new}' only ('{where}{old}' is its old name)", field=where + old)
+        value = section.pop(old)
+        section[new] = (not value) if (old, new) == ("allow_network", "offline") and isinstance(value, bool) else value
+        warnings.warn(f"{path}: key '{where}{old}' is deprecated; use '{where}{new}'"
+                      + (" (= not allow_network)" if new == "offline" else "")
+                      + "; the old key is read until the next release", FutureWarning, stacklevel=3)
+
+
 def load_experiment(path: Path | str) -> ExperimentConfig:
     """Read an experiment TOML file into an :class:`ExperimentConfig`.
+
+    Keys renamed in this release (:data:`RENAMED_KEYS`) are read under their old names too, each with a
+    ``FutureWarning`` naming the file, the old and the new key.
 
     Raises:
         InputError: the file is missing, is not valid TOML, or a key is unknown or has a bad value; the
@@ -255,6 +308,7 @@ def load_experiment(path: Path | str) -> ExperimentConfig:
         raise InputError(path, "experiment file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(path, f"not valid TOML: {exc}") from None
+    _read_renamed_keys(raw, path)
     raw.setdefault("base_dir", str(path.resolve().parent))
     try:
         return ExperimentConfig.model_validate(raw)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from takeover._io import atomic_write_json
+from takeover.errors import EnvironmentUnavailable
 from takeover.experiments.units import (
     UnitResult,
     UnitSpec,
@@ -49,19 +50,24 @@ class ProgressEvent(BaseModel):
 
 
 class Executor:
-    """Where units run. ``submit`` returns a handle; ``wait`` returns the handles that have finished."""
+    """Where units run. ``submit`` returns a handle; ``wait`` returns the handles that have finished.
+
+    ``submit(function, spec_json, out_dir)`` runs :func:`takeover.experiments.units.execute_unit` with
+    those arguments somewhere; ``function`` is a module-level function (it is pickled by reference).
+    """
 
     workers: int = 1
 
-    def submit(self, spec_json: str, out_dir: str) -> Any:
+    def submit(self, function: Callable, spec_json: str, out_dir: str) -> Any:
         raise NotImplementedError
 
     def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, str | BaseException]]:
-        """Finished handles with their result JSON (or the exception that escaped the worker)."""
+        """Finished handles with their result JSON (or the exception that escaped the worker); waits at most
+        ``timeout`` seconds for the first one."""
         raise NotImplementedError
 
     def close(self, *, terminate: bool = False) -> None:
-        pass
+        """Release the workers; ``terminate``: the run is being interrupted, stop running units too."""
 
 
 class InlineExecutor(Executor):
@@ -73,10 +79,11 @@ class InlineExecutor(Executor):
         self._done: dict[int, str | BaseException] = {}
         self._n = 0
 
-    def submit(self, spec_json: str, out_dir: str) -> int:
+    def submit(self, function: Callable, spec_json: str, out_dir: str) -> int:
+        """Run the unit now; the handle is a counter."""
         self._n += 1
         try:
-            self._done[self._n] = execute_unit(spec_json, out_dir)
+            self._done[self._n] = execute_unit(function, spec_json, out_dir)
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -84,6 +91,7 @@ class InlineExecutor(Executor):
         return self._n
 
     def wait(self, handles, timeout):
+        """Every handle is finished at once (``timeout`` is not needed)."""
         return [(h, self._done.pop(h)) for h in list(handles) if h in self._done]
 
 
@@ -95,10 +103,12 @@ class ProcessExecutor(Executor):
         self.workers = workers
         self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
 
-    def submit(self, spec_json: str, out_dir: str) -> cf.Future:
-        return self._pool.submit(execute_unit, spec_json, out_dir)
+    def submit(self, function: Callable, spec_json: str, out_dir: str) -> cf.Future:
+        """Send the unit to a worker process; the handle is its future."""
+        return self._pool.submit(execute_unit, function, spec_json, out_dir)
 
     def wait(self, handles, timeout):
+        """The futures that finished within ``timeout`` seconds; a dead worker's exception is its value."""
         done, _ = cf.wait(list(handles), timeout=timeout, return_when=cf.FIRST_COMPLETED)
         out: list[tuple[Any, str | BaseException]] = []
         for fut in done:
@@ -130,8 +140,6 @@ class RayExecutor(Executor):
         try:
             import ray
         except ImportError as exc:  # pragma: no cover - depends on the extra
-            from takeover.errors import EnvironmentUnavailable
-
             raise EnvironmentUnavailable(
                 "the Ray executor needs the optional extra: pip install 'takeover[ray]'"
             ) from exc
@@ -153,10 +161,12 @@ class RayExecutor(Executor):
             self._owned = True
         self._remote = ray.remote(num_cpus=1, max_retries=0)(execute_unit)
 
-    def submit(self, spec_json: str, out_dir: str):
-        return self._remote.remote(spec_json, out_dir)
+    def submit(self, function: Callable, spec_json: str, out_dir: str):
+        """Start the unit as a Ray task; the handle is its object reference."""
+        return self._remote.remote(function, spec_json, out_dir)
 
     def wait(self, handles, timeout):
+        """The first task that finished within ``timeout`` seconds; a lost task's exception is its value."""
         handles = list(handles)
         if not handles:
             return []
@@ -170,6 +180,7 @@ class RayExecutor(Executor):
         return out
 
     def close(self, *, terminate: bool = False) -> None:
+        """Shut down the Ray instance this executor started (a joined cluster is left running)."""
         if self._owned:
             self.ray.shutdown()
 
@@ -244,7 +255,7 @@ def run_units(
                 in_use[r] += 1
             if progress:
                 progress(ProgressEvent(kind="started", stage=spec.stage, key=spec.key))
-            handle = executor.submit(spec.model_dump_json(), out_dir)
+            handle = executor.submit(spec.function, spec.model_dump_json(), out_dir)
             running[handle] = spec
         todo.extendleft(reversed(skipped))
         if not running:

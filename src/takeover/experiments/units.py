@@ -1,9 +1,11 @@
 """Units of work: keyed by a hash of their inputs, each result one small JSON file written atomically.
 
 A unit (a predecessor run, a checkpoint, a view, a takeover run, a grading) is described by a
-:class:`UnitSpec`: the stage, the function that does the work (``"module:function"``, so that worker
-processes and Ray tasks can import it), its JSON inputs, labels for progress and reports, and the
-resources it holds (``model``: calls a model endpoint; ``env``: uses a test environment). Its key is
+:class:`UnitSpec`: the stage, the unit function that does the work (a module-level function, so that
+worker processes and Ray tasks receive it by reference; ``fn`` is its ``"module:function"`` name), its
+JSON inputs (:mod:`takeover.results` describes those of each stage), labels for progress and reports,
+the resources it holds (``model``: calls a model endpoint; ``env``: uses a test environment) and where
+repositories come from (:class:`~takeover.repos.RepoSource`). Its key is
 ``stable_hash({stage, fn, inputs})``: change any input (or an upstream result that is part of the
 inputs) and the unit is redone; leave them alone and a re-run skips it.
 
@@ -16,7 +18,6 @@ be read counts as missing (the unit is redone) and is noted in ``OUT/rejected_un
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
@@ -27,35 +28,54 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
-from takeover._io import append_jsonl, atomic_write_json, stable_hash
-from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable
+from takeover._io import append_jsonl, atomic_write_json, stable_hash, to_jsonable
+from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable, TakeoverError
 from takeover.redact import redact
+from takeover.repos import RepoSource
 
 FailureKind = Literal["infrastructure", "agent"]
 Resource = Literal["model", "env"]
 
 
-class UnitFailure(Exception):
+class UnitFailure(TakeoverError):
     """Raised by a unit function to fail on purpose with a reason and a kind.
 
     ``kind="infrastructure"``: the harness or the machine failed (environment build, repository, model
     endpoint, upstream unit); ``kind="agent"``: the agent did something that makes the unit unusable.
     Both stay in the denominator of every rate (docs/protocol.md section 9).
+
+    Attributes:
+        reason: one line saying why.
+        kind: ``infrastructure`` or ``agent``.
+        prompt_tokens, completion_tokens: tokens the unit spent before it failed (a failed run or note
+            writer still costs tokens; the unit file records them).
     """
 
-    def __init__(self, reason: str, kind: FailureKind = "infrastructure"):
+    def __init__(self, reason: str, kind: FailureKind = "infrastructure", *, prompt_tokens: int = 0,
+                 completion_tokens: int = 0):
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+
+
+def _json_object(value: Any) -> Any:
+    """A record (pydantic model) as its JSON object; anything else unchanged."""
+    return to_jsonable(value)
 
 
 class UnitSpec(BaseModel):
     """What to do for one unit. ``key`` is derived from ``stage``, ``fn`` and ``inputs`` only.
 
-    ``context`` carries settings that must not change the key (where the mirror is, network access,
-    the output folder), ``labels`` what progress displays and reports group by.
+    Build it with the unit function itself, ``UnitSpec(stage=..., fn=points_unit, inputs=...)``: ``fn``
+    becomes the function's ``"module:function"`` name (in the key and the JSON) and :attr:`function` the
+    function (it travels to a worker by reference, never as JSON). ``inputs`` and ``labels`` may be
+    records (:mod:`takeover.results`); they are kept as their JSON objects. ``repo_source`` says where
+    repositories come from and, like ``labels`` (what progress displays and reports group by), is not
+    part of the key.
     """
 
     stage: str
@@ -63,19 +83,49 @@ class UnitSpec(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     labels: dict[str, Any] = Field(default_factory=dict)
     resources: list[Resource] = Field(default_factory=list)
-    context: dict[str, Any] = Field(default_factory=dict)
+    repo_source: RepoSource = Field(default_factory=RepoSource)
+    _function: Callable | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _name_the_function(cls, data: Any, handler) -> UnitSpec:
+        function = data.get("fn") if isinstance(data, dict) and callable(data.get("fn")) else None
+        if function is not None:
+            data = {**data, "fn": f"{function.__module__}:{function.__qualname__}"}
+        spec = handler(data)
+        if function is not None:
+            spec._function = function
+        return spec
+
+    @field_validator("inputs", "labels", mode="before")
+    @classmethod
+    def _records_as_json(cls, value: Any) -> Any:
+        return _json_object(value)
 
     @property
     def key(self) -> str:
         return stable_hash({"stage": self.stage, "fn": self.fn, "inputs": self.inputs})
 
+    @property
+    def function(self) -> Callable[[dict, UnitContext], UnitOutcome | dict]:
+        """The unit function. Raises ``ValueError`` for a spec read back from JSON (it has only the name)."""
+        if self._function is None:
+            raise ValueError(f"unit spec {self.stage}/{self.key} was built from {self.fn!r} (a name), not the function")
+        return self._function
+
 
 class UnitOutcome(BaseModel):
-    """What a unit function returns: its small result and the tokens it spent (units: tokens)."""
+    """What a unit function returns: its small result (a record of :mod:`takeover.results`, kept as its
+    JSON object) and the tokens it spent (units: tokens)."""
 
     output: dict[str, Any] = Field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    @field_validator("output", mode="before")
+    @classmethod
+    def _record_as_json(cls, value: Any) -> Any:
+        return _json_object(value)
 
 
 class UnitResult(BaseModel):
@@ -114,21 +164,24 @@ class UnitContext(BaseModel):
         work_dir: this unit's own folder ``OUT/work/<stage>/<key>/`` (emptied before a redo is up to the
             function; it is created before the call).
         key: the unit key.
-        context: the spec's ``context`` (mirror, network access, ...).
+        stage: the unit's stage.
+        repo_source: where repositories come from (the spec's).
     """
 
     out_dir: str
     work_dir: str
     key: str
     stage: str
-    context: dict[str, Any] = Field(default_factory=dict)
+    repo_source: RepoSource = Field(default_factory=RepoSource)
 
 
 def unit_path(out_dir: Path | str, stage: str, key: str) -> Path:
+    """``OUT/units/<stage>/<key>.json``: the unit's result file."""
     return Path(out_dir) / "units" / stage / f"{key}.json"
 
 
 def work_path(out_dir: Path | str, stage: str, key: str) -> Path:
+    """``OUT/work/<stage>/<key>/``: the unit's own folder for its artifacts."""
     return Path(out_dir) / "work" / stage / key
 
 
@@ -165,11 +218,6 @@ def note_rejected(out_dir: Path | str, stage: str, key: str, reason: str) -> Non
     append_jsonl(Path(out_dir) / "rejected_units.jsonl", {
         "stage": stage, "key": key, "path": str(unit_path(out_dir, stage, key)), "reason": reason,
         "at": datetime.now(UTC).isoformat(timespec="seconds")})
-
-
-def _import(fn: str) -> Callable[[dict, UnitContext], UnitOutcome | dict]:
-    module, _, name = fn.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 _INFRA_ERRORS: tuple[type[BaseException], ...] = (
@@ -213,19 +261,22 @@ def _quiet_worker() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def execute_unit(spec_json: str, out_dir: str) -> str:
-    """Run one unit and write its result file; returns the :class:`UnitResult` as JSON.
+def execute_unit(function: Callable[[dict, UnitContext], UnitOutcome | dict], spec_json: str, out_dir: str) -> str:
+    """Run one unit (``function`` on the spec's inputs) and write its result file; returns the
+    :class:`UnitResult` as JSON.
 
-    This is the function that worker processes and Ray tasks call: arguments and result are plain
-    strings so that any executor can carry them. It never raises for a failure of the unit itself: the
-    failure is recorded (status ``failed``, reason, kind) and returned.
+    This is the function that worker processes and Ray tasks call: ``function`` travels by reference
+    (a module-level function), the spec and the result as plain strings, so that any executor can carry
+    them. It never raises for a failure of the unit itself: the failure is recorded (status ``failed``,
+    reason, kind, the tokens a :class:`UnitFailure` says were spent) and returned.
     """
     _quiet_worker()
     spec = UnitSpec.model_validate_json(spec_json)
     key = spec.key
     work = work_path(out_dir, spec.stage, key)
     work.mkdir(parents=True, exist_ok=True)
-    ctx = UnitContext(out_dir=str(out_dir), work_dir=str(work), key=key, stage=spec.stage, context=spec.context)
+    ctx = UnitContext(out_dir=str(out_dir), work_dir=str(work), key=key, stage=spec.stage,
+                      repo_source=spec.repo_source)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.monotonic()
     common = {
@@ -238,7 +289,7 @@ def execute_unit(spec_json: str, out_dir: str) -> str:
         "pid": os.getpid(),
     }
     try:
-        outcome = _import(spec.fn)(spec.inputs, ctx)
+        outcome = function(spec.inputs, ctx)
         if isinstance(outcome, dict):
             outcome = UnitOutcome(output=outcome)
         result = UnitResult(
@@ -250,13 +301,13 @@ def execute_unit(spec_json: str, out_dir: str) -> str:
             **common,
         )
     except Exception as exc:  # noqa: BLE001 - a unit failure is data, not a crash of the experiment
-        tokens = getattr(exc, "tokens", None) or (0, 0)
+        failure = exc if isinstance(exc, UnitFailure) else None
         result = UnitResult(
             status="failed",
             reason=_reason(exc),
             failure_kind=classify_exception(exc),
-            prompt_tokens=tokens[0],
-            completion_tokens=tokens[1],
+            prompt_tokens=failure.prompt_tokens if failure else 0,
+            completion_tokens=failure.completion_tokens if failure else 0,
             seconds=round(time.monotonic() - t0, 3),
             **common,
         )

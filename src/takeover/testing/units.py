@@ -1,7 +1,8 @@
 """Small unit functions for testing and benchmarking the experiment engine (no model, no repository).
 
 Each follows the unit protocol of :mod:`takeover.experiments.units`: ``fn(inputs, ctx) -> UnitOutcome``.
-They live in the package (not in a test file) so that worker processes and Ray workers can import them.
+They live in the package (not in a test file) so that worker processes and Ray workers, which receive a
+unit function by reference, can import them.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ def record_call(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 def fail_unless_file(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Fail (``inputs["kind"]``: ``infrastructure``, ``agent`` or ``crash`` for a plain exception) unless
-    the file ``inputs["ok_file"]`` exists; then succeed with ``{"ok": true}``."""
+    the file ``inputs["ok_file"]`` exists; then succeed with ``{"ok": true}``. A failure reports
+    ``inputs["prompt_tokens"]`` prompt tokens spent (default 0)."""
     if not os.path.exists(inputs["ok_file"]):
         if inputs.get("kind") == "crash":
             raise RuntimeError("boom")
-        raise UnitFailure(f"{inputs['ok_file']} is missing", inputs.get("kind", "infrastructure"))
+        raise UnitFailure(f"{inputs['ok_file']} is missing", inputs.get("kind", "infrastructure"),
+                          prompt_tokens=inputs.get("prompt_tokens", 0))
     return UnitOutcome(output={"ok": True})

@@ -1,0 +1,415 @@
+"""Typed records of what each experiment stage hands on: the ``inputs`` and ``output`` of its unit files.
+
+An experiment writes one file per unit of work, ``OUT/units/<stage>/<key>.json``
+(:class:`takeover.experiments.units.UnitResult`). Its ``inputs`` are what the plan gave the unit (their hash
+is the unit's key, so a changed input redoes the unit), its ``output`` what the unit made and hands to the
+next stage and to the report. This module is the one description of both, stage by stage
+(docs/protocol.md sections 2-9):
+
+==================  =========================================  ======================================
+stage               inputs                                     output
+==================  =========================================  ======================================
+``environment``     :class:`EnvironmentInputs`                 :class:`EnvironmentOutput`
+``predecessor``     :class:`ImportInputs` (recorded run) or    :class:`ImportOutput` or
+                    :class:`PredecessorRunInputs` (our run)    :class:`PredecessorRunOutput`
+``points``          :class:`PointsInputs`                      :class:`PointsOutput`
+``checkpoint``      :class:`CheckpointInputs`                  :class:`CheckpointOutput`
+``handoff_state``   :class:`HandoffStateInputs`                :class:`HandoffStateOutput`
+``view``            :class:`ViewUnitInputs`                    :class:`ViewOutput`
+``takeover``        :class:`TakeoverInputs`                    :class:`TakeoverRunOutput`
+``grade``           :class:`GradeInputs`                       :class:`GradeOutput`
+==================  =========================================  ======================================
+
+Every unit file also carries :class:`UnitLabels` (what progress and the report group by), and
+``OUT/plan.json`` lists each stage's units as :class:`PlanEntry` records.
+
+The JSON written is exactly ``record.model_dump(mode="json")``: fields in the order declared here, and a
+field listed in a record's ``_OMIT_WHEN_DEFAULT`` left out while it has its default (so that an optional
+setting that is off does not enter the unit's key). Paths are absolute strings; times are seconds; token
+counts are tokens. Reading a record that does not match (a missing or unknown field, a wrong type) raises
+:class:`pydantic.ValidationError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
+
+from takeover.limits import RunLimits
+from takeover.llm import ModelSettings
+from takeover.vocabulary import (
+    ActionProtocol,
+    CheckpointMethod,
+    ExitStatus,
+    HandoffState,
+    PointType,
+    ViewName,
+)
+
+GradingBackend = Literal["local", "docker"]
+
+
+class _Record(BaseModel):
+    """Base of the records: unknown fields are refused; listed fields are omitted while at their default."""
+
+    model_config = ConfigDict(extra="forbid")
+    #: Fields written only when they differ from their default.
+    _OMIT_WHEN_DEFAULT: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler) -> dict[str, Any]:
+        data = handler(self)
+        for name in self._OMIT_WHEN_DEFAULT:
+            if name in data and getattr(self, name) == type(self).model_fields[name].default:
+                del data[name]
+        return data
+
+
+# --- labels and the plan ---------------------------------------------------------------------------
+
+
+class UnitLabels(_Record):
+    """What a unit is about, for progress displays and the report (not part of its key).
+
+    Each stage adds to its upstream unit's labels: ``instance_id`` (every stage), ``point_type``
+    (checkpoint on), ``point_key`` (the checkpoint unit's key, handoff_state on), ``view`` (view on),
+    ``successor`` (the successor model's name, takeover on), ``takeover_key`` (grade).
+    """
+
+    _OMIT_WHEN_DEFAULT = ("point_type", "point_key", "view", "successor", "takeover_key")
+
+    instance_id: str
+    point_type: PointType | None = None
+    point_key: str | None = None
+    view: ViewName | None = None
+    successor: str | None = None
+    takeover_key: str | None = None
+
+
+class PlanEntry(_Record):
+    """One planned unit in ``OUT/plan.json``: its key, labels and, for a blocked unit, why it cannot run
+    (an upstream unit failed); a blocked unit has no unit file."""
+
+    _OMIT_WHEN_DEFAULT = ("blocked",)
+
+    key: str
+    labels: UnitLabels
+    blocked: str | None = None
+
+
+# --- shared pieces ---------------------------------------------------------------------------------
+
+
+class TaskInputs(_Record):
+    """The source task of a unit: ``task`` is ``OUT/tasks/<instance_id>.json``, ``task_sha256`` a hash of
+    the task record (so a changed task redoes its units)."""
+
+    instance_id: str
+    task: str
+    task_sha256: str
+
+
+class GradingSettings(_Record):
+    """How a patch is graded (docs/protocol.md sections 6 and 8): ``backend``, ``timeout`` (seconds per test
+    run) and ``network`` (tests may use the network; written only when on)."""
+
+    _OMIT_WHEN_DEFAULT = ("network",)
+
+    backend: GradingBackend
+    timeout: float
+    network: bool = False
+
+
+class AgentSettings(_Record, RunLimits):
+    """The limits of an agent run (:class:`takeover.limits.RunLimits`: mini-swe-agent's names; seconds,
+    tokens and US dollars) and its action ``protocol`` (docs/protocol.md section 8)."""
+
+    protocol: ActionProtocol = "text"
+
+
+# --- environment -----------------------------------------------------------------------------------
+
+
+class EnvironmentInputs(TaskInputs):
+    """Build (or reuse) the local test environment of one task."""
+
+
+class EnvironmentOutput(_Record):
+    """The prepared environment: ``interpreter_version`` it runs, whether the shared environment was
+    ``cached``, and the seconds spent building it (``build_seconds``, 0 when cached) and installing the
+    checkout into it (``setup_seconds``)."""
+
+    repo: str
+    version: str | None
+    interpreter_version: str
+    cached: bool
+    build_seconds: float
+    setup_seconds: float
+
+
+# --- predecessor -----------------------------------------------------------------------------------
+
+
+class TrajectoryFile(_Record):
+    """A recorded run in a trajectory file: the ``file``, the ``record`` inside it (``None`` when the file
+    holds one run), the file's ``sha256`` when it was indexed, and its detected ``format``."""
+
+    file: str
+    record: str | None = None
+    sha256: str
+    format: str
+
+
+class ImportInputs(TaskInputs):
+    """Import a recorded predecessor run."""
+
+    trajectory: TrajectoryFile
+
+
+class ImportOutput(_Record):
+    """An imported predecessor run, summarized: where it is (``file``, ``record``), its ``format`` and its
+    own counts (``None`` when the file records no token usage)."""
+
+    file: str
+    record: str | None
+    format: str
+    agent_events: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    exit_status: str | None
+    final_patch_files: list[str]
+
+
+class PredecessorRunInputs(TaskInputs):
+    """Run the predecessor ``model`` on the task under ``limits``."""
+
+    model: ModelSettings
+    limits: AgentSettings
+
+
+class AgentRunOutput(_Record):
+    """One agent run of ours (docs/protocol.md section 8): its run folder, why it ended, its accounting
+    (events, calls, tokens, seconds; ``usage`` is ``estimated`` when ``estimated_calls`` calls carried no
+    usage) and its final patch (``patch_path`` ``None`` when empty; the sha256 is then that of the empty
+    text)."""
+
+    run_dir: str
+    exit_status: ExitStatus | None
+    exit_detail: str | None
+    agent_events: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None
+    reasoning_tokens: int | None
+    usage: Literal["reported", "estimated"]
+    estimated_calls: int
+    initial_prompt_chars: int
+    initial_prompt_tokens: int | None
+    wall_seconds: float
+    model_seconds: float
+    command_seconds: float
+    patch_path: str | None
+    patch_sha256: str
+
+
+class PredecessorRunOutput(AgentRunOutput):
+    """A predecessor run; ``workspace`` holds its recorded snapshots (used to find its handoff points)."""
+
+    workspace: str | None
+
+
+#: What a predecessor unit hands to the points stage: an imported or a run predecessor.
+PredecessorOutput = ImportOutput | PredecessorRunOutput
+
+
+# --- points ----------------------------------------------------------------------------------------
+
+
+class PointsInputs(_Record):
+    """Find the handoff points of one predecessor run: ``trajectory`` is the predecessor unit's output
+    (``None`` only in a blocked unit: the predecessor unit failed); ``replay_timeout`` (seconds per
+    replayed command) is written only when set."""
+
+    _OMIT_WHEN_DEFAULT = ("replay_timeout",)
+
+    instance_id: str
+    predecessor_key: str
+    task: str
+    task_sha256: str
+    replay_timeout: float | None = None
+    trajectory: PredecessorOutput | None
+
+
+class PointEntry(_Record):
+    """A handoff point (:class:`takeover.points.HandoffPoint` as JSON: its ``type``, ``event_index`` and
+    the verification context after them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: PointType
+    event_index: int
+
+
+class MissingEntry(_Record):
+    """A point type the run has no qualifying point of, and why."""
+
+    type: PointType
+    reason: str
+
+
+class ReplaySummary(_Record):
+    """How the run's per-event states were obtained (:class:`takeover.replay.ReplayVerdict` as JSON)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    verified: bool
+    method: str
+
+
+class PointsOutput(_Record):
+    """The run's points: ``run_points`` is the saved :class:`takeover.checkpoints.RunPoints` (JSON file),
+    ``patch_sha256`` the sha256 of the cumulative patch at each point type."""
+
+    run_points: str
+    replay: ReplaySummary
+    points: list[PointEntry]
+    missing: list[MissingEntry]
+    patch_sha256: dict[str, str]
+
+
+# --- checkpoint ------------------------------------------------------------------------------------
+
+
+class CheckpointInputs(TaskInputs):
+    """Materialize the checkpoint of one point (docs/protocol.md section 5)."""
+
+    points_key: str
+    point: PointEntry
+    trajectory: PredecessorOutput
+    run_points: str
+
+
+class CheckpointOutput(_Record):
+    """A checkpoint folder (``checkpoint.json``, ``checkpoint.patch``, ``workspace/``) and what the later
+    stages need of it; ``trajectory`` is the predecessor it came from."""
+
+    checkpoint_dir: str
+    patch_sha256: str
+    files: list[str]
+    method: CheckpointMethod
+    event_index: int
+    trajectory: PredecessorOutput
+
+
+class CheckpointUnitInputs(TaskInputs):
+    """The inputs every unit working on one checkpoint starts with."""
+
+    checkpoint_key: str
+    checkpoint_dir: str
+    patch_sha256: str
+
+
+# --- handoff state ---------------------------------------------------------------------------------
+
+
+class HandoffStateInputs(CheckpointUnitInputs):
+    """Grade a checkpoint's patch for its handoff state (docs/protocol.md section 6)."""
+
+    grading: GradingSettings
+
+
+class HandoffStateOutput(_Record):
+    """The checkpoint's handoff state and test pass rates (``None`` when a list is empty); ``warnings``
+    say why a result may differ from the official harness."""
+
+    handoff_state: HandoffState | None
+    resolved: bool
+    fail_to_pass_rate: float | None
+    pass_to_pass_rate: float | None
+    network: bool
+    warnings: list[str]
+
+
+# --- view ------------------------------------------------------------------------------------------
+
+
+class ViewUnitInputs(CheckpointUnitInputs):
+    """Build one view of a checkpoint (docs/protocol.md section 7). Notes views add the note writer
+    (``notes_model``) and, when it is not the protocol's 1,600, the completion cap per note-writing call
+    (``note_max_tokens``, tokens)."""
+
+    _OMIT_WHEN_DEFAULT = ("notes_model", "note_max_tokens")
+
+    view: ViewName
+    trajectory: PredecessorOutput
+    notes_model: ModelSettings | None = None
+    note_max_tokens: int | None = None
+
+
+class ViewOutput(_Record):
+    """The view's takeover prompt file (``path``, its ``sha256``), its size (Unicode ``characters``,
+    ``estimated_tokens``), how its notes were validated, note-writing ``attempts`` and the events a budget
+    ``dropped`` from ``raw_trace``. Notes views add the note writer's ``cached_tokens``,
+    ``reasoning_tokens`` and ``estimated_calls`` (calls whose usage was estimated); the unit's own prompt
+    and completion tokens are the note writer's."""
+
+    _OMIT_WHEN_DEFAULT = ("cached_tokens", "reasoning_tokens", "estimated_calls")
+
+    path: str
+    sha256: str
+    characters: int
+    estimated_tokens: int
+    validation: str
+    attempts: int
+    dropped_events: int
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    estimated_calls: int | None = None
+
+
+# --- takeover and grade ----------------------------------------------------------------------------
+
+
+class TakeoverInputs(CheckpointUnitInputs):
+    """One successor run from a checkpoint under one view (docs/protocol.md section 8). ``view_sha256``
+    and ``view_path`` are ``None`` only in a blocked unit (its view was not built)."""
+
+    view: ViewName
+    view_key: str
+    view_sha256: str | None
+    view_path: str | None
+    model: ModelSettings
+    limits: AgentSettings
+
+
+class TakeoverRunOutput(AgentRunOutput):
+    """A takeover run, and whether its final diff still holds the checkpoint's diff and changes source
+    files only."""
+
+    checkpoint_diff_preserved: bool
+    only_source_files_changed: bool
+
+
+class GradeInputs(TaskInputs):
+    """Grade a takeover run's final patch. ``patch_sha256``/``patch_path`` are ``None`` only in a blocked
+    unit (the run did not finish)."""
+
+    takeover_key: str
+    patch_sha256: str | None
+    patch_path: str | None
+    checkpoint_dir: str
+    grading: GradingSettings
+
+
+class GradeOutput(_Record):
+    """Whether the takeover run resolved the task, the handoff state of its final patch, the test pass
+    rates (``None`` when a list is empty) and grading warnings."""
+
+    resolved: bool
+    handoff_state: HandoffState | None
+    fail_to_pass_rate: float | None
+    pass_to_pass_rate: float | None
+    network: bool
+    warnings: list[str] = Field(default_factory=list)
