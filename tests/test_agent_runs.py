@@ -128,7 +128,7 @@ def test_takeover_rerun_with_another_view_is_refused_by_the_cli_with_exit_2(tmp_
         base = [
             "--dataset",
             str(dataset),
-            "--instance",
+            "--instance-id",
             task.instance_id,
             "--model",
             "scripted",
@@ -141,9 +141,9 @@ def test_takeover_rerun_with_another_view_is_refused_by_the_cli_with_exit_2(tmp_
             "--mirror",
             str(mirror),
             "--offline",
-            "--out",
+            "--out-dir",
             str(out),
-            "--checkpoint",
+            "--checkpoint-dir",
             str(folder),
         ]
         done = _cli([*base, "--view", "repo_only"])
@@ -164,7 +164,7 @@ def test_cli_exits_1_on_a_model_error_and_0_on_agent_outcomes(tmp_path, task_and
         base = [
             "--dataset",
             str(dataset),
-            "--instance",
+            "--instance-id",
             task.instance_id,
             "--model",
             "scripted",
@@ -178,13 +178,13 @@ def test_cli_exits_1_on_a_model_error_and_0_on_agent_outcomes(tmp_path, task_and
             "--max-retry-wait",
             "0.05",  # four attempts of one failing call without seconds of back-off
         ]
-        failed = _cli([*base, "--out", str(tmp_path / "bad")])
+        failed = _cli([*base, "--out-dir", str(tmp_path / "bad")])
     assert failed.exit_code == 1, failed.output
     assert "model_error" in failed.output and "exit code 1" in failed.output
     assert json.loads((tmp_path / "bad" / "run.json").read_text())["exit_status"] == "model_error"
     with ScriptedServer([{"content": "no command here"}] * 3) as srv:
         base[base.index("--base-url") + 1] = srv.base_url
-        format_errors = _cli([*base, "--out", str(tmp_path / "fmt")])
+        format_errors = _cli([*base, "--out-dir", str(tmp_path / "fmt")])
     assert format_errors.exit_code == 0, format_errors.output
     assert "format_error" in format_errors.output
 

@@ -69,7 +69,7 @@ def test_an_apply_error_with_rich_markup_prints_as_text(tmp_path, monkeypatch):
         "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n"
         " def f():\n-    return '[/red] [bold'\n+    return 2\n"
     )
-    result = runner().invoke(app, ["grade", "--dataset", str(dataset), "--instance", "acme__calc-1", "--patch",
+    result = runner().invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-1", "--patch",
                                    str(patch), "--mirror", str(mirror), "--offline", "--log-dir",
                                    str(tmp_path / "logs")], catch_exceptions=False)
     assert result.exit_code == 0, result.output
@@ -169,8 +169,8 @@ def test_points_exits_1_when_every_run_is_skipped():
 @pytest.mark.usefixtures("data_dir")
 def test_views_of_a_run_outside_the_dataset_says_so(tmp_path):
     other = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"
-    result = runner().invoke(app, ["views", str(other), "--dataset", str(DATASET), "--point",
-                                   "after_first_source_edit", "--out", str(tmp_path / "v"), "--offline"])
+    result = runner().invoke(app, ["views", str(other), "--dataset", str(DATASET), "--point-type",
+                                   "after_first_source_edit", "--out-dir", str(tmp_path / "v"), "--offline"])
     assert result.exit_code == 2, result.output
     assert "'alibaba__fastjson2-2775' is not in" in result.stderr
     assert "--checkpoint" in result.stderr and "--points-file" in result.stderr

@@ -89,7 +89,7 @@ def test_cli_json_and_strict(tmp_path, monkeypatch):
     runner = CliRunner()
     res = runner.invoke(app, ["doctor", "--json"])
     assert res.exit_code == 0, res.output
-    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    rows = {r["name"]: r for r in map(json.loads, res.stdout.splitlines())}
     assert rows["mirror"]["status"] == "warn"  # so --strict must fail on this configuration
     strict = runner.invoke(app, ["doctor", "--strict", "--mirror", str(tmp_path / "absent")])
     assert strict.exit_code == 1

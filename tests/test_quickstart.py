@@ -19,7 +19,7 @@ def test_defaults_are_the_pinned_task_one_point_type_all_views():
     assert o.instance_ids == ["pytest-dev__pytest-7521"]
     assert o.point_types == ["after_first_source_edit"]
     assert o.views is None and o.embedded
-    assert o.step_limit == qs.DEFAULT_STEPS
+    assert o.step_limit == qs.DEFAULT_STEP_LIMIT
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_defaults_are_the_pinned_task_one_point_type_all_views():
     [
         ({"point_types": ["after_lunch"]}, "--point-type", "unknown point type 'after_lunch'"),
         ({"views": ["full_trace"]}, "--view", "unknown view 'full_trace'"),
-        ({"grading": "modal"}, "--grading", "unknown backend 'modal'"),
+        ({"backend": "modal"}, "--backend", "unknown backend 'modal'"),
         ({"base_url": "http://127.0.0.1:8000/v1"}, "--model", "give the model name"),
         ({"model": "qwen"}, "--base-url", "needs --base-url"),
         ({"instance_ids": ["psf__requests-1766"]}, "--trajectories", "no built-in predecessor run"),
@@ -63,7 +63,7 @@ def test_local_paths_win_and_offline_without_cache_explains(tmp_path, monkeypatc
     local = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ]).checked()
     assert qs.resolve_dataset(local) == DATASET.resolve()
     assert qs.resolve_trajectories(local) == [PYTEST_TRAJ.resolve()]
-    offline = qs.QuickstartOptions(allow_network=False)
+    offline = qs.QuickstartOptions(offline=True)
     with pytest.raises(TakeoverError, match="not cached .* --offline is set; pass it with --trajectories"):
         qs.resolve_trajectories(offline)
     with pytest.raises(TakeoverError, match="--offline is set; pass a SWE-bench Verified file with --dataset"):
@@ -75,7 +75,7 @@ def test_cached_trajectory_is_used_only_when_its_hash_matches(tmp_path, monkeypa
     dest = qs.quickstart_cache() / "trajectories" / "pytest-dev__pytest-7521.traj.json"
     dest.parent.mkdir(parents=True)
     shutil.copyfile(PYTEST_TRAJ, dest)
-    offline = qs.QuickstartOptions(allow_network=False)
+    offline = qs.QuickstartOptions(offline=True)
     assert qs.resolve_trajectories(offline) == [dest]
     dest.write_text("{}")  # damaged cache: not trusted, and offline it cannot be fetched again
     with pytest.raises(TakeoverError, match="not cached"):
@@ -96,14 +96,14 @@ def test_download_checks_sha256(tmp_path):
 
 def test_experiment_config_is_built_from_the_flags(tmp_path, data_dir):
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ], views=["repo_only", "raw_trace"],
-                             step_limit=5, time_limit=60, out_dir=tmp_path / "out", mirror=tmp_path).checked()
+                             step_limit=5, wall_time_limit_seconds=60, out_dir=tmp_path / "out", mirror=tmp_path).checked()
     model = ModelSettings(name="openai/demo", base_url="http://127.0.0.1:1/v1", api_key_env=None)
     cfg = qs.build_config(o, DATASET, [PYTEST_TRAJ], model)
     assert cfg.dataset.instance_ids == ["pytest-dev__pytest-7521"]
     assert cfg.predecessor.trajectories == [str(PYTEST_TRAJ)]
     assert cfg.views == ["repo_only", "raw_trace"]
     assert cfg.point_types == ["after_first_source_edit"]
-    assert (cfg.limits.step_limit, cfg.limits.time_limit) == (5, 60)
+    assert (cfg.limits.step_limit, cfg.limits.wall_time_limit_seconds) == (5, 60)
     assert [m.model_dump() for m in cfg.successors] == [model.model_dump()]
     assert cfg.notes_model.model_dump() == model.model_dump()
     assert cfg.out == (tmp_path / "out").resolve() and cfg.mirror_path == tmp_path.resolve()
@@ -113,7 +113,7 @@ def test_embedded_model_notes_are_capped_and_the_notice_says_so():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
     assert o.embedded and o.notes_cap == 512
     model = ModelSettings(name="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
-    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).notes.max_tokens == 512
+    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).notes.note_max_tokens == 512
     assert "capped at 512 completion tokens" in qs.warning_text(o, model)
     assert qs.QuickstartOptions(note_max_tokens=1600).notes_cap == 1600
     real = qs.QuickstartOptions(model="openai/demo", base_url="http://127.0.0.1:1/v1")
@@ -127,7 +127,7 @@ def test_report_notice_says_the_rates_mean_nothing_and_how_to_rerun():
     cmd = qs.rerun_command(o)
     assert cmd in text
     assert "--base-url http://127.0.0.1:8000/v1" in cmd and f"--dataset {DATASET}" in cmd
-    assert "--task pytest-dev__pytest-7521" in cmd
+    assert "--instance-id pytest-dev__pytest-7521" in cmd
 
 
 def test_cli_rejects_bad_flags_with_one_line(tmp_path):
@@ -135,11 +135,11 @@ def test_cli_rejects_bad_flags_with_one_line(tmp_path):
 
     from takeover.cli import app
 
-    res = CliRunner().invoke(app, ["quickstart", "--point-type", "bogus", "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(app, ["quickstart", "--point-type", "bogus", "--out-dir", str(tmp_path / "o")])
     assert isinstance(res.exception, InputError) and "--point-type" in str(res.exception)
     helptext = CliRunner().invoke(app, ["quickstart", "--help"], terminal_width=200).stdout
-    for flag in ("--task", "--dataset", "--trajectories", "--point-type", "--view", "--steps", "--model",
-                 "--base-url", "--mirror", "--out", "--offline"):
+    for flag in ("--instance-id", "--dataset", "--trajectories", "--point-type", "--view", "--step-limit", "--model",
+                 "--base-url", "--mirror", "--out-dir", "--offline"):
         assert flag in helptext
 
 
@@ -148,10 +148,12 @@ def test_a_stage_that_cannot_run_stops_the_quickstart_with_its_name(tmp_path, mo
 
     from rich.console import Console
 
+    from takeover.cli.quickstart import ConsoleDisplay
+
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     console = Console(file=(tmp_path / "console.txt").open("w"), width=200)
-    o = qs.QuickstartOptions(allow_network=False, out_dir=tmp_path / "out")
-    result = qs.run_quickstart(o, console=console)
+    o = qs.QuickstartOptions(offline=True, out_dir=tmp_path / "out")
+    result = qs.run_quickstart(o, ConsoleDisplay(console))
     console.file.close()
     assert not result.ok and result.report is None
     assert result.problems[0].startswith("inputs: ")

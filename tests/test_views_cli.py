@@ -52,7 +52,7 @@ def test_all_views_are_written_and_views_json_sizes_match_the_files(tmp_path, po
     replay = Replay().script([{"content": SUMMARY, "usage": {"prompt_tokens": 900, "completion_tokens": 40}},
                               {"content": STRUCTURED, "usage": {"prompt_tokens": 800, "completion_tokens": 120}}])
     with replay.server:
-        result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+        result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out),
                         "--model", "writer", "--base-url", replay.base_url, "--api-key-env", "NO_SUCH_KEY_VAR")
     assert result.exit_code == 0, result.output
     index = json.loads((out / "views.json").read_text())
@@ -74,7 +74,7 @@ def test_all_views_are_written_and_views_json_sizes_match_the_files(tmp_path, po
     # a re-run with the same inputs reuses every view and spends no note tokens
     again = Replay()
     with again.server:
-        rerun = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+        rerun = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out),
                        "--model", "writer", "--base-url", again.base_url, "--api-key-env", "NO_SUCH_KEY_VAR")
     assert rerun.exit_code == 0 and again.served == 0
     assert all(row.get("reused") for row in json.loads((out / "views.json").read_text())["views"].values())
@@ -82,7 +82,7 @@ def test_all_views_are_written_and_views_json_sizes_match_the_files(tmp_path, po
 
 def test_without_a_model_the_notes_views_say_a_model_is_needed(tmp_path, points_file):
     out = tmp_path / "views"
-    result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out))
+    result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out))
     assert result.exit_code == 1, result.output  # requested views were not built
     index = json.loads((out / "views.json").read_text())
     assert {n: r["validation"] for n, r in index["views"].items()} == {
@@ -95,7 +95,7 @@ def test_without_a_model_the_notes_views_say_a_model_is_needed(tmp_path, points_
 
 def test_one_view_with_a_budget(tmp_path, points_file):
     out = tmp_path / "v"
-    result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+    result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out),
                     "--view", "raw_trace", "--max-chars", "3000")
     assert result.exit_code == 0, result.output
     row = json.loads((out / "views.json").read_text())["views"]["raw_trace"]
@@ -103,13 +103,13 @@ def test_one_view_with_a_budget(tmp_path, points_file):
 
 
 def test_a_missing_point_exits_1_with_the_reason(tmp_path, points_file):
-    result = invoke("--point", "after_first_post_failure_edit", "--points-file", str(points_file), "--out", str(tmp_path))
+    result = invoke("--point-type", "after_first_post_failure_edit", "--points-file", str(points_file), "--out-dir", str(tmp_path))
     assert result.exit_code == 1
     assert "no after_first_post_failure_edit point" in result.output
 
 
 def test_unknown_view_is_a_usage_error(tmp_path, points_file):
-    result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(tmp_path),
+    result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(tmp_path),
                     "--view", "diary")
     assert result.exit_code == 2 and "unknown view 'diary'" in result.output
 
@@ -119,8 +119,8 @@ def test_unknown_view_is_a_usage_error(tmp_path, points_file):
 def test_detected_point_with_the_mirror_equals_the_hand_checked_one(tmp_path, mirror_dir):
     """Real detection (replay in the mirror) finds the points the other tests use without the mirror."""
     out = tmp_path / "views"
-    result = invoke("--point", "after_first_verification_result", "--mirror", str(mirror_dir), "--offline",
-                    "--out", str(out), "--view", "raw_trace")
+    result = invoke("--point-type", "after_first_verification_result", "--mirror", str(mirror_dir), "--offline",
+                    "--out-dir", str(out), "--view", "raw_trace")
     assert result.exit_code == 0, result.output
     index = json.loads((out / "views.json").read_text())
     expected = requests_1766_points()["after_first_verification_result"]
@@ -143,7 +143,7 @@ def checkpoint_dir(tmp_path):
 
 
 def test_checkpoint_folder_gives_point_patch_and_output_folder(checkpoint_dir):
-    result = CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint",
+    result = CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint-dir",
                                       str(checkpoint_dir), "--view", "repo_only,raw_trace"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     index = json.loads((checkpoint_dir / "views" / "views.json").read_text())
@@ -157,5 +157,5 @@ def test_the_checkpoint_handoff_state_is_kept_out_of_views(tmp_path, checkpoint_
     templates.mkdir()
     (templates / "preamble.md.j2").write_text("This repository needs_completion.\n")
     with pytest.raises(ViewLeakError, match="handoff_state: needs_completion"):
-        CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint", str(checkpoint_dir),
-                                 "--view", "repo_only", "--templates", str(templates)], catch_exceptions=False)
+        CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint-dir", str(checkpoint_dir),
+                                 "--view", "repo_only", "--template-dir", str(templates)], catch_exceptions=False)

@@ -1,4 +1,4 @@
-"""``takeover doctor``: what works on this machine, and how to fix what does not (issue 8).
+"""``takeover doctor``: what works on this machine, and how to fix what does not.
 
 Each check is one :class:`Check` row with a status (``ok``, ``warn`` for something optional that is
 missing, ``fail`` for something the protocol cannot run without), a detail and a fix. :func:`run_checks`
@@ -116,12 +116,14 @@ def check_docker() -> Check:
 
 
 def check_mirror(mirror: Path | str | None = None) -> Check:
-    """The mirror folder of bare repositories (``--mirror`` or ``$TAKEOVER_MIRROR``)."""
-    value = mirror if mirror is not None else os.environ.get(MIRROR_ENV)
+    """The mirror folder of bare repositories (the command line passes ``--mirror`` or ``$TAKEOVER_MIRROR``);
+    ``None``: no mirror given."""
+    value = mirror
     cloned = sorted(p.name for p in (cache_dir() / "mirrors").glob("*.git"))
     cached = f"; {len(cloned)} cloned in the cache" if cloned else ""
     if not value:
-        return Check(name="mirror", status="warn", detail=f"{MIRROR_ENV} not set: repositories are cloned from GitHub{cached}",
+        return Check(name="mirror", status="warn",
+                     detail=f"no --mirror given and {MIRROR_ENV} not set: repositories are cloned from GitHub{cached}",
                      fix=f"optional (offline use): export {MIRROR_ENV}=DIR with bare clones named owner__name.git")
     folder = Path(value).expanduser()
     if not folder.is_dir():

@@ -1,7 +1,9 @@
 """The ``takeover`` command line: a thin layer over the Python API.
 
 Each concept registers its own commands from a module beside this one, so that the CLI mirrors the
-package. Errors about bad input become one line on stderr and exit status 2.
+package; options several commands share are declared once in :mod:`takeover.cli.options`. Errors about
+bad input become one line on stderr and exit status 2. Every ``--json`` prints JSON Lines: one record per
+line, in input order.
 """
 
 from __future__ import annotations
@@ -11,7 +13,12 @@ from typing import Annotated
 
 import typer
 
+from takeover import __version__
+from takeover.cli import agent, experiment, grade, handoff, inspect, points, quickstart, show, tasks, views
+from takeover.cli.console import PIPE_WIDTH, output_console
 from takeover.errors import TakeoverError
+
+__all__ = ["PIPE_WIDTH", "app", "main", "output_console"]
 
 app = typer.Typer(
     name="takeover",
@@ -24,8 +31,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from takeover import __version__
-
         print(__version__)
         raise typer.Exit()
 
@@ -44,45 +49,11 @@ def _root(
 @app.command()
 def version() -> None:
     """Print the takeover version."""
-    from takeover import __version__
-
     print(__version__)
 
 
-#: Width of tables printed to a pipe or file: wide enough that no column is cut (rows are not padded).
-PIPE_WIDTH = 240
-
-
-def output_console(*, stderr: bool = False):
-    """A rich ``Console`` for command output: the terminal's width on a terminal, :data:`PIPE_WIDTH`
-    characters otherwise (a narrow ``COLUMNS`` must not cut instance ids out of piped tables)."""
-    from rich.console import Console
-
-    console = Console(stderr=stderr)
-    if console.is_terminal:
-        return console
-    return Console(stderr=stderr, width=max(console.width, PIPE_WIDTH))
-
-
-def _register() -> None:
-    from takeover.cli import (
-        agent,
-        experiment,
-        grade,
-        handoff,
-        inspect,
-        points,
-        quickstart,
-        show,
-        tasks,
-        views,
-    )
-
-    for module in (tasks, inspect, grade, points, views, agent, experiment, quickstart, show, handoff):
-        module.register(app)
-
-
-_register()
+for _module in (tasks, inspect, grade, points, views, agent, experiment, quickstart, show, handoff):
+    _module.register(app)
 
 
 def main() -> None:

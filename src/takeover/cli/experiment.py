@@ -1,8 +1,10 @@
-"""``takeover run EXPERIMENT.toml`` and ``takeover report OUT_DIR`` (issue 7)."""
+"""``takeover run EXPERIMENT.toml`` and ``takeover report OUT_DIR`` (docs/protocol.md sections 2-9)."""
 
 from __future__ import annotations
 
 import signal
+import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -10,12 +12,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from takeover.cli.options import WORKERS_HELP, MirrorOption
+from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
+from takeover.report import build_report
+
 
 def _raise_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _print_summary(summary, console: Console) -> None:
+def _print_summary(summary: ExperimentSummary, console: Console) -> None:
     table = Table(title="units", title_justify="left")
     for col in ("stage", "planned", "done", "failed", "blocked", "reused", "ran"):
         table.add_column(col, justify="left" if col == "stage" else "right")
@@ -28,7 +34,7 @@ def _print_summary(summary, console: Console) -> None:
             console.print(f"  {iid}: {why}")
     grouped = summary.problems_by_reason()
     if grouped:
-        console.print("[red]Units failed or blocked[/] (rerun them with --retry failed):")
+        console.print("[red]Units failed or blocked[/] (rerun them with --retry-failed):")
         for stage, reasons in grouped.items():
             for reason, n in reasons:
                 console.print(f"  {stage}: {n} × {reason}")
@@ -38,30 +44,59 @@ def _print_summary(summary, console: Console) -> None:
         console.print(f"{name}: {path}")
 
 
+def read_experiment(path: Path, mirror: Path | None) -> ExperimentConfig:
+    """The experiment file, with ``mirror`` (``--mirror`` or ``$TAKEOVER_MIRROR``) filled in when the file
+    names none; renamed keys are reported as ``warning: ...`` lines on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", FutureWarning)
+        config = load_experiment(path)
+    for w in caught:
+        print(f"warning: {w.message}", file=sys.stderr)
+    if config.mirror is None and mirror is not None:
+        config = config.model_copy(update={"mirror": str(mirror.expanduser().resolve())})
+    return config
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run`` and ``report`` to ``app``."""
 
     @app.command("run")
     def run_cmd(
-        experiment: Annotated[Path, typer.Argument(help="experiment file (TOML)")],
-        workers: Annotated[int | None, typer.Option("--workers", "-w", help="units in flight at once")] = None,
-        executor: Annotated[str | None, typer.Option(help="local (processes) or ray")] = None,
-        retry: Annotated[str | None, typer.Option("--retry", help="'failed': redo units that failed before")] = None,
-        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="live progress table")] = True,
-        report: Annotated[bool, typer.Option("--report/--no-report", help="build the report at the end")] = True,
+        experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML).")],
+        workers: Annotated[int | None, typer.Option("--workers", "-w", help=WORKERS_HELP)] = None,
+        executor: Annotated[str | None, typer.Option("--executor", help="local (processes) or ray.")] = None,
+        retry_failed: Annotated[
+            bool, typer.Option("--retry-failed", help="Redo the units that failed before (they are kept otherwise).")
+        ] = False,
+        retry: Annotated[str | None, typer.Option("--retry", hidden=True, help="Old spelling of --retry-failed.")] = None,
+        mirror: MirrorOption = None,
+        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress table.")] = True,
+        report: Annotated[bool, typer.Option("--report/--no-report", help="Build the report at the end.")] = True,
     ) -> None:
         """Run (or resume) an experiment: select, predecessor, points, checkpoints, handoff states, views,
-        takeover runs, grading, report. Finished units are reused; changed ones are redone."""
-        from takeover.experiments import load_experiment, run_experiment
+        takeover runs, grading, report. Finished units are reused; changed ones are redone.
 
-        if retry not in (None, "failed"):
-            raise typer.BadParameter("only --retry failed is supported", param_hint="--retry")
+        --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Exit status: 0 when
+        every planned unit is done, 1 when some failed or were blocked (listed), 2 on a bad experiment file.
+
+        Examples:
+
+            takeover run experiment.toml --workers 4
+
+            takeover run experiment.toml --retry-failed --no-progress
+        """
+        if retry is not None:
+            if retry != "failed":
+                raise typer.BadParameter("only --retry failed is supported (now --retry-failed)", param_hint="--retry")
+            print("warning: --retry failed is deprecated; use --retry-failed (the old spelling works until the "
+                  "next release)", file=sys.stderr)
+            retry_failed = True
         if executor not in (None, "local", "ray"):
             raise typer.BadParameter("local or ray", param_hint="--executor")
-        config = load_experiment(experiment)
+        config = read_experiment(experiment, mirror)
         # SIGTERM (a scheduler, `kill`) unwinds like Ctrl-C, so worker processes are stopped with us.
         signal.signal(signal.SIGTERM, _raise_interrupt)
-        summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry == "failed",
+        summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
                                  progress=progress, report=report)
         _print_summary(summary, Console())
         if summary.problems:
@@ -69,12 +104,15 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_cmd(
-        out_dir: Annotated[Path, typer.Argument(help="output folder of `takeover run`")],
-        plots: Annotated[bool, typer.Option("--plots/--no-plots", help="write PNG plots")] = True,
+        out_dir: Annotated[Path, typer.Argument(help="Output folder of `takeover run` (OUT_DIR).")],
+        plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")] = True,
     ) -> None:
-        """Build results.csv, report.md, report.json and plots from the per-unit result files."""
-        from takeover.report import build_report
+        """Build results.csv, report.md, report.json and plots from the per-unit result files.
 
+        Example:
+
+            takeover report out/pilot --no-plots
+        """
         report = build_report(out_dir, plots=plots)
         console = Console()
         console.print(report.markdown.split("## By handoff state")[0])

@@ -11,11 +11,26 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from takeover.cli.console import output_console
+from takeover.cli.options import (
+    BackendOption,
+    DatasetOption,
+    InstanceIdsOption,
+    JsonOption,
+    MirrorOption,
+    OfflineOption,
+    renamed_flags,
+)
 from takeover.errors import InputError, TakeoverError
+from takeover.grading import Prediction, grade_predictions, read_predictions
+from takeover.repos import RepoSource
+from takeover.sandbox import status
+from takeover.tasks import load_tasks, task_index
 
 # Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
 # logs of one run would overwrite another's).
 DEFAULT_LOG_DIR = Path("takeover-grades")
+RENAMED = {"--instance": "--instance-id"}
 
 
 def _outcome(o) -> str:
@@ -23,16 +38,16 @@ def _outcome(o) -> str:
 
 
 def grade_command(
-    dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench tasks (.jsonl, .json or .parquet).")],
-    instance: Annotated[list[str] | None, typer.Option("--instance", help="instance_id to grade (repeatable).")] = None,
+    dataset: DatasetOption,
+    instance_id: InstanceIdsOption = None,
     patch: Annotated[Path | None, typer.Option("--patch", help="Candidate patch file (unified diff).")] = None,
     gold: Annotated[bool, typer.Option("--gold", help="Grade the task's reference patch.")] = False,
     empty: Annotated[bool, typer.Option("--empty", help="Grade the empty patch.")] = False,
     predictions: Annotated[
         Path | None, typer.Option("--predictions", help="SWE-bench predictions (preds.json or .jsonl) to grade.")
     ] = None,
-    backend: Annotated[str, typer.Option("--backend", help="local (venv + sandbox) or docker (official harness).")] = "local",
-    mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git.")] = None,
+    backend: BackendOption = "local",
+    mirror: MirrorOption = None,
     log_dir: Annotated[Path | None, typer.Option(
         "--log-dir", help="Where logs and report.json go: DIR/<gold|empty|patch|model>/<instance_id>/ "
                           "(default ./takeover-grades in the current folder).")] = None,
@@ -40,39 +55,43 @@ def grade_command(
     env_spec: Annotated[
         Path | None, typer.Option("--env-spec", help="JSON/TOML file: key 'owner/name' or 'owner/name/version' -> environment spec.")
     ] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+    offline: OfflineOption = False,
     network: Annotated[
         bool, typer.Option("--network", help="Let the tests use the network (e.g. psf/requests calls httpbin.org).")
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
 
-    Examples: takeover grade --dataset swebench_verified.jsonl --instance pallets__flask-5014 --gold --json;
-    takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend local
-    """
-    from takeover.grading import Prediction, grade_predictions, read_predictions
-    from takeover.repos import RepoSource
-    from takeover.tasks import load_tasks
+    With --json, one line per graded prediction, in input order: instance_id, resolved, handoff_state,
+    FAIL_TO_PASS and PASS_TO_PASS (success and failure lists), backend, env_seconds, env_cached,
+    env_build_seconds, test_seconds, log_path, applied, apply_error, timed_out, error, network, warnings.
+    Exit status: 0 when every prediction was graded, 1 when grading one failed, 2 on bad input.
 
+    Examples:
+
+        takeover grade --dataset swebench_verified.jsonl --instance-id pallets__flask-5014 --gold --json
+
+        takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend docker
+    """
     try:
         chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
         if chosen != 1:
             raise InputError("command line", "give exactly one of --patch FILE, --gold, --empty, --predictions FILE")
-        if predictions is None and not instance:
-            raise InputError("command line", "--instance ID is required with --patch, --gold or --empty")
+        if predictions is None and not instance_id:
+            raise InputError("command line", "--instance-id ID is required with --patch, --gold or --empty")
         tasks = load_tasks(dataset)
-        by_id = {t.instance_id: t for t in tasks}
-        for iid in instance or []:
+        by_id = task_index(tasks)
+        for iid in instance_id or []:
             if iid not in by_id:
                 raise InputError(dataset, f"no task with instance_id {iid!r}", field="instance_id")
         if predictions is not None:
             preds = read_predictions(predictions)
-            if instance:
-                preds = [p for p in preds if p.instance_id in set(instance)]
+            if instance_id:
+                preds = [p for p in preds if p.instance_id in set(instance_id)]
         else:
             preds = []
-            for iid in instance or []:
+            for iid in instance_id or []:
                 if patch is not None:
                     try:
                         text = patch.read_text(encoding="utf-8")
@@ -83,18 +102,16 @@ def grade_command(
                     preds.append(Prediction(instance_id=iid, model_name_or_path="gold", model_patch=by_id[iid].patch))
                 else:
                     preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
-        results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, allow_network=not offline),
+        results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, offline=offline),
                                     timeout=timeout, log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR,
                                     spec_file=env_spec, network=network)
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
     if as_json:
-        rows = [r.summary() for r in results]
-        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+        for r in results:
+            print(json.dumps(r.summary(), ensure_ascii=False), flush=True)
     else:
-        from takeover.cli import output_console
-
         console = output_console()
         table = Table(title=f"SWE-bench grading ({backend} backend)")
         for col in ("instance_id", "resolved", "handoff state", "FAIL_TO_PASS", "PASS_TO_PASS", "env s", "test s"):
@@ -106,8 +123,6 @@ def grade_command(
                           f"{r.test_seconds:.1f}")
         console.print(table)
         if results and results[0].backend == "local" and not results[0].sandboxed:
-            from takeover.sandbox import status
-
             console.print(f"[yellow]{escape(status().message)}[/yellow]", highlight=False)
         for r in results:
             if r.apply_error:
@@ -128,4 +143,4 @@ def grade_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover grade``."""
-    app.command("grade")(grade_command)
+    app.command("grade", cls=renamed_flags(RENAMED))(grade_command)

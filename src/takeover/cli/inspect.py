@@ -10,8 +10,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from takeover.cli import output_console
+from takeover.cli.console import output_console
+from takeover.cli.options import JsonOption
 from takeover.errors import InputError, TakeoverError
+from takeover.trajectories import read_trajectories, summarize
+from takeover.trajectories.registry import expand_paths, is_unknown_format
 
 
 def inspect(
@@ -22,16 +25,23 @@ def inspect(
             "other JSON files in a folder are skipped with a note)."
         ),
     ],
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line per trajectory.")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Summarize trajectories: one row per run.
 
+    With --json, one line per run, in the order of the files given: format, instance_id, agent_events,
+    actions, observations, llm_calls, prompt_tokens and completion_tokens (null when the run records no
+    usage), usage_per_call, exit_status, final_patch_files.
+
     Bad files are reported as one ``error: FILE: RECORD: field 'F': reason`` line each on stderr; the good
     files are still reported, and the exit status is 2 when any file was bad.
-    """
-    from takeover.trajectories import read_trajectories, summarize
-    from takeover.trajectories.registry import expand_paths, is_unknown_format
 
+    Examples:
+
+        takeover inspect run.traj.json output.jsonl
+
+        takeover inspect runs/ --json
+    """
     failed = 0
     rows = []
     for given in files:

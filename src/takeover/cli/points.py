@@ -12,29 +12,50 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
+from takeover import sandbox
+from takeover.checkpoints import materialize_checkpoint
+from takeover.cli.options import (
+    POINT_TYPE_HELP,
+    DatasetOption,
+    JsonOption,
+    MirrorOption,
+    OfflineOption,
+    PointsFileOption,
+    RecordOption,
+    SnapshotRepoOption,
+    renamed_flags,
+)
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
+from takeover.grading import grade_handoff_state
+from takeover.points import RunPoints, analyze_run, checkpoint_method
+from takeover.repos import RepoSource
+from takeover.tasks import load_tasks, task_index
+from takeover.trajectories import read_trajectories, read_trajectory
+from takeover.trajectories.registry import expand_paths, is_unknown_format
+from takeover.vocabulary import POINT_TYPES
 
-
-def _task_index(dataset: Path) -> dict:
-    from takeover.tasks import load_tasks
-
-    return {t.instance_id: t for t in load_tasks(dataset)}
+POINTS_RENAMED = {"--out": "--out-dir"}
+CHECKPOINT_RENAMED = {"--out": "--out-dir", "--point": "--point-type"}
+TIMEOUT_HELP = "Seconds per replayed command."
 
 
 def _expanded(paths: list[Path]) -> list[Path]:
     """Folders of trajectories expanded (:func:`takeover.trajectories.registry.expand_paths`); a missing
     path stays, so that reading it reports the error beside the others."""
-    from takeover.trajectories.registry import expand_paths
-
     out: list[Path] = []
     for p in paths:
         out.extend(expand_paths([p]) if p.exists() else [p])
     return out
 
 
-def points_json(rp) -> dict:
-    """The ``takeover points --json`` object of one :class:`~takeover.points.RunPoints`."""
+def points_json(rp: RunPoints) -> dict:
+    """The ``takeover points --json`` record of one :class:`~takeover.points.RunPoints`: instance_id,
+    replay (verified, method, first_mismatch), points (type, event_index, changed_source_files,
+    patch_sha256) and missing (type, reason)."""
     return {
         "instance_id": rp.instance_id,
         "replay": {"verified": rp.replay.verified, "method": rp.replay.method, "first_mismatch": rp.replay.first_mismatch},
@@ -47,10 +68,7 @@ def points_json(rp) -> dict:
     }
 
 
-def _print_run(console, rp, where: str) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
+def _print_run(console: Console, rp: RunPoints, where: str) -> None:
     v = rp.replay
     if v.verified:
         verdict = f"[green]verified[/green] ({v.method})"
@@ -75,42 +93,39 @@ def _print_run(console, rp, where: str) -> None:
 def register(app: typer.Typer) -> None:
     """Add ``takeover points`` and ``takeover checkpoint`` to ``app``."""
 
-    @app.command("points")
+    @app.command("points", cls=renamed_flags(POINTS_RENAMED))
     def points(
         files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
-        dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
-        mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git (default: $TAKEOVER_MIRROR).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="One JSON object per trajectory per line.")] = False,
-        out: Annotated[Path | None, typer.Option("--out", help="Also save each run's full result as OUT/<instance_id>.points.json (for --points-file).")] = None,
-        snapshot_repo: Annotated[Path | None, typer.Option("--snapshot-repo", help="Repository holding the runs' recorded snapshot trees (our own runs).")] = None,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replayed command.")] = 300.0,
+        dataset: DatasetOption,
+        mirror: MirrorOption = None,
+        as_json: JsonOption = False,
+        out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Also save each run's full result as DIR/<instance_id>.points.json (for --points-file).")] = None,
+        snapshot_repo: SnapshotRepoOption = None,
+        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP)] = 300.0,
         memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).")] = 4096,
-        no_environment: Annotated[bool, typer.Option("--no-environment", help="Replay with the plain interpreter, not the task's environment.")] = False,
-        offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+        use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
+        offline: OfflineOption = False,
     ) -> None:
         """Print each run's replay verdict and its handoff points (or why each is missing).
+
+        With --json, one line per run, in the order of the files given: instance_id, replay (verified,
+        method, first_mismatch), points (type, event_index, changed_source_files, patch_sha256) and
+        missing (type, reason).
 
         A run whose instance is not in the dataset, or whose repository cannot be obtained, is reported
         on stderr and skipped. Unreadable files are reported too; the exit status is then 2. When no run
         at all could be analysed (every one skipped), the exit status is 1.
 
-        Example:
+        Examples:
 
             takeover points trajs/*.json --dataset swebench_verified.jsonl --mirror /data/mirror --json
+
+            takeover points trajs/ --dataset swebench_verified.jsonl --offline --out-dir points/
         """
-        from rich.console import Console
-        from rich.markup import escape
-
-        from takeover import sandbox
-        from takeover.points import analyze_run
-        from takeover.repos import RepoSource
-        from takeover.trajectories import read_trajectories
-        from takeover.trajectories.registry import is_unknown_format
-
         err = Console(stderr=True)
         console = Console()
-        tasks = _task_index(dataset)
-        source = RepoSource(mirror, allow_network=not offline)
+        tasks = task_index(load_tasks(dataset))
+        source = RepoSource(mirror, offline=offline)
         st = sandbox.status()
         if not st.available:
             err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
@@ -137,13 +152,13 @@ def register(app: typer.Typer) -> None:
                     continue
                 try:
                     rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, timeout=timeout,
-                                     memory_mb=memory_mb, use_environment=not no_environment)
+                                     memory_mb=memory_mb, use_environment=use_environment)
                 except RepositoryUnavailable as exc:
                     print(f"skipped: {where}: {exc}", file=sys.stderr)
                     continue
                 analysed += 1
-                if out is not None:
-                    rp.save(out / f"{rp.instance_id}.points.json")
+                if out_dir is not None:
+                    rp.save(out_dir / f"{rp.instance_id}.points.json")
                 if as_json:
                     print(json.dumps(points_json(rp), ensure_ascii=False), flush=True)
                 else:
@@ -154,50 +169,39 @@ def register(app: typer.Typer) -> None:
             print("error: no trajectory could be analysed (every run was skipped)", file=sys.stderr)
             raise typer.Exit(1)
 
-    @app.command("checkpoint")
+    @app.command("checkpoint", cls=renamed_flags(CHECKPOINT_RENAMED))
     def checkpoint(
         file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
-        point: Annotated[str, typer.Option("--point", help="after_first_source_edit, after_first_verification_result or after_first_post_failure_edit.")],
-        out: Annotated[Path, typer.Option("--out", help="Checkpoint folder: checkpoint.json, checkpoint.patch, workspace/.")],
-        dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
-        mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git (default: $TAKEOVER_MIRROR).")] = None,
+        point_type: Annotated[str, typer.Option("--point-type", help=POINT_TYPE_HELP)],
+        out_dir: Annotated[Path, typer.Option("--out-dir", help="Checkpoint folder to write: checkpoint.json, checkpoint.patch, workspace/.")],
+        dataset: DatasetOption,
+        mirror: MirrorOption = None,
         state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
-        record: Annotated[int | None, typer.Option("--record", help="0-based index of the run when FILE holds several.")] = None,
-        points_file: Annotated[Path | None, typer.Option("--points-file", help="Saved result of takeover points --out for this run (no replay).")] = None,
-        snapshot_repo: Annotated[Path | None, typer.Option("--snapshot-repo", help="Repository holding the run's recorded snapshot trees.")] = None,
-        no_workspace: Annotated[bool, typer.Option("--no-workspace", help="Write checkpoint.json and checkpoint.patch only.")] = False,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per replayed command.")] = 300.0,
-        offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+        record: RecordOption = None,
+        points_file: PointsFileOption = None,
+        snapshot_repo: SnapshotRepoOption = None,
+        workspace: Annotated[bool, typer.Option("--workspace/--no-workspace", help="Also write the workspace (base_commit + the patch), or only checkpoint.json and checkpoint.patch.")] = True,
+        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP)] = 300.0,
+        offline: OfflineOption = False,
     ) -> None:
         """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
 
+        Exit status: 0 when written; 1 when the run has no such point (the reason is printed); 2 on bad
+        input.
+
         Example:
 
-            takeover checkpoint trajs/psf__requests-1766.json --point after_first_source_edit \\
-              --dataset swebench_verified.jsonl --mirror /data/mirror --out cp/ --state
+            takeover checkpoint trajs/psf__requests-1766.json --point-type after_first_source_edit \\
+              --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir cp/ --state
         """
-        from rich.console import Console
-        from rich.markup import escape
-
-        from takeover.checkpoints import materialize_checkpoint
-        from takeover.points import RunPoints, analyze_run, checkpoint_method
-        from takeover.repos import RepoSource
-        from takeover.trajectories import read_trajectories
-        from takeover.vocabulary import POINT_TYPES
-
+        point = point_type
         if point not in POINT_TYPES:
-            raise InputError("--point", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
-        runs = read_trajectories(file)
-        if record is None and len(runs) != 1:
-            raise InputError(file, f"holds {len(runs)} runs; choose one with --record 0..{len(runs) - 1}")
-        index = record or 0
-        if not 0 <= index < len(runs):
-            raise InputError(file, f"has no run {index} (it holds {len(runs)})", record=f"index {index}")
-        traj = runs[index]
-        task = _task_index(dataset).get(traj.instance_id or "")
+            raise InputError("--point-type", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
+        traj = read_trajectory(file, record=record)
+        task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
         if task is None:
             raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
-        source = RepoSource(mirror, allow_network=not offline)
+        source = RepoSource(mirror, offline=offline)
         rp = RunPoints.load(points_file) if points_file else analyze_run(
             traj, task, source, snapshot_repo=snapshot_repo, timeout=timeout)
         found = rp.point(point)
@@ -206,18 +210,16 @@ def register(app: typer.Typer) -> None:
             Console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
             raise typer.Exit(1)
         patch = rp.patches.get(point, "")
-        cp = materialize_checkpoint(task, traj, found, patch, out, checkpoint_method(rp.replay),
-                                    repo_source=source, workspace=not no_workspace)
+        cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(rp.replay),
+                                    repo_source=source, workspace=workspace)
         if state:
-            from takeover.grading import grade_handoff_state
-
             cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
-            cp.save(out)
+            cp.save(out_dir)
         console = Console()
         console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
         console.print(f"  files: {escape(', '.join(cp.files)) or '(none)'}")
         console.print(f"  patch sha256 {cp.patch_sha256[:16]}..., {found.patch_lines} lines")
         if cp.handoff_state:
             console.print(f"  handoff state: {cp.handoff_state}")
-        console.print(escape(f"  wrote {out / 'checkpoint.json'}, {out / 'checkpoint.patch'}"
+        console.print(escape(f"  wrote {out_dir / 'checkpoint.json'}, {out_dir / 'checkpoint.patch'}"
                              + (f", {cp.workspace}" if cp.workspace else "")))

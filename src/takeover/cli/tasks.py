@@ -11,7 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from takeover.cli.options import DatasetOption
 from takeover.errors import InputError, TakeoverError
+from takeover.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED, make_selection, write_selection
 
 tasks_app = typer.Typer(
     help="Source tasks: load SWE-bench instances and make the seeded selection.", no_args_is_help=True
@@ -30,7 +32,7 @@ def _counts_table(title: str, column: str, counts: Counter) -> Table:
 
 @tasks_app.command("select")
 def select(
-    dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench file (.jsonl, .json or .parquet).")],
+    dataset: DatasetOption,
     out: Annotated[
         Path, typer.Option("--out", help="Selection file to write (JSON Lines with a header line).")
     ],
@@ -42,18 +44,21 @@ def select(
             "an unknown bucket is an error (exit 2) listing the buckets present.",
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the shuffle (paper: 20260430).")] = 20260430,
+    seed: Annotated[int, typer.Option("--seed", help=f"Seed of the shuffle (paper: {PAPER_SEED}).")] = PAPER_SEED,
     limit: Annotated[
-        int, typer.Option(help="Number of tasks kept (paper: 75); 0 keeps every candidate; negative is an error.")
-    ] = 75,
+        int,
+        typer.Option("--limit", help=f"Number of tasks kept (paper: {PAPER_LIMIT}); 0 keeps every candidate; "
+                                     "negative is an error."),
+    ] = PAPER_LIMIT,
 ) -> None:
-    """Write the seeded selection of source tasks and print per-repo and per-difficulty counts.
+    """Write the seeded selection of source tasks (docs/protocol.md section 2) and print per-repository and
+    per-difficulty counts. The file is a dataset too (its header line records how it was made).
 
-    Example: takeover tasks select --dataset swebench_verified.jsonl --difficulty "15 min - 1 hour"
-    --difficulty "1-4 hours" --seed 20260430 --limit 75 --out tasks.jsonl
+    Example:
+
+        takeover tasks select --dataset swebench_verified.jsonl --difficulty "15 min - 1 hour" \
+          --difficulty "1-4 hours" --seed 20260430 --limit 75 --out tasks.jsonl
     """
-    from takeover.tasks import PAPER_DIFFICULTIES, make_selection, write_selection
-
     buckets = list(difficulty) if difficulty else list(PAPER_DIFFICULTIES)
     try:
         if limit < 0:

@@ -10,39 +10,64 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
+from takeover.cli.options import (
+    CHECKPOINT_DIR_HELP,
+    POINT_TYPE_HELP,
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    DatasetOption,
+    MaxRetryWaitOption,
+    MirrorOption,
+    OfflineOption,
+    OptionalModelOption,
+    PointsFileOption,
+    RecordOption,
+    renamed_flags,
+)
 from takeover.errors import TakeoverError
+from takeover.llm import ModelSettings
+from takeover.repos import RepoSource
+from takeover.views import load_inputs, write_views
+from takeover.vocabulary import VIEWS
+
+RENAMED = {"--point": "--point-type", "--out": "--out-dir", "--checkpoint": "--checkpoint-dir",
+           "--templates": "--template-dir"}
 
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover views`` to ``app``."""
 
-    @app.command("views")
+    @app.command("views", cls=renamed_flags(RENAMED))
     def views(
         file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
-        dataset: Annotated[Path, typer.Option("--dataset", help="SWE-bench dataset file (JSONL/JSON/parquet).")],
-        point: Annotated[str | None, typer.Option("--point", help="Handoff point type, e.g. after_first_source_edit.")] = None,
-        out: Annotated[Path | None, typer.Option("--out", help="Output folder: <view>.md files and views.json (default with --checkpoint: DIR/views).")] = None,
-        checkpoint: Annotated[Path | None, typer.Option("--checkpoint", help="Checkpoint folder (takeover checkpoint): point, patch and handoff state from there.")] = None,
-        view: Annotated[str, typer.Option("--view", help="repo_only, raw_trace, summary_notes, structured_notes or all.")] = "all",
-        model: Annotated[str | None, typer.Option("--model", help="Note-writing model name (needed for the notes views).")] = None,
-        base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")] = None,
-        api_key_env: Annotated[str, typer.Option("--api-key-env", help="Name of the variable holding the API key.")] = "OPENAI_API_KEY",
-        mirror: Annotated[Path | None, typer.Option("--mirror", help="Folder of bare repositories owner__name.git (replay).")] = None,
-        points_file: Annotated[Path | None, typer.Option("--points-file", help="Saved points of this run (takeover points output) instead of re-detecting.")] = None,
-        record: Annotated[int | None, typer.Option("--record", help="0-based index of the run when FILE holds several.")] = None,
-        templates: Annotated[Path | None, typer.Option("--templates", help="Folder of templates overriding the packaged ones.")] = None,
+        dataset: DatasetOption,
+        point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
+        out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Output folder: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
+        checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
+        view: Annotated[str, typer.Option("--view", help="repo_only, raw_trace, summary_notes, structured_notes, a comma-separated list of them, or all.")] = "all",
+        model: OptionalModelOption = None,
+        base_url: BaseUrlOption = None,
+        api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
+        mirror: MirrorOption = None,
+        points_file: PointsFileOption = None,
+        record: RecordOption = None,
+        template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
         max_chars: Annotated[int | None, typer.Option("--max-chars", help="raw_trace budget in characters (default: none).")] = None,
         max_tokens: Annotated[int | None, typer.Option("--max-tokens", help="raw_trace budget in estimated tokens (default: none).")] = None,
-        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per model request.")] = 300.0,
-        retries: Annotated[int, typer.Option("--retries", help="Retries on 429/5xx/timeouts per model request.")] = 3,
-        max_retry_wait: Annotated[float, typer.Option("--max-retry-wait", help="Longest wait between two attempts (seconds), the server's Retry-After included.")] = 60.0,
-        offline: Annotated[bool, typer.Option("--offline", help="Never clone repositories from GitHub.")] = False,
+        timeout: Annotated[float, typer.Option("--timeout", help="Seconds per note-writing request.")] = 300.0,
+        retries: Annotated[int, typer.Option("--retries", help="Retries on 429/5xx/timeouts per note-writing request.")] = 3,
+        max_retry_wait: MaxRetryWaitOption = 60.0,
+        offline: OfflineOption = False,
     ) -> None:
-        """Write the takeover prompt of each view of one handoff point to OUT/<view>.md, plus OUT/views.json.
+        """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
 
-        The point comes from --checkpoint DIR, --points-file (takeover points --out), or detection (replay
-        needs the repository: --mirror). The notes views need a model (--model, --base-url).
+        The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
+        (replay needs the repository: --mirror). The notes views need a note-writing model (--model,
+        --base-url).
 
         Exit status: 0 when every requested view was written; 1 when one could not be built (for
         example a notes view without --model) or the run has no such point; 2 on bad input (including a
@@ -50,28 +75,20 @@ def register(app: typer.Typer) -> None:
 
         Examples:
 
-            takeover views trajs/psf__requests-1766.json --point after_first_source_edit \\
-              --dataset swebench_verified.jsonl --mirror /data/mirror --out views/ \\
-              --model qwen --base-url http://127.0.0.1:8080/v1
+            takeover views trajs/psf__requests-1766.json --point-type after_first_source_edit \\
+              --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir views/ \\
+              --model openai/qwen --base-url http://127.0.0.1:8080/v1
 
-            takeover views trajs/psf__requests-1766.json --checkpoint cp/ --dataset swebench_verified.jsonl
+            takeover views trajs/psf__requests-1766.json --checkpoint-dir cp/ --dataset swebench_verified.jsonl
         """
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
-
-        from takeover.llm import ModelSettings
-        from takeover.repos import RepoSource
-        from takeover.views import load_inputs, write_views
-        from takeover.vocabulary import VIEWS
-
         console = Console(stderr=True)
-        if point is None and checkpoint is None:
-            raise typer.BadParameter("give --point TYPE, or --checkpoint DIR")
+        if point_type is None and checkpoint_dir is None:
+            raise typer.BadParameter("give --point-type TYPE, or --checkpoint-dir DIR")
+        out = out_dir
         if out is None:
-            if checkpoint is None:
-                raise typer.BadParameter("give --out DIR (or --checkpoint DIR to write DIR/views)")
-            out = checkpoint / "views"
+            if checkpoint_dir is None:
+                raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
+            out = checkpoint_dir / "views"
         names = list(VIEWS) if view == "all" else [v.strip() for v in view.split(",")]
         unknown = [n for n in names if n not in VIEWS]
         if unknown:
@@ -84,8 +101,8 @@ def register(app: typer.Typer) -> None:
             )
         try:
             inputs = load_inputs(
-                file, point, dataset, record=record, repo_source=RepoSource(mirror, allow_network=not offline),
-                points_file=points_file, checkpoint_dir=checkpoint,
+                file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
+                points_file=points_file, checkpoint_dir=checkpoint_dir,
             )
         except TakeoverError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -96,7 +113,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
             raise typer.Exit(1)
         summary = write_views(
-            inputs, names, out, model=settings, template_dir=templates, max_chars=max_chars, max_tokens=max_tokens
+            inputs, names, out, model=settings, template_dir=template_dir, max_chars=max_chars, max_tokens=max_tokens
         )
         table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
         for column in ("view", "characters", "est. tokens", "note tokens", "validation"):

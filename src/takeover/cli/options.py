@@ -1,0 +1,108 @@
+"""Options that several commands share, declared once, and the flags renamed in this release.
+
+Each shared option is an ``Annotated`` alias with one help text (a ``*_HELP`` constant), used as the type
+of a command's parameter; the flag is the parameter's name with dashes (``--step-limit`` is
+``step_limit``), the same name as the Python keyword and the experiment file's key. ``--mirror`` reads
+``TAKEOVER_MIRROR`` when it is not given: that option is the one place the variable is read.
+
+A command whose flags were renamed uses :func:`renamed_flags` as its class: the old spelling still works
+for one release and prints a warning on stderr.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from typer.core import TyperCommand
+
+from takeover.repos import MIRROR_ENV
+from takeover.vocabulary import POINT_TYPES, VIEWS
+
+# --- help texts ------------------------------------------------------------------------------------
+
+DATASET_HELP = "SWE-bench instances: a .jsonl, .json or .parquet file (a selection file works too)."
+MIRROR_HELP = f"Folder of bare repositories named owner__name.git, only read (default: ${MIRROR_ENV})."
+OFFLINE_HELP = "Never clone or fetch repositories from GitHub: the mirror (or the cache) must hold them."
+MODEL_HELP = "Model name as the endpoint knows it (litellm naming, e.g. openai/Qwen2.5-Coder-32B-Instruct)."
+BASE_URL_HELP = "Root of an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1."
+API_KEY_ENV_HELP = "Name of the environment variable that holds the endpoint's API key (never the key itself)."
+JSON_HELP = "Print JSON Lines instead of a table: one JSON record per line, in input order."
+INSTANCE_ID_HELP = "SWE-bench instance_id."
+POINT_TYPE_HELP = f"Handoff point type: {', '.join(POINT_TYPES)}."
+VIEW_HELP = f"Handoff view: {', '.join(VIEWS)}."
+BACKEND_HELP = "Where the tests run: local (a cached venv, sandboxed) or docker (the official SWE-bench images)."
+STEP_LIMIT_HELP = "Model calls per agent run (mini-swe-agent's step_limit)."
+WALL_TIME_LIMIT_SECONDS_HELP = "Wall-clock limit of an agent run, in seconds."
+COMMAND_TIMEOUT_HELP = "Limit of one agent command, in seconds (a command over it is killed; the run goes on)."
+PROMPT_TOKEN_LIMIT_HELP = "End an agent run at this many cumulative prompt tokens (default: no limit)."
+COST_LIMIT_HELP = "End an agent run at this cost in US dollars, as litellm prices the model (default: no limit)."
+MAX_CONSECUTIVE_FORMAT_ERRORS_HELP = "End an agent run after this many replies in a row without one action."
+RECORD_HELP = "0-based index of the run when FILE holds several."
+POINTS_FILE_HELP = "Saved points of this run (takeover points --out-dir) instead of detecting them again."
+SNAPSHOT_REPO_HELP = "Repository holding the run's recorded snapshot trees (runs of takeover agent run)."
+CHECKPOINT_DIR_HELP = "Checkpoint folder (takeover checkpoint): checkpoint.json, checkpoint.patch, workspace/."
+WORKERS_HELP = "Units of work in flight at once."
+MAX_RETRY_WAIT_HELP = "Longest wait between two model attempts (seconds), the server's Retry-After included."
+
+# --- shared options --------------------------------------------------------------------------------
+
+DatasetOption = Annotated[Path, typer.Option("--dataset", help=DATASET_HELP)]
+MirrorOption = Annotated[Path | None, typer.Option("--mirror", envvar=MIRROR_ENV, show_envvar=False, help=MIRROR_HELP)]
+OfflineOption = Annotated[bool, typer.Option("--offline", help=OFFLINE_HELP)]
+ModelOption = Annotated[str, typer.Option("--model", help=MODEL_HELP)]
+OptionalModelOption = Annotated[str | None, typer.Option("--model", help=MODEL_HELP)]
+BaseUrlOption = Annotated[str | None, typer.Option("--base-url", help=BASE_URL_HELP)]
+ApiKeyEnvOption = Annotated[str | None, typer.Option("--api-key-env", help=API_KEY_ENV_HELP)]
+JsonOption = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+InstanceIdOption = Annotated[str, typer.Option("--instance-id", help=INSTANCE_ID_HELP)]
+InstanceIdsOption = Annotated[
+    list[str] | None, typer.Option("--instance-id", help=f"{INSTANCE_ID_HELP} Repeatable.")
+]
+BackendOption = Annotated[str, typer.Option("--backend", help=BACKEND_HELP)]
+StepLimitOption = Annotated[int, typer.Option("--step-limit", help=STEP_LIMIT_HELP)]
+WallTimeLimitSecondsOption = Annotated[
+    float, typer.Option("--wall-time-limit-seconds", help=WALL_TIME_LIMIT_SECONDS_HELP)
+]
+CommandTimeoutOption = Annotated[float, typer.Option("--command-timeout", help=COMMAND_TIMEOUT_HELP)]
+PromptTokenLimitOption = Annotated[int | None, typer.Option("--prompt-token-limit", help=PROMPT_TOKEN_LIMIT_HELP)]
+CostLimitOption = Annotated[float | None, typer.Option("--cost-limit", help=COST_LIMIT_HELP)]
+MaxConsecutiveFormatErrorsOption = Annotated[
+    int, typer.Option("--max-consecutive-format-errors", help=MAX_CONSECUTIVE_FORMAT_ERRORS_HELP)
+]
+RecordOption = Annotated[int | None, typer.Option("--record", help=RECORD_HELP)]
+PointsFileOption = Annotated[Path | None, typer.Option("--points-file", help=POINTS_FILE_HELP)]
+SnapshotRepoOption = Annotated[Path | None, typer.Option("--snapshot-repo", help=SNAPSHOT_REPO_HELP)]
+WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)]
+MaxRetryWaitOption = Annotated[float, typer.Option("--max-retry-wait", help=MAX_RETRY_WAIT_HELP)]
+
+# --- renamed flags ---------------------------------------------------------------------------------
+
+
+def renamed_flags(renamed: dict[str, str]) -> type[TyperCommand]:
+    """A command class that accepts the old spelling of each renamed flag (``{"--steps": "--step-limit"}``)
+    for one release: the flag (also as ``--steps=5``) is read as its new name, and a warning naming both
+    is printed on stderr. Arguments after ``--`` are left alone."""
+
+    class RenamedFlagsCommand(TyperCommand):
+        def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+            return super().parse_args(ctx, _read_renamed(args, renamed))
+
+    return RenamedFlagsCommand
+
+
+def _read_renamed(args: list[str], renamed: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + args[i:]
+        name, eq, value = arg.partition("=")
+        new = renamed.get(name)
+        if new is not None:
+            click.echo(f"warning: {name} is deprecated; use {new} (the old spelling works until the next release)",
+                       err=True)
+            arg = new + eq + value
+        out.append(arg)
+    return out

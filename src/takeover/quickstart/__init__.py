@@ -1,0 +1,58 @@
+"""``takeover quickstart``: the whole protocol on one real task, offline, on one machine.
+
+Default run: SWE-bench Verified ``pytest-dev__pytest-7521`` with the public mini-swe-agent run of
+gemini-3-pro as the predecessor (GitHub ``gruckion/mini-swe-agent`` at commit ``d12a71a``), the
+``after_first_source_edit`` handoff point, all four views (notes written by the model), one takeover run
+per view under a small step limit, local grading, and the report. With no ``--base-url`` the embedded
+0.5B model (:mod:`takeover.embedded_model`) is served on 127.0.0.1 for the note writer and the successor,
+and stopped at the end.
+
+The stages themselves are the experiment engine's (:func:`takeover.experiments.run_experiment` and
+:func:`takeover.report.build_report`). Modules: ``options`` (every choice, one per flag), ``pinned`` and
+``inputs`` (the pinned inputs, downloaded and checked by sha256, or local paths), ``experiment_config``
+(the experiment it runs and the report's notice), ``session`` (the run), ``outcome`` (what it returns and
+writes).
+"""
+
+from takeover.quickstart.experiment_config import build_config, rerun_command, warning_text
+from takeover.quickstart.inputs import download, quickstart_cache, resolve_dataset, resolve_trajectories
+from takeover.quickstart.options import (
+    BUDGET_MINUTES,
+    DEFAULT_INSTANCE,
+    DEFAULT_OUT_DIR,
+    DEFAULT_POINT_TYPES,
+    DEFAULT_STEP_LIMIT,
+    DEFAULT_WALL_TIME_LIMIT_SECONDS,
+    EMBEDDED_NOTE_MAX_TOKENS,
+    QuickstartOptions,
+)
+from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
+from takeover.quickstart.pinned import HF_DATASET, PINNED, PinnedTask, row_fingerprint
+from takeover.quickstart.session import QuickstartDisplay, run_quickstart
+
+__all__ = [
+    "BUDGET_MINUTES",
+    "DEFAULT_INSTANCE",
+    "DEFAULT_OUT_DIR",
+    "DEFAULT_POINT_TYPES",
+    "DEFAULT_STEP_LIMIT",
+    "DEFAULT_WALL_TIME_LIMIT_SECONDS",
+    "EMBEDDED_NOTE_MAX_TOKENS",
+    "HF_DATASET",
+    "PINNED",
+    "PinnedTask",
+    "QuickstartDisplay",
+    "QuickstartOptions",
+    "QuickstartResult",
+    "StageTime",
+    "build_config",
+    "download",
+    "quickstart_cache",
+    "quickstart_md",
+    "rerun_command",
+    "resolve_dataset",
+    "resolve_trajectories",
+    "row_fingerprint",
+    "run_quickstart",
+    "warning_text",
+]

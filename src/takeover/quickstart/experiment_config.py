@@ -1,0 +1,91 @@
+"""The experiment a quickstart runs, and what its report says about it.
+
+:func:`build_config` turns the options into an :class:`~takeover.experiments.ExperimentConfig` (explicit
+instances, imported predecessor runs, one model as note writer and successor, the task environments
+prepared as the first stage); :func:`warning_text` is the notice at the top of its report, with the
+command that reruns it with a real model (:func:`rerun_command`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from takeover.experiments.config import (
+    DatasetConfig,
+    ExecutionConfig,
+    ExperimentConfig,
+    GradingConfig,
+    LimitsConfig,
+    NotesConfig,
+    PredecessorConfig,
+)
+from takeover.llm import ModelSettings
+from takeover.quickstart.options import QuickstartOptions
+from takeover.views.notes import NOTE_MAX_TOKENS
+from takeover.vocabulary import VIEWS
+
+
+def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[Path],
+                 model: ModelSettings) -> ExperimentConfig:
+    """The :class:`~takeover.experiments.ExperimentConfig` of a quickstart: explicit instances (no seeded
+    selection), imported predecessor runs, ``model`` as both note writer and successor, and the task
+    environments built as a stage of their own (``execution.prepare_environments``), so that a first-time
+    build shows with its own time."""
+    endpoint = model.model_dump()  # the config's own endpoint type is built from the plain fields
+    return ExperimentConfig(
+        name="quickstart",
+        out_dir=str(Path(options.out_dir).expanduser().resolve()),
+        mirror=str(Path(options.mirror).expanduser().resolve()) if options.mirror else None,
+        offline=options.offline,
+        dataset=DatasetConfig(path=str(dataset), instance_ids=list(options.instance_ids), difficulties=[],
+                              limit=None),
+        predecessor=PredecessorConfig(trajectories=[str(p) for p in trajectories]),
+        successors=[endpoint],
+        views=list(options.views or VIEWS),
+        point_types=list(options.point_types),
+        limits=LimitsConfig(step_limit=options.step_limit, wall_time_limit_seconds=options.wall_time_limit_seconds),
+        grading=GradingConfig(backend=options.backend),
+        notes=NotesConfig(model=endpoint, note_max_tokens=options.notes_cap),
+        execution=ExecutionConfig(workers=options.workers, model_concurrency=1 if options.embedded else None,
+                                  prepare_environments=True),
+        bootstrap_resamples=1000,
+    )
+
+
+def rerun_command(options: QuickstartOptions) -> str:
+    """The same quickstart pointed at a real model (a placeholder endpoint the user replaces)."""
+    argv = ["takeover", "quickstart"]
+    for iid in options.instance_ids:
+        argv += ["--instance-id", iid]
+    if options.dataset:
+        argv += ["--dataset", str(options.dataset)]
+    for t in options.trajectories:
+        argv += ["--trajectories", str(t)]
+    for p in options.point_types:
+        argv += ["--point-type", p]
+    if options.mirror:
+        argv += ["--mirror", str(options.mirror)]
+    argv += ["--step-limit", "100", "--wall-time-limit-seconds", "3600", "--model", "openai/YOUR-MODEL",
+             "--base-url", "http://127.0.0.1:8000/v1", "--out-dir", "takeover-real"]
+    return shlex.join(argv)
+
+
+def warning_text(options: QuickstartOptions, model: ModelSettings) -> str:
+    """The notice put at the top of the quickstart's report (Markdown)."""
+    if options.embedded:
+        head = ("**This is a demonstration, not a measurement.** The successor and the note writer were the "
+                "embedded Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, on CPU) under a "
+                f"{options.step_limit}-step limit, on {len(options.instance_ids)} task(s). A 0.5B model's solved "
+                "rates mean nothing: it almost never solves a SWE-bench task, so every number below only shows "
+                "that the pipeline ran end to end (handoff point, checkpoint, grading, four views, takeover "
+                "runs, report). The paper's measurements used 27B-31B models, 500 steps and 181 handoff points.")
+        if options.notes_cap != NOTE_MAX_TOKENS:
+            head += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
+                     "is 1,600) to keep the demonstration short on a CPU.")
+    else:
+        head = (f"Quickstart run with {model.name} under a {options.step_limit}-step limit on "
+                f"{len(options.instance_ids)} task(s): too few handoff points for the rates to be conclusive.")
+    return (f"{head}\n\nRerun with a real model (any OpenAI-compatible endpoint: vLLM, Ollama, OpenAI):\n\n"
+            f"```bash\n{rerun_command(options)}\n```\n\nand for a study, write an experiment file and use "
+            "`takeover run` (see the README).\n")
