@@ -12,7 +12,7 @@ from takeover.errors import InputError
 from takeover.experiments import ExperimentConfig, load_experiment
 from takeover.experiments.engine import InlineExecutor, ProcessExecutor, make_executor, run_units
 from takeover.experiments.units import UnitResult, UnitSpec, unit_path
-from takeover.testing.units import fail_unless_file, record_call
+from takeover.testing.engine_units import fail_unless_file, record_call
 
 REC = record_call
 FAIL = fail_unless_file
@@ -66,7 +66,7 @@ def test_failures_are_recorded_with_kind_and_retried_only_on_request(tmp_path):
     assert [r.status for r in first] == ["failed"] * 3
     assert [r.failure_kind for r in first] == ["infrastructure", "agent", "infrastructure"]
     assert first[0].reason == f"{ok} is missing"
-    assert first[2].reason.startswith("RuntimeError: boom at units.py:")
+    assert first[2].reason.startswith("RuntimeError: boom at engine_units.py:")
     ok.write_text("")
     # A plain re-run keeps the failures (nothing is redone behind the user's back) ...
     assert [r.status for r in run_units(specs, out, InlineExecutor()).values()] == ["failed"] * 3

@@ -17,7 +17,7 @@ from takeover.experiments.stages import environment_unit, import_unit
 from takeover.experiments.units import UnitContext, UnitFailure, UnitResult, UnitSpec
 from takeover.repos import RepoSource
 from takeover.results import EnvironmentOutput, PlanEntry, TaskInputs, TrajectoryFile, UnitLabels
-from takeover.testing.units import fail_unless_file, record_call
+from takeover.testing.engine_units import fail_unless_file, record_call
 
 
 def test_a_unit_failure_is_a_takeover_error_and_its_tokens_reach_the_unit_file(tmp_path):
@@ -33,7 +33,7 @@ def test_a_spec_names_its_function_and_keeps_records_as_json(tmp_path):
     labels = UnitLabels(instance_id="a__b-1", view="raw_trace")
     spec = UnitSpec(stage="demo", fn=record_call, inputs=TaskInputs(instance_id="a__b-1", task="t", task_sha256="s"),
                     labels=labels, repo_source=RepoSource(tmp_path, offline=True))
-    assert spec.fn == "takeover.testing.units:record_call" and spec.function is record_call
+    assert spec.fn == "takeover.testing.engine_units:record_call" and spec.function is record_call
     assert spec.labels == {"instance_id": "a__b-1", "view": "raw_trace"}  # unset labels are not written
     assert spec.inputs == {"instance_id": "a__b-1", "task": "t", "task_sha256": "s"}
     again = UnitSpec.model_validate_json(spec.model_dump_json())

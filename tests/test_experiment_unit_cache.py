@@ -7,7 +7,7 @@ from pathlib import Path
 
 from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.units import UnitSpec, check_result, load_results, unit_path
-from takeover.testing.units import record_call
+from takeover.testing.engine_units import record_call
 
 REC = record_call
 
