@@ -8,7 +8,6 @@ the doctor finishes in seconds.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
