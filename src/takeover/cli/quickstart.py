@@ -103,6 +103,7 @@ class ConsoleDisplay(QuickstartDisplay):
         self.console = console or Console(stderr=True)
 
     def started(self, options: QuickstartOptions, out_dir: Path) -> None:
+        """A rule, what runs (tasks, point types, views, the model), the time budget and the report's path."""
         views = options.views or VIEWS
         who = ("the embedded Qwen2.5-Coder-0.5B-Instruct on this machine" if options.embedded
                else f"{options.model} at {options.base_url or 'its provider'}")
@@ -120,16 +121,19 @@ class ConsoleDisplay(QuickstartDisplay):
 
     @contextlib.contextmanager
     def working(self, text: str) -> Iterator[None]:
+        """A spinner with ``text``."""
         with self.console.status(text, spinner="dots"):
             yield
 
     @contextlib.contextmanager
     def downloading_model(self) -> Iterator[ProgressFn | None]:
+        """Progress bars of the download and the assembly (shown only when there is one)."""
         with model_progress(self.console) as callback:
             yield callback
 
     @contextlib.contextmanager
     def running(self, tracker: ProgressTracker) -> Iterator[None]:
+        """The live table of the experiment's units."""
         # litellm's HTTP client logs every request at INFO; the live table already shows progress.
         for name in ("httpx", "LiteLLM", "litellm"):
             logging.getLogger(name).setLevel(logging.WARNING)
@@ -138,10 +142,12 @@ class ConsoleDisplay(QuickstartDisplay):
         self.console.print()
 
     def stage_done(self, stage: StageTime) -> None:
+        """``✓ stage: seconds — detail``."""
         self.console.print(f"[green]✓[/] {stage.stage}: {stage.seconds:.1f} s"
                            f"{(' — ' + stage.detail) if stage.detail else ''}")
 
     def stopped(self, stage: str, error: BaseException) -> None:
+        """``✗ quickstart stopped at stage ...`` with the reason."""
         self.console.print(f"[red]✗ quickstart stopped at stage '{stage}':[/] {error}")
 
 

@@ -59,6 +59,7 @@ class Executor:
     workers: int = 1
 
     def submit(self, function: Callable, spec_json: str, out_dir: str) -> Any:
+        """Start one unit; returns a handle for :meth:`wait`."""
         raise NotImplementedError
 
     def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, str | BaseException]]:

@@ -14,6 +14,9 @@ from takeover.experiments.engine import ProgressEvent
 
 @dataclass
 class StageProgress:
+    """Counts of one stage's units (``reused``: found finished from an earlier run), the tokens they spent,
+    and when the stage started and ended (``time.monotonic`` seconds)."""
+
     total: int = 0
     reused: int = 0
     done: int = 0
@@ -25,6 +28,7 @@ class StageProgress:
 
     @property
     def elapsed(self) -> float:
+        """Seconds from the stage's start to its end (or to now while it runs)."""
         if self.started is None:
             return 0.0
         return (self.ended or time.monotonic()) - self.started
@@ -65,6 +69,7 @@ class ProgressTracker:
                 st.ended = time.monotonic()
 
     def table(self) -> Table:
+        """The rich table: per stage total, done, running, failed, reused, elapsed seconds, tokens."""
         t = Table(title="takeover run", title_justify="left")
         for col in ("stage", "total", "done", "running", "failed", "reused", "elapsed", "tokens"):
             t.add_column(col, justify="left" if col == "stage" else "right")

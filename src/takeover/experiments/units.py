@@ -104,6 +104,7 @@ class UnitSpec(BaseModel):
 
     @property
     def key(self) -> str:
+        """16 hex characters: ``stable_hash({stage, fn, inputs})``; the unit file's name."""
         return stable_hash({"stage": self.stage, "fn": self.fn, "inputs": self.inputs})
 
     @property

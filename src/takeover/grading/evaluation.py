@@ -74,7 +74,7 @@ def grade_predictions(
         tasks: source tasks (``SourceTask`` or dicts) covering the predictions' ``instance_id``s.
         predictions: ``Prediction`` records or dicts (``instance_id``, ``model_name_or_path``, ``model_patch``).
         backend: ``local`` (venv + sandbox) or ``docker`` (swebench's official harness).
-        repo_source: where repositories come from (default: the mirror of ``TAKEOVER_MIRROR``, else GitHub).
+        repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
         timeout: seconds allowed for each test run.
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
