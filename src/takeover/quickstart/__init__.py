@@ -9,13 +9,13 @@ and stopped at the end.
 
 The stages themselves are the experiment engine's (:func:`takeover.experiments.run_experiment` and
 :func:`takeover.report.build_report`). Modules: ``options`` (every choice, one per flag), ``pinned`` and
-``inputs`` (the pinned inputs, downloaded and checked by sha256, or local paths), ``experiment_config``
+``downloads`` (the pinned inputs, downloaded and checked by sha256, or local paths), ``experiment_config``
 (the experiment it runs and the report's notice), ``session`` (the run), ``outcome`` (what it returns and
 writes).
 """
 
+from takeover.quickstart.downloads import download, quickstart_cache, resolve_dataset, resolve_trajectories
 from takeover.quickstart.experiment_config import build_config, rerun_command, warning_text
-from takeover.quickstart.inputs import download, quickstart_cache, resolve_dataset, resolve_trajectories
 from takeover.quickstart.options import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,

@@ -5,7 +5,7 @@
   ``repo``, ``base_commit``, ``patch`` and ``test_patch`` must match a pinned sha256
   (:func:`row_fingerprint`).
 
-:mod:`takeover.quickstart.inputs` downloads and checks them.
+:mod:`takeover.quickstart.downloads` downloads and checks them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The quickstart's run: inputs, the model, the experiment's stages, the report.
 
-:func:`run_quickstart` resolves the inputs (:mod:`.inputs`), starts the embedded model when no endpoint is
-given, runs the experiment built by :func:`~takeover.quickstart.experiment_config.build_config` through
+:func:`run_quickstart` resolves the inputs (:mod:`.downloads`), starts the embedded model when no endpoint
+is given, runs the experiment built by :func:`~takeover.quickstart.experiment_config.build_config` through
 the experiment engine (whose first stage builds the task environments), builds the report with the notice
 that a 0.5B model's solved rates mean nothing, and returns a :class:`~.outcome.QuickstartResult`. It
 prints nothing: a :class:`QuickstartDisplay` is told about each step (the command line's shows them).
@@ -21,8 +21,8 @@ from takeover.experiments import run_experiment
 from takeover.experiments.progress import ProgressTracker
 from takeover.experiments.units import load_results
 from takeover.llm import ModelSettings
+from takeover.quickstart.downloads import resolve_dataset, resolve_trajectories
 from takeover.quickstart.experiment_config import build_config, warning_text
-from takeover.quickstart.inputs import resolve_dataset, resolve_trajectories
 from takeover.quickstart.options import QuickstartOptions
 from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
 from takeover.report import build_report
