@@ -20,7 +20,15 @@ def show(
 ) -> None:
     """Write the steps of a run as one self-contained HTML page: the prompt, every action with its folded
     observation and the tokens of each model call, the final patch; for a takeover run also the handoff
-    point and checkpoint diff it started from. A file with several runs gives one section per run."""
+    point and checkpoint diff it started from. A file with several runs gives one section per run. Prints
+    the page's path.
+
+    Examples:
+
+        takeover show out/pilot/work/takeover/0123456789abcdef/run
+
+        takeover show trajs/psf__requests-1766.traj.json --out requests-1766.html
+    """
     name = path.name[: -len("".join(path.suffixes))] if path.is_file() and path.suffixes else path.name
     target = out or Path(f"{name or 'run'}.html")
     print(write_run_page(path, target, format=format))
