@@ -137,3 +137,11 @@ def test_grade_json_prints_one_line_per_prediction_in_input_order(tmp_path, monk
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert [r["instance_id"] for r in rows] == ["acme__calc-2", "acme__calc-1"]
     assert all(r["handoff_state"] == "invalid" for r in rows)
+
+
+def test_retry_failed_has_its_old_spelling_too(tmp_path):
+    res = runner().invoke(app, ["run", str(tmp_path / "absent.toml"), "--retry", "failed"])
+    assert "warning: --retry failed is deprecated; use --retry-failed" in res.stderr
+    assert isinstance(res.exception, InputError) and "experiment file not found" in str(res.exception)
+    bad = runner().invoke(app, ["run", str(tmp_path / "absent.toml"), "--retry", "all"])
+    assert bad.exit_code == 2 and "--retry-failed" in bad.output
