@@ -11,7 +11,7 @@ import typer
 from conftest import make_repo
 from typer.testing import CliRunner
 
-from takeover.cli import agent, app, experiment, grade, points, quickstart, views
+from takeover.cli import agent, app, experiment, grade, handoff, points, quickstart, views
 from takeover.errors import InputError
 from takeover.experiments import load_experiment
 from takeover.repos import RepoSource
@@ -38,6 +38,7 @@ def _options(command_path: list[str]) -> set[str]:
     (["agent", "run"], agent.RENAMED), (["grade"], grade.RENAMED), (["points"], points.POINTS_RENAMED),
     (["checkpoint"], points.CHECKPOINT_RENAMED), (["views"], views.RENAMED),
     (["quickstart"], quickstart.QUICKSTART_RENAMED), (["serve-model"], quickstart.SERVE_MODEL_RENAMED),
+    (["resume"], handoff.RESUME_RENAMED),
 ])
 def test_every_renamed_flag_leads_to_an_option_of_its_command(path, renamed):
     options = _options(path)

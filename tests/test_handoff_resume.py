@@ -83,7 +83,7 @@ def test_resume_apply_brings_the_changes_into_the_working_tree_only(claude, tmp_
     with ScriptedServer(SUCCESSOR) as srv:
         result = CliRunner().invoke(app, [
             "resume", str(session), "--repo", str(root), "--model", "scripted", "--base-url", srv.base_url,
-            "--api-key-env", "", "--retries", "0", "--out", str(tmp_path / "run"), "--apply", "--json",
+            "--api-key-env", "", "--retries", "0", "--out-dir", str(tmp_path / "run"), "--apply", "--json",
         ], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     record = json.loads(result.stdout)

@@ -25,6 +25,7 @@ from takeover.cli.options import (
     ModelOption,
     OfflineOption,
     PromptTokenLimitOption,
+    ProtocolOption,
     StepLimitOption,
     WallTimeLimitSecondsOption,
     renamed_flags,
@@ -72,7 +73,7 @@ def run(
     ] = None,
     base_url: BaseUrlOption = None,
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
-    protocol: Annotated[str, typer.Option("--protocol", help="text (one bash block per reply) or tools.")] = "text",
+    protocol: ProtocolOption = "text",
     backend: Annotated[
         str, typer.Option("--backend", help="Where commands run: local (sandboxed) or docker (SWE-bench image).")
     ] = "local",

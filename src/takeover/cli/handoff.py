@@ -10,25 +10,44 @@ from typing import Annotated
 
 import typer
 
+from takeover._io import atomic_write_text
+from takeover.cli.options import (
+    ApiKeyEnvOption,
+    BaseUrlOption,
+    CommandTimeoutOption,
+    CostLimitOption,
+    JsonOption,
+    MaxCharsOption,
+    MaxConsecutiveFormatErrorsOption,
+    MaxTokensOption,
+    NoteMaxTokensOption,
+    PromptTokenLimitOption,
+    ProtocolOption,
+    RecordOption,
+    RequestTimeoutOption,
+    RetriesOption,
+    StepLimitOption,
+    WallTimeLimitSecondsOption,
+    renamed_flags,
+)
+from takeover.errors import TakeoverError
+from takeover.handoff import compose_handoff, handoff_markdown
+from takeover.handoff.resume import HandoffBlocked, resume_session
+from takeover.limits import RunLimits
+from takeover.llm import ModelSettings
+from takeover.vocabulary import INFRA_EXIT_STATUSES
+
+RESUME_RENAMED = {"--out": "--out-dir"}
+
 SessionArg = Annotated[Path, typer.Argument(
     help="Session file of the agent that stopped: Claude Code (~/.claude/projects/<project>/<id>.jsonl), "
     "Codex CLI (~/.codex/sessions/.../rollout-*.jsonl) or any format takeover reads (detected by content).")]
 RepoOpt = Annotated[Path | None, typer.Option(
     "--repo", help="The repository the session worked in (default: the session's working folder).")]
-BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1.")]
-ApiKeyEnvOpt = Annotated[str, typer.Option("--api-key-env", help="Name of the variable holding the API key (never the key).")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON record (JSON Lines) instead of Markdown.")]
-RecordOpt = Annotated[int | None, typer.Option("--record", help="0-based index of the run when SESSION holds several.")]
-MaxCharsOpt = Annotated[int | None, typer.Option("--max-chars", help="raw_trace budget in characters (default: none).")]
-MaxTokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="raw_trace budget in estimated tokens (default: none).")]
-NoteMaxTokensOpt = Annotated[int, typer.Option("--note-max-tokens", help="Completion token cap per note-writing call.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds per model request.")]
-RetriesOpt = Annotated[int, typer.Option("--retries", help="Retries on 429/5xx/timeouts per model request.")]
 
 
-def _settings(model: str | None, base_url: str | None, api_key_env: str, timeout: float, retries: int):
-    from takeover.llm import ModelSettings
-
+def _settings(model: str | None, base_url: str | None, api_key_env: str | None, timeout: float,
+              retries: int) -> ModelSettings | None:
     if model is None:
         return None
     return ModelSettings(name=model, base_url=base_url, api_key_env=api_key_env or None, timeout=timeout,
@@ -48,19 +67,21 @@ def register(app: typer.Typer) -> None:
         session: SessionArg,
         repo: RepoOpt = None,
         model: Annotated[str | None, typer.Option("--model", help="Note-writing model (without one: facts and the raw_trace view).")] = None,
-        base_url: BaseUrlOpt = None,
-        api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+        base_url: BaseUrlOption = None,
+        api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
         view: Annotated[str | None, typer.Option("--view", help="structured_notes (default with --model), summary_notes, raw_trace (default without) or repo_only.")] = None,
         out: Annotated[Path | None, typer.Option("--out", help="Also write the takeover prompt alone to this file.")] = None,
-        json_out: JsonOpt = False,
-        record: RecordOpt = None,
-        max_chars: MaxCharsOpt = None,
-        max_tokens: MaxTokensOpt = None,
-        note_max_tokens: NoteMaxTokensOpt = 1600,
-        timeout: TimeoutOpt = 300.0,
-        retries: RetriesOpt = 3,
+        as_json: JsonOption = False,
+        record: RecordOption = None,
+        max_chars: MaxCharsOption = None,
+        max_tokens: MaxTokensOption = None,
+        note_max_tokens: NoteMaxTokensOption = 1600,
+        timeout: RequestTimeoutOption = 300.0,
+        retries: RetriesOption = 3,
     ) -> None:
         """Print the takeover prompt for the agent that continues SESSION on the repository as it is now.
+
+        With --json, one line: the handoff record (session, repository, facts, point, view, prompt, notes).
 
         Reads the session (secrets masked before any model sees it) and the repository's changes against
         the session's starting commit (recorded by Codex CLI; else HEAD), untracked files included; computes
@@ -77,10 +98,6 @@ def register(app: typer.Typer) -> None:
 
             takeover handoff rollout-2025-10-20.jsonl --repo . --model qwen --base-url http://127.0.0.1:8080/v1 --out next.md
         """
-        from takeover._io import atomic_write_text
-        from takeover.errors import TakeoverError
-        from takeover.handoff import compose_handoff, handoff_markdown
-
         try:
             result = compose_handoff(
                 session, repo, model=_settings(model, base_url, api_key_env, timeout, retries), view=view,
@@ -90,7 +107,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(exc) from None
         if out is not None and result.prompt is not None:
             atomic_write_text(out, result.prompt)
-        if json_out:
+        if as_json:
             print(json.dumps(result.public(), ensure_ascii=False))
         else:
             sys.stdout.write(handoff_markdown(result))
@@ -99,37 +116,41 @@ def register(app: typer.Typer) -> None:
         if result.prompt is None:
             raise typer.Exit(1)
 
-    @app.command("resume")
+    @app.command("resume", cls=renamed_flags(RESUME_RENAMED))
     def resume(
         session: SessionArg,
         model: Annotated[str, typer.Option("--model", help="Model of the successor (it also writes the notes).")],
         repo: RepoOpt = None,
-        base_url: BaseUrlOpt = None,
-        api_key_env: ApiKeyEnvOpt = "OPENAI_API_KEY",
+        base_url: BaseUrlOption = None,
+        api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
         view: Annotated[str, typer.Option("--view", help="structured_notes, summary_notes, raw_trace or repo_only.")] = "structured_notes",
-        out: Annotated[Path | None, typer.Option("--out", help="Run folder, outside the repository (default: ~/.cache/takeover/resume/<session>-<time>).")] = None,
+        out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Run folder, outside the repository (default: ~/.cache/takeover/resume/<session>-<time>).")] = None,
         apply: Annotated[bool, typer.Option("--apply", help="Afterwards apply the successor's changes to the repository's working tree (never staged or committed).")] = False,
-        step_limit: Annotated[int, typer.Option("--step-limit", help="Maximum model calls.")] = 500,
-        wall_time_limit_seconds: Annotated[float, typer.Option("--wall-time-limit-seconds", help="Wall-clock limit of the run, seconds.")] = 4 * 3600.0,
-        command_timeout: Annotated[float, typer.Option("--command-timeout", help="Per-command limit, seconds.")] = 600.0,
-        prompt_token_limit: Annotated[int | None, typer.Option("--prompt-token-limit", help="Stop at this many cumulative prompt tokens.")] = None,
-        cost_limit: Annotated[float | None, typer.Option("--cost-limit", help="Stop at this cost (US dollars).")] = None,
-        protocol: Annotated[str, typer.Option("--protocol", help="text (one bash block per reply) or tools.")] = "text",
-        json_out: JsonOpt = False,
-        record: RecordOpt = None,
-        max_chars: MaxCharsOpt = None,
-        max_tokens: MaxTokensOpt = None,
-        note_max_tokens: NoteMaxTokensOpt = 1600,
-        timeout: TimeoutOpt = 300.0,
-        retries: RetriesOpt = 3,
+        step_limit: StepLimitOption = 500,
+        wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
+        command_timeout: CommandTimeoutOption = 600.0,
+        prompt_token_limit: PromptTokenLimitOption = None,
+        cost_limit: CostLimitOption = None,
+        max_consecutive_format_errors: MaxConsecutiveFormatErrorsOption = 3,
+        protocol: ProtocolOption = "text",
+        as_json: JsonOption = False,
+        record: RecordOption = None,
+        max_chars: MaxCharsOption = None,
+        max_tokens: MaxTokensOption = None,
+        note_max_tokens: NoteMaxTokensOption = 1600,
+        timeout: RequestTimeoutOption = 300.0,
+        retries: RetriesOption = 3,
     ) -> None:
         """Continue SESSION with a successor agent (mini-swe-agent, sandboxed) on a copy of the repository.
 
         The copy is the repository's commit plus its uncommitted changes (untracked files included; files
-        ignored by git are not copied). The run is written in takeover's run format to --out, with the
+        ignored by git are not copied). The run is written in takeover's run format to --out-dir, with the
         handoff (handoff.json, handoff.patch) and the successor's own changes (successor.patch). The
         repository is left as it is for you to review, unless --apply: then the successor's changes are
         applied to its working tree, if it has not changed since. Nothing is ever committed or pushed.
+
+        With --json, one line: the resume record (the handoff, the run record, the run folder, the workspace,
+        the successor's patch and changed files, whether it was applied).
 
         Exit status: 0 when the run finished (whatever the agent did); 1 when the notes were not accepted
         or the model endpoint or the environment failed; 2 on bad input.
@@ -138,19 +159,14 @@ def register(app: typer.Typer) -> None:
 
             takeover resume rollout.jsonl --repo ~/calc --model openai/qwen --base-url http://127.0.0.1:8080/v1 --step-limit 50
         """
-        from takeover.errors import TakeoverError
-        from takeover.handoff.resume import HandoffBlocked, resume_session
-        from takeover.limits import RunLimits
-        from takeover.vocabulary import INFRA_EXIT_STATUSES
-
         try:
             if protocol not in ("text", "tools"):
                 raise typer.BadParameter(f"unknown protocol {protocol!r}: use text or tools")
             limits = RunLimits(step_limit=step_limit, wall_time_limit_seconds=wall_time_limit_seconds,
                                command_timeout=command_timeout, prompt_token_limit=prompt_token_limit,
-                               cost_limit=cost_limit)
+                               cost_limit=cost_limit, max_consecutive_format_errors=max_consecutive_format_errors)
             result = resume_session(
-                session, repo, _settings(model, base_url, api_key_env, timeout, retries), out, view=view,
+                session, repo, _settings(model, base_url, api_key_env, timeout, retries), out_dir, view=view,
                 limits=limits, protocol=protocol, apply=apply, record=record, max_chars=max_chars,
                 max_tokens=max_tokens, note_max_tokens=note_max_tokens,
             )
@@ -161,7 +177,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(exc) from None
         run = result.record
         failed = run.exit_status in INFRA_EXIT_STATUSES
-        if json_out:
+        if as_json:
             print(json.dumps(result.model_dump(mode="json", exclude={"handoff": {"repository": {"patch"}}}),
                              ensure_ascii=False))
         else:

@@ -46,6 +46,12 @@ SNAPSHOT_REPO_HELP = "Repository holding the run's recorded snapshot trees (runs
 CHECKPOINT_DIR_HELP = "Checkpoint folder (takeover checkpoint): checkpoint.json, checkpoint.patch, workspace/."
 WORKERS_HELP = "Units of work in flight at once."
 MAX_RETRY_WAIT_HELP = "Longest wait between two model attempts (seconds), the server's Retry-After included."
+REQUEST_TIMEOUT_HELP = "Seconds per model request."
+RETRIES_HELP = "Retries on 429/5xx/timeouts per model request."
+MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
+MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
+NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
+PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
 
 # --- shared options --------------------------------------------------------------------------------
 
@@ -77,6 +83,12 @@ PointsFileOption = Annotated[Path | None, typer.Option("--points-file", help=POI
 SnapshotRepoOption = Annotated[Path | None, typer.Option("--snapshot-repo", help=SNAPSHOT_REPO_HELP)]
 WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)]
 MaxRetryWaitOption = Annotated[float, typer.Option("--max-retry-wait", help=MAX_RETRY_WAIT_HELP)]
+RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP)]
+RetriesOption = Annotated[int, typer.Option("--retries", help=RETRIES_HELP)]
+MaxCharsOption = Annotated[int | None, typer.Option("--max-chars", help=MAX_CHARS_HELP)]
+MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", help=MAX_TOKENS_HELP)]
+NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP)]
+ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
 
 # --- renamed flags ---------------------------------------------------------------------------------
 
