@@ -10,7 +10,7 @@ and stopped at the end.
 The stages themselves are the experiment engine's (:func:`takeover.experiments.run_experiment` and
 :func:`takeover.report.build_report`). Modules: ``options`` (every choice, one per flag), ``pinned`` and
 ``downloads`` (the pinned inputs, downloaded and checked by sha256, or local paths), ``experiment_config``
-(the experiment it runs and the report's notice), ``session`` (the run), ``outcome`` (what it returns and
+(the experiment it runs and the report's notice), ``run`` (the run), ``outcome`` (what it returns and
 writes).
 """
 
@@ -28,7 +28,7 @@ from takeover.quickstart.options import (
 )
 from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
 from takeover.quickstart.pinned import HF_DATASET, PINNED, PinnedTask, row_fingerprint
-from takeover.quickstart.session import QuickstartDisplay, run_quickstart
+from takeover.quickstart.run import QuickstartDisplay, run_quickstart
 
 __all__ = [
     "BUDGET_MINUTES",
