@@ -10,8 +10,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("check_layout", ROOT / "benchmarks" / "check_layout.py")
 check_layout = importlib.util.module_from_spec(_spec)
@@ -21,8 +19,6 @@ _spec.loader.exec_module(check_layout)
 LAYERS = (("", "base"), ("middle",), ("top", "cli"))
 
 
-@pytest.mark.xfail(strict=False, reason="the package is being restructured; the lead removes this mark once "
-                   "benchmarks/check_layout.py reports no violation")
 def test_src_takeover_breaks_no_layout_rule():
     report = check_layout.check(ROOT / "src" / "takeover")
     assert not report.violations, check_layout.format_report(report)

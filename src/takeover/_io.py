@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from takeover.errors import InputError
+
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; parent folders are created. Returns the path."""
@@ -104,8 +106,6 @@ def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:
     Raises:
         takeover.errors.InputError: a line is not valid JSON (names the file and line).
     """
-    from takeover.errors import InputError
-
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():

@@ -37,12 +37,13 @@ def quiet_env() -> None:
 
 @functools.cache
 def load() -> Any:
-    """Import and return the ``minisweagent`` package after :func:`quiet_env`; litellm is made quiet too."""
+    """Import and return the ``minisweagent`` package after :func:`quiet_env`; litellm's loggers are quieted."""
     quiet_env()
-    import litellm
     import minisweagent
 
-    litellm.suppress_debug_info = True  # no "Provider List"/"Give Feedback" banners on errors
+    # litellm itself is imported only by the agent's model (seconds of import time); its banners are
+    # switched off through the environment, which litellm reads at import.
+    os.environ.setdefault("LITELLM_LOG", "ERROR")
     # Other libraries (swebench's harness) set the root logger to INFO on import; litellm's loggers have no
     # level of their own, so every call would be logged. Warnings and errors still come through.
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore"):

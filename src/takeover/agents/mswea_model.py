@@ -8,10 +8,10 @@ policy (a 429 mid-run waits as the server asks) and record usage the same way.
 
 Two action protocols:
 
-- ``text`` (default, the paper's): :class:`TextModel`; the reply must hold exactly one
+- ``text`` (default, the paper's): ``TextModel``; the reply must hold exactly one
   ````mswea_bash_command```` block, looked for after thinking blocks are removed
   (:func:`takeover.llm.strip_thinking`); no native tool calling.
-- ``tools``: :class:`ToolsModel` with mini-swe-agent's native ``bash`` tool.
+- ``tools``: ``ToolsModel`` with mini-swe-agent's native ``bash`` tool.
 
 Each returned message (and each format error) carries ``extra["call"]``: the call's ``usage`` and its
 ``attempts`` (:class:`takeover.llm.CallAttempt`), read by the run recorder with :func:`call_usage`.
@@ -21,6 +21,7 @@ mini-swe-agent serializes into its trajectory.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, ClassVar
 
@@ -29,11 +30,8 @@ from takeover.llm import CallAttempt, ModelClient, ModelSettings, Usage, litellm
 
 _mswea.load()
 
-import litellm
 from minisweagent.exceptions import FormatError
 from minisweagent.models import GLOBAL_MODEL_STATS
-from minisweagent.models.litellm_model import LitellmModel
-from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 from minisweagent.models.utils.actions_text import parse_regex_actions
 from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
@@ -47,6 +45,8 @@ class _ClientModel:
     def query(self, messages: list[dict], **kwargs) -> dict:
         """One model call. Raises :class:`takeover.llm.ModelCallError` (the endpoint failed for good, or
         answered with reasoning only) and mini-swe-agent's ``FormatError`` (no single action)."""
+        import litellm  # loaded with the litellm-backed classes (see model_class)
+
         completion = self.client.complete(self._prepare_messages_for_api(messages), tools=self.tools)
         response = litellm.ModelResponse(**completion.response)
         cost = self._calculate_cost(response)
@@ -67,29 +67,47 @@ class _ClientModel:
         return message
 
 
-class TextModel(_ClientModel, LitellmTextbasedModel):
-    """Text protocol: one bash block per reply, thinking blocks aside."""
+@functools.cache
+def model_class(protocol: str) -> type:
+    """The mini-swe-agent model class of an action protocol, built on first use.
 
-    def _parse_actions(self, response: Any) -> list[dict]:
-        return parse_regex_actions(
-            strip_thinking(response.choices[0].message.content or ""),
-            action_regex=self.config.action_regex,
-            format_error_template=self.config.format_error_template,
-            template_kwargs={"finish_reason": response.choices[0].finish_reason},
-        )
+    - ``text``: ``TextModel``, one bash block per reply, looked for after thinking blocks are removed;
+    - ``tools``: ``ToolsModel``, native tool calls with mini-swe-agent's ``bash`` tool.
+
+    mini-swe-agent's litellm-backed base classes import litellm, which takes seconds; building the classes
+    here keeps ``import takeover.agents`` (and so every ``takeover`` command's start) fast.
+
+    Raises:
+        ValueError: ``protocol`` is neither ``text`` nor ``tools``.
+    """
+    if protocol == "text":
+        from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+
+        class TextModel(_ClientModel, LitellmTextbasedModel):
+            """Text protocol: one bash block per reply, thinking blocks aside."""
+
+            def _parse_actions(self, response: Any) -> list[dict]:
+                return parse_regex_actions(
+                    strip_thinking(response.choices[0].message.content or ""),
+                    action_regex=self.config.action_regex,
+                    format_error_template=self.config.format_error_template,
+                    template_kwargs={"finish_reason": response.choices[0].finish_reason},
+                )
+
+        return TextModel
+    if protocol == "tools":
+        from minisweagent.models.litellm_model import LitellmModel
+
+        class ToolsModel(_ClientModel, LitellmModel):
+            """Native tool calls (mini-swe-agent's ``bash`` tool)."""
+
+            tools: ClassVar[list[dict] | None] = [BASH_TOOL]
+
+        return ToolsModel
+    raise ValueError(f"unknown action protocol {protocol!r}; expected text or tools")
 
 
-class ToolsModel(_ClientModel, LitellmModel):
-    """Native tool calls (mini-swe-agent's ``bash`` tool)."""
-
-    tools: ClassVar[list[dict] | None] = [BASH_TOOL]
-
-
-#: The mini-swe-agent model of each action protocol.
-MODELS: dict[str, type[TextModel | ToolsModel]] = {"text": TextModel, "tools": ToolsModel}
-
-
-def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, Any]) -> TextModel | ToolsModel:
+def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, Any]) -> Any:
     """A mini-swe-agent model for ``settings`` and ``protocol``.
 
     Args:
@@ -102,15 +120,14 @@ def make_model(settings: ModelSettings, protocol: str, model_config: dict[str, A
     Raises:
         ValueError: ``protocol`` is neither ``text`` nor ``tools``.
     """
-    if protocol not in MODELS:
-        raise ValueError(f"unknown action protocol {protocol!r}; expected text or tools")
+    cls = model_class(protocol)
     kwargs: dict[str, Any] = {"temperature": settings.temperature}
     if settings.max_tokens is not None:
         kwargs["max_tokens"] = settings.max_tokens
     kwargs.update(settings.extra.get("params") or {})
     config = {k: v for k, v in model_config.items() if k not in ("model_name", "model_kwargs", "model_class")}
     config.update(model_name=litellm_model_name(settings), model_kwargs=kwargs, cost_tracking="ignore_errors")
-    model = MODELS[protocol](**config)
+    model = cls(**config)
     model.client = ModelClient(settings)
     return model
 
@@ -119,8 +136,8 @@ def call_usage(extra: dict[str, Any]) -> tuple[Usage, list[CallAttempt]]:
     """The usage and the attempts of one call from a message's (or a format error's) ``extra``.
 
     Raises:
-        KeyError: ``extra`` holds no ``call`` (the message did not come from :class:`TextModel` or
-            :class:`ToolsModel`).
+        KeyError: ``extra`` holds no ``call`` (the message did not come from a model of
+            :func:`model_class`).
     """
     call = extra["call"]
     return Usage.model_validate(call["usage"]), [CallAttempt.model_validate(a) for a in call["attempts"]]
