@@ -22,6 +22,10 @@ KEYS = [
     "llm_calls",
     "prompt_tokens",
     "completion_tokens",
+    "cached_tokens",
+    "cache_creation_tokens",
+    "reasoning_tokens",
+    "usage_estimated",
     "exit_status",
     "final_patch_files",
     "usage_per_call",
@@ -53,6 +57,12 @@ def test_inspect_json_lines():
         "llm_calls": len(assistant),
         "prompt_tokens": sum(m["extra"]["response"]["usage"]["prompt_tokens"] for m in assistant),
         "completion_tokens": sum(m["extra"]["response"]["usage"]["completion_tokens"] for m in assistant),
+        "cached_tokens": sum(m["extra"]["response"]["usage"]["prompt_tokens_details"]["cached_tokens"] for m in assistant),
+        "cache_creation_tokens": None,
+        "reasoning_tokens": sum(
+            m["extra"]["response"]["usage"]["completion_tokens_details"]["reasoning_tokens"] for m in assistant
+        ),
+        "usage_estimated": False,
         "exit_status": "Submitted",
         "final_patch_files": ["requests/auth.py"],
         "usage_per_call": True,

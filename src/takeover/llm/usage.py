@@ -43,35 +43,65 @@ class Usage(BaseModel):
 
 
 def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
     try:
         return int(value) if value is not None else None
     except (TypeError, ValueError):
         return None
 
 
-def usage_from_payload(payload: dict[str, Any] | None) -> Usage | None:
-    """The :class:`Usage` of an OpenAI-shaped ``usage`` object; ``None`` when there is none.
+def _detail(payload: dict[str, Any], key: str, field: str) -> int | None:
+    details = payload.get(key)
+    return _int(details.get(field)) if isinstance(details, dict) else None
 
-    Reads ``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.cached_tokens`` (or
-    Anthropic's ``cache_read_input_tokens`` as litellm passes it on), the cache-creation tokens
-    (``prompt_tokens_details.cache_creation_tokens`` or Anthropic's ``cache_creation_input_tokens``) and
-    ``completion_tokens_details.reasoning_tokens``; ``None`` when neither token count is there. A missing
-    count reads as 0 (see :func:`complete_usage`).
+
+def _first(*values: int | None) -> int | None:
+    return next((v for v in values if v is not None), None)
+
+
+def usage_from_payload(payload: dict[str, Any] | None) -> Usage | None:
+    """The :class:`Usage` of one call's ``usage`` object, in any of the shapes the formats record; ``None``
+    when there is none (units: tokens; docs/protocol.md section 1).
+
+    Shapes (the first that has a count decides):
+
+    - OpenAI chat completions: ``prompt_tokens``, ``completion_tokens``,
+      ``prompt_tokens_details.cached_tokens`` (or ``cache_read_input_tokens`` as litellm passes
+      Anthropic's on), cache-creation tokens (``prompt_tokens_details.cache_creation_tokens`` or
+      ``cache_creation_input_tokens``), ``completion_tokens_details.reasoning_tokens``;
+    - OpenAI Responses (``object: "response"``): ``input_tokens`` (cached ones included),
+      ``output_tokens`` (reasoning included), ``input_tokens_details.cached_tokens``,
+      ``output_tokens_details.reasoning_tokens``; Codex CLI's token counts name the same parts
+      ``cached_input_tokens`` and ``reasoning_output_tokens``;
+    - Anthropic Messages: ``input_tokens`` counts only uncached input, so the prompt is ``input_tokens`` +
+      ``cache_read_input_tokens`` + ``cache_creation_input_tokens``, with those two as the cached and
+      cache-creation parts.
+
+    A missing count reads as 0 (see :func:`complete_usage`).
     """
     if not isinstance(payload, dict):
         return None
     prompt, completion = _int(payload.get("prompt_tokens")), _int(payload.get("completion_tokens"))
-    if prompt is None and completion is None:
-        return None
-    prompt_details = payload.get("prompt_tokens_details")
-    completion_details = payload.get("completion_tokens_details")
-    cached = _int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
-    if cached is None:
-        cached = _int(payload.get("cache_read_input_tokens"))
-    creation = _int(prompt_details.get("cache_creation_tokens")) if isinstance(prompt_details, dict) else None
-    if creation is None:
-        creation = _int(payload.get("cache_creation_input_tokens"))
-    reasoning = _int(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else None
+    cache_read = _int(payload.get("cache_read_input_tokens"))
+    cache_creation = _int(payload.get("cache_creation_input_tokens"))
+    if prompt is not None or completion is not None:
+        cached = _first(_detail(payload, "prompt_tokens_details", "cached_tokens"), cache_read)
+        creation = _first(_detail(payload, "prompt_tokens_details", "cache_creation_tokens"), cache_creation)
+        reasoning = _detail(payload, "completion_tokens_details", "reasoning_tokens")
+    else:
+        prompt, completion = _int(payload.get("input_tokens")), _int(payload.get("output_tokens"))
+        if prompt is None and completion is None and cache_read is None and cache_creation is None:
+            return None
+        if cache_read is not None or cache_creation is not None:  # Anthropic: input excludes the cache
+            prompt = (prompt or 0) + (cache_read or 0) + (cache_creation or 0)
+            cached, creation, reasoning = cache_read, cache_creation, None
+        else:
+            cached = _first(_detail(payload, "input_tokens_details", "cached_tokens"),
+                            _int(payload.get("cached_input_tokens")))
+            creation = None
+            reasoning = _first(_detail(payload, "output_tokens_details", "reasoning_tokens"),
+                               _int(payload.get("reasoning_output_tokens")))
     return Usage(
         prompt_tokens=prompt or 0,
         completion_tokens=completion or 0,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover.errors import InputError
+from takeover.llm.tokens import estimate_prompt_tokens
 from takeover.trajectories.events import Event, Trajectory, Usage
 
 _UPLOADED = re.compile(r"<uploaded_files>\s*\n?\s*(\S[^\n]*?)\s*\n?\s*</uploaded_files>")
@@ -197,20 +198,54 @@ def as_int(value: Any) -> int | None:
     return None
 
 
-def openai_usage(usage: Any) -> Usage | None:
-    """A :class:`Usage` from an OpenAI-style ``usage`` object (``prompt_tokens``, ``completion_tokens``,
-    ``prompt_tokens_details.cached_tokens``); ``None`` when there is none."""
-    if not isinstance(usage, dict):
-        return None
-    prompt = as_int(usage.get("prompt_tokens"))
-    completion = as_int(usage.get("completion_tokens"))
-    if prompt is None and completion is None:
-        return None
-    details = usage.get("prompt_tokens_details")
-    cached = as_int(details.get("cached_tokens")) if isinstance(details, dict) else None
-    if cached is None:
-        cached = as_int(usage.get("cache_read_input_tokens"))
-    return Usage(prompt_tokens=prompt or 0, completion_tokens=completion or 0, cached_tokens=cached)
+def token_usage_record(entry: dict) -> Usage:
+    """A :class:`Usage` from an OpenHands ``TokenUsage`` record (``metrics.token_usages[]``: ``prompt_tokens``
+    with cached ones included, ``completion_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
+    ``reasoning_tokens``; the last three only where the version records them)."""
+    return Usage(
+        prompt_tokens=as_int(entry.get("prompt_tokens")) or 0,
+        completion_tokens=as_int(entry.get("completion_tokens")) or 0,
+        cached_tokens=as_int(entry.get("cache_read_tokens")),
+        cache_creation_tokens=as_int(entry.get("cache_write_tokens")),
+        reasoning_tokens=as_int(entry.get("reasoning_tokens")),
+    )
+
+
+def _event_message(event: Event) -> dict[str, str]:
+    if event.kind == "action":
+        text = event.text if not event.command or event.command in event.text else f"{event.text}\n{event.command}"
+        return {"role": "assistant", "content": text}
+    return {"role": "user", "content": event.text}
+
+
+def complete_unreported_counts(traj: Trajectory, prompts: dict[int, list[dict]] | None = None) -> None:
+    """Estimate, in place, every recorded prompt count of 0 that stands for a non-empty prompt
+    (docs/protocol.md section 1): some servers report ``prompt_tokens: 0`` for a prompt they served from
+    their cache. Such a call gets an estimate (:func:`takeover.llm.tokens.estimate_prompt_tokens`) and is
+    flagged ``estimated``, so it is never summed as 0. Calls without usage stay without usage.
+
+    Args:
+        traj: a run just read.
+        prompts: the exact chat messages each call was sent, by call index, where the format keeps them;
+            otherwise the prompt is rebuilt from the task prompt and the events before the call's first
+            action.
+    """
+    todo = [c for c in traj.llm_calls if c.usage is not None and c.usage.prompt_tokens <= 0]
+    if not todo:
+        return
+    first_event: dict[int, int] = {}
+    for event in traj.events:
+        if event.kind == "action" and event.llm_call is not None:
+            first_event.setdefault(event.llm_call, event.index)
+    head = [{"role": "user", "content": traj.task_prompt}] if traj.task_prompt else []
+    for call in todo:
+        if prompts is not None and call.index in prompts:
+            messages = prompts[call.index]
+        else:
+            messages = head + [_event_message(e) for e in traj.events[: first_event.get(call.index, len(traj.events))]]
+        estimate = estimate_prompt_tokens(messages)
+        if estimate > 0:
+            call.usage = call.usage.model_copy(update={"prompt_tokens": estimate, "estimated": True})
 
 
 def uploaded_dir(text: Any) -> str | None:
@@ -263,9 +298,49 @@ def editor_event_fields(args: dict) -> dict[str, Any]:
 
 
 BASH_TOOLS = frozenset({"execute_bash", "bash", "terminal", "cmd_run", "execute_command"})
+IPYTHON_TOOLS = frozenset({"execute_ipython_cell"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
 FINISH_TOOLS = frozenset({"finish", "submit"})
 THINK_TOOLS = frozenset({"think"})
+
+
+#: ``Event.edit`` of a file edit whose tool call failed, so that the file was not changed. The old, new and
+#: file texts are removed (the event's ``text`` still says what was attempted), so a replay applies
+#: nothing for it and names the verb as its reason.
+NOT_APPLIED = "not_applied"
+
+
+def mark_not_applied(event: Event) -> None:
+    """Mark the action ``event`` as not carried out by the recording tool (:attr:`Event.not_applied`); a
+    file edit also gets the verb :data:`NOT_APPLIED` and loses its texts."""
+    event.not_applied = True
+    if event.type != "file_edit":
+        return
+    event.edit = NOT_APPLIED
+    event.old_text = event.new_text = event.file_text = None
+    event.insert_line = None
+
+
+#: What OpenHands' shell tool says when a command hit its time limit: the soft limit (no new output for a
+#: while; the process goes on), the hard limit, and the SIGINT message of the 0.1x pexpect shell.
+OPENHANDS_TIMED_OUT = re.compile(
+    r"\[The command has no new output after [\d.]+ seconds\.|\[The command timed out after [\d.]+ seconds\."
+    r"|\[Command timed out after [\d.]+ seconds\. SIGINT was sent"
+)
+#: What OpenHands' shell tool says when it did not start a command: one was still running, or the text held
+#: several commands.
+OPENHANDS_NOT_RUN = re.compile(
+    r"is NOT executed\. The previous command is still running|Cannot execute multiple commands at once"
+)
+
+
+def openhands_process_input(command: str, is_input: Any) -> bool:
+    """Whether an OpenHands shell action sends input to a running process rather than running a command:
+    ``is_input`` set (a bool, or the string ``"true"`` of the function-calling tool), or a control key
+    such as ``C-c`` (OpenHands sends ``C-<key>`` as keys, never as a command)."""
+    flag = is_input is True or (isinstance(is_input, str) and is_input.strip().lower() == "true")
+    key = command.strip()
+    return flag or (key.startswith("C-") and len(key) == 3)
 
 
 def user_reply(events: list[Event], text: str, cause: int | None) -> Event:

@@ -3,7 +3,7 @@
 Both formats are JSON Lines written while a person works with the agent; one file is one session (one
 :class:`~takeover.trajectories.events.Trajectory`). Their edit tools can fail (a rejected call, a text
 that is not in the file, a patch that does not apply); such a call changed nothing, and its events say so
-with :data:`NOT_APPLIED`.
+with :func:`takeover.trajectories._common.mark_not_applied`.
 """
 
 from __future__ import annotations
@@ -11,21 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from takeover.trajectories._common import Ctx, Source
-from takeover.trajectories.events import Event
-
-#: ``Event.edit`` of a file edit whose tool call failed, so that the file was not changed. The old, new and
-#: file texts are removed (the event's ``text`` still says what was attempted), so a replay applies
-#: nothing for it and names the verb as its reason.
-NOT_APPLIED = "not_applied"
-
-
-def mark_not_applied(event: Event) -> None:
-    """Turn the ``file_edit`` action ``event`` into one that changes nothing (see :data:`NOT_APPLIED`)."""
-    if event.type != "file_edit":
-        return
-    event.edit = NOT_APPLIED
-    event.old_text = event.new_text = event.file_text = None
-    event.insert_line = None
 
 
 def session_records(source: Source) -> list[tuple[Ctx, dict]]:

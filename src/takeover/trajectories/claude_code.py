@@ -49,7 +49,10 @@ How records map (decided here; docs/protocol.md section 1):
   ``Exit code N`` that starts an error result; 0 for a result that is not an error, unless the record's
   ``toolUseResult`` says the command was interrupted, sent to the background or had a non-zero status
   Claude Code does not count as failure (``returnCodeInterpretation``); ``None`` otherwise. A file edit
-  whose result is an error changed nothing: its actions get ``edit`` = ``not_applied``.
+  whose result is an error changed nothing: its actions get ``edit`` = ``not_applied``. A ``Bash`` call the
+  person rejected (``toolUseResult`` ``User rejected tool use``, the rejection sentence) or a permission
+  rule denied never ran: ``not_applied``. A ``Bash`` result that timed out or that the person interrupted
+  while it ran is ``timed_out``.
 - User text: the first is :attr:`Trajectory.task_prompt` (not an event); later ones are observations with
   source ``user`` answering the last action. Local slash-command records (``<command-name>``,
   ``<local-command-stdout>``) are never the task prompt, and are not events before it.
@@ -71,8 +74,9 @@ import json
 import re
 from typing import Any
 
-from takeover.trajectories._common import Ctx, Reader, Source, user_reply
-from takeover.trajectories._session_logs import count, mark_not_applied, session_records
+from takeover.llm.usage import usage_from_payload
+from takeover.trajectories._common import Ctx, Reader, Source, mark_not_applied, user_reply
+from takeover.trajectories._session_logs import count, session_records
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 
 NAME = "claude-code"
@@ -80,6 +84,13 @@ _CONVERSATION = ("user", "assistant")
 _SYNTHETIC_MODEL = "<synthetic>"
 _USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
 _EXIT_CODE = re.compile(r"(?:Error: )?Exit code (-?\d+)")
+#: Claude Code's results for a call it did not run.
+_REJECTION = re.compile(
+    r"\s*(The user doesn't want to (proceed with this tool use|take this action right now)"
+    r"|Permission to use \w+ (with command .* )?has been denied)",
+    re.DOTALL,
+)
+_TIMED_OUT = re.compile(r"\s*(Error: )?Command timed out after")
 _LOCAL_COMMAND = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>")
 
 
@@ -110,14 +121,8 @@ def _usage_counts(message: dict, mctx: Ctx) -> tuple[int | None, ...] | None:
     return None if all(c is None for c in counts) else counts
 
 
-def _usage(counts: tuple[int | None, ...]) -> Usage:
-    fresh, read, created, output = counts
-    return Usage(
-        prompt_tokens=(fresh or 0) + (read or 0) + (created or 0),
-        completion_tokens=output or 0,
-        cached_tokens=read,
-        cache_creation_tokens=created,
-    )
+def _usage(counts: tuple[int | None, ...]) -> Usage | None:
+    return usage_from_payload(dict(zip(_USAGE_FIELDS, counts, strict=True)))
 
 
 def _text_of(content: Any) -> str:
@@ -230,6 +235,14 @@ def _tool_fields(name: str, tool_input: dict) -> list[dict[str, Any]]:
         ]
         return [{"type": "message", "text": "TodoWrite\n" + "\n".join(lines)}]
     return [{"type": "message", "text": f"{name} {json.dumps(tool_input, ensure_ascii=False)}"}]
+
+
+def _rejected(text: str, result_meta: Any) -> bool:
+    """Whether an error result says Claude Code did not run the call (the person rejected it, or a
+    permission rule denied it); a call interrupted while it ran says so in ``toolUseResult.interrupted``."""
+    if isinstance(result_meta, dict) and result_meta.get("interrupted") is True:
+        return False
+    return result_meta == "User rejected tool use" or bool(_REJECTION.match(text))
 
 
 def _exit_code(text: str, is_error: bool, result_meta: Any, tool_input: dict) -> int | None:
@@ -411,11 +424,13 @@ class _Session:
         cause = actions[-1] if actions else None
         answered = self.events[cause] if cause is not None else None
         exit_code = None
-        if answered is not None and answered.type == "command":
+        is_command = answered is not None and answered.type == "command"
+        if is_command:
             exit_code = _exit_code(text, is_error, meta, self.inputs[tool_id])
-        if is_error:
+        if is_error and (not is_command or _rejected(text, meta)):
             for index in actions:
                 mark_not_applied(self.events[index])
+        interrupted = isinstance(meta, dict) and meta.get("interrupted") is True
         self.events.append(
             Event(
                 index=len(self.events),
@@ -425,6 +440,7 @@ class _Session:
                 text=text,
                 cause=cause,
                 exit_code=exit_code,
+                timed_out=is_command and (interrupted or (is_error and bool(_TIMED_OUT.match(text)))),
             )
         )
 

@@ -44,7 +44,8 @@ How records map (decided here; docs/protocol.md section 1):
   ``{"output", "metadata": {"exit_code"}}`` gives its ``output`` and code; the freeform form starting
   ``Exit code: N`` and the unified-exec form with a ``Process exited with code N`` header give N (text kept
   whole); a process still running has no exit code. Older ``{content, success}`` outputs are read the same
-  way from ``content``.
+  way from ``content``. A command Codex did not run (``exec command rejected by user``, or rejected as too
+  risky) is marked ``not_applied``; one it reports as timed out gives a ``timed_out`` observation.
 - User input: when the file has ``event_msg`` ``user_message`` records (only what the person typed;
   ``kind`` other than ``plain`` skipped), those are the user's messages; otherwise ``user`` message items,
   skipping the context Codex injects (``<environment_context>``, ``<user_instructions>``, ``# AGENTS.md
@@ -81,9 +82,10 @@ import re
 import shlex
 from typing import Any
 
+from takeover.llm.usage import usage_from_payload
 from takeover.trajectories import codex_patch
-from takeover.trajectories._common import Ctx, Reader, Source, user_reply
-from takeover.trajectories._session_logs import count, head, mark_not_applied, session_records
+from takeover.trajectories._common import Ctx, Reader, Source, mark_not_applied, user_reply
+from takeover.trajectories._session_logs import count, head, session_records
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 
 NAME = "codex-cli"
@@ -114,6 +116,9 @@ _SHELLS = ("bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/ba
 _CWD_TAG = re.compile(r"<cwd>(.*?)</cwd>", re.DOTALL)
 _FREEFORM_EXIT = re.compile(r"Exit code: (-?\d+)\n")
 _EXEC_EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
+#: Codex's answers to a command it did not run: the person declined it, or its reviewer judged it too risky.
+_REJECTED = re.compile(r"\s*(exec command rejected by user|This action was rejected due to unacceptable risk)")
+_TIMED_OUT = re.compile(r"command timed out after \d+ ?(milliseconds|ms)", re.IGNORECASE)
 
 
 def detect(source: Source) -> bool:
@@ -239,15 +244,7 @@ class _Rollout:
                 last = tuple(None if t is None else t - (b or 0) for t, b in zip(total, base, strict=True))
         if last is None or not (last[0] or last[2]):
             return
-        self.close(
-            Usage(
-                prompt_tokens=last[0] or 0,
-                completion_tokens=last[2] or 0,
-                cached_tokens=last[1],
-                reasoning_tokens=last[3],
-            ),
-            counted=True,
-        )
+        self.close(usage_from_payload(dict(zip(_USAGE_FIELDS, last, strict=True))), counted=True)
 
     @staticmethod
     def _counts(info: dict, key: str, ictx: Ctx) -> tuple | None:
@@ -333,9 +330,12 @@ class _Rollout:
         actions = self.actions_of.get(call_id) or []
         cause = actions[-1] if actions else None
         answered = self.events[cause] if cause is not None else None
+        is_command = answered is not None and answered.type == "command"
         if call_id in self.patches and not codex_patch.applied(text, exit_code):
             for index in actions:
                 mark_not_applied(self.events[index])
+        elif is_command and _REJECTED.match(text):
+            mark_not_applied(answered)
         self.events.append(
             Event(
                 index=len(self.events),
@@ -344,7 +344,8 @@ class _Rollout:
                 type=answered.type if answered is not None else "message",
                 text=text,
                 cause=cause,
-                exit_code=exit_code if answered is not None and answered.type == "command" else None,
+                exit_code=exit_code if is_command else None,
+                timed_out=is_command and bool(_TIMED_OUT.search(text[:400])),
             )
         )
 

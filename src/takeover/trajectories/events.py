@@ -60,6 +60,16 @@ class Event(BaseModel):
         cause: for observations, the index of the action event it answers.
         exit_code: for command observations, the exit code where known.
         format_error: the action was rejected by the agent's parser (no command run).
+        process_input: for ``command`` actions: the text is input sent to a process that is still running
+            (OpenHands ``is_input``, its control keys such as ``C-c``), not a shell command; a replay never
+            runs it (docs/protocol.md section 5).
+        ipython: for ``command`` actions: ``command`` is a cell of Python code for an IPython kernel
+            (OpenHands ``run_ipython``/``execute_ipython_cell``), never a shell command.
+        not_applied: for actions: the recording tool did not carry the action out (a command the user
+            rejected or that the tool refused to start, a command after the submission that was never run);
+            a file edit whose tool call failed also has ``edit`` ``not_applied``. A replay does nothing for it.
+        timed_out: for observations: the recorded run reports that the command hit its time limit (it was
+            cancelled, or was still running when the tool stopped waiting for it).
         state_diff: cumulative ``git diff`` against ``base_commit`` after this event, when the trajectory
             stores one (SWE-agent ``state.diff``) -- docs/protocol.md section 5 source (b).
         snapshot: git tree id of the working tree after this event, when recorded by our own runner --
@@ -87,6 +97,10 @@ class Event(BaseModel):
     cause: int | None = None
     exit_code: int | None = None
     format_error: bool = False
+    process_input: bool = False
+    ipython: bool = False
+    not_applied: bool = False
+    timed_out: bool = False
     state_diff: str | None = None
     snapshot: str | None = None
 
@@ -144,7 +158,19 @@ class Trajectory(BaseModel):
 
     @property
     def cached_tokens(self) -> int | None:
+        """Sum of the calls' cached prompt tokens; ``None`` when no call reports them (so for the two below)."""
         vals = [c.usage.cached_tokens for c in self.llm_calls if c.usage and c.usage.cached_tokens is not None]
+        return sum(vals) if vals else None
+
+    @property
+    def cache_creation_tokens(self) -> int | None:
+        vals = [c.usage.cache_creation_tokens for c in self.llm_calls
+                if c.usage and c.usage.cache_creation_tokens is not None]
+        return sum(vals) if vals else None
+
+    @property
+    def reasoning_tokens(self) -> int | None:
+        vals = [c.usage.reasoning_tokens for c in self.llm_calls if c.usage and c.usage.reasoning_tokens is not None]
         return sum(vals) if vals else None
 
     @property

@@ -10,14 +10,19 @@ How history events map to events (decided here):
   observations, and the first user ``message`` (it is :attr:`Trajectory.task_prompt`; the row's
   ``instruction`` is used when there is none). A later user ``message`` (a harness or human reply) is an
   observation with source ``user``.
-- Actions (source ``agent``): ``run``/``run_ipython`` -> ``command``; ``read`` -> ``file_view`` (path,
+- Actions (source ``agent``): ``run``/``run_ipython`` -> ``command`` (an IPython cell is marked
+  ``ipython``; a ``run`` with ``is_input`` or a control key such as ``C-c`` is input to the running process,
+  ``process_input``); ``read`` -> ``file_view`` (path,
   ``view_range`` or ``start``/``end``); ``edit``/``write`` -> ``file_edit`` (path, ``command`` as the edit verb,
   ``old_str``/``new_str``/``file_text``/``insert_line``); ``finish`` -> ``finish``; ``message``/``think`` and
   anything else -> ``message``.
 - Every other observation (``run``, ``read``, ``edit``, ``think``, ``error``, ...) is an observation event,
   source ``environment``, answering the action whose ``id`` is its ``cause`` (an ``error`` observation with no
   cause answers a tool call the model got wrong; it is counted, with ``cause`` ``None``). ``exit_code`` is
-  ``extras.metadata.exit_code`` (older builds: ``extras.exit_code``). Early builds that stored
+  ``extras.metadata.exit_code`` (older builds: ``extras.exit_code``). The shell's timeouts (exit code -1, the
+  explanation in ``extras.metadata.suffix``, not in the content; the SIGINT message of older builds) give a
+  ``timed_out`` observation; a command the shell did not start (another was still running, or several
+  commands at once) is marked ``not_applied``. Early builds that stored
   ``history`` as ``[action, observation]`` pairs are flattened first.
 - A command's ``cwd`` is the persistent shell's directory as last reported by a command observation
   (``extras.metadata.working_dir``), ``None`` before the first report.
@@ -36,17 +41,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from takeover.llm.usage import usage_from_payload
 from takeover.trajectories._common import (
+    OPENHANDS_NOT_RUN,
+    OPENHANDS_TIMED_OUT,
     Ctx,
     Reader,
     Source,
     as_int,
     content_text,
-    openai_usage,
+    mark_not_applied,
+    openhands_process_input,
+    token_usage_record,
     uploaded_dir,
     user_reply,
 )
-from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
+from takeover.trajectories.events import Event, LLMCall, Trajectory
 
 NAME = "openhands-v0"
 _SKIP_ACTIONS = frozenset(
@@ -72,19 +82,17 @@ def detect(source: Source) -> bool:
     return _is_v0_row(source.first())
 
 
-def _token_usage(entry: dict) -> Usage:
-    return Usage(
-        prompt_tokens=as_int(entry.get("prompt_tokens")) or 0,
-        completion_tokens=as_int(entry.get("completion_tokens")) or 0,
-        cached_tokens=as_int(entry.get("cache_read_tokens")),
-    )
-
-
 def _action_fields(action: str, args: dict, message: str) -> dict[str, Any]:
     thought = args.get("thought") if isinstance(args.get("thought"), str) and args.get("thought") else None
     if action in ("run", "run_ipython"):
         command = args.get("command") if action == "run" else args.get("code")
-        return {"type": "command", "command": command if isinstance(command, str) else "", "thought": thought}
+        command = command if isinstance(command, str) else ""
+        fields = {"type": "command", "command": command, "thought": thought}
+        if action == "run_ipython":
+            fields["ipython"] = True
+        elif openhands_process_input(command, args.get("is_input")):
+            fields["process_input"] = True
+        return fields
     if action == "read":
         fields: dict[str, Any] = {"type": "file_view", "path": args.get("path"), "thought": thought}
         vr = args.get("view_range")
@@ -140,7 +148,7 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
         if isinstance(rid, str) and rid in call_by_response:
             continue
         model = entry.get("model") if isinstance(entry.get("model"), str) else None
-        calls.append(LLMCall(index=len(calls), usage=_token_usage(entry), model=model))
+        calls.append(LLMCall(index=len(calls), usage=token_usage_record(entry), model=model))
         if isinstance(rid, str) and rid:
             call_by_response[rid] = len(calls) - 1
     use_responses = not calls
@@ -179,7 +187,7 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
                 elif use_responses:
                     model = response.get("model") if isinstance(response.get("model"), str) else None
                     calls.append(
-                        LLMCall(index=len(calls), usage=openai_usage(response.get("usage")), model=model)
+                        LLMCall(index=len(calls), usage=usage_from_payload(response.get("usage")), model=model)
                     )
                     llm_call = len(calls) - 1
                     if isinstance(rid, str) and rid:
@@ -215,15 +223,20 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
             if exit_code is None:
                 exit_code = as_int(extras.get("exit_code"))
             answered = events[cause] if cause is not None else None
+            text = content_text(ev.get("content")) or content_text(ev.get("message"))
+            said = f"{text}\n{meta.get('suffix') or ''}" if isinstance(meta, dict) else text
+            if answered is not None and answered.type == "command" and OPENHANDS_NOT_RUN.search(said):
+                mark_not_applied(answered)
             events.append(
                 Event(
                     index=len(events),
                     kind="observation",
                     source="environment",
                     type=answered.type if answered is not None else "message",
-                    text=content_text(ev.get("content")) or content_text(ev.get("message")),
+                    text=text,
                     cause=cause,
                     exit_code=exit_code if observation in ("run", "run_ipython") else None,
+                    timed_out=observation == "run" and bool(OPENHANDS_TIMED_OUT.search(said)),
                 )
             )
             continue

@@ -10,14 +10,17 @@ How messages map to events (decided here):
   events.
 - Every ``assistant`` message is one LLM call. The format stores no usage, so each call has
   ``usage=None`` (token sums are 0 and say nothing about the run's cost).
-- Each tool call of an assistant message is one action: ``execute_bash`` -> ``command``;
+- Each tool call of an assistant message is one action: ``execute_bash`` -> ``command`` (with ``is_input``
+  ``"true"`` or a control key such as ``C-c``: ``process_input``); ``execute_ipython_cell`` -> ``command``
+  marked ``ipython`` (``command`` = its ``code``);
   ``str_replace_editor`` ``view`` -> ``file_view``, its other commands -> ``file_edit`` (path, verb, old/new/file
   text, insert line); ``finish`` -> ``finish``; ``think`` and unknown tools -> ``message``. A tool call whose
   ``arguments`` are not valid JSON is a ``message`` action with ``format_error=True``. An assistant message
   without tool calls is one ``message`` action.
 - Each ``tool`` message is an observation (source ``environment``) answering the action with its
   ``tool_call_id``; ``exit_code`` is parsed from the text ``[Command finished with exit code N]`` (the only
-  place the format has it). A later ``user`` message (the harness's "Please continue ...") is an
+  place the format has it). The shell's timeout sentences give a ``timed_out`` observation; a command the
+  shell did not start (another was still running, several at once) is marked ``not_applied``. A later ``user`` message (the harness's "Please continue ...") is an
   observation with source ``user`` answering the preceding action.
 
 ``instance_id`` drops SWE-Gym's sample suffix ``_<k>`` (kept with ``run_id`` and ``resolved`` in
@@ -34,11 +37,16 @@ from takeover.trajectories._common import (
     BASH_TOOLS,
     EDITOR_TOOLS,
     FINISH_TOOLS,
+    IPYTHON_TOOLS,
+    OPENHANDS_NOT_RUN,
+    OPENHANDS_TIMED_OUT,
     Ctx,
     Reader,
     Source,
     content_text,
     editor_event_fields,
+    mark_not_applied,
+    openhands_process_input,
     uploaded_dir,
     user_reply,
 )
@@ -84,12 +92,14 @@ def _tool_action(name: str, arguments: Any) -> dict[str, Any]:
     if not isinstance(args, dict):
         return {"type": "message", "format_error": True, "text": f"{name}({arguments})"}
     if name in BASH_TOOLS:
-        command = args.get("command")
-        return {
-            "type": "command",
-            "command": command if isinstance(command, str) else "",
-            "text": command or "",
-        }
+        command = args.get("command") if isinstance(args.get("command"), str) else ""
+        fields: dict[str, Any] = {"type": "command", "command": command, "text": command}
+        if openhands_process_input(command, args.get("is_input")):
+            fields["process_input"] = True
+        return fields
+    if name in IPYTHON_TOOLS:
+        code = args.get("code") if isinstance(args.get("code"), str) else ""
+        return {"type": "command", "command": code, "text": code, "ipython": True}
     if name in EDITOR_TOOLS:
         fields = editor_event_fields(args)
         fields["text"] = f"{name} {json.dumps(args, ensure_ascii=False)}"
@@ -174,7 +184,10 @@ def read_run(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
                 else None
             )
             answered = events[cause] if cause is not None else None
-            m = _EXIT.search(text) if answered is not None and answered.type == "command" else None
+            is_command = answered is not None and answered.type == "command"
+            m = _EXIT.search(text) if is_command else None
+            if is_command and OPENHANDS_NOT_RUN.search(text):
+                mark_not_applied(answered)
             events.append(
                 Event(
                     index=len(events),
@@ -184,6 +197,7 @@ def read_run(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
                     text=text,
                     cause=cause,
                     exit_code=int(m.group(1)) if m else None,
+                    timed_out=is_command and not answered.ipython and bool(OPENHANDS_TIMED_OUT.search(text)),
                 )
             )
             continue

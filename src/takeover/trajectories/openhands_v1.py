@@ -16,7 +16,10 @@ How events map (decided here):
   the text of ``thought[]`` (and ``reasoning_content``).
 - ``ObservationEvent`` -> observation (source ``environment``) answering the action with its ``action_id``
   (or ``tool_call_id``); ``exit_code`` = ``observation.exit_code`` when set, else
-  ``observation.metadata.exit_code``. ``AgentErrorEvent`` (a tool call the SDK rejected) is an observation
+  ``observation.metadata.exit_code``. A command that hit the shell's time limit (``observation.timeout``, or
+  exit code -1 with the explanation in ``metadata.suffix``) gives a ``timed_out`` observation; a command the
+  shell did not start (another was still running, several at once) is marked ``not_applied``; a shell action
+  with ``is_input`` (or a control key such as ``C-c``) is ``process_input``. ``AgentErrorEvent`` (a tool call the SDK rejected) is an observation
   of type ``message``; ``UserRejectObservation`` is an observation with source ``user``.
 - A command's ``cwd`` is the shell's directory as last reported by a command observation
   (``observation.metadata.working_dir``), ``None`` before the first report.
@@ -46,12 +49,17 @@ from takeover.trajectories._common import (
     BASH_TOOLS,
     EDITOR_TOOLS,
     FINISH_TOOLS,
+    OPENHANDS_NOT_RUN,
+    OPENHANDS_TIMED_OUT,
     Ctx,
     Reader,
     Source,
     as_int,
     content_text,
     editor_event_fields,
+    mark_not_applied,
+    openhands_process_input,
+    token_usage_record,
     uploaded_dir,
     user_reply,
 )
@@ -106,12 +114,11 @@ def _action_fields(ev: dict, ctx: Ctx) -> dict[str, Any]:
     tool = ev.get("tool_name") if isinstance(ev.get("tool_name"), str) else ""
     kind = action.get("kind") if isinstance(action.get("kind"), str) else ""
     if tool in BASH_TOOLS or kind in ("ExecuteBashAction", "TerminalAction"):
-        command = action.get("command")
-        return {
-            "type": "command",
-            "command": command if isinstance(command, str) else "",
-            "text": command or "",
-        }
+        command = action.get("command") if isinstance(action.get("command"), str) else ""
+        fields: dict[str, Any] = {"type": "command", "command": command, "text": command}
+        if openhands_process_input(command, action.get("is_input")):
+            fields["process_input"] = True
+        return fields
     if tool in EDITOR_TOOLS or kind in ("FileEditorAction", "StrReplaceEditorAction"):
         fields = editor_event_fields(action)
         fields["text"] = f"{tool or kind} {action.get('command')} {action.get('path')}"
@@ -135,15 +142,11 @@ def _observation_text(obs: dict) -> str:
 
 
 def _usage_index(entries: Any) -> dict[str, Usage]:
-    out: dict[str, Usage] = {}
-    for entry in entries or []:
-        if isinstance(entry, dict) and isinstance(entry.get("response_id"), str):
-            out[entry["response_id"]] = Usage(
-                prompt_tokens=as_int(entry.get("prompt_tokens")) or 0,
-                completion_tokens=as_int(entry.get("completion_tokens")) or 0,
-                cached_tokens=as_int(entry.get("cache_read_tokens")),
-            )
-    return out
+    return {
+        entry["response_id"]: token_usage_record(entry)
+        for entry in entries or []
+        if isinstance(entry, dict) and isinstance(entry.get("response_id"), str)
+    }
 
 
 def build(
@@ -227,6 +230,10 @@ def build(
                 if isinstance(meta.get("working_dir"), str) and meta["working_dir"]:
                     shell_cwd = meta["working_dir"]
                     working_dir = working_dir or shell_cwd
+                said = f"{text}\n{meta.get('suffix') or ''}"
+                is_command = answered is not None and answered.type == "command"
+                if is_command and OPENHANDS_NOT_RUN.search(said):
+                    mark_not_applied(answered)
                 events.append(
                     Event(
                         index=len(events),
@@ -235,7 +242,8 @@ def build(
                         type=answered.type if answered is not None else "message",
                         text=text,
                         cause=cause,
-                        exit_code=exit_code if answered is not None and answered.type == "command" else None,
+                        exit_code=exit_code if is_command else None,
+                        timed_out=is_command and (obs.get("timeout") is True or bool(OPENHANDS_TIMED_OUT.search(said))),
                     )
                 )
             else:

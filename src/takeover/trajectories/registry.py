@@ -31,7 +31,7 @@ from takeover.trajectories import (
     swe_agent,
     takeover_run,
 )
-from takeover.trajectories._common import Reader, Source
+from takeover.trajectories._common import Reader, Source, complete_unreported_counts
 from takeover.trajectories.events import Trajectory
 
 _READERS: dict[str, Reader] = {}
@@ -172,6 +172,8 @@ def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Tr
 
     Returns:
         One :class:`Trajectory` per run, in file order; ``source_path`` and ``record`` say where each came from.
+        A recorded prompt count of 0 for a non-empty prompt is replaced by an estimate flagged ``estimated``
+        (docs/protocol.md section 1).
 
     Raises:
         InputError: truncated or malformed file, unknown format, or a record missing a required field; the
@@ -179,7 +181,10 @@ def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Tr
     """
     source = Source(path)
     reader = get_reader(format) if format else _detect(source)
-    return reader.read(source)
+    runs = reader.read(source)
+    for run in runs:
+        complete_unreported_counts(run)  # a reported prompt count of 0 is not a count (protocol section 1)
+    return runs
 
 
 def read_trajectory(path: Path | str, *, record: int | None = None, format: str | None = None) -> Trajectory:

@@ -14,6 +14,10 @@ class TrajectorySummary(BaseModel):
     run totals (SWE-agent ``info.model_stats``) they are those totals, and ``usage_per_call`` is false.
     They are ``None`` (unknown, not zero) when the run records no usage at all: no call carries usage
     and the file has no totals (or the run made no calls).
+
+    ``cached_tokens``, ``cache_creation_tokens`` and ``reasoning_tokens`` are the sums of those parts of the
+    two totals over the calls that report them (``None`` when none does; docs/protocol.md section 1).
+    ``usage_estimated``: some call's count is an estimate (a prompt count of 0 for a non-empty prompt).
     """
 
     format: str
@@ -24,6 +28,10 @@ class TrajectorySummary(BaseModel):
     llm_calls: int
     prompt_tokens: int | None
     completion_tokens: int | None
+    cached_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    usage_estimated: bool = False
     exit_status: str | None
     final_patch_files: list[str]
     usage_per_call: bool = True
@@ -53,6 +61,10 @@ def summarize(traj: Trajectory) -> TrajectorySummary:
         llm_calls=len(traj.llm_calls),
         prompt_tokens=prompt,
         completion_tokens=completion,
+        cached_tokens=traj.cached_tokens,
+        cache_creation_tokens=traj.cache_creation_tokens,
+        reasoning_tokens=traj.reasoning_tokens,
+        usage_estimated=traj.usage_estimated,
         exit_status=traj.exit_status,
         final_patch_files=traj.final_patch_files,
         usage_per_call=per_call,

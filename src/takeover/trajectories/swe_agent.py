@@ -8,7 +8,9 @@ submission, model_stats}, replay_config?}``; each ``trajectory`` step has ``acti
 How steps map to events (decided here):
 
 - Each ``trajectory`` step is one LLM call, one action and one observation (source ``environment``; the
-  format records no exit codes, so ``exit_code`` is ``None``). The ``history`` list (the prompts) is only
+  format records no exit codes, so ``exit_code`` is ``None``). An observation with SWE-agent's sentence for a
+  cancelled command (1.x "was cancelled because it took more than N seconds", 0.x "EXECUTION TIMED OUT") is
+  ``timed_out``. The ``history`` list (the prompts) is only
   used for the task prompt: its first ``user`` message that is not a demonstration.
 - The action type comes from the ``action`` text: ``submit`` -> ``finish``; ``edit N:M`` ... ``end_of_edit``
   -> ``file_edit`` (edit ``edit``, ``new_text`` = the replacement lines, ``view_range`` = ``[N, M]``, the
@@ -43,6 +45,9 @@ from takeover.trajectories.events import Event, LLMCall, Trajectory
 NAME = "swe-agent"
 _EDIT_RANGE = re.compile(r"^edit\s+(\d+):(\d+)\s*\n(.*?)(?:\n?end_of_edit\s*)?$", re.DOTALL)
 _VIEW_COMMANDS = ("open", "goto", "scroll_up", "scroll_down")
+#: SWE-agent's sentences for a command cut at its time limit: 1.x's ``command_cancelled_timeout_template``
+#: and 0.x's ``EXECUTION TIMED OUT`` line.
+_TIMED_OUT = re.compile(r"was cancelled because it took more than [\d.]+ seconds|^EXECUTION TIMED OUT", re.MULTILINE)
 
 
 def detect(source: Source) -> bool:
@@ -231,6 +236,7 @@ def read(source: Source) -> list[Trajectory]:
                 text=content_text(observation),
                 cause=len(events) - 1,
                 state_diff=diff,
+                timed_out=fields["type"] == "command" and bool(_TIMED_OUT.search(content_text(observation))),
             )
         )
         if isinstance(state.get("working_dir"), str) and state["working_dir"]:
