@@ -10,9 +10,14 @@ qualify.
 How actions are re-executed:
 
 - File-editor actions (OpenHands ``str_replace_editor``/``edit``: ``create``, ``str_replace``,
-  ``insert``, ``undo_edit``; SWE-agent ``create``/``open``/``edit N:M ... end_of_edit`` and
-  ``str_replace_editor`` command lines) are applied exactly in Python, never through a shell
-  (:mod:`takeover.replay_editors`).
+  ``insert``, ``undo_edit``; SWE-agent ``create``/``open``/``edit N:M ... end_of_edit``, its windowed
+  ``edit``/``insert`` and ``str_replace_editor`` command lines; Claude Code's edits) are applied exactly in
+  Python with the recording tool's rules, never through a shell, and an action the recorded answer shows
+  refused or failed changes nothing; OpenHands IPython cells calling its file-editing agent skills are
+  replayed the same way, and any other cell makes the run unreplayable (:mod:`takeover.replay_editors`).
+- Actions the recording tool did not carry out (a command the person rejected, one the shell refused to
+  start) and input to a running process (OpenHands ``is_input``, ``C-c``) are not run
+  (docs/protocol.md section 5.6).
 - Shell commands run with ``bash -c`` in a new process group, with a per-command time limit (the whole
   group is killed) and a memory limit (address-space limit plus a resident-memory watchdog).
 - Paths. The agent ran in its own repository root (``Trajectory.working_dir``, e.g. ``/testbed``).
@@ -34,8 +39,10 @@ How actions are re-executed:
   (``reproduce.py``) are therefore part of both; they are non-source artifacts (docs/protocol.md section 3),
   never create a handoff point, but are part of the checkpoint, as they were in the predecessor's
   repository. Ignored files (build output, ``*.pyc``) are in neither.
-- Commands that the recorded run itself saw time out are allowed to time out again; any other command
-  killed at its time or memory limit makes the run unreplayable with that reason.
+- Commands that the recorded run itself saw time out (the reader's ``timed_out`` mark, or a known timeout
+  sentence) get at most :data:`RECORDED_TIMEOUT_LIMIT` seconds and are allowed to time out again, unless
+  the recorded run waited for them to finish (:func:`recorded_timeout`); any other command killed at its
+  time or memory limit makes the run unreplayable with that reason.
 - The submission command of mini-swe-agent (``git add -A && git diff --cached``) only stages files in
   the workspace's own index; snapshots use a private index, so later snapshots are unaffected.
 
@@ -59,7 +66,16 @@ from pydantic import BaseModel, Field
 from takeover import sandbox
 from takeover.patches import first_difference
 from takeover.processes import run_process
-from takeover.replay_editors import EditOutcome, FileEditor, apply_edit, editor_command, swe_agent_command
+from takeover.replay_editors import (
+    EditOutcome,
+    FileEditor,
+    apply_edit,
+    displayed_window,
+    editor_command,
+    editor_flavor,
+    replay_cell,
+    swe_agent_command,
+)
 from takeover.repos import alternates
 from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
 from takeover.trajectories.events import Event, Trajectory
@@ -205,12 +221,11 @@ def replay_trajectory(
             step = ReplayStep(index=i, action="noop")
             if failure is None and ev.kind == "action" and not ev.format_error:
                 step = _replay_action(ev, i, events, trajectory, workspace, root, mode, st, editor, env, tmp_dir, timeout, memory_mb)
-                if step.killed:
-                    obs = _observation_after(events, i)
-                    recorded_timeout = obs is not None and _RECORDED_TIMEOUT.search(obs.text or "")
-                    if step.killed == "memory" or not recorded_timeout:
-                        limit = f"{timeout:g} s time limit" if step.killed == "timeout" else f"{memory_mb} MiB memory limit"
-                        failure = f"command at event {i} was killed at the {limit}: {(ev.command or '')[:120]!r}"
+                if step.action == "unreplayable":
+                    failure = f"event {i} cannot be replayed exactly: {step.detail}"
+                if step.killed and (step.killed == "memory" or not recorded_timeout(events, i)):
+                    limit = f"{timeout:g} s time limit" if step.killed == "timeout" else f"{memory_mb} MiB memory limit"
+                    failure = f"command at event {i} was killed at the {limit}: {(ev.command or '')[:120]!r}"
             if step.action in ("command", "edit") or prev_tree is None:
                 tree = take_snapshot(workspace)
             else:
@@ -241,9 +256,80 @@ def replay_trajectory(
     return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict)
 
 
+# --- actions that are not shell commands, and recorded timeouts (docs/protocol.md section 5.6) --------
+
+
 def _edited(i: int, outcome: EditOutcome) -> ReplayStep:
     action, detail = outcome
     return ReplayStep(index=i, action=action, detail=detail)
+
+
+def _shown_window(events: Sequence[Event], index: int) -> tuple[int, int] | None:
+    """The file window SWE-agent showed last before event ``index`` (its windowed edits work inside it)."""
+    for ev in reversed(events[:index]):
+        if ev.kind == "observation" and (window := displayed_window(ev.text or "")) is not None:
+            return window
+    return None
+
+
+def _finished_later(events: Sequence[Event], index: int) -> bool:
+    """Whether the recorded run waited for the timed-out command at ``index`` until it ended: OpenHands
+    leaves a command running after its soft limit, and an empty process input waits for it; the answer
+    that carries an exit code (not -1) means it finished. Keys or text sent to it first mean it did not."""
+    for ev in events[index + 1 :]:
+        if ev.kind != "action":
+            continue
+        if not ev.process_input or (ev.command or "").strip():
+            return False
+        obs = _observation_after(events, ev.index)
+        if obs is None or (not obs.timed_out and (obs.exit_code is None or obs.exit_code < 0)):
+            return False
+        if not obs.timed_out:
+            return True
+    return False
+
+
+def recorded_timeout(events: Sequence[Event], index: int) -> bool:
+    """Whether the recorded run saw the command at ``index`` hit its time limit without finishing it: its
+    observation is marked ``timed_out`` by the reader or matches a known timeout sentence, and the run did
+    not wait for it to end (:func:`_finished_later`). Such a command gets at most
+    :data:`RECORDED_TIMEOUT_LIMIT` seconds and may time out again."""
+    obs = _observation_after(events, index)
+    if obs is None or not (obs.timed_out or _RECORDED_TIMEOUT.search(obs.text or "")):
+        return False
+    return not _finished_later(events, index)
+
+
+def _not_a_shell_command(ev: Event, i: int, events: Sequence[Event], trajectory: Trajectory,
+                         editor: FileEditor) -> ReplayStep | None:
+    """The step for an action that is not run with ``bash -c``: one the recording tool did not carry out,
+    input to a running process, an IPython cell, an editor action or one of SWE-agent's own commands;
+    ``None`` for a shell command."""
+    obs = _observation_after(events, i)
+    if ev.not_applied:
+        return ReplayStep(index=i, action="noop", detail="not carried out in the recorded run")
+    if ev.type == "file_edit" and (ev.edit or ev.file_text is not None or ev.old_text is not None):
+        window = _shown_window(events, i) if trajectory.format == "swe-agent" else None
+        return _edited(i, apply_edit(ev, obs, editor, flavor=editor_flavor(trajectory.format), window=window))
+    # mini-swe-agent's submission is a ``finish`` action that still runs a command (``git add -A && git
+    # diff --cached``): it is executed too; it only stages files in the workspace's own index.
+    if ev.type not in ("command", "finish") or not ev.command:
+        return ReplayStep(index=i, action="noop", detail=ev.type)
+    if ev.process_input:
+        return ReplayStep(index=i, action="noop", detail=f"input to a running process, not a command: {ev.command[:80]!r}")
+    if ev.ipython:
+        return _edited(i, replay_cell(ev.command, obs.text if obs is not None else "", ev.cwd, editor))
+    if trajectory.format == "swe-agent":
+        outcome = swe_agent_command(ev.command, ev, obs, editor)
+        if outcome is not None:
+            return _edited(i, outcome)
+    edit = editor_command(ev.command, i)
+    if edit is not None:
+        return _edited(i, apply_edit(edit, obs, editor, flavor=editor_flavor(trajectory.format)))
+    return None
+
+
+# --- shell commands ------------------------------------------------------------------------------------
 
 
 def _replay_action(
@@ -251,20 +337,11 @@ def _replay_action(
     mode: str, st: sandbox.SandboxStatus, editor: FileEditor, env: dict[str, str], tmp_dir: Path,
     timeout: float, memory_mb: int,
 ) -> ReplayStep:
-    if ev.type == "file_edit" and (ev.edit or ev.file_text is not None or ev.old_text is not None):
-        return _edited(i, apply_edit(ev, _observation_after(events, i), editor, swe_agent=trajectory.format == "swe-agent"))
-    # mini-swe-agent's submission is a ``finish`` action that still runs a command (``git add -A && git
-    # diff --cached``): it is executed too; it only stages files in the workspace's own index.
-    if ev.type not in ("command", "finish") or not ev.command:
-        return ReplayStep(index=i, action="noop", detail=ev.type)
+    step = _not_a_shell_command(ev, i, events, trajectory, editor)
+    if step is not None:
+        return step
+    assert ev.command is not None
     command = ev.command
-    if trajectory.format == "swe-agent":
-        outcome = swe_agent_command(command, ev, _observation_after(events, i), editor)
-        if outcome is not None:
-            return _edited(i, outcome)
-    edit = editor_command(command, i)
-    if edit is not None:
-        return _edited(i, apply_edit(edit, _observation_after(events, i), editor))
 
     cwd_rec = (ev.cwd or root or "").rstrip("/") or None
     if mode == "bind":
@@ -285,8 +362,7 @@ def _replay_action(
                                 readable=alternates(workspace), mount_at=None, tool=st.tool)
         else:
             argv = ["bash", "-c", command]
-    obs = _observation_after(events, i)
-    if obs is not None and _RECORDED_TIMEOUT.search(obs.text or ""):
+    if recorded_timeout(events, i):
         timeout = min(timeout, RECORDED_TIMEOUT_LIMIT)
     done = run_process(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb, output_limit=OUTPUT_LIMIT)
     code, output, killed, seconds = done.exit_code, done.output, done.killed, done.seconds

@@ -77,7 +77,7 @@ from typing import Any
 from takeover.llm.usage import usage_from_payload
 from takeover.trajectories._common import Ctx, Reader, Source, mark_not_applied, user_reply
 from takeover.trajectories._session_logs import count, session_records
-from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
+from takeover.trajectories.events import Event, LLMCall, Trajectory
 
 NAME = "claude-code"
 _CONVERSATION = ("user", "assistant")
@@ -85,11 +85,8 @@ _SYNTHETIC_MODEL = "<synthetic>"
 _USAGE_FIELDS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
 _EXIT_CODE = re.compile(r"(?:Error: )?Exit code (-?\d+)")
 #: Claude Code's results for a call it did not run.
-_REJECTION = re.compile(
-    r"\s*(The user doesn't want to (proceed with this tool use|take this action right now)"
-    r"|Permission to use \w+ (with command .* )?has been denied)",
-    re.DOTALL,
-)
+_REJECTION = re.compile(r"\s*(The user doesn't want to (proceed with this tool use|take this action right now)"
+                        r"|Permission to use \w+ (with command .* )?has been denied)", re.DOTALL)
 _TIMED_OUT = re.compile(r"\s*(Error: )?Command timed out after")
 _LOCAL_COMMAND = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>")
 
@@ -119,10 +116,6 @@ def _usage_counts(message: dict, mctx: Ctx) -> tuple[int | None, ...] | None:
         raise mctx.error(f"expected a JSON object, got {type(usage).__name__}", "usage")
     counts = tuple(count(usage.get(k), uctx, k) for k in _USAGE_FIELDS)
     return None if all(c is None for c in counts) else counts
-
-
-def _usage(counts: tuple[int | None, ...]) -> Usage | None:
-    return usage_from_payload(dict(zip(_USAGE_FIELDS, counts, strict=True)))
 
 
 def _text_of(content: Any) -> str:
@@ -303,7 +296,7 @@ class _Session:
                 )
             )
             self.usage_counts[index] = merged
-            self.calls[index].usage = _usage(merged)
+            self.calls[index].usage = usage_from_payload(dict(zip(_USAGE_FIELDS, merged, strict=True)))
         return index
 
     def sidechain(self, ctx: Ctx, record: dict) -> None:
@@ -431,18 +424,11 @@ class _Session:
             for index in actions:
                 mark_not_applied(self.events[index])
         interrupted = isinstance(meta, dict) and meta.get("interrupted") is True
-        self.events.append(
-            Event(
-                index=len(self.events),
-                kind="observation",
-                source="environment",
-                type=answered.type if answered is not None else "message",
-                text=text,
-                cause=cause,
-                exit_code=exit_code,
-                timed_out=is_command and (interrupted or (is_error and bool(_TIMED_OUT.match(text)))),
-            )
-        )
+        self.events.append(Event(
+            index=len(self.events), kind="observation", source="environment", text=text, cause=cause,
+            type=answered.type if answered is not None else "message", exit_code=exit_code,
+            timed_out=is_command and (interrupted or (is_error and bool(_TIMED_OUT.match(text)))),
+        ))
 
 
 def read(source: Source) -> list[Trajectory]:
