@@ -322,10 +322,12 @@ def mark_not_applied(event: Event) -> None:
 
 
 #: What OpenHands' shell tool says when a command hit its time limit: the soft limit (no new output for a
-#: while; the process goes on), the hard limit, and the SIGINT message of the 0.1x pexpect shell.
+#: while; the process goes on), the hard limit, and the SIGINT messages of the 0.1x pexpect shell. Every
+#: version also answers a command still running after its soft limit with exit code -1
+#: (:func:`openhands_timed_out`).
 OPENHANDS_TIMED_OUT = re.compile(
     r"\[The command has no new output after [\d.]+ seconds\.|\[The command timed out after [\d.]+ seconds\."
-    r"|\[Command timed out after [\d.]+ seconds\. SIGINT was sent"
+    r"|\[Command timed out after [\d.]+ seconds\. SIGINT was sent|Command timed out\. Sending SIGINT to the process"
 )
 #: What OpenHands' shell tool says when it did not start a command: one was still running, or the text held
 #: several commands.
@@ -335,12 +337,19 @@ OPENHANDS_NOT_RUN = re.compile(
 
 
 def openhands_process_input(command: str, is_input: Any) -> bool:
-    """Whether an OpenHands shell action sends input to a running process rather than running a command:
-    ``is_input`` set (a bool, or the string ``"true"`` of the function-calling tool), or a control key
-    such as ``C-c`` (OpenHands sends ``C-<key>`` as keys, never as a command)."""
+    """Whether an OpenHands shell action goes to the running process rather than running a command:
+    ``is_input`` set (a bool, or the string ``"true"`` of the function-calling tool), an empty command
+    (it waits for more output), or a control key (``C-c``, ``C-d``, ``C-z``; ``ctrl+c`` in 0.1x), which
+    OpenHands sends as keys, never as a command."""
     flag = is_input is True or (isinstance(is_input, str) and is_input.strip().lower() == "true")
     key = command.strip()
-    return flag or (key.startswith("C-") and len(key) == 3)
+    return flag or not key or (key.startswith("C-") and len(key) == 3) or key.lower() == "ctrl+c"
+
+
+def openhands_timed_out(exit_code: int | None, said: str) -> bool:
+    """Whether an OpenHands shell answer (its text with ``metadata.suffix``) reports a command cut at, or
+    still running after, its time limit: exit code -1, or one of :data:`OPENHANDS_TIMED_OUT`."""
+    return exit_code == -1 or bool(OPENHANDS_TIMED_OUT.search(said))
 
 
 def user_reply(events: list[Event], text: str, cause: int | None) -> Event:

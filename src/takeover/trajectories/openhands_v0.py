@@ -11,8 +11,8 @@ How history events map to events (decided here):
   ``instruction`` is used when there is none). A later user ``message`` (a harness or human reply) is an
   observation with source ``user``.
 - Actions (source ``agent``): ``run``/``run_ipython`` -> ``command`` (an IPython cell is marked
-  ``ipython``; a ``run`` with ``is_input`` or a control key such as ``C-c`` is input to the running process,
-  ``process_input``); ``read`` -> ``file_view`` (path,
+  ``ipython``; a ``run`` with ``is_input``, an empty command or a control key such as ``C-c`` is input to
+  the running process, ``process_input``); ``read`` -> ``file_view`` (path,
   ``view_range`` or ``start``/``end``); ``edit``/``write`` -> ``file_edit`` (path, ``command`` as the edit verb,
   ``old_str``/``new_str``/``file_text``/``insert_line``); ``finish`` -> ``finish``; ``message``/``think`` and
   anything else -> ``message``.
@@ -44,7 +44,6 @@ from typing import Any
 from takeover.llm.usage import usage_from_payload
 from takeover.trajectories._common import (
     OPENHANDS_NOT_RUN,
-    OPENHANDS_TIMED_OUT,
     Ctx,
     Reader,
     Source,
@@ -52,6 +51,7 @@ from takeover.trajectories._common import (
     content_text,
     mark_not_applied,
     openhands_process_input,
+    openhands_timed_out,
     token_usage_record,
     uploaded_dir,
     user_reply,
@@ -236,7 +236,7 @@ def read_row(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
                     text=text,
                     cause=cause,
                     exit_code=exit_code if observation in ("run", "run_ipython") else None,
-                    timed_out=observation == "run" and bool(OPENHANDS_TIMED_OUT.search(said)),
+                    timed_out=observation == "run" and openhands_timed_out(exit_code, said),
                 )
             )
             continue

@@ -11,7 +11,7 @@ How messages map to events (decided here):
 - Every ``assistant`` message is one LLM call. The format stores no usage, so each call has
   ``usage=None`` (token sums are 0 and say nothing about the run's cost).
 - Each tool call of an assistant message is one action: ``execute_bash`` -> ``command`` (with ``is_input``
-  ``"true"`` or a control key such as ``C-c``: ``process_input``); ``execute_ipython_cell`` -> ``command``
+  ``"true"``, an empty command or a control key such as ``ctrl+c``/``C-c``: ``process_input``); ``execute_ipython_cell`` -> ``command``
   marked ``ipython`` (``command`` = its ``code``);
   ``str_replace_editor`` ``view`` -> ``file_view``, its other commands -> ``file_edit`` (path, verb, old/new/file
   text, insert line); ``finish`` -> ``finish``; ``think`` and unknown tools -> ``message``. A tool call whose
@@ -19,7 +19,8 @@ How messages map to events (decided here):
   without tool calls is one ``message`` action.
 - Each ``tool`` message is an observation (source ``environment``) answering the action with its
   ``tool_call_id``; ``exit_code`` is parsed from the text ``[Command finished with exit code N]`` (the only
-  place the format has it). The shell's timeout sentences give a ``timed_out`` observation; a command the
+  place the format has it). Exit code -1 (the command was still running after the shell's soft limit) or
+  a timeout sentence give a ``timed_out`` observation; a command the
   shell did not start (another was still running, several at once) is marked ``not_applied``. A later ``user`` message (the harness's "Please continue ...") is an
   observation with source ``user`` answering the preceding action.
 
@@ -39,7 +40,6 @@ from takeover.trajectories._common import (
     FINISH_TOOLS,
     IPYTHON_TOOLS,
     OPENHANDS_NOT_RUN,
-    OPENHANDS_TIMED_OUT,
     Ctx,
     Reader,
     Source,
@@ -47,6 +47,7 @@ from takeover.trajectories._common import (
     editor_event_fields,
     mark_not_applied,
     openhands_process_input,
+    openhands_timed_out,
     uploaded_dir,
     user_reply,
 )
@@ -197,7 +198,7 @@ def read_run(row: dict, ctx: Ctx, source_path: str) -> Trajectory:
                     text=text,
                     cause=cause,
                     exit_code=int(m.group(1)) if m else None,
-                    timed_out=is_command and not answered.ipython and bool(OPENHANDS_TIMED_OUT.search(text)),
+                    timed_out=is_command and not answered.ipython and openhands_timed_out(int(m.group(1)) if m else None, text),
                 )
             )
             continue

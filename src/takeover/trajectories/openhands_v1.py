@@ -19,7 +19,7 @@ How events map (decided here):
   ``observation.metadata.exit_code``. A command that hit the shell's time limit (``observation.timeout``, or
   exit code -1 with the explanation in ``metadata.suffix``) gives a ``timed_out`` observation; a command the
   shell did not start (another was still running, several at once) is marked ``not_applied``; a shell action
-  with ``is_input`` (or a control key such as ``C-c``) is ``process_input``. ``AgentErrorEvent`` (a tool call the SDK rejected) is an observation
+  with ``is_input``, an empty command or a control key such as ``C-c`` is ``process_input``. ``AgentErrorEvent`` (a tool call the SDK rejected) is an observation
   of type ``message``; ``UserRejectObservation`` is an observation with source ``user``.
 - A command's ``cwd`` is the shell's directory as last reported by a command observation
   (``observation.metadata.working_dir``), ``None`` before the first report.
@@ -50,7 +50,6 @@ from takeover.trajectories._common import (
     EDITOR_TOOLS,
     FINISH_TOOLS,
     OPENHANDS_NOT_RUN,
-    OPENHANDS_TIMED_OUT,
     Ctx,
     Reader,
     Source,
@@ -59,6 +58,7 @@ from takeover.trajectories._common import (
     editor_event_fields,
     mark_not_applied,
     openhands_process_input,
+    openhands_timed_out,
     token_usage_record,
     uploaded_dir,
     user_reply,
@@ -243,7 +243,7 @@ def build(
                         text=text,
                         cause=cause,
                         exit_code=exit_code if is_command else None,
-                        timed_out=is_command and (obs.get("timeout") is True or bool(OPENHANDS_TIMED_OUT.search(said))),
+                        timed_out=is_command and (obs.get("timeout") is True or openhands_timed_out(exit_code, said)),
                     )
                 )
             else:
