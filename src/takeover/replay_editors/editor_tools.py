@@ -33,7 +33,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from takeover.replay_editors.file_editor import EditOutcome, FileEditor
-from takeover.replay_editors.swe_agent_tools import SWE_EDIT, is_windowed, swe_agent_command, windowed_edit
+from takeover.replay_editors.swe_agent_tools import (
+    SWE_EDIT,
+    is_windowed,
+    swe_agent_command,
+    windowed_create,
+    windowed_edit,
+)
 from takeover.trajectories.events import Event
 
 #: Formats whose editors follow Anthropic's reference editor, by flavor.
@@ -143,7 +149,7 @@ def _anthropic(verb: str, ev: Event, target: Path, editor: FileEditor, flavor: s
     rel = editor.rel(target)
     if verb in ("create", "write"):
         if flavor == "swe-agent" and not ev.file_text and ev.edit == "create" and not done:
-            return swe_agent_command(f"create {ev.path}", ev, observation, editor) or ("noop", "")
+            return windowed_create(target, observation, editor)
         if target.exists() and not done:
             return "noop", f"create of an existing file {rel}: refused by the tool"
         if not target.parent.is_dir() and not done:

@@ -1,6 +1,7 @@
 """SWE-agent's own commands that are not shell programs, replayed in Python (docs/protocol.md section 5).
 
-- ``create FILE`` (``tools/windowed``): writes one newline, refused on an existing file; opens the file.
+- ``create FILE`` (``tools/windowed``): writes one newline (nothing since May 2025), refused on an existing
+  file; opens the file (:func:`windowed_create`).
 - ``open FILE``, ``goto``, ``scroll_up``/``scroll_down``, the searches, ``filemap``, ``submit``: no change
   (``open`` sets the file a following ``edit N:M`` changes).
 - ``edit N:M ... end_of_edit`` (``tools/windowed_edit_linting``): replaces lines N..M of the open file,
@@ -35,6 +36,7 @@ SWE_EDIT_REJECTED = re.compile(
 SWE_NOOP = {
     "open", "goto", "scroll_up", "scroll_down", "search_dir", "search_file", "find_file", "submit", "filemap",
 }
+_CREATE_FAILED = re.compile(r"File '.*' already exists|No such file or directory")
 _WINDOW_HEADER = re.compile(r"^\[File: .*\(\d+ lines total\)\]", re.MULTILINE)
 _WINDOW_LINE = re.compile(r"^(\d+):", re.MULTILINE)
 _REPLACED_ALL = re.compile(r"\A\s*Replaced (\d+) occurrences")
@@ -61,6 +63,18 @@ def is_windowed(ev: Event, observation: Event | None) -> bool:
     if ev.edit == "insert" and ev.insert_line is None:
         return True
     return observation is not None and bool(_WINDOWED_ANSWER.match(observation.text or ""))
+
+
+def windowed_create(target: Path, observation: Event | None, editor: FileEditor) -> EditOutcome:
+    """SWE-agent's ``create FILE``: refused on an existing file (and, before December 2024, under a missing
+    folder: the recorded answer then says ``No such file or directory``); writes one newline, or nothing in
+    versions since May 2025, whose answer shows ``(0 lines total)``. The file becomes the open file."""
+    editor.open_file = target
+    said = observation.text if observation is not None else ""
+    if target.exists() or _CREATE_FAILED.search(said):
+        return "noop", "create of an existing file or under a missing folder: refused by SWE-agent"
+    editor.write(target, "" if "(0 lines total)" in said else "\n")
+    return "edit", f"create {editor.rel(target)}"
 
 
 def windowed_edit(ev: Event, observation: Event | None, editor: FileEditor, target: Path,
@@ -129,10 +143,7 @@ def swe_agent_command(command: str, ev: Event, observation: Event | None, editor
         target = editor.resolve(tokens[1], ev.cwd or editor.root)
         if target is None:
             return "skipped", f"create outside the repository: {tokens[1]}"
-        editor.open_file = target
-        if target.exists():
-            return "noop", "create of an existing file (refused by SWE-agent)"
-        return "edit", editor.create(target, "\n")  # SWE-agent's create writes a single newline
+        return windowed_create(target, observation, editor)
     if tokens[0] == "open" and len(tokens) >= 2:
         target = editor.resolve(tokens[1], ev.cwd or editor.root)
         if target is not None and target.is_file():
