@@ -21,9 +21,10 @@ Each editor follows the rules of the tool that recorded the run, its *flavor* (:
   ``replace_all``) replaces every occurrence, ``insert`` as above, ``undo_edit`` restores the text before
   the replay's last change of the file.
 
-Whatever the flavor, the recorded observation decides *whether* the action changed anything: an action
-the tool refused or failed (its error sentence, :func:`recorded_outcome`) changes nothing in the replay,
-and one it reports as done is applied even where the replayed workspace would make the tool refuse it.
+The recorded observation decides *whether* the action changed anything: an action the tool refused or
+failed (its error sentence, :func:`recorded_outcome`; for Claude Code and Codex CLI the readers mark such
+actions ``not_applied``) changes nothing in the replay, and one it reports as done is applied even where
+the replayed workspace would make the tool refuse it.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def _anthropic(verb: str, ev: Event, target: Path, editor: FileEditor, flavor: s
     return "edit", f"{verb} {rel} ({rule})"
 
 
-def _generic(verb: str, ev: Event, target: Path, editor: FileEditor, observation: Event | None) -> EditOutcome:
+def _generic(verb: str, ev: Event, target: Path, editor: FileEditor) -> EditOutcome:
     actions: dict[str, Callable[[], str]] = {
         "create": lambda: editor.create(target, ev.file_text or ""),
         "write": lambda: editor.create(target, ev.file_text or ""),
@@ -243,4 +244,4 @@ def apply_edit(ev: Event, observation: Event | None, editor: FileEditor, *, flav
     if flavor in ANTHROPIC_FLAVORS and verb in ("create", "write", "str_replace", "replace", "insert", "undo_edit", "undo"):
         return _anthropic({"replace": "str_replace", "undo": "undo_edit"}.get(verb, verb), ev, target, editor,
                           flavor, observation, done)
-    return _generic(verb, ev, target, editor, observation)
+    return _generic(verb, ev, target, editor)
