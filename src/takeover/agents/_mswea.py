@@ -41,15 +41,23 @@ def load() -> Any:
     quiet_env()
     import minisweagent
 
-    # litellm itself is imported only by the agent's model (seconds of import time); its banners are
-    # switched off through the environment, which litellm reads at import.
-    os.environ.setdefault("LITELLM_LOG", "ERROR")
     # Other libraries (swebench's harness) set the root logger to INFO on import; litellm's loggers have no
     # level of their own, so every call would be logged. Warnings and errors still come through.
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx", "httpcore"):
         if logging.getLogger(name).level == logging.NOTSET:
             logging.getLogger(name).setLevel(logging.WARNING)
     return minisweagent
+
+
+@functools.cache
+def load_litellm() -> Any:
+    """Import and return ``litellm`` (seconds of import time: only the agent's model needs it), without
+    its "Provider List"/"Give Feedback" banners, which it prints on stdout when a price lookup fails."""
+    load()
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
 
 
 @functools.cache

@@ -45,8 +45,7 @@ class _ClientModel:
     def query(self, messages: list[dict], **kwargs) -> dict:
         """One model call. Raises :class:`takeover.llm.ModelCallError` (the endpoint failed for good, or
         answered with reasoning only) and mini-swe-agent's ``FormatError`` (no single action)."""
-        import litellm  # loaded with the litellm-backed classes (see model_class)
-
+        litellm = _mswea.load_litellm()
         completion = self.client.complete(self._prepare_messages_for_api(messages), tools=self.tools)
         response = litellm.ModelResponse(**completion.response)
         cost = self._calculate_cost(response)
@@ -80,6 +79,7 @@ def model_class(protocol: str) -> type:
     Raises:
         ValueError: ``protocol`` is neither ``text`` nor ``tools``.
     """
+    _mswea.load_litellm()
     if protocol == "text":
         from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 
