@@ -6,6 +6,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -226,3 +228,160 @@ def test_failure_hints_name_what_is_missing():
     assert "build-essential" in failure_hint("error: command 'gcc' failed: No such file or directory")
     assert failure_hint("ERROR: No matching distribution found for numpy==1.2.3").startswith("numpy==1.2.3 is not")
     assert failure_hint("all good") == ""
+
+
+# A PEP 517 backend inside the project (no requirements: an isolated build needs no index). Its editable
+# wheel holds a .pth naming the checkout, the metadata and a console script; like setuptools-scm it also
+# writes a generated file into the checkout, and with COMPILED set a stand-in for a compiled extension.
+_BACKEND = '''
+import base64, hashlib, os, pathlib, zipfile
+
+NAME, VERSION = "mylib", "1.0"
+DIST = f"{NAME}-{VERSION}.dist-info"
+
+
+def _record(files):
+    rows = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        rows.append(f"{path},sha256={digest},{len(data)}")
+    rows.append(f"{DIST}/RECORD,,")
+    return ("\\n".join(rows) + "\\n").encode()
+
+
+def _wheel(directory, files):
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    files[f"{DIST}/RECORD"] = _record(files)
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as zf:
+        for path, data in files.items():
+            zf.writestr(path, data)
+    return name
+
+
+def _metadata():
+    return {
+        f"{DIST}/METADATA": f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n".encode(),
+        f"{DIST}/WHEEL": b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+        f"{DIST}/entry_points.txt": f"[console_scripts]\\nmylib-where = {NAME}:where\\n".encode(),
+    }
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return []
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    root = pathlib.Path.cwd()
+    (root / NAME / "_version.py").write_text(f"version = {VERSION!r}\\n")
+    if os.environ.get("COMPILED") or (root / "COMPILED").exists():
+        (root / NAME / "_speedups.so").write_bytes(b"\\x7fELF not really")
+    files = _metadata()
+    files[f"_{NAME}_editable.pth"] = f"{root}\\n".encode()
+    return _wheel(wheel_directory, files)
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    files = _metadata()
+    for path in (pathlib.Path.cwd() / NAME).glob("*.py"):
+        files[f"{NAME}/{path.name}"] = path.read_bytes()
+    return _wheel(wheel_directory, files)
+'''
+
+_PYPROJECT = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+_MYLIB = "import pathlib\n\ndef where():\n    print(pathlib.Path(__file__).resolve())\n"
+
+
+def _editable_project(tmp_path: Path, *, compiled: bool = False) -> tuple[Path, str]:
+    files = {"pyproject.toml": _PYPROJECT, "backend.py": _BACKEND, "mylib/__init__.py": _MYLIB,
+             ".gitignore": "mylib/_version.py\n*.so\n"}
+    if compiled:
+        files["COMPILED"] = "yes\n"
+    return make_repo(tmp_path / "src", files)
+
+
+def _workspace(tmp_path: Path, repo: Path, name: str) -> Path:
+    ws = tmp_path / name
+    git(tmp_path, "clone", "-q", str(repo), str(ws))
+    return ws
+
+
+def _where(prepared, cwd: Path) -> tuple[Path, Path]:
+    """(mylib's file as imported, as the console script says) in the prepared environment."""
+    env = prepared.env_vars()
+    imported = subprocess.run(["python", "-c", "import mylib; print(mylib.__file__)"], cwd=cwd, env=env,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    script = subprocess.run(["mylib-where"], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return Path(imported).resolve(), Path(script.stdout.strip())
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_a_new_workspace_reuses_the_project_install_and_imports_its_own_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    whl = _wheel(tmp_path)
+    spec = {"python": None, "packages": [str(whl)], "install": ["python -m pip install -e ."], "seed": False}
+    repo, sha = _editable_project(tmp_path)
+    task = as_task({"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha, "takeover_env_spec": spec})
+    ws1, ws2 = _workspace(tmp_path, repo, "ws1"), _workspace(tmp_path, repo, "ws2")
+
+    first = prepare_environment(task, ws1)
+    assert not first.project_reused
+    second = prepare_environment(task, ws2)
+    assert second.project_reused and second.venv == ws2.resolve() / ".git" / "takeover" / "venv"
+    assert "copied from" in (ws2 / ".git" / "takeover" / "setup.log").read_text()
+
+    shutil.rmtree(ws1)  # the copy must not lean on the workspace it came from
+    imported, by_script = _where(second, tmp_path)
+    assert imported == by_script == (ws2 / "mylib" / "__init__.py").resolve()
+    assert (ws2 / "mylib" / "_version.py").read_text() == "version = '1.0'\n"  # generated file carried over
+    for path in (second.venv / "bin").iterdir():
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < 100_000:
+            assert str(ws1) not in path.read_text(errors="replace")
+    script = (second.venv / "bin" / "mylib-where").read_text()
+    assert script.startswith(f"#!{second.venv}/bin/python")
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=ws2, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
+
+    # A change to the build metadata (a patch touching pyproject.toml) makes a fresh install.
+    ws3 = _workspace(tmp_path, repo, "ws3")
+    (ws3 / "pyproject.toml").write_text(_PYPROJECT + "\n# patched\n")
+    third = prepare_environment(task, ws3)
+    assert not third.project_reused
+    assert _where(third, tmp_path)[0] == (ws3 / "mylib" / "__init__.py").resolve()
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_projects_with_compiled_parts_and_copies_are_installed_in_every_workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    whl = _wheel(tmp_path)
+    repo, sha = _editable_project(tmp_path, compiled=True)
+    for install, reason in (("python -m pip install -e .", "compiled files"), ("python -m pip install .", "copy")):
+        spec = {"python": None, "packages": [str(whl)], "install": [install], "seed": False}
+        task = as_task({"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha,
+                        "takeover_env_spec": spec})
+        prepared = []
+        for name in ("a", "b"):
+            ws = _workspace(tmp_path, repo, f"{name}-{install.split()[-1]}-{len(install)}")
+            prepared.append((prepare_environment(task, ws), ws))
+        assert [p.project_reused for p, _ in prepared] == [False, False]
+        log = (prepared[0][1] / ".git" / "takeover" / "setup.log").read_text()
+        assert "no template: the install compiled files" in log if reason == "compiled files" else "as a copy" in log
+        for p, ws in prepared:
+            imported, by_script = _where(p, tmp_path)
+            assert imported == by_script
+            if reason == "compiled files":
+                assert imported == (ws / "mylib" / "__init__.py").resolve()
+                assert (ws / "mylib" / "_speedups.so").exists()  # built in this workspace
+
+
+def test_pre_install_steps_run_once_per_workspace(tmp_path):
+    from takeover.environments.build_steps import BuildLog
+    from takeover.environments.workspace_venv import run_pre_install
+
+    repo, _ = make_repo(tmp_path / "r", {"setup.py": "install_requires=['pkg']\n"})
+    spec = EnvSpec(pre_install=["sed -i 's/pkg/pkg<=1.0/' setup.py"])
+    log = BuildLog(tmp_path / "log.txt")
+    assert run_pre_install(log, spec, repo, dict(os.environ)) is True
+    assert run_pre_install(log, spec, repo, dict(os.environ)) is False
+    assert (repo / "setup.py").read_text() == "install_requires=['pkg<=1.0']\n"

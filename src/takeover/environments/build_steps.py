@@ -7,6 +7,7 @@ killed with every process it started (``pip`` and the compilers under it). Insta
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -31,11 +32,15 @@ class BuildLog:
     Args:
         path: the log file (its folder is created).
         timeout: seconds each command may take.
+        exclude_newer: an ISO 8601 date: uv considers only package files uploaded before it
+            (``UV_EXCLUDE_NEWER``), so unpinned dependencies resolve as they did when the environment was
+            specified; None = today's index.
     """
 
-    def __init__(self, path: Path, timeout: float = BUILD_TIMEOUT):
+    def __init__(self, path: Path, timeout: float = BUILD_TIMEOUT, exclude_newer: str | None = None):
         self.path = path
         self.timeout = timeout
+        self.exclude_newer = exclude_newer
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def note(self, text: str) -> None:
@@ -54,8 +59,11 @@ class BuildLog:
         """
         shell = isinstance(argv, str)
         self.note(f"\n$ {argv if shell else shlex.join(argv)}")
-        done = run_process(["/bin/bash", "-c", argv] if shell else list(argv), cwd=cwd,
-                           env=dict(env) if env else None, timeout=self.timeout)
+        full_env = dict(os.environ if env is None else env)
+        if self.exclude_newer:
+            full_env["UV_EXCLUDE_NEWER"] = self.exclude_newer
+        done = run_process(["/bin/bash", "-c", argv] if shell else list(argv), cwd=cwd, env=full_env,
+                           timeout=self.timeout)
         ending = "killed at the time limit" if done.timed_out else f"exit {done.exit_code}"
         self.note(f"{done.output}[{ending}, {done.seconds:.2f} s]")
         if done.timed_out:
@@ -68,18 +76,30 @@ class BuildLog:
 
 
 def pip_install(log: BuildLog, python: Path, args: list[str], *, what: str, cwd: Path | None = None,
-                env: Mapping[str, str] | None = None) -> None:
+                env: Mapping[str, str] | None = None, binary_first: bool = False) -> None:
     """Install ``args`` into the venv of ``python`` with ``uv pip`` when available, else the venv's pip
     (also for pip-only options such as ``--no-use-pep517``).
+
+    With ``binary_first``, released packages are first installed from wheels only (``--only-binary
+    :all:``): a compiled dependency then never builds from source when a wheel of a fitting version exists
+    for the interpreter. Only when no such set of wheels resolves is the install repeated allowing source
+    builds (the log says so).
 
     Raises:
         EnvironmentUnavailable: the install failed (see :meth:`BuildLog.run`).
     """
     uv = uv_binary()
     if uv and "--no-use-pep517" not in args:
-        log.run([uv, "pip", "install", "--python", str(python), *args], cwd=cwd, env=env, what=what)
+        base = [uv, "pip", "install", "--python", str(python)]
     else:
-        log.run([str(python), "-m", "pip", "install", *args], cwd=cwd, env=env, what=what)
+        base = [str(python), "-m", "pip", "install"]
+    if binary_first:
+        try:
+            log.run([*base, "--only-binary", ":all:", *args], cwd=cwd, env=env, what=what)
+            return
+        except EnvironmentUnavailable:
+            log.note("no complete set of wheels: installing again, building from source where needed")
+    log.run([*base, *args], cwd=cwd, env=env, what=what)
 
 
 def make_venv(log: BuildLog, interpreter: Path, dest: Path, *, seed: bool) -> Path:

@@ -21,6 +21,8 @@ _SYSTEM_STEP = re.compile(r"(^|[;&|]\s*)(sudo\s+)?(apt-get|apt|yum|dnf|apk|local
 _CONDA_STEP = re.compile(r"(^|\s)(source\s+/opt/miniconda3|conda\s+activate|conda\s+deactivate)")
 _CONDA_INSTALL = re.compile(r"^\s*conda\s+install\s+(?P<args>.*)$")
 
+_TOX_CURRENT_ENV = re.compile(r"\btox\s+--current-env\s+-e\s*(?P<env>[\w.-]+)")
+
 #: Prefix of the note left for each skipped system step (the build's error message lists those steps).
 SKIPPED_SYSTEM_STEP = "skipped system step"
 
@@ -78,3 +80,25 @@ def adapt_steps(commands: list[str], notes: list[str]) -> tuple[list[str], list[
             continue
         shell.append(cmd)
     return packages, shell
+
+
+def tox_current_env_steps(test_cmd: str | list[str], python: str | None, notes: list[str]) -> list[str]:
+    """Eval steps that let ``tox --current-env -e<env>`` run in a venv.
+
+    tox-current-env links ``.tox/<env>/bin/python`` to the running interpreter. In a conda environment
+    that is a real prefix; in a venv it is ``<venv>/bin/python``, and a Python older than 3.11 started
+    through a second link does not find the venv's ``pyvenv.cfg`` and runs bare (``No module named
+    pytest``). The plugin keeps files it finds there, so small scripts that ``exec`` the venv's python by
+    its own path go there first. Returns no steps when the test command does not use tox-current-env.
+    """
+    cmds = [test_cmd] if isinstance(test_cmd, str) else list(test_cmd)
+    found = next((m for c in cmds if (m := _TOX_CURRENT_ENV.search(c))), None)
+    if not found:
+        return []
+    env = found.group("env")
+    names = ["python", "python3"] + ([f"python{python}"] if python else [])
+    notes.append(f"tox --current-env in a venv: .tox/{env}/bin/{{{','.join(names)}}} exec the venv's python")
+    step = (f'mkdir -p .tox/{env}/bin && for n in {" ".join(names)}; do '
+            f'printf \'#!/bin/sh\\nexec "%s" "$@"\\n\' "$(command -v python)" > .tox/{env}/bin/$n '
+            f'&& chmod +x .tox/{env}/bin/$n; done')
+    return [step]

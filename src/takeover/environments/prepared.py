@@ -17,11 +17,27 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog
+from takeover.environments.host_limits import check_buildable
 from takeover.environments.interpreters import find_interpreter, interpreter_version
+from takeover.environments.project_reuse import (
+    project_key,
+    reuse_template,
+    save_template,
+    template_dir,
+    untracked_files,
+)
 from takeover.environments.requirements import resolve_dependencies
+from takeover.environments.setup_commit import packages_date, setup_commit_for
 from takeover.environments.shared_venv import ensure_shared_venv
 from takeover.environments.spec import EnvSpec, env_spec_for
-from takeover.environments.workspace_venv import install_project, make_workspace_venv, workspace_venv_dir
+from takeover.environments.workspace_venv import (
+    install_project,
+    make_workspace_venv,
+    run_pre_install,
+    workspace_state_dir,
+    workspace_venv_dir,
+)
+from takeover.repos import cache_dir
 from takeover.tasks import SourceTask
 
 
@@ -37,6 +53,10 @@ class PreparedEnvironment(BaseModel):
         build_seconds: wall seconds spent building the shared venv in this call (0 when cached).
         setup_seconds: wall seconds spent on the workspace venv and install step.
         cached: the shared venv existed already (or none was needed).
+        project_reused: the project's install was copied from an earlier workspace's
+            (:mod:`takeover.environments.project_reuse`) instead of run.
+        setup_commit: the commit the requirement files were read at (see
+            :mod:`takeover.environments.setup_commit`), and ``setup_commit_source`` how it was chosen.
         notes: adaptations and skipped steps, for the user.
     """
 
@@ -50,6 +70,9 @@ class PreparedEnvironment(BaseModel):
     build_seconds: float = 0.0
     setup_seconds: float = 0.0
     cached: bool = True
+    project_reused: bool = False
+    setup_commit: str | None = None
+    setup_commit_source: str | None = None
     notes: list[str] = Field(default_factory=list)
 
     @property
@@ -125,20 +148,45 @@ def prepare_environment(task: SourceTask, workspace: Path | str, *,
     if not spec.needs_build:
         return PreparedEnvironment(spec=spec, workspace=workspace, python=current,
                                    interpreter_version=".".join(map(str, sys.version_info[:3])), notes=notes)
+    check_buildable(spec)  # before any work: say why this host cannot, and what to use instead
     interpreter = find_interpreter(spec.python) if spec.python else current
     version = interpreter_version(interpreter)
-    deps = resolve_dependencies(spec, task, workspace, notes)
-    shared = ensure_shared_venv(spec, interpreter, version, deps, workspace, notes, timeout=timeout)
-    if shared.path is None and not spec.install and not spec.pre_install:
-        return PreparedEnvironment(spec=spec, workspace=workspace, python=current, env_hash=shared.env_hash,
-                                   interpreter_version=version, notes=notes)
+    setup = setup_commit_for(task, workspace)
+    notes.append(setup.note)
     start = time.monotonic()
-    venv = workspace_venv_dir(workspace, shared.env_hash)
-    log = BuildLog(venv.parent / "setup.log", timeout)
-    python = make_workspace_venv(log, interpreter, venv, shared)
-    prepared = PreparedEnvironment(
-        spec=spec, workspace=workspace, python=python, venv=venv, shared_venv=shared.path, env_hash=shared.env_hash,
-        interpreter_version=version, build_seconds=shared.build_seconds, cached=shared.cached, notes=notes)
-    install_project(log, spec, python, workspace, prepared.env_vars())
-    prepared.setup_seconds = time.monotonic() - start
+    # Before anything runs in the checkout: what the project's install generates there is told apart
+    # from the files the patch added (a shared venv build installs the checkout once too).
+    untracked = untracked_files(workspace)
+    venv = workspace_venv_dir(workspace)
+    date = packages_date(spec.exclude_newer, workspace, setup.commit)
+    log = BuildLog(workspace_state_dir(workspace) / "setup.log", timeout, date)
+    base_env = {**os.environ, "PATH": f"{interpreter.parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
+    run_pre_install(log, spec, workspace, base_env)  # before the dependencies are collected, as SWE-bench does
+    pre_seconds = time.monotonic() - start
+    deps = resolve_dependencies(spec, task, workspace, notes, commit=setup.commit)
+    shared = ensure_shared_venv(spec, interpreter, version, deps, workspace, notes, timeout=timeout,
+                                exclude_newer=date)
+    notes += shared.build_notes
+    common = {"spec": spec, "workspace": workspace, "env_hash": shared.env_hash, "interpreter_version": version,
+              "setup_commit": setup.commit, "setup_commit_source": setup.source, "notes": notes}
+    if shared.path is None and not spec.install:
+        return PreparedEnvironment(python=current, **common)
+    start = time.monotonic()
+    prepared = PreparedEnvironment(python=venv / "bin" / "python", venv=venv, shared_venv=shared.path,
+                                   build_seconds=shared.build_seconds, cached=shared.cached, **common)
+    key = project_key(spec, shared.env_hash, workspace)
+    template = template_dir(cache_dir() / "envs", shared.env_hash, key) if key else None
+    try:
+        prepared.project_reused = template is not None and reuse_template(template, venv, workspace)
+    except OSError as exc:
+        log.note(f"the project's install could not be copied ({exc}); installing it")
+    if prepared.project_reused:
+        log.note(f"project install copied from {template}")
+    else:
+        prepared.python = make_workspace_venv(log, interpreter, venv, shared)
+        install_project(log, spec, prepared.python, workspace, prepared.env_vars())
+        after = untracked_files(workspace)
+        if template is not None and untracked is not None and after is not None:
+            log.note(save_template(template, prepared.python, venv, workspace, after - untracked))
+    prepared.setup_seconds = pre_seconds + time.monotonic() - start
     return prepared

@@ -104,29 +104,34 @@ class Dependencies(BaseModel):
     """What goes into the shared venv besides ``pip_packages``, resolved against one checkout.
 
     Attributes:
-        packages: pip requirement strings (the spec's packages, plus an ``environment.yml``'s).
+        packages: pip requirement strings (the spec's conda packages as pip).
+        environment_packages: pip requirement strings of an ``environment.yml`` (conda dependencies and
+            its ``pip:`` section); installed together where they can be, one by one where not.
         requirements_file: the requirements file used (repository path), or None.
         requirements_text: its cleaned text (empty when there is none).
     """
 
     packages: list[str] = Field(default_factory=list)
+    environment_packages: list[str] = Field(default_factory=list)
     requirements_file: str | None = None
     requirements_text: str = ""
 
 
-def resolve_dependencies(spec: EnvSpec, task: SourceTask, workspace: Path, notes: list[str]) -> Dependencies:
-    """The spec's dependencies with its requirement files read from ``workspace`` at the task's
-    ``environment_setup_commit`` (else ``base_commit``); adaptations are appended to ``notes``.
+def resolve_dependencies(spec: EnvSpec, task: SourceTask, workspace: Path, notes: list[str],
+                         commit: str | None = None) -> Dependencies:
+    """The spec's dependencies with its requirement files read from ``workspace`` at ``commit`` (the one
+    :func:`takeover.environments.setup_commit.setup_commit_for` chose; default the task's
+    ``environment_setup_commit``, else ``base_commit``); adaptations are appended to ``notes``.
 
     Raises:
         EnvironmentUnavailable: a requirements file or ``environment.yml`` is missing.
     """
-    commit = task.environment_setup_commit or task.base_commit
+    commit = commit or task.environment_setup_commit or task.base_commit
     deps = Dependencies(packages=list(spec.packages))
     if spec.requirements_from:
         deps.requirements_file, deps.requirements_text = read_requirements(workspace, commit, spec.requirements_from)
     if spec.environment_yml_from:
         used, pkgs = read_environment_yml(workspace, commit, spec.environment_yml_from, task.instance_id, notes)
         notes.append(f"conda environment.yml ({used}) installed with pip")
-        deps.packages += pkgs
+        deps.environment_packages += pkgs
     return deps

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ from takeover.repos import cache_dir
 
 #: The marker file of a finished shared venv (inside its folder).
 MARKER = "takeover-env.json"
+#: Start of the build log's line naming the environment.yml packages pip could not install.
+LEFT_OUT_NOTE = "environment.yml packages left out (pip cannot install them here)"
 # Builds that failed in this process, by hash: later tasks of the same environment fail at once.
 _FAILED: dict[str, str] = {}
 
@@ -50,6 +53,7 @@ class SharedVenv(BaseModel):
         site_packages: its site-packages folder (None without ``path``).
         build_seconds: wall seconds spent building it in this call (0 when it existed).
         cached: it existed already (or none was needed).
+        build_notes: what the build could not give (left-out packages), from its marker.
     """
 
     env_hash: str
@@ -57,27 +61,30 @@ class SharedVenv(BaseModel):
     site_packages: Path | None = None
     build_seconds: float = 0.0
     cached: bool = True
+    build_notes: list[str] = []
 
 
 def shared_venv_key(spec: EnvSpec, interpreter: Path, interpreter_version: str | None,
-                    deps: Dependencies) -> dict[str, Any]:
+                    deps: Dependencies, exclude_newer: str | None = None) -> dict[str, Any]:
     """What the shared venv is built from; its :func:`~takeover._io.stable_hash` names the venv's folder
     (and the workspace venv's, when it is outside a git checkout)."""
     return {
         "interpreter": interpreter_version, "interpreter_path": str(interpreter), "packages": deps.packages,
-        "requirements": deps.requirements_text, "pip_packages": spec.pip_packages,
-        "install": spec.install, "seed": spec.seed, "layout": 1,
+        "environment_packages": deps.environment_packages, "requirements": deps.requirements_text,
+        "pip_packages": spec.pip_packages, "install": spec.install, "pre_install": spec.pre_install,
+        "seed": spec.seed, "exclude_newer": exclude_newer, "layout": 2,
     }
 
 
 def needs_shared_venv(spec: EnvSpec, deps: Dependencies) -> bool:
     """Whether anything goes into a shared venv (packages, pins, another interpreter, a pip install step)."""
-    return bool(deps.packages or deps.requirements_text or spec.pip_packages or spec.python
+    return bool(deps.packages or deps.environment_packages or deps.requirements_text or spec.pip_packages or spec.python
                 or any(PIP_INSTALL.match(c) for c in spec.install))
 
 
 def ensure_shared_venv(spec: EnvSpec, interpreter: Path, interpreter_version: str | None, deps: Dependencies,
-                       workspace: Path, notes: list[str], *, timeout: float) -> SharedVenv:
+                       workspace: Path, notes: list[str], *, timeout: float,
+                       exclude_newer: str | None = None) -> SharedVenv:
     """The shared venv of this specification: reused when its marker exists, else built under the lock;
     none (``path`` None) when nothing goes into one (:func:`needs_shared_venv`).
 
@@ -88,12 +95,13 @@ def ensure_shared_venv(spec: EnvSpec, interpreter: Path, interpreter_version: st
         notes: the build's notes so far (written into the marker; skipped system steps are named when
             the build fails).
         timeout: seconds each build command may take.
+        exclude_newer: resolve packages as of this date (see :class:`BuildLog`).
 
     Raises:
         EnvironmentUnavailable: the build failed (now or earlier in this process); the message has the
             failing step, a hint and the log's path.
     """
-    key = shared_venv_key(spec, interpreter, interpreter_version, deps)
+    key = shared_venv_key(spec, interpreter, interpreter_version, deps, exclude_newer)
     env_hash = stable_hash(key)
     if not needs_shared_venv(spec, deps):
         return SharedVenv(env_hash=env_hash)
@@ -106,23 +114,24 @@ def ensure_shared_venv(spec: EnvSpec, interpreter: Path, interpreter_version: st
         envs.mkdir(parents=True, exist_ok=True)
         with FileLock(envs / f"{env_hash}.lock"):
             if not marker.exists():  # another process may have finished it while we waited
-                seconds = _build_once(spec, interpreter, deps, workspace, notes, key, shared, timeout=timeout)
-                return SharedVenv(env_hash=env_hash, path=shared, site_packages=_marked_site_packages(marker),
-                                  build_seconds=seconds, cached=False)
-    return SharedVenv(env_hash=env_hash, path=shared, site_packages=_marked_site_packages(marker))
+                log = BuildLog(envs / f"{env_hash}.build.log", timeout, exclude_newer)
+                seconds = _build_once(spec, interpreter, deps, workspace, notes, key, shared, log)
+                return SharedVenv(env_hash=env_hash, path=shared, build_seconds=seconds, cached=False,
+                                  **_read_marker(marker))
+    return SharedVenv(env_hash=env_hash, path=shared, **_read_marker(marker))
 
 
 def _build_once(spec: EnvSpec, interpreter: Path, deps: Dependencies, workspace: Path, notes: list[str],
-                key: dict[str, Any], shared: Path, *, timeout: float) -> float:
+                key: dict[str, Any], shared: Path, log: BuildLog) -> float:
     """Build the shared venv at ``shared`` and write its marker; returns the wall seconds it took. On
     failure the build log is kept as ``<hash>.failed.log`` and the folder removed."""
     envs, env_hash = shared.parent, shared.name
     start = time.monotonic()
     shutil.rmtree(shared, ignore_errors=True)  # leftovers of a crashed build
-    build_log = envs / f"{env_hash}.build.log"
+    build_log = log.path
     build_log.unlink(missing_ok=True)
     try:
-        _build(spec, interpreter, shared, deps, workspace, BuildLog(build_log, timeout))
+        build_notes = _build(spec, interpreter, shared, deps, workspace, log)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             shutil.copyfile(build_log, envs / f"{env_hash}.failed.log")
@@ -137,26 +146,39 @@ def _build_once(spec: EnvSpec, interpreter: Path, deps: Dependencies, workspace:
     atomic_write_json(shared / MARKER, {
         "spec": spec.model_dump(mode="json"), "key": key, "hash": env_hash,
         "site_packages": str(site_packages(shared / "bin" / "python")),
-        "build_seconds": round(seconds, 3), "notes": notes,
+        "build_seconds": round(seconds, 3), "notes": notes, "build_notes": build_notes,
     })
     return seconds
 
 
-def _marked_site_packages(marker: Path) -> Path:
-    """The site-packages folder a finished shared venv's marker names."""
-    return Path(json.loads(marker.read_text())["site_packages"])
+def _read_marker(marker: Path) -> dict[str, Any]:
+    """The site-packages folder and the build notes a finished shared venv's marker holds."""
+    data = json.loads(marker.read_text())
+    return {"site_packages": Path(data["site_packages"]), "build_notes": data.get("build_notes", [])}
 
 
-def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, workspace: Path, log: BuildLog) -> None:
+def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, workspace: Path,
+           log: BuildLog) -> list[str]:
+    """Build the shared venv at ``dest``; returns notes on what it lacks against the spec."""
+    build_notes = []
     python = make_venv(log, interpreter, dest, seed=spec.seed)
+    pins = [p for p in spec.pip_packages if re.fullmatch(r"[A-Za-z0-9_.\-]+==[^,;\s]+", p)]
+    constraints = dest / "takeover-constraints.txt"
+    constraints.write_text("".join(f"{p}\n" for p in pins))
     if deps.packages:
-        pip_install(log, python, deps.packages, what=f"installing packages for {spec.repo} {spec.version}")
+        pip_install(log, python, deps.packages, what=f"installing packages for {spec.repo} {spec.version}",
+                    binary_first=True)
+    if deps.environment_packages:
+        left_out = _install_each_if_needed(log, python, deps.environment_packages, constraints)
+        if left_out:
+            build_notes.append(f"{LEFT_OUT_NOTE}: {', '.join(left_out)}; tests that import them are skipped or "
+                               f"fail here (grade with --backend docker for the official environment)")
     if deps.requirements_text:
         reqs = dest / "takeover-requirements.txt"
         reqs.write_text(deps.requirements_text)
-        pip_install(log, python, ["-r", str(reqs)], what=f"installing {deps.requirements_file}")
+        pip_install(log, python, ["-r", str(reqs)], what=f"installing {deps.requirements_file}", binary_first=True)
     if spec.pip_packages:
-        pip_install(log, python, list(spec.pip_packages), what="installing pip_packages")
+        pip_install(log, python, list(spec.pip_packages), what="installing pip_packages", binary_first=True)
     site = site_packages(python)
     env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}", "VIRTUAL_ENV": str(dest)}
     env.pop("PYTHONPATH", None)
@@ -170,6 +192,29 @@ def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, wor
     for name in _project_dists(python, site, workspace):
         argv = [uv, "pip", "uninstall", "--python", str(python), name] if uv else [str(python), "-m", "pip", "uninstall", "-y", name]
         log.run(argv, what=f"removing {name} from the shared venv")
+    return build_notes
+
+
+def _install_each_if_needed(log: BuildLog, python: Path, packages: list[str], constraints: Path) -> list[str]:
+    """Install a conda ``environment.yml``'s packages with pip, kept to the spec's pins (``constraints``):
+    all together when pip can resolve them, else one by one, leaving out (with a note in the log) those
+    that pip cannot install here: conda-only packages (``cdms2``), ones needing system libraries without a
+    wheel, or ones whose releases all conflict with the pins. Returns the packages left out."""
+    try:
+        pip_install(log, python, ["-c", str(constraints), *packages], what="installing environment.yml packages",
+                    binary_first=True)
+        return []
+    except EnvironmentUnavailable:
+        log.note("environment.yml packages do not install together; installing them one by one")
+    left_out = []
+    for pkg in packages:
+        try:
+            pip_install(log, python, ["-c", str(constraints), pkg], what=f"installing {pkg}", binary_first=True)
+        except EnvironmentUnavailable:
+            left_out.append(pkg)
+    if left_out:
+        log.note(f"{LEFT_OUT_NOTE}: {', '.join(left_out)}")
+    return left_out
 
 
 def _project_dists(python: Path, site: Path, workspace: Path) -> list[str]:

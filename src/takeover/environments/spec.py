@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from takeover.environments.conda import adapt_steps, conda_packages_as_pip
+from takeover.environments.conda import adapt_steps, conda_packages_as_pip, tox_current_env_steps
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.tasks import SourceTask
 
@@ -28,6 +28,10 @@ from takeover.tasks import SourceTask
 SPEC_FIELD = "takeover_env_spec"
 #: SWE-bench's test command for pytest-based repositories; used when a custom spec gives none.
 DEFAULT_TEST_CMD = "pytest -rA"
+#: When SWE-bench Verified and its environment images were released: SWE-bench's specifications leave many
+#: dependencies unpinned, and they resolve as they did then (today's releases break old projects:
+#: docutils 0.22 drops ``docutils.utils.roman``, setuptools 81 drops ``pkg_resources``).
+SWEBENCH_PACKAGES_DATE = "2024-08-13T00:00:00Z"
 
 
 class EnvSpec(BaseModel):
@@ -48,6 +52,8 @@ class EnvSpec(BaseModel):
         test_cmd: the test command (string or list of commands; the test files are appended to the last).
         log_parser: a swebench log parser name (``pytest``, ``django``, ``sympy``, ``pytest_v2``, ...) or a
             repository (``sympy/sympy``); ``None`` = ``MAP_REPO_TO_PARSER[repo]``, else ``pytest``.
+        exclude_newer: resolve unpinned packages as of this ISO 8601 date (uv's ``exclude-newer``; the
+            build moves it to half a year after the task's setup commit when that is later); None = today.
         seed: put pip, setuptools and wheel into the shared venv, as a conda environment has them (off only
             for environments made purely of wheels, e.g. offline tests).
         notes: adaptations made (skipped system steps, conda to pip), for the user.
@@ -68,6 +74,7 @@ class EnvSpec(BaseModel):
     eval_commands: list[str] = Field(default_factory=list)
     test_cmd: str | list[str] = DEFAULT_TEST_CMD
     log_parser: str | None = None
+    exclude_newer: str | None = None
     seed: bool = True
     notes: list[str] = Field(default_factory=list)
     source: str = SPEC_FIELD
@@ -116,10 +123,12 @@ def spec_from_swebench(repo: str, version: str | None) -> EnvSpec:
     if specs.get("install"):
         install_steps.append(specs["install"])
     _, eval_shell = adapt_steps(list(specs.get("eval_commands", [])), notes)
+    python = str(specs["python"]) if specs.get("python") else None
+    eval_shell += tox_current_env_steps(specs["test_cmd"], python, notes)
     return EnvSpec(
         repo=repo,
         version=version,
-        python=str(specs["python"]) if specs.get("python") else None,
+        python=python,
         packages=packages + pre_packages,
         requirements_from=requirements_from,
         environment_yml_from=env_yml,
@@ -129,6 +138,7 @@ def spec_from_swebench(repo: str, version: str | None) -> EnvSpec:
         eval_commands=eval_shell,
         test_cmd=specs["test_cmd"],
         log_parser=None,
+        exclude_newer=SWEBENCH_PACKAGES_DATE,
         notes=notes,
         source=f"swebench MAP_REPO_VERSION_TO_SPECS[{repo!r}][{version!r}]",
     )

@@ -29,8 +29,9 @@ from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
 from takeover.repos import cache_dir
 
-# Run in the workspace venv after an install step: the requirements of the checkout's own distribution
-# (with the requested extras) that no installed distribution satisfies.
+# Run in the workspace venv after an install step: the requirements that no installed distribution
+# satisfies, of the checkout's own distribution (with the requested extras) and of every other
+# distribution of the workspace venv (dependencies installed there earlier).
 _MISSING_DEPS = r"""
 import json, sys, importlib.metadata as md
 try:
@@ -40,11 +41,10 @@ except ImportError:
 site, extras = sys.argv[1], json.loads(sys.argv[2])
 missing = []
 for dist in md.distributions(path=[site]):
-    if "dir_info" not in json.loads(dist.read_text("direct_url.json") or "{}"):
-        continue
+    own = "dir_info" in json.loads(dist.read_text("direct_url.json") or "{}")
     for text in dist.requires or []:
         req = Requirement(text)
-        if req.marker and not any(req.marker.evaluate({"extra": e}) for e in [""] + extras):
+        if req.marker and not any(req.marker.evaluate({"extra": e}) for e in [""] + (extras if own else [])):
             continue
         try:
             have = md.version(req.name)
@@ -56,12 +56,18 @@ print(json.dumps(sorted(set(missing))))
 """
 
 
-def workspace_venv_dir(workspace: Path, env_hash: str) -> Path:
-    """``<workspace>/.git/takeover/venv``; for a workspace that is no git checkout, a folder in the cache."""
+def workspace_state_dir(workspace: Path) -> Path:
+    """Where takeover keeps a workspace's venv, setup log and markers: ``<workspace>/.git/takeover``; for
+    a workspace that is no git checkout, a folder in the cache named after its path."""
     git_dir = workspace / ".git"
     if git_dir.is_dir():
-        return git_dir / "takeover" / "venv"
-    return cache_dir() / "workspace-envs" / stable_hash([str(workspace.resolve()), env_hash])
+        return git_dir / "takeover"
+    return cache_dir() / "workspace-envs" / stable_hash(str(workspace.resolve()))
+
+
+def workspace_venv_dir(workspace: Path) -> Path:
+    """``<workspace>/.git/takeover/venv`` (see :func:`workspace_state_dir`)."""
+    return workspace_state_dir(workspace) / "venv"
 
 
 def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: SharedVenv) -> Path:
@@ -83,15 +89,35 @@ def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: Sh
     return python
 
 
-def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path, env: Mapping[str, str]) -> None:
-    """Run the spec's ``pre_install`` and ``install`` steps in ``workspace`` for the workspace venv of
-    ``python`` (``env``: its variables), then install what the checkout needs and no venv has.
+def run_pre_install(log: BuildLog, spec: EnvSpec, workspace: Path, env: Mapping[str, str]) -> bool:
+    """Run the spec's ``pre_install`` steps in ``workspace`` once: they edit tracked files (``sed -i`` on
+    ``setup.py``), and a second run would edit them again (``<=1.0.7<=1.0.7``). A marker in the
+    workspace's state folder remembers the steps that ran; returns whether they ran now.
 
     Raises:
         EnvironmentUnavailable: a step failed (see :meth:`BuildLog.run`).
     """
+    if not spec.pre_install:
+        return False
+    marker = workspace_state_dir(workspace) / "pre_install.json"
+    done = stable_hash(spec.pre_install)
+    if marker.exists() and json.loads(marker.read_text()).get("hash") == done:
+        return False
     for cmd in spec.pre_install:
         log.run(cmd, cwd=workspace, env=env, what=f"pre-install step {cmd!r}")
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"hash": done, "steps": spec.pre_install}))
+    return True
+
+
+def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path, env: Mapping[str, str]) -> None:
+    """Run the spec's ``install`` steps in ``workspace`` for the workspace venv of ``python`` (``env``:
+    its variables), then install what the installed distributions need and no venv has (without their
+    own dependencies, so that the checkout's editable install is never replaced by a release).
+
+    Raises:
+        EnvironmentUnavailable: a step failed (see :meth:`BuildLog.run`).
+    """
     for cmd in spec.install:
         shell, extras = _install_step_for_workspace(cmd, python)
         try:
@@ -99,13 +125,16 @@ def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path,
             log.run(shell, cwd=workspace, env={**env, "UV_OFFLINE": "1"}, what=f"install step {cmd!r}")
         except EnvironmentUnavailable:
             log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
-        if PIP_INSTALL.match(cmd):
+        if not PIP_INSTALL.match(cmd):
+            continue
+        for _ in range(3):  # a missing dependency may itself need one
             out = subprocess.run([str(python), "-c", _MISSING_DEPS, str(site_packages(python)), json.dumps(extras)],
                                  capture_output=True, text=True, env=dict(env), check=False)
             missing = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else []
-            if missing:
-                log.note(f"installing dependencies missing from the shared venv into the workspace venv: {missing}")
-                pip_install(log, python, missing, what="installing missing dependencies", env=env)
+            if not missing:
+                break
+            log.note(f"installing dependencies missing from the shared venv into the workspace venv: {missing}")
+            pip_install(log, python, ["--no-deps", *missing], what="installing missing dependencies", env=env)
 
 
 # SWE-bench install steps are "python -m pip install ..."; in a workspace venv the project goes in
