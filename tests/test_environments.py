@@ -273,6 +273,8 @@ def get_requires_for_build_editable(config_settings=None):
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
     root = pathlib.Path.cwd()
     (root / NAME / "_version.py").write_text(f"version = {VERSION!r}\\n")
+    (root / f"{NAME}.egg-info").mkdir(exist_ok=True)  # as setuptools does: a new top-level name
+    (root / f"{NAME}.egg-info" / "PKG-INFO").write_text(f"Name: {NAME}\\n")
     if os.environ.get("COMPILED") or (root / "COMPILED").exists():
         (root / NAME / "_speedups.so").write_bytes(b"\\x7fELF not really")
     files = _metadata()
@@ -293,7 +295,7 @@ _MYLIB = "import pathlib\n\ndef where():\n    print(pathlib.Path(__file__).resol
 
 def _editable_project(tmp_path: Path, *, compiled: bool = False) -> tuple[Path, str]:
     files = {"pyproject.toml": _PYPROJECT, "backend.py": _BACKEND, "mylib/__init__.py": _MYLIB,
-             ".gitignore": "mylib/_version.py\n*.so\n"}
+             ".gitignore": "mylib/_version.py\n*.so\n*.egg-info/\n"}
     if compiled:
         files["COMPILED"] = "yes\n"
     return make_repo(tmp_path / "src", files)
@@ -333,7 +335,8 @@ def test_a_new_workspace_reuses_the_project_install_and_imports_its_own_sources(
     shutil.rmtree(ws1)  # the copy must not lean on the workspace it came from
     imported, by_script = _where(second, tmp_path)
     assert imported == by_script == (ws2 / "mylib" / "__init__.py").resolve()
-    assert (ws2 / "mylib" / "_version.py").read_text() == "version = '1.0'\n"  # generated file carried over
+    assert (ws2 / "mylib" / "_version.py").read_text() == "version = '1.0'\n"  # generated files carried over
+    assert (ws2 / "mylib.egg-info" / "PKG-INFO").exists()
     for path in (second.venv / "bin").iterdir():
         if path.is_file() and not path.is_symlink() and path.stat().st_size < 100_000:
             assert str(ws1) not in path.read_text(errors="replace")

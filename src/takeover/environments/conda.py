@@ -13,10 +13,11 @@ import re
 import shlex
 
 # Conda packages that have no pip equivalent worth installing in a venv (compilers, system libraries).
-_CONDA_ONLY = {"python", "pip", "gxx_linux-64", "gcc_linux-64", "cxx-compiler", "c-compiler", "compilers",
+_CONDA_ONLY = {"python", "pip", "hdf5", "gxx_linux-64", "gcc_linux-64", "cxx-compiler", "c-compiler", "compilers",
                "libgcc", "libgcc-ng", "libstdcxx-ng", "make", "pkg-config", "nodejs", "git", "openssl"}
 # Conda package names that differ on PyPI.
-_CONDA_TO_PIP = {"pytables": "tables", "pyqt": "PyQt5", "matplotlib-base": "matplotlib", "py-lief": "lief"}
+_CONDA_TO_PIP = {"pytables": "tables", "pyqt": "PyQt5", "matplotlib-base": "matplotlib", "py-lief": "lief",
+                 "dask-core": "dask", "iris": "scitools-iris"}
 _SYSTEM_STEP = re.compile(r"(^|[;&|]\s*)(sudo\s+)?(apt-get|apt|yum|dnf|apk|locale-gen|update-locale)\b|/etc/")
 _CONDA_STEP = re.compile(r"(^|\s)(source\s+/opt/miniconda3|conda\s+activate|conda\s+deactivate)")
 _CONDA_INSTALL = re.compile(r"^\s*conda\s+install\s+(?P<args>.*)$")

@@ -20,6 +20,7 @@ from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog
 from takeover.environments.host_limits import check_buildable
 from takeover.environments.interpreters import find_interpreter, interpreter_version
 from takeover.environments.project_reuse import (
+    checkout_fingerprint,
     project_key,
     reuse_template,
     save_template,
@@ -162,6 +163,7 @@ def prepare_environment(task: SourceTask, workspace: Path | str, *,
     log = BuildLog(workspace_state_dir(workspace) / "setup.log", timeout, date)
     base_env = {**os.environ, "PATH": f"{interpreter.parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
     run_pre_install(log, spec, workspace, base_env)  # before the dependencies are collected, as SWE-bench does
+    fingerprint = checkout_fingerprint(spec, workspace)
     pre_seconds = time.monotonic() - start
     deps = resolve_dependencies(spec, task, workspace, notes, commit=setup.commit)
     shared = ensure_shared_venv(spec, interpreter, version, deps, workspace, notes, timeout=timeout,
@@ -174,8 +176,9 @@ def prepare_environment(task: SourceTask, workspace: Path | str, *,
     start = time.monotonic()
     prepared = PreparedEnvironment(python=venv / "bin" / "python", venv=venv, shared_venv=shared.path,
                                    build_seconds=shared.build_seconds, cached=shared.cached, **common)
-    key = project_key(spec, shared.env_hash, workspace)
-    template = template_dir(cache_dir() / "envs", shared.env_hash, key) if key else None
+    template = None
+    if fingerprint is not None:
+        template = template_dir(cache_dir() / "envs", shared.env_hash, project_key(fingerprint, shared.env_hash))
     try:
         prepared.project_reused = template is not None and reuse_template(template, venv, workspace)
     except OSError as exc:

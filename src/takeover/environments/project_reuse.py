@@ -65,10 +65,12 @@ def _git_lines(workspace: Path, *args: str) -> list[str] | None:
     return [x for x in out.stdout.decode("utf-8", "surrogateescape").split("\0") if x]
 
 
-def project_key(spec: EnvSpec, env_hash: str, workspace: Path) -> str | None:
-    """The key of the template that fits ``workspace`` as it is now; None when it is no git checkout.
+def checkout_fingerprint(spec: EnvSpec, workspace: Path) -> dict | None:
+    """What of ``workspace`` decides its project's install: commit, install steps, metadata files, and the
+    names at the top of the tree and of ``src/``; None when it is no git checkout.
 
-    Reads the commit, the metadata files and the top-level names of the workspace (a few milliseconds).
+    Taken after the ``pre_install`` steps and before anything is installed (an install adds folders such
+    as ``<name>.egg-info``). Reads a few files (milliseconds).
     """
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True, check=False)
     if head.returncode != 0:
@@ -79,8 +81,13 @@ def project_key(spec: EnvSpec, env_hash: str, workspace: Path) -> str | None:
         metadata[rel] = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
     tops = {folder: sorted(p.name for p in (workspace / folder).iterdir() if p.name != ".git")
             for folder in (".", "src") if (workspace / folder).is_dir()}
-    return stable_hash({"env": env_hash, "commit": head.stdout.strip(), "install": spec.install,
-                        "pre_install": spec.pre_install, "metadata": metadata, "tops": tops, "layout": 1})
+    return {"commit": head.stdout.strip(), "install": spec.install, "pre_install": spec.pre_install,
+            "metadata": metadata, "tops": tops, "layout": 1}
+
+
+def project_key(fingerprint: dict, env_hash: str) -> str:
+    """The key of the template that fits a checkout (:func:`checkout_fingerprint`) in an environment."""
+    return stable_hash({"env": env_hash, **fingerprint})
 
 
 def template_dir(cache_envs: Path, env_hash: str, key: str) -> Path:
