@@ -20,7 +20,7 @@ def test_all_rows_in_order_on_this_machine(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("TAKEOVER_MIRROR", raising=False)
     checks = doctor.run_checks()
-    assert [c.name for c in checks] == ["python", "interpreters", "git", "sandbox", "docker", "mirror",
+    assert [c.name for c in checks] == ["python", "interpreters", "environments", "git", "sandbox", "docker", "mirror",
                                         "model endpoint", "llama-cpp", "embedded model", "embedded inference",
                                         "disk"]
     rows = by_name(checks)

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from takeover import embedded_model, sandbox
-from takeover.environments import interpreter_candidates
+from takeover.environments import interpreter_candidates, unbuildable_environments
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
 from takeover.repos import MIRROR_ENV, cache_dir
 
@@ -82,6 +82,20 @@ def check_interpreters() -> Check:
         return Check(name="interpreters", status="ok", detail=detail)
     fix = f"uv python install {' '.join(missing)} (or pyenv install); tasks pinned to a missing version cannot build"
     return Check(name="interpreters", status="warn" if have else "fail", detail=detail, fix=fix)
+
+
+def check_environments() -> Check:
+    """The SWE-bench Verified environments (repository, version) this host cannot build locally, with the
+    reason (:func:`takeover.environments.unbuildable_environments`); those grade with ``--backend docker``."""
+    blocked = unbuildable_environments()
+    if not blocked:
+        return Check(name="environments", status="ok", detail="every SWE-bench Verified repository and version can be built")
+    groups: dict[tuple[str, str], list[str]] = {}
+    for b in blocked:
+        groups.setdefault((b.repo, "; ".join(b.reasons)), []).append(b.version)
+    detail = " | ".join(f"{repo} {', '.join(versions)}: {reasons}" for (repo, reasons), versions in groups.items())
+    return Check(name="environments", status="warn", detail=f"cannot build {len(blocked)} here: {detail}",
+                 fix="grade those with --backend docker on a host with a Docker daemon (or supply what is named)")
 
 
 def check_git() -> Check:
@@ -221,10 +235,10 @@ def check_disk(path: Path | None = None) -> Check:
 
 def run_checks(*, mirror: Path | str | None = None, base_url: str | None = None,
                api_key_env: str | None = None) -> list[Check]:
-    """Run every check in a fixed order: python, interpreters, git, sandbox, docker, mirror, model endpoint,
-    llama-cpp, embedded model, embedded inference, disk."""
+    """Run every check in a fixed order: python, interpreters, environments, git, sandbox, docker, mirror,
+    model endpoint, llama-cpp, embedded model, embedded inference, disk."""
     return [
-        check_python(), check_interpreters(), check_git(), check_sandbox(), check_docker(), check_mirror(mirror),
+        check_python(), check_interpreters(), check_environments(), check_git(), check_sandbox(), check_docker(), check_mirror(mirror),
         check_endpoint(base_url, api_key_env), check_llama_cpp(), check_embedded_model(), check_inference(), check_disk(),
     ]
 

@@ -7,8 +7,11 @@ Docker takeover builds the same thing as Python virtual environments, from the s
   ``takeover_env_spec``) as an :class:`EnvSpec`; :mod:`.conda` adapts its conda steps to a venv;
 - :mod:`.interpreters`: the Python interpreters and ``uv`` on this machine (never downloaded);
 - :mod:`.requirements`: requirement files read from the checkout, not from GitHub;
+- :mod:`.setup_commit`: the commit requirement files are read at (a stand-in when the dataset lacks it);
+- :mod:`.host_limits`: what this host cannot build, said before any work;
 - :mod:`.shared_venv`: the dependency venv, built once per specification and reused;
 - :mod:`.workspace_venv`: a small venv per checkout holding the project itself;
+- :mod:`.project_reuse`: the project's editable install made once and copied to new workspaces;
 - :mod:`.build_steps` and :mod:`.hints`: the build's logged, time-limited commands and what a failed
   one lacks;
 - :mod:`.prepared`: :func:`prepare_environment`, the entry point, and :class:`PreparedEnvironment`.
@@ -16,9 +19,16 @@ Docker takeover builds the same thing as Python virtual environments, from the s
 
 from takeover.environments.build_steps import BUILD_TIMEOUT
 from takeover.environments.hints import failure_hint
+from takeover.environments.host_limits import (
+    Unbuildable,
+    check_buildable,
+    host_blockers,
+    unbuildable_environments,
+)
 from takeover.environments.interpreters import find_interpreter, interpreter_candidates, uv_binary
 from takeover.environments.prepared import PreparedEnvironment, prepare_environment
 from takeover.environments.requirements import read_environment_yml, read_requirements
+from takeover.environments.setup_commit import SetupCommit, setup_commit_for
 from takeover.environments.shared_venv import MARKER
 from takeover.environments.spec import (
     DEFAULT_TEST_CMD,
@@ -36,14 +46,20 @@ __all__ = [
     "SPEC_FIELD",
     "EnvSpec",
     "PreparedEnvironment",
+    "SetupCommit",
+    "Unbuildable",
+    "check_buildable",
     "env_spec_for",
     "failure_hint",
     "find_interpreter",
+    "host_blockers",
     "interpreter_candidates",
     "load_spec_file",
     "prepare_environment",
     "read_environment_yml",
     "read_requirements",
+    "setup_commit_for",
     "spec_from_swebench",
+    "unbuildable_environments",
     "uv_binary",
 ]

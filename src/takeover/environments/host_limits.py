@@ -17,7 +17,7 @@ import shutil
 
 from pydantic import BaseModel
 
-from takeover.environments.interpreters import interpreter_candidates, interpreter_version
+from takeover.environments.interpreters import find_interpreter
 from takeover.environments.spec import EnvSpec, spec_from_swebench
 from takeover.errors import EnvironmentUnavailable
 
@@ -46,12 +46,12 @@ class Unbuildable(BaseModel):
 
 @functools.lru_cache(maxsize=32)
 def has_interpreter(version: str) -> bool:
-    """Whether Python ``major.minor`` = ``version`` runs here (the places an environment build looks in)."""
-    for cand in interpreter_candidates(version):
-        got = interpreter_version(cand) if cand.exists() else None
-        if got and got.rsplit(".", 1)[0] == version:
-            return True
-    return False
+    """Whether Python ``major.minor`` = ``version`` runs here (:func:`find_interpreter`, cached)."""
+    try:
+        find_interpreter(version)
+    except EnvironmentUnavailable:
+        return False
+    return True
 
 
 #: Why matplotlib cannot be built here (its sources come from outside the package index).

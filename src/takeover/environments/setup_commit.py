@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -65,13 +65,14 @@ def _has_commit(workspace: Path, commit: str) -> bool:
     return out.returncode == 0
 
 
-def setup_commit_for(task: SourceTask, workspace: Path) -> SetupCommit:
+def setup_commit_for(task: SourceTask, workspace: Path,
+                     table: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None) -> SetupCommit:
     """The commit to read ``task``'s requirement files at: its ``environment_setup_commit``, else the
-    table's stand-in for its (repo, version) when the checkout at ``workspace`` has that commit, else its
-    ``base_commit``."""
+    stand-in for its (repo, version) in ``table`` (default the shipped one, :func:`stand_in_table`) when
+    the checkout at ``workspace`` has that commit, else its ``base_commit``."""
     if task.environment_setup_commit:
         return SetupCommit(commit=task.environment_setup_commit, source="environment_setup_commit")
-    entry = stand_in_table().get(task.repo, {}).get(str(task.version))
+    entry = (stand_in_table() if table is None else table).get(task.repo, {}).get(str(task.version))
     if entry and _has_commit(workspace, entry["commit"]):
         return SetupCommit(commit=entry["commit"], source="stand-in",
                            detail=f"{entry['rule']} of {task.repo} {task.version} in SWE-bench Verified: "
