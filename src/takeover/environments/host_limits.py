@@ -6,7 +6,7 @@ repositories sources or system libraries fetched from outside the package index.
 names what this host lacks for one specification; :func:`check_buildable` raises with those reasons and
 the alternative (``--backend docker``, SWE-bench's own image) before anything is installed, and
 :func:`unbuildable_environments` lists every (repository, version) of the SWE-bench specifications that
-cannot be built here, for ``takeover doctor`` (docs/protocol.md section 9).
+cannot be built here, for ``takeover doctor`` (docs/protocol.md section 6).
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def check_buildable(spec: EnvSpec) -> None:
     """
     reasons = host_blockers(spec)
     if reasons:
-        raise EnvironmentUnavailable(f"cannot build the environment of {spec.repo} {spec.version} on this host: "
-                                     f"{'; '.join(reasons)}; {DOCKER_ALTERNATIVE}")
+        raise EnvironmentUnavailable(f"{'; '.join(reasons)} (the environment of {spec.repo} {spec.version} "
+                                     f"cannot be built on this host; {DOCKER_ALTERNATIVE})")
 
 
 def unbuildable_environments(repos: tuple[str, ...] = VERIFIED_REPOS) -> list[Unbuildable]:

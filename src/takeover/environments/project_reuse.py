@@ -17,7 +17,7 @@ finder). A template is only made when it is safe to move (:func:`save_template`)
 installed from the checkout is an editable one (a plain ``pip install .`` copies this checkout's sources
 into the venv, which another workspace must not get), and the install generated no compiled file in the
 checkout (``.so``, ``.pyd``: compiled parts are built per workspace, the correct fallback). See
-docs/protocol.md section 9 (grading runs SWE-bench's own install step; this changes only its cost).
+docs/protocol.md section 6 (grading runs SWE-bench's own install step; this changes only its cost).
 """
 
 from __future__ import annotations

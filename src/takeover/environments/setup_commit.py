@@ -8,7 +8,7 @@ SWE-bench Verified file) get a documented stand-in: the ``base_commit`` of the n
 when the table was made, else by the highest pull-request number. The table ships with takeover
 (``setup_commit_stand_ins.json``, made by :func:`stand_ins_from_tasks`), so the choice does not depend on
 which tasks a run selects. The commit used and how it was chosen are recorded with every environment
-(docs/protocol.md section 9).
+(docs/protocol.md section 6).
 """
 
 from __future__ import annotations
