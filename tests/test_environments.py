@@ -388,3 +388,23 @@ def test_pre_install_steps_run_once_per_workspace(tmp_path):
     assert run_pre_install(log, spec, repo, dict(os.environ)) is True
     assert run_pre_install(log, spec, repo, dict(os.environ)) is False
     assert (repo / "setup.py").read_text() == "install_requires=['pkg<=1.0']\n"
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_wheels_first_and_a_source_build_only_when_no_wheel_fits(tmp_path, monkeypatch):
+    from takeover.environments.build_steps import BuildLog, make_venv, needs_legacy_editable, pip_install
+
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    log = BuildLog(tmp_path / "build.log")
+    python = make_venv(log, Path(sys.executable), tmp_path / "venv", seed=False)
+    pip_install(log, python, [str(_wheel(tmp_path))], what="a wheel", binary_first=True)
+    assert "building from source" not in log.path.read_text()
+    repo, _ = _editable_project(tmp_path)  # a source tree only: no wheel of it exists
+    pip_install(log, python, [str(repo)], what="a source tree", binary_first=True)
+    text = log.path.read_text()
+    assert text.count("--only-binary :all:") == 2 and "building from source where needed" in text
+    out = subprocess.run([str(python), "-c", "import mylib, shareddep; print(shareddep.VALUE)"], cwd=tmp_path,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "42"
+    assert needs_legacy_editable("AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'")
+    assert not needs_legacy_editable("error: could not compile")

@@ -89,17 +89,28 @@ def pip_install(log: BuildLog, python: Path, args: list[str], *, what: str, cwd:
         EnvironmentUnavailable: the install failed (see :meth:`BuildLog.run`).
     """
     uv = uv_binary()
-    if uv and "--no-use-pep517" not in args:
-        base = [uv, "pip", "install", "--python", str(python)]
-    else:
-        base = [str(python), "-m", "pip", "install"]
+    pip = [str(python), "-m", "pip", "install"]
+    base = [uv, "pip", "install", "--python", str(python)] if uv and "--no-use-pep517" not in args else pip
     if binary_first:
         try:
             log.run([*base, "--only-binary", ":all:", *args], cwd=cwd, env=env, what=what)
             return
         except EnvironmentUnavailable:
             log.note("no complete set of wheels: installing again, building from source where needed")
-    log.run([*base, *args], cwd=cwd, env=env, what=what)
+    try:
+        log.run([*base, *args], cwd=cwd, env=env, what=what)
+    except EnvironmentUnavailable as exc:
+        if base is pip or not needs_legacy_editable(str(exc)):
+            raise
+        log.note("the build backend has no editable hook: pip's legacy editable install (setup.py develop)")
+        log.run([*pip, *args], cwd=cwd, env=env, what=what)
+
+
+def needs_legacy_editable(output: str) -> bool:
+    """Whether a failed editable install says its build backend lacks PEP 660's ``build_editable`` (a
+    setuptools older than 64 pinned in ``pyproject.toml``): pip then falls back to ``setup.py develop``,
+    uv does not."""
+    return "has no attribute 'build_editable'" in output or "does not support editable" in output
 
 
 def make_venv(log: BuildLog, interpreter: Path, dest: Path, *, seed: bool) -> Path:

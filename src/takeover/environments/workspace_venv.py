@@ -22,7 +22,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from takeover._io import stable_hash
-from takeover.environments.build_steps import PIP_INSTALL, BuildLog, make_venv, pip_install, site_packages
+from takeover.environments.build_steps import (
+    PIP_INSTALL,
+    BuildLog,
+    make_venv,
+    needs_legacy_editable,
+    pip_install,
+    site_packages,
+)
 from takeover.environments.interpreters import uv_binary
 from takeover.environments.shared_venv import SharedVenv
 from takeover.environments.spec import EnvSpec
@@ -124,7 +131,14 @@ def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path,
             # uv's cache nearly always holds the build backend already: skip the index round trips.
             log.run(shell, cwd=workspace, env={**env, "UV_OFFLINE": "1"}, what=f"install step {cmd!r}")
         except EnvironmentUnavailable:
-            log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
+            try:
+                log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
+            except EnvironmentUnavailable as exc:
+                if not needs_legacy_editable(str(exc)):
+                    raise
+                # The shared venv's pip (on the path through its site-packages) installs into this venv.
+                shell, _ = _install_step_for_workspace(cmd, python, use_uv=False)
+                log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r} (pip, setup.py develop)")
         if not PIP_INSTALL.match(cmd):
             continue
         for _ in range(3):  # a missing dependency may itself need one
@@ -139,7 +153,7 @@ def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path,
 
 # SWE-bench install steps are "python -m pip install ..."; in a workspace venv the project goes in
 # without dependencies (they live in the shared venv).
-def _install_step_for_workspace(cmd: str, python: Path) -> tuple[str, list[str]]:
+def _install_step_for_workspace(cmd: str, python: Path, *, use_uv: bool = True) -> tuple[str, list[str]]:
     """Rewrite a pip install step for the workspace venv; returns (shell command, requested extras)."""
     m = PIP_INSTALL.match(cmd)
     if not m:
@@ -150,7 +164,7 @@ def _install_step_for_workspace(cmd: str, python: Path) -> tuple[str, list[str]]
         em = re.match(r"^\.?\[([^\]]+)\]$|^\.\[([^\]]+)\]$", a)
         if em:
             extras += [e.strip() for e in (em.group(1) or em.group(2)).split(",")]
-    uv = uv_binary()
+    uv = uv_binary() if use_uv else None
     if "--no-deps" not in args:
         args.insert(0, "--no-deps")
     if uv and "--no-use-pep517" not in args:
