@@ -1,9 +1,12 @@
 """A task's environment made ready in one workspace: the shared dependency venv plus the workspace venv.
 
-:func:`prepare_environment` is the entry point: it finds the spec (:mod:`.spec`) and the interpreter
-(:mod:`.interpreters`), resolves the dependencies against the checkout, builds or reuses the shared venv
-(:mod:`.shared_venv`) and makes the workspace venv with the project installed (:mod:`.workspace_venv`).
-Its result, :class:`PreparedEnvironment`, gives the variables every command of the task runs with.
+:func:`prepare_environment` is the entry point. In order: the spec (:mod:`.spec`); what this host cannot
+build, said before any work (:mod:`.host_limits`); the interpreter (:mod:`.interpreters`); the commit the
+requirement files are read at (:mod:`.setup_commit`); the ``pre_install`` steps in the checkout, once;
+the dependencies resolved against the checkout and the shared venv built or reused (:mod:`.shared_venv`);
+the workspace venv with the project installed (:mod:`.workspace_venv`), or copied from an earlier
+workspace's install of the same checkout state (:mod:`.project_reuse`). Its result,
+:class:`PreparedEnvironment`, gives the variables every command of the task runs with.
 """
 
 from __future__ import annotations
@@ -139,8 +142,9 @@ def prepare_environment(task: SourceTask, workspace: Path | str, *,
         A :class:`PreparedEnvironment`; pass ``.env_vars()`` to subprocesses.
     Raises:
         InputError: the task's own spec or the spec file is invalid.
-        EnvironmentUnavailable: no spec, no interpreter of the needed version, a failed or timed-out
-            install, a missing requirements file; the message names what is missing and how to supply it.
+        EnvironmentUnavailable: no spec; a host that cannot build it (raised before any work, with the
+            reasons and ``--backend docker``); a failed or timed-out install; a missing requirements file.
+            The message names what is missing and how to supply it.
     """
     workspace = Path(workspace).resolve()
     spec = spec or env_spec_for(task, spec_file)

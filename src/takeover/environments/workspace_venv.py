@@ -7,7 +7,9 @@ with the workspace). Its site-packages holds a ``.pth`` line ``import site; site
 site-packages>)`` (so the shared venv's own ``.pth`` files work too), copies of the shared venv's console
 scripts re-pointed at the workspace interpreter, and the project installed by the spec's install step
 with ``--no-deps``. Dependencies that this checkout declares but the shared venv lacks are then
-installed into the workspace venv only.
+installed into the workspace venv only. The spec's ``pre_install`` steps run once per workspace
+(:func:`run_pre_install`). After the first install of a checkout state the whole venv is usually copied
+instead (:mod:`takeover.environments.project_reuse`).
 """
 
 from __future__ import annotations
