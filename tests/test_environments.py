@@ -119,10 +119,10 @@ def test_current_interpreter_needs_no_build(tmp_path):
     assert env.env_vars()["PATH"].split(":")[0] == str(Path(sys.executable).parent)
 
 
-def _wheel(dest: Path, name: str = "shareddep", version: str = "1.0") -> Path:
+def _wheel(dest: Path, name: str = "shareddep", version: str = "1.0", init: str | None = None) -> Path:
     """A minimal pure-Python wheel with a console script (built by hand: no network, no build backend)."""
     files = {
-        f"{name}/__init__.py": "VALUE = 42\n\ndef main():\n    print('shareddep says', VALUE)\n",
+        f"{name}/__init__.py": init or "VALUE = 42\n\ndef main():\n    print('shareddep says', VALUE)\n",
         f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
         f"{name}-{version}.dist-info/entry_points.txt": f"[console_scripts]\n{name} = {name}:main\n",
@@ -408,3 +408,24 @@ def test_wheels_first_and_a_source_build_only_when_no_wheel_fits(tmp_path, monke
     assert out.stdout.strip() == "42"
     assert needs_legacy_editable("AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'")
     assert not needs_legacy_editable("error: could not compile")
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_environment_yml_packages_that_cannot_install_or_import_are_left_out_and_said(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    good = _wheel(tmp_path)
+    needs_lib = _wheel(tmp_path, "needslib", init="raise RuntimeError('the C library is not found')\n")
+    yml = (f"name: test\ndependencies:\n  - python=3.11\n  - nosuchpackage-xyz\n"
+           f"  - pip:\n      - {good}\n      - {needs_lib}\n")
+    repo, sha = make_repo(tmp_path / "r", {"environment.yml": yml})
+    spec = {"python": None, "environment_yml_from": ["environment.yml"], "seed": False}
+    prepared = prepare_environment(as_task({"repo": "me/lib", "base_commit": sha, "takeover_env_spec": spec}), repo)
+    notes = " ".join(prepared.notes)
+    assert "left out" in notes and "nosuchpackage-xyz" in notes
+    assert "fail to import" in notes and "needslib (needslib: RuntimeError: the C library is not found)" in notes
+    probe = subprocess.run(["python", "-c", "import shareddep, importlib.util as u; print(u.find_spec('needslib'))"],
+                           env=prepared.env_vars(), cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert probe.stdout.strip() == "None"  # removed, so an ImportError guard skips what needs it
+    again = prepare_environment(as_task({"repo": "me/lib", "base_commit": sha, "takeover_env_spec": spec}), repo)
+    assert again.cached and " ".join(again.notes) == notes  # a reuse reports the same gaps

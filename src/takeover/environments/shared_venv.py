@@ -40,6 +40,34 @@ from takeover.repos import cache_dir
 MARKER = "takeover-env.json"
 #: Start of the build log's line naming the environment.yml packages pip could not install.
 LEFT_OUT_NOTE = "environment.yml packages left out (pip cannot install them here)"
+#: Start of the build note naming the environment.yml packages removed because they fail to import.
+BROKEN_NOTE = "environment.yml packages removed: they install but fail to import here"
+# Run in the shared venv: the requested distributions whose modules raise anything but ImportError on
+# import (a binding without its system library: cfgrib without ecCodes raises RuntimeError). Test suites
+# guard optional imports with ``except ImportError``, so such a package breaks the collection of every
+# test module that probes it; removed, it is merely skipped.
+_BROKEN_IMPORTS = r"""
+import importlib, importlib.metadata as md, json, sys
+broken = {}
+for name in json.loads(sys.argv[1]):
+    try:
+        dist = md.distribution(name)
+    except md.PackageNotFoundError:
+        continue
+    tops = (dist.read_text("top_level.txt") or "").split()
+    if not tops:
+        tops = sorted({f.parts[0].removesuffix(".py") for f in dist.files or []
+                       if len(f.parts) > 1 or f.suffix == ".py"})
+    for mod in [t for t in tops if t.isidentifier() and not t.startswith("_")]:
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            pass
+        except BaseException as exc:
+            broken[dist.metadata["Name"]] = f"{mod}: {type(exc).__name__}: {exc}"[:200]
+            break
+print(json.dumps(broken))
+"""
 # Builds that failed in this process, by hash: later tasks of the same environment fail at once.
 _FAILED: dict[str, str] = {}
 
@@ -170,9 +198,12 @@ def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, wor
                     binary_first=True)
     if deps.environment_packages:
         left_out = _install_each_if_needed(log, python, deps.environment_packages, constraints)
+        broken = _remove_broken_imports(log, python, deps.environment_packages)
         if left_out:
             build_notes.append(f"{LEFT_OUT_NOTE}: {', '.join(left_out)}; tests that import them are skipped or "
                                f"fail here (grade with --backend docker for the official environment)")
+        if broken:
+            build_notes.append(f"{BROKEN_NOTE}: {'; '.join(broken)}; tests that need them are skipped here")
     if deps.requirements_text:
         reqs = dest / "takeover-requirements.txt"
         reqs.write_text(deps.requirements_text)
@@ -193,6 +224,23 @@ def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, wor
         argv = [uv, "pip", "uninstall", "--python", str(python), name] if uv else [str(python), "-m", "pip", "uninstall", "-y", name]
         log.run(argv, what=f"removing {name} from the shared venv")
     return build_notes
+
+
+def _remove_broken_imports(log: BuildLog, python: Path, packages: list[str]) -> list[str]:
+    """Uninstall the requested packages whose import raises anything but ImportError (see
+    :data:`_BROKEN_IMPORTS`); returns ``"name (module: error)"`` for each, also noted in the log."""
+    names = [Path(p).name.split("-")[0] if p.endswith(".whl") else re.split(r"[<>=!~;\[ ]", p, maxsplit=1)[0]
+             for p in packages]
+    out = subprocess.run([str(python), "-c", _BROKEN_IMPORTS, json.dumps(names)], capture_output=True, text=True,
+                         timeout=log.timeout, check=False)
+    broken = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
+    uv = uv_binary()
+    for name, why in broken.items():
+        log.note(f"{name} fails to import ({why}): removed")
+        argv = ([uv, "pip", "uninstall", "--python", str(python), name] if uv
+                else [str(python), "-m", "pip", "uninstall", "-y", name])
+        log.run(argv, what=f"removing {name}")
+    return [f"{name} ({why})" for name, why in broken.items()]
 
 
 def _install_each_if_needed(log: BuildLog, python: Path, packages: list[str], constraints: Path) -> list[str]:
