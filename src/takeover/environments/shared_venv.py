@@ -96,12 +96,15 @@ def shared_venv_key(spec: EnvSpec, interpreter: Path, interpreter_version: str |
                     deps: Dependencies, exclude_newer: str | None = None) -> dict[str, Any]:
     """What the shared venv is built from; its :func:`~takeover._io.stable_hash` names the venv's folder
     (and the workspace venv's, when it is outside a git checkout)."""
-    return {
+    key = {
         "interpreter": interpreter_version, "interpreter_path": str(interpreter), "packages": deps.packages,
         "environment_packages": deps.environment_packages, "requirements": deps.requirements_text,
         "pip_packages": spec.pip_packages, "install": spec.install, "pre_install": spec.pre_install,
         "seed": spec.seed, "exclude_newer": exclude_newer, "layout": 2,
     }
+    if deps.environment_packages:
+        key["import_check"] = 1  # packages failing to import are removed (venvs built before kept them)
+    return key
 
 
 def needs_shared_venv(spec: EnvSpec, deps: Dependencies) -> bool:
