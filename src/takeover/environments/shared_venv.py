@@ -68,6 +68,9 @@ for name in json.loads(sys.argv[1]):
             break
 print(json.dumps(broken))
 """
+# uv's and pip's words for a requirement that no index has.
+_NOT_IN_INDEX = re.compile(r"Because (\S+) was not found in the (?:package registry|cache)|"
+                           r"No matching distribution found for (\S+)")
 # Builds that failed in this process, by hash: later tasks of the same environment fail at once.
 _FAILED: dict[str, str] = {}
 
@@ -232,8 +235,7 @@ def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, wor
 def _remove_broken_imports(log: BuildLog, python: Path, packages: list[str]) -> list[str]:
     """Uninstall the requested packages whose import raises anything but ImportError (see
     :data:`_BROKEN_IMPORTS`); returns ``"name (module: error)"`` for each, also noted in the log."""
-    names = [Path(p).name.split("-")[0] if p.endswith(".whl") else re.split(r"[<>=!~;\[ ]", p, maxsplit=1)[0]
-             for p in packages]
+    names = [_requirement_name(p) for p in packages]
     out = subprocess.run([str(python), "-c", _BROKEN_IMPORTS, json.dumps(names)], capture_output=True, text=True,
                          timeout=log.timeout, check=False)
     broken = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
@@ -248,17 +250,28 @@ def _remove_broken_imports(log: BuildLog, python: Path, packages: list[str]) -> 
 
 def _install_each_if_needed(log: BuildLog, python: Path, packages: list[str], constraints: Path) -> list[str]:
     """Install a conda ``environment.yml``'s packages with pip, kept to the spec's pins (``constraints``):
-    all together when pip can resolve them, else one by one, leaving out (with a note in the log) those
-    that pip cannot install here: conda-only packages (``cdms2``), ones needing system libraries without a
-    wheel, or ones whose releases all conflict with the pins. Returns the packages left out."""
-    try:
-        pip_install(log, python, ["-c", str(constraints), *packages], what="installing environment.yml packages",
-                    binary_first=True)
-        return []
-    except EnvironmentUnavailable:
-        log.note("environment.yml packages do not install together; installing them one by one")
-    left_out = []
-    for pkg in packages:
+    all together, leaving out each package the index does not have (conda-only ones such as ``cdms2``);
+    when they still do not resolve together, one by one, leaving out (with a note in the log) those that
+    pip cannot install here: ones needing system libraries without a wheel, or whose releases all
+    conflict with the pins. Returns the packages left out."""
+    left_out: list[str] = []
+    wanted = list(packages)
+    for _ in range(len(packages)):
+        try:
+            pip_install(log, python, ["-c", str(constraints), *wanted], what="installing environment.yml packages",
+                        binary_first=True)
+            return left_out
+        except EnvironmentUnavailable as exc:
+            missing = _NOT_IN_INDEX.search(str(exc))
+            name = next((g for g in missing.groups() if g), "") if missing else ""
+            drop = [p for p in wanted if name and _requirement_name(p) == _requirement_name(name)]
+            if not drop:
+                break
+            left_out += drop
+            wanted = [p for p in wanted if p not in drop]
+            log.note(f"{', '.join(drop)} is not in the package index: installing the others together")
+    log.note("environment.yml packages do not install together; installing them one by one")
+    for pkg in wanted:
         try:
             pip_install(log, python, ["-c", str(constraints), pkg], what=f"installing {pkg}", binary_first=True)
         except EnvironmentUnavailable:
@@ -266,6 +279,15 @@ def _install_each_if_needed(log: BuildLog, python: Path, packages: list[str], co
     if left_out:
         log.note(f"{LEFT_OUT_NOTE}: {', '.join(left_out)}")
     return left_out
+
+
+def _requirement_name(requirement: str) -> str:
+    """The normalized distribution name of a requirement string or a wheel's path."""
+    if requirement.endswith(".whl"):
+        name = Path(requirement).name.split("-")[0]
+    else:
+        name = re.split(r"[<>=!~;\[ ]", requirement.strip(), maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _project_dists(python: Path, site: Path, workspace: Path) -> list[str]:
