@@ -293,9 +293,9 @@ _PYPROJECT = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-
 _MYLIB = "import pathlib\n\ndef where():\n    print(pathlib.Path(__file__).resolve())\n"
 
 
-def _editable_project(tmp_path: Path, *, compiled: bool = False) -> tuple[Path, str]:
+def _editable_project(tmp_path: Path, *, compiled: bool = False, extra: dict[str, str] | None = None) -> tuple[Path, str]:
     files = {"pyproject.toml": _PYPROJECT, "backend.py": _BACKEND, "mylib/__init__.py": _MYLIB,
-             ".gitignore": "mylib/_version.py\n*.so\n*.egg-info/\n"}
+             ".gitignore": "mylib/_version.py\n*.so\n*.egg-info/\n", **(extra or {})}
     if compiled:
         files["COMPILED"] = "yes\n"
     return make_repo(tmp_path / "src", files)
@@ -354,28 +354,43 @@ def test_a_new_workspace_reuses_the_project_install_and_imports_its_own_sources(
 
 
 @pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
-def test_projects_with_compiled_parts_and_copies_are_installed_in_every_workspace(tmp_path, monkeypatch):
+def test_compiled_parts_are_reused_only_for_the_same_build_inputs(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")
     whl = _wheel(tmp_path)
-    repo, sha = _editable_project(tmp_path, compiled=True)
-    for install, reason in (("python -m pip install -e .", "compiled files"), ("python -m pip install .", "copy")):
-        spec = {"python": None, "packages": [str(whl)], "install": [install], "seed": False}
-        task = as_task({"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha,
-                        "takeover_env_spec": spec})
-        prepared = []
-        for name in ("a", "b"):
-            ws = _workspace(tmp_path, repo, f"{name}-{install.split()[-1]}-{len(install)}")
-            prepared.append((prepare_environment(task, ws), ws))
-        assert [p.project_reused for p, _ in prepared] == [False, False]
-        log = (prepared[0][1] / ".git" / "takeover" / "setup.log").read_text()
-        assert "no template: the install compiled files" in log if reason == "compiled files" else "as a copy" in log
-        for p, ws in prepared:
-            imported, by_script = _where(p, tmp_path)
-            assert imported == by_script
-            if reason == "compiled files":
-                assert imported == (ws / "mylib" / "__init__.py").resolve()
-                assert (ws / "mylib" / "_speedups.so").exists()  # built in this workspace
+    repo, sha = _editable_project(tmp_path, compiled=True, extra={"mylib/_speedups.c": "int x = 1;\n"})
+    spec = {"python": None, "packages": [str(whl)], "install": ["python -m pip install -e ."], "seed": False}
+    task = as_task({"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha, "takeover_env_spec": spec})
+    ws_a, ws_b, ws_c = (_workspace(tmp_path, repo, name) for name in ("a", "b", "c"))
+    (ws_a / "mylib" / "__init__.py").write_text(_MYLIB + "# a Python-only patch\n")
+    first = prepare_environment(task, ws_a)
+    assert not first.project_reused
+    assert "with 1 compiled files" in (ws_a / ".git" / "takeover" / "setup.log").read_text()
+    second = prepare_environment(task, ws_b)  # same C sources: the compiled file comes with the copy
+    assert second.project_reused
+    assert (ws_b / "mylib" / "_speedups.so").read_bytes() == b"\x7fELF not really"
+    (ws_c / "mylib" / "_speedups.c").write_text("int x = 2;\n")  # a patch to a C source: compiled here
+    third = prepare_environment(task, ws_c)
+    assert not third.project_reused and (ws_c / "mylib" / "_speedups.so").exists()
+    for prepared, ws in ((first, ws_a), (second, ws_b), (third, ws_c)):
+        imported, by_script = _where(prepared, tmp_path)
+        assert imported == by_script == (ws / "mylib" / "__init__.py").resolve()
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_a_project_installed_as_a_copy_is_installed_in_every_workspace(tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    whl = _wheel(tmp_path)
+    repo, sha = _editable_project(tmp_path)
+    spec = {"python": None, "packages": [str(whl)], "install": ["python -m pip install ."], "seed": False}
+    task = as_task({"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha, "takeover_env_spec": spec})
+    prepared = [prepare_environment(task, _workspace(tmp_path, repo, name)) for name in ("a", "b")]
+    assert [p.project_reused for p in prepared] == [False, False]
+    assert "as a copy" in (tmp_path / "a" / ".git" / "takeover" / "setup.log").read_text()
+    for p in prepared:  # each venv holds its own copy of its own checkout's sources
+        imported, by_script = _where(p, tmp_path)
+        assert imported == by_script and p.venv in imported.parents
 
 
 def test_pre_install_steps_run_once_per_workspace(tmp_path):

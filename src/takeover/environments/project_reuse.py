@@ -15,13 +15,17 @@ the files that decide what an install writes (``setup.py``, ``setup.cfg``, ``pyp
 and the names at the top of the tree and of ``src/`` (a new top-level package changes an editable
 finder). A template is only made when it is safe to move (:func:`save_template`): every distribution
 installed from the checkout is an editable one (a plain ``pip install .`` copies this checkout's sources
-into the venv, which another workspace must not get), and the install generated no compiled file in the
-checkout (``.so``, ``.pyd``: compiled parts are built per workspace, the correct fallback). See
-docs/protocol.md section 6 (grading runs SWE-bench's own install step; this changes only its cost).
+into the venv, which another workspace must not get). A project whose install compiles extensions into
+the checkout (``.so`` files: astropy, scikit-learn) keeps one template per *build inputs*
+(:func:`build_inputs`: the changes against the commit in C, Cython, Fortran and build files), so a
+workspace whose patch touches only Python sources gets the compiled extensions of its commit, and one
+whose patch touches a build input compiles them (the correct fallback). See docs/protocol.md section 6
+(grading runs SWE-bench's own install step; this changes only its cost).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -42,7 +46,14 @@ _METADATA_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "MANIFEST.in")
 # Files larger than this (bytes) are copied as they are, never searched for paths to rewrite.
 _REWRITE_LIMIT = 2_000_000
 # Generated files in the checkout larger than this in total (bytes) make the template not worth keeping.
-_GENERATED_LIMIT = 50_000_000
+_GENERATED_LIMIT = 1_000_000_000
+#: Suffixes and names of the files a compiled build reads besides Python sources: a workspace whose
+#: changes against the commit touch one of them compiles its own extensions.
+BUILD_INPUT_SUFFIXES = (".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".pyx", ".pxd", ".pxi", ".f", ".f90", ".for",
+                        ".cu", ".in", ".templ", ".tmpl", ".toml", ".cfg", ".sh", ".cmake", ".def")
+BUILD_INPUT_NAMES = ("setup.py", "setup_package.py", "meson.build", "CMakeLists.txt", "Makefile")
+# Generated files that a compiled install leaves but no import needs (object files, the build folder).
+_BUILD_LEFTOVERS = (".o", ".obj")
 
 # Run in the workspace venv: the distributions installed from the checkout (direct_url.json with
 # dir_info pointing at it), as (name, editable) pairs.
@@ -101,11 +112,28 @@ def untracked_files(workspace: Path) -> set[str] | None:
     return None if lines is None else set(lines)
 
 
+def build_inputs(workspace: Path) -> dict[str, str]:
+    """The build inputs (:data:`BUILD_INPUT_SUFFIXES`, :data:`BUILD_INPUT_NAMES`) that differ from the
+    checkout's commit, tracked or new, as ``{path: sha256 of the content, or "deleted"}``."""
+    changed = set(_git_lines(workspace, "diff", "--name-only", "HEAD") or [])
+    changed |= set(_git_lines(workspace, "ls-files", "--others", "--exclude-standard") or [])
+    out = {}
+    for rel in sorted(changed):
+        if not (rel.endswith(BUILD_INPUT_SUFFIXES) or rel.rsplit("/", 1)[-1] in BUILD_INPUT_NAMES):
+            continue
+        path = workspace / rel
+        out[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "deleted"
+    return out
+
+
 def _rewrite_file(path: Path, replacements: list[tuple[bytes, bytes]]) -> None:
-    """Replace each old path by the new one in ``path`` (a regular file; big ones are left alone)."""
-    if path.is_symlink() or path.stat().st_size > _REWRITE_LIMIT:
+    """Replace each old path by the new one in ``path`` (a regular text file; big ones and binaries, whose
+    offsets a longer path would break, are left alone)."""
+    if path.is_symlink() or path.name.endswith(COMPILED_SUFFIXES) or path.stat().st_size > _REWRITE_LIMIT:
         return
     data = path.read_bytes()
+    if b"\0" in data:
+        return
     new = data
     for old, repl in replacements:
         new = new.replace(old, repl)
@@ -120,6 +148,11 @@ def _rewrite_tree(root: Path, replacements: list[tuple[bytes, bytes]]) -> None:
             _rewrite_file(Path(dirpath) / name, replacements)
 
 
+def _variant(dest: Path, inputs: dict[str, str] | None) -> Path:
+    """The folder of a template: ``dest`` itself, or for a compiled project ``dest/inputs-<hash>``."""
+    return dest if inputs is None else dest / f"inputs-{stable_hash(inputs)}"
+
+
 def save_template(dest: Path, python: Path, venv: Path, workspace: Path, generated: set[str]) -> str:
     """Keep the workspace venv of a finished install (and the files it generated in the checkout) as the
     template at ``dest``, when it is safe to move; returns what was decided, for the build log.
@@ -130,11 +163,12 @@ def save_template(dest: Path, python: Path, venv: Path, workspace: Path, generat
 
     Nothing is raised: a template that cannot be written is simply not there next time.
     """
-    if (dest / TEMPLATE_MARKER).exists():
-        return "template exists already"
+    generated = {g for g in generated if not g.endswith(_BUILD_LEFTOVERS) and not g.startswith("build/")}
     compiled = sorted(g for g in generated if g.endswith(COMPILED_SUFFIXES))
-    if compiled:
-        return f"no template: the install compiled files into the checkout ({', '.join(compiled[:3])})"
+    inputs = build_inputs(workspace) if compiled else None
+    folder = _variant(dest, inputs)
+    if (folder / TEMPLATE_MARKER).exists():
+        return "template exists already"
     out = subprocess.run([str(python), "-c", _PROJECT_DISTS, str(_purelib(venv, python)), workspace.as_uri()],
                          capture_output=True, text=True, check=False)
     dists = json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else []
@@ -145,7 +179,8 @@ def save_template(dest: Path, python: Path, venv: Path, workspace: Path, generat
     sizes = [(workspace / g).stat().st_size for g in generated if (workspace / g).is_file()]
     if sum(sizes) > _GENERATED_LIMIT:
         return "no template: the install generated too many bytes in the checkout"
-    tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex[:8]}.tmp"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         shutil.copytree(venv, tmp / "venv", symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
         for rel in sorted(generated):
@@ -155,28 +190,34 @@ def save_template(dest: Path, python: Path, venv: Path, workspace: Path, generat
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, target)
         atomic_write_json(tmp / TEMPLATE_MARKER, {"workspace": str(workspace), "venv": str(venv),
-                                                  "generated": sorted(generated), "distributions": dists})
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(tmp, dest)
+                                                  "generated": sorted(generated), "distributions": dists,
+                                                  "build_inputs": inputs})
+        os.rename(tmp, folder)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        if (dest / TEMPLATE_MARKER).exists():  # another process saved the same template first
+        if (folder / TEMPLATE_MARKER).exists():  # another process saved the same template first
             return "template exists already"
         return f"no template: {exc}"
-    return f"template saved for later workspaces ({', '.join(n for n, _ in dists)} editable)"
+    kind = f"with {len(compiled)} compiled files, for these build inputs" if compiled else "editable"
+    return f"template saved for later workspaces ({', '.join(n for n, _ in dists)} {kind})"
 
 
-def reuse_template(src: Path, venv: Path, workspace: Path) -> bool:
+def reuse_template(dest: Path, venv: Path, workspace: Path) -> bool:
     """Give ``workspace`` the venv at ``venv`` (replaced) and the generated files of the template at
-    ``src``, with the template's paths rewritten to this workspace's; False when there is no template.
+    ``dest`` (for a compiled project: the one of this workspace's :func:`build_inputs`), with the
+    template's paths rewritten to this workspace's; False when there is no fitting template.
 
     Raises:
         OSError: the copy failed (the caller installs the project instead).
     """
-    marker = src / TEMPLATE_MARKER
-    if not marker.exists():
-        return False
-    info = json.loads(marker.read_text())
+    src = dest
+    if not (src / TEMPLATE_MARKER).exists():
+        if not dest.is_dir() or not any(dest.glob(f"inputs-*/{TEMPLATE_MARKER}")):
+            return False
+        src = _variant(dest, build_inputs(workspace))
+        if not (src / TEMPLATE_MARKER).exists():
+            return False
+    info = json.loads((src / TEMPLATE_MARKER).read_text())
     replacements = [(info["venv"].encode(), str(venv).encode()),
                     (info["workspace"].encode(), str(workspace).encode())]
     shutil.rmtree(venv, ignore_errors=True)
