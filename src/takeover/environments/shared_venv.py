@@ -223,13 +223,55 @@ def _build(spec: EnvSpec, interpreter: Path, dest: Path, deps: Dependencies, wor
         m = PIP_INSTALL.match(cmd)
         if not m:
             continue  # setup.py install and the like: the workspace venv gets it; deps come with it there
-        pip_install(log, python, shlex.split(m.group("args")), cwd=workspace, env=env,
-                    what=f"installing the dependencies of {spec.repo} ({cmd})")
+        args = shlex.split(m.group("args"))
+        if not _install_dependencies_only(log, python, args, workspace, env, dest):
+            pip_install(log, python, args, cwd=workspace, env=env,
+                        what=f"installing the dependencies of {spec.repo} ({cmd})")
     uv = uv_binary()
     for name in _project_dists(python, site, workspace):
         argv = [uv, "pip", "uninstall", "--python", str(python), name] if uv else [str(python), "-m", "pip", "uninstall", "-y", name]
         log.run(argv, what=f"removing {name} from the shared venv")
     return build_notes
+
+
+def _install_dependencies_only(log: BuildLog, python: Path, args: list[str], workspace: Path,
+                               env: dict[str, str], dest: Path) -> bool:
+    """Install what the install step ``pip install <args>`` would bring besides the project itself,
+    without building the project: ``uv pip compile`` reads the project's metadata (no compiler runs),
+    preferring every installed version (its output file, seeded with them, is its list of preferences;
+    pip likewise keeps what satisfies), then the list is installed. Returns False, having changed
+    nothing, when that cannot be done (no uv, pip-only options, no resolution): the caller runs the step
+    itself."""
+    uv = uv_binary()
+    flags = {"-e", "--editable", "-v", "--verbose"}
+    targets = [a for a in args if not a.startswith("-")]
+    if not uv or any(a.startswith("-") and a not in flags for a in args) or not targets:
+        return False
+    if not all(t == "." or t.startswith((".[", "./")) for t in targets):
+        return False
+    editable = "-e" in args or "--editable" in args
+    lines = [("-e " if editable else "") + str(workspace) + t[1:] for t in targets]
+    frozen = subprocess.run([uv, "pip", "freeze", "--python", str(python)], capture_output=True, text=True,
+                            check=False)
+    if frozen.returncode != 0:
+        return False
+    (dest / "takeover-project.in").write_text("\n".join(lines) + "\n")
+    out = dest / "takeover-project-dependencies.txt"
+    out.write_text("".join(f"{line}\n" for line in frozen.stdout.splitlines() if "==" in line and " @ " not in line))
+    try:
+        log.run([uv, "pip", "compile", "--python", str(python), "--no-header", "--no-annotate", "-q",
+                 str(dest / "takeover-project.in"), "-o", str(out)],
+                cwd=workspace, env=env, what="resolving the project's dependencies from its metadata")
+    except EnvironmentUnavailable:
+        log.note("the project's dependencies do not resolve from its metadata: installing it")
+        return False
+    wanted = [line for line in out.read_text().splitlines()
+              if line.strip() and not line.lstrip().startswith(("-e", "#")) and str(workspace) not in line
+              and workspace.as_uri() not in line]
+    if wanted:
+        out.write_text("\n".join(wanted) + "\n")
+        pip_install(log, python, ["-r", str(out)], what="installing the project's dependencies", binary_first=True)
+    return True
 
 
 def _remove_broken_imports(log: BuildLog, python: Path, packages: list[str]) -> list[str]:
