@@ -125,6 +125,10 @@ def spec_from_swebench(repo: str, version: str | None) -> EnvSpec:
     _, eval_shell = adapt_steps(list(specs.get("eval_commands", [])), notes)
     python = str(specs["python"]) if specs.get("python") else None
     eval_shell += tox_current_env_steps(specs["test_cmd"], python, notes)
+    if specs.get("nano_cpus"):
+        notes.append(f"SWE-bench runs these tests in a container limited to {specs['nano_cpus'] / 1e9:g} CPUs; "
+                     f"tests that count the CPUs from the cgroup (pylint's needs_two_cores) may be skipped on a "
+                     f"host whose cgroup grants fewer")
     return EnvSpec(
         repo=repo,
         version=version,
