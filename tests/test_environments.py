@@ -407,7 +407,7 @@ def test_pre_install_steps_run_once_per_workspace(tmp_path):
 
 @pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
 def test_wheels_first_and_a_source_build_only_when_no_wheel_fits(tmp_path, monkeypatch):
-    from takeover.environments.build_steps import BuildLog, make_venv, needs_legacy_editable, pip_install
+    from takeover.environments.build_steps import BuildLog, make_venv, needs_pip, pip_install
 
     monkeypatch.setenv("UV_OFFLINE", "1")
     log = BuildLog(tmp_path / "build.log")
@@ -421,8 +421,9 @@ def test_wheels_first_and_a_source_build_only_when_no_wheel_fits(tmp_path, monke
     out = subprocess.run([str(python), "-c", "import mylib, shareddep; print(shareddep.VALUE)"], cwd=tmp_path,
                          capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "42"
-    assert needs_legacy_editable("AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'")
-    assert not needs_legacy_editable("error: could not compile")
+    assert needs_pip("AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'")
+    assert needs_pip("error: Failed to build `markupsafe==1.0`")
+    assert not needs_pip("error: No solution found when resolving dependencies")
 
 
 @pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")

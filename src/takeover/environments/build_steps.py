@@ -100,17 +100,21 @@ def pip_install(log: BuildLog, python: Path, args: list[str], *, what: str, cwd:
     try:
         log.run([*base, *args], cwd=cwd, env=env, what=what)
     except EnvironmentUnavailable as exc:
-        if base is pip or not needs_legacy_editable(str(exc)):
+        if base is pip or not needs_pip(str(exc)):
             raise
-        log.note("the build backend has no editable hook: pip's legacy editable install (setup.py develop)")
+        log.note("uv cannot build it: pip builds it, as in SWE-bench's images (setup.py with the environment's "
+                 "setuptools, setup.py develop for an editable install without a PEP 660 hook)")
         log.run([*pip, *args], cwd=cwd, env=env, what=what)
 
 
-def needs_legacy_editable(output: str) -> bool:
-    """Whether a failed editable install says its build backend lacks PEP 660's ``build_editable`` (a
-    setuptools older than 64 pinned in ``pyproject.toml``): pip then falls back to ``setup.py develop``,
-    uv does not."""
-    return "has no attribute 'build_editable'" in output or "does not support editable" in output
+def needs_pip(output: str) -> bool:
+    """Whether a failed uv install is one that pip does differently: an editable install whose build
+    backend lacks PEP 660's ``build_editable`` (a setuptools older than 64 pinned in ``pyproject.toml``:
+    pip falls back to ``setup.py develop``), or a source build that failed in uv's isolated environment
+    with today's setuptools (an old ``setup.py`` importing ``setuptools.Feature``: pip builds a project
+    without ``pyproject.toml`` with the environment's own, older setuptools)."""
+    return any(s in output for s in ("has no attribute 'build_editable'", "does not support editable",
+                                     "Failed to build", "The build backend returned an error"))
 
 
 def make_venv(log: BuildLog, interpreter: Path, dest: Path, *, seed: bool) -> Path:

@@ -28,7 +28,7 @@ from takeover.environments.build_steps import (
     PIP_INSTALL,
     BuildLog,
     make_venv,
-    needs_legacy_editable,
+    needs_pip,
     pip_install,
     site_packages,
 )
@@ -136,7 +136,7 @@ def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path,
             try:
                 log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
             except EnvironmentUnavailable as exc:
-                if not needs_legacy_editable(str(exc)):
+                if not needs_pip(str(exc)):
                     raise
                 # The shared venv's pip (on the path through its site-packages) installs into this venv.
                 shell, _ = _install_step_for_workspace(cmd, python, use_uv=False)
