@@ -26,6 +26,14 @@ BUILD_TIMEOUT = 3600.0
 PIP_INSTALL = re.compile(r"^\s*(?:python3?\s+-m\s+)?pip3?\s+install\s+(?P<args>.*)$")
 
 
+class BuildStepFailed(EnvironmentUnavailable):
+    """A build command failed or timed out; ``output`` holds all it printed (the message only its end)."""
+
+    def __init__(self, message: str, output: str = ""):
+        super().__init__(message)
+        self.output = output
+
+
 class BuildLog:
     """Runs build commands one after the other, appending each command and its output to a log file.
 
@@ -53,8 +61,9 @@ class BuildLog:
         """Run ``argv`` (a string runs in ``bash -c``) and log it; ``what`` names the step in errors.
 
         Raises:
-            EnvironmentUnavailable: the command failed or hit the time limit; the message has the last
-                lines of its output, a hint (:func:`failure_hint`) and the log's path.
+            BuildStepFailed: (an :class:`EnvironmentUnavailable`) the command failed or hit the time limit;
+                the message has the last lines of its output, a hint (:func:`failure_hint`) and the log's
+                path; ``output`` all of it.
             OSError: the command cannot start.
         """
         shell = isinstance(argv, str)
@@ -67,12 +76,12 @@ class BuildLog:
         ending = "killed at the time limit" if done.timed_out else f"exit {done.exit_code}"
         self.note(f"{done.output}[{ending}, {done.seconds:.2f} s]")
         if done.timed_out:
-            raise EnvironmentUnavailable(f"{what}: timed out after {self.timeout:.0f} s (log: {self.path})")
+            raise BuildStepFailed(f"{what}: timed out after {self.timeout:.0f} s (log: {self.path})", done.output)
         if done.exit_code != 0:
             tail = done.output.strip().splitlines()[-6:]
             hint = failure_hint(done.output)
-            raise EnvironmentUnavailable(f"{what} failed (exit {done.exit_code}): " + " | ".join(tail)
-                                         + (f"; {hint}" if hint else "") + f" (full log: {self.path})")
+            raise BuildStepFailed(f"{what} failed (exit {done.exit_code}): " + " | ".join(tail)
+                                  + (f"; {hint}" if hint else "") + f" (full log: {self.path})", done.output)
 
 
 def pip_install(log: BuildLog, python: Path, args: list[str], *, what: str, cwd: Path | None = None,
@@ -99,8 +108,8 @@ def pip_install(log: BuildLog, python: Path, args: list[str], *, what: str, cwd:
             log.note("no complete set of wheels: installing again, building from source where needed")
     try:
         log.run([*base, *args], cwd=cwd, env=env, what=what)
-    except EnvironmentUnavailable as exc:
-        if base is pip or not needs_pip(str(exc)):
+    except BuildStepFailed as exc:
+        if base is pip or not needs_pip(exc.output):
             raise
         log.note("uv cannot build it: pip builds it, as in SWE-bench's images (setup.py with the environment's "
                  "setuptools, setup.py develop for an editable install without a PEP 660 hook)")

@@ -27,6 +27,7 @@ from takeover._io import stable_hash
 from takeover.environments.build_steps import (
     PIP_INSTALL,
     BuildLog,
+    BuildStepFailed,
     make_venv,
     needs_pip,
     pip_install,
@@ -135,8 +136,8 @@ def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path,
         except EnvironmentUnavailable:
             try:
                 log.run(shell, cwd=workspace, env=env, what=f"install step {cmd!r}")
-            except EnvironmentUnavailable as exc:
-                if not needs_pip(str(exc)):
+            except BuildStepFailed as exc:
+                if not needs_pip(exc.output):
                     raise
                 # The shared venv's pip (on the path through its site-packages) installs into this venv.
                 shell, _ = _install_step_for_workspace(cmd, python, use_uv=False)
