@@ -185,3 +185,15 @@ def test_packages_resolve_as_of_the_spec_date_or_half_a_year_after_the_setup_com
     assert packages_date("2024-08-13T00:00:00Z", repo, sha) == "2026-07-03T00:00:00Z"
     assert packages_date("2027-01-01T00:00:00Z", repo, sha) == "2027-01-01T00:00:00Z"
     assert EnvSpec().exclude_newer is None  # user specs resolve against today's index unless they say
+
+
+def test_astropy_before_4_1_needs_its_helpers_submodule_and_later_versions_build():
+    old = spec_from_swebench("astropy/astropy", "1.3")
+    assert old.python == "3.6" and old.packages == ["setuptools==38.2.4"]
+    assert any("astropy_helpers" in r for r in host_blockers(old))
+    assert any("astropy_helpers" in r for r in host_blockers(spec_from_swebench("astropy/astropy", "3.1")))
+    new = spec_from_swebench("astropy/astropy", "5.1")
+    assert new.pre_install and "setuptools==68.0.0" in new.pre_install[0]
+    assert new.install == ["python -m pip install -e .[test] --verbose"]
+    if has_interpreter("3.9"):
+        assert host_blockers(new) == []

@@ -54,6 +54,21 @@ def has_interpreter(version: str) -> bool:
     return True
 
 
+#: Why astropy before 4.1 cannot be built here: its build needs a git submodule from GitHub.
+ASTROPY_HELPERS = ("its setup.py needs the astropy_helpers git submodule, which a checkout from the mirror lacks "
+                   "and its bootstrap fetches from GitHub, which this host cannot reach")
+
+
+def _astropy_with_helpers(version: str | None) -> bool:
+    """Whether astropy ``version`` (SWE-bench's label) still builds with the astropy_helpers submodule
+    (every release before 4.1; 4.1 moved to extension-helpers from the package index)."""
+    try:
+        major, minor = (int(x) for x in str(version).lstrip("v").split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) < (4, 1)
+
+
 #: Why matplotlib cannot be built here (its sources come from outside the package index).
 MATPLOTLIB_SOURCES = ("its build downloads FreeType and Qhull sources (and its pre_install fetches Qhull with wget) "
                       "from hosts other than the package index, which a local build cannot count on")
@@ -63,7 +78,8 @@ def host_blockers(spec: EnvSpec) -> list[str]:
     """What this host lacks to build ``spec``, one sentence each; empty when it can be built.
 
     Checks: the interpreter ``spec.python``; a C compiler for :data:`COMPILED_REPOS`; matplotlib, whose
-    build downloads FreeType and Qhull sources, is never built locally; for specs needing
+    build downloads FreeType and Qhull sources, and astropy before 4.1, whose build needs a git submodule
+    from GitHub, are never built locally; for specs needing
     ``pyenchant``, the enchant library. Looks only (no build, no network), in milliseconds once the
     interpreters are known.
     """
@@ -75,6 +91,8 @@ def host_blockers(spec: EnvSpec) -> list[str]:
         reasons.append("the project compiles C extensions and no C compiler is installed (apt-get install build-essential)")
     if spec.repo == "matplotlib/matplotlib":
         reasons.append(MATPLOTLIB_SOURCES)
+    if spec.repo == "astropy/astropy" and _astropy_with_helpers(spec.version):
+        reasons.append(ASTROPY_HELPERS)
     if any(p.lower().startswith("pyenchant") for p in spec.pip_packages) and not ctypes.util.find_library("enchant-2"):
         reasons.append("pyenchant needs the enchant library, which the spec installs with apt-get "
                        "(apt-get install libenchant-2-dev)")
