@@ -161,6 +161,39 @@ def test_an_invalid_note_is_retried_with_the_reason(claude, server):
     assert "notes retried after 2 attempt(s)" in handoff_markdown(h)
 
 
+CODEX_NOTE = {
+    "problem_understanding": "sub() in calc.py must return its first argument minus its second.",
+    "work_completed": "Changed sub in calc.py with apply_patch, wrote repro_sub.py and committed the work.",
+    "evidence_observed": "After the edit python -m pytest -q reported 1 failed, 1 passed.",
+    "observed_failures": "test_sub failed with assert -2 == 2.",
+    "remaining_uncertainty": "Why sub still returns the wrong sign is not yet known.",
+    "rollback_notes": "The committed change to sub in calc.py may need to be corrected.",
+    "recommended_next_action": "Make sub in calc.py return a - b, then run python -m pytest -q.",
+}
+
+
+def test_a_note_that_denies_the_failing_tests_is_retried_with_the_reasons(tmp_path, server):
+    root, base = calc_repo(tmp_path / "calc")
+    session = codex_session(tmp_path / "rollout.jsonl", root, base)
+    contradicting = {**CODEX_NOTE, "observed_failures": "No failures observed in the log",
+                     "remaining_uncertainty": "The task is fixed and done."}
+    server.script([{"content": json.dumps(contradicting)}, {"content": json.dumps(CODEX_NOTE)}])
+    h = compose_handoff(session, root, model=settings(server))
+    assert h.facts.validation_status == "failed" and h.facts.latest_validation_evidence == "1 failed, 1 passed"
+    assert (h.view.validation, h.view.attempts) == ("retried", 2)
+    assert h.view.structured["notes"] == CODEX_NOTE
+    [rejection] = h.view.rejections
+    reasons = [
+        ("contradiction: field observed_failures says 'No failures observed' but the predecessor saw validation "
+        "fail after the latest source change (latest validation evidence: '1 failed, 1 passed')"),
+        ("overconfident: field remaining_uncertainty claims 'task is fixed' but no passing validation was observed "
+        "after the latest source change (status: failed)"),
+    ]
+    retry = server.requests[1]["messages"][-1]["content"]
+    for reason in reasons:
+        assert reason in rejection and reason in retry
+
+
 def test_the_leak_guard_rejects_grading_vocabulary_without_repeating_hidden_text(claude, server):
     session, root, _ = claude
     server.script([note(rollback_notes="Revert calc.py to the checkpoint if needed."), note()])

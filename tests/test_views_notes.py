@@ -244,3 +244,109 @@ def test_content_checks_on_single_fields(field, text, rejected):
     facts = compute_fields(requests_1766_points()["after_first_source_edit"], PATCH)
     notes = ModelNotes.model_validate({**GOOD, field: text})
     assert bool(content_problems(notes, facts)) is rejected
+
+
+def failing_point():
+    """psf__requests-1766 at event 23: ``python3 test_requests.py`` failed after the qop edit (status failed)."""
+    return requests_1766_points()["after_first_verification_result"].model_copy(update={
+        "event_index": 23, "latest_verification_command": "python3 test_requests.py",
+        "latest_verification_result": "failed", "latest_verification_evidence": "FAILED (errors=1)",
+        "validation_after_latest_source_change": "failed"})
+
+
+CONSISTENT = {
+    "evidence_observed": "After the edit python3 test_requests.py ran 90 tests and ended with FAILED (errors=1).",
+    "observed_failures": "One test raised a TypeError: a string was passed to pytest.raises instead of a callable.",
+    "remaining_uncertainty": "Whether the TypeError comes from the qop edit is not yet known.",
+    "recommended_next_action": "Run python3 test_requests.py on the unedited code to see whether the error remains.",
+}
+
+
+def test_notes_that_deny_the_failing_validation_are_retried_with_the_reasons(replay, run, task):
+    contradicting = answer(observed_failures="No failures observed in the log",
+                           remaining_uncertainty="The task is fixed and done.")
+    replay.script([{"content": contradicting}, {"content": answer(**CONSISTENT)}])
+    result = build_view("structured_notes", run, failing_point(), task, PATCH, model=model(replay))
+    assert (result.validation, result.attempts, result.note_usage.calls) == ("retried", 2, 2)
+    assert result.structured["facts"]["validation_status"] == "failed"
+    [rejection] = result.rejections
+    reasons = [
+        ("contradiction: field observed_failures says 'No failures observed' but the predecessor saw validation "
+        "fail after the latest source change (latest validation evidence: 'FAILED (errors=1)')"),
+        "overconfident: field remaining_uncertainty only says 'The task is fixed and done.'",
+        ("overconfident: field remaining_uncertainty claims 'task is fixed' but no passing validation was observed "
+        "after the latest source change (status: failed)"),
+    ]
+    for reason in reasons:
+        assert reason in rejection
+    retry = replay.requests[1]["messages"][-1]["content"]
+    assert retry.startswith("Your answer could not be used: ")
+    for reason in reasons:
+        assert reason in retry
+
+
+def test_summary_notes_that_deny_the_failing_validation_are_retried(replay, run, task):
+    head = ("- Digest auth must send the qop value in double quotes.\n"
+            "- The agent edited requests/auth.py with sed so that the header writes qop=\"auth\".\n")
+    bad = head + "- No failures were observed.\n- The issue is fixed."
+    good = head + ("- python3 test_requests.py then ran 90 tests and ended with FAILED (errors=1).\n"
+                   "- Whether that error comes from the edit is not yet known.")
+    replay.script([{"content": bad}, {"content": good}])
+    result = build_view("summary_notes", run, failing_point(), task, PATCH, model=model(replay))
+    assert (result.validation, result.attempts, result.block) == ("retried", 2, good)
+    [rejection] = result.rejections
+    reasons = [
+        ("contradiction: the notes say 'No failures were observed' but the predecessor saw validation fail after "
+        "the latest source change (latest validation evidence: 'FAILED (errors=1)')"),
+        ("overconfident: the notes claim 'issue is fixed' but no passing validation was observed after the latest "
+        "source change (status: failed)"),
+    ]
+    retry = replay.requests[1]["messages"][-1]["content"]
+    for reason in reasons:
+        assert reason in rejection and reason in retry
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "rejected"),
+    [
+        ("observed_failures", "NONE OBSERVED", True),
+        ("observed_failures", "None.", True),
+        ("observed_failures", "No errors were seen.", True),
+        ("observed_failures", "UNKNOWN", False),
+        ("observed_failures", "The reproduction ran without errors, but test_requests.py failed.", False),
+        ("observed_failures", "FAILED (errors=1) from python3 test_requests.py.", False),
+        ("evidence_observed", "The test run finished without any errors.", True),
+        ("rollback_notes", "NONE OBSERVED", False),
+        ("recommended_next_action", "Fix the TypeError and make sure no tests fail.", False),
+        ("remaining_uncertainty", "The fix works.", True),
+        ("remaining_uncertainty", "Whether the fix works is not known.", False),
+        ("rollback_notes", "If the fix works, nothing needs reverting.", False),
+        ("recommended_next_action", "Since the bug is solved, delete reproduce_issue.py.", True),
+        ("work_completed", "Fixed the bug in requests/auth.py by quoting qop.", True),
+        ("work_completed", "Tried to fix the bug in requests/auth.py by quoting qop.", False),
+        ("problem_understanding", "It is done and solved.", True),
+    ],
+)
+def test_content_checks_when_validation_failed(field, text, rejected):
+    from takeover.views.structured import ModelNotes, compute_fields, content_problems
+
+    facts = compute_fields(failing_point(), PATCH)
+    notes = ModelNotes.model_validate({**GOOD, **CONSISTENT, field: text})
+    assert bool(content_problems(notes, facts)) is rejected
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "rejected"),
+    [
+        ("observed_failures", "NONE OBSERVED", True),  # a failure was seen before the latest edit
+        ("remaining_uncertainty", "The task is fixed and done.", True),
+    ],
+)
+def test_content_checks_when_the_latest_evidence_is_a_failure_line(field, text, rejected):
+    from takeover.views.structured import ModelNotes, compute_fields, content_problems
+
+    point = requests_1766_points()["after_first_post_failure_edit"]  # status none, evidence FAILED (errors=1)
+    facts = compute_fields(point, requests_1766_patches()["after_first_post_failure_edit"])
+    notes = ModelNotes.model_validate({**GOOD, "work_completed": "Reverted the qop quoting in requests/auth.py.",
+                                       field: text})
+    assert bool(content_problems(notes, facts)) is rejected

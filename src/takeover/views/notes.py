@@ -9,7 +9,9 @@ An answer is accepted only when it passes validation; otherwise the writer is to
 repeating any hidden text) and asked again, at most :data:`MAX_RETRIES` (2) times:
 
 - summary notes: non-empty plain text (a single fenced block around the whole answer is unwrapped and
-  counts as a repair), not only "fixed/done/solved", no leak (:mod:`takeover.views.leak`);
+  counts as a repair), not only "fixed/done/solved", no unhedged success claim, denial of an observed
+  failure or "no code changed" that the computed facts contradict
+  (:func:`~takeover.views.structured.summary_problems`), no leak (:mod:`takeover.views.leak`);
 - structured notes: a JSON object matching :class:`~takeover.views.structured.ModelNotes` (repaired when
   fenced or wrapped in text), no overconfidence or contradiction
   (:func:`~takeover.views.structured.content_problems`), no leak in the rendered view.
@@ -47,10 +49,10 @@ from takeover.views.prompt import render
 from takeover.views.structured import (
     DeterministicFields,
     ModelNotes,
-    bare_done,
     compute_fields,
     content_problems,
     parse_model_notes,
+    summary_problems,
 )
 from takeover.vocabulary import NoteView
 
@@ -138,7 +140,9 @@ def write_notes(
         NotesFailed: every attempt rejected, or :class:`ModelCallError` from the endpoint.
     """
     structured = view == "structured_notes"
-    facts = compute_fields(point, checkpoint_patch) if structured else None
+    # Summary notes are checked against the same computed facts; only structured notes carry them.
+    checked = compute_fields(point, checkpoint_patch)
+    facts = checked if structured else None
     entries, earlier = evidence_packet(trajectory, point.event_index, remove_code=structured)
     request = render(
         "notes_structured.md.j2" if structured else "notes_summary.md.j2",
@@ -187,8 +191,8 @@ def write_notes(
             block, repaired = _unwrap_fence(answer)
             if not block:
                 reasons.append("the answer is empty")
-            elif bare_done(block):
-                reasons.append(f"overconfident: the notes only say {block!r}")
+            else:
+                reasons.extend(summary_problems(block, checked))
             feedback.extend(reasons)
         prompt = ""
         if not reasons:

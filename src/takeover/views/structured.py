@@ -10,7 +10,8 @@ Two halves:
   otherwise (``unknown`` / ``none``) -> ``needs verification``.
 - :class:`ModelNotes`, the seven fields the note writer fills, returned as one JSON object. Answers are
   parsed (:func:`parse_model_notes`, repairing a fenced or wrapped object) and checked
-  (:func:`content_problems`) for the protocol's rejection reasons; any problem triggers a retry.
+  (:func:`content_problems`) for the protocol's rejection reasons; any problem triggers a retry. The same
+  claim rules, where they apply to free text, check ``summary_notes`` (:func:`summary_problems`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from unidiff.errors import UnidiffParseError
 
 from takeover.patches import patch_files
 from takeover.points import HandoffPoint
+from takeover.redact import redact
 from takeover.vocabulary import ContinuationLabel, ValidationStatus
 
 UNKNOWN = "UNKNOWN"
@@ -187,24 +189,46 @@ def parse_model_notes(text: str) -> tuple[ModelNotes | None, bool, str | None]:
         return None, repaired, f"the JSON object does not match the schema ({problems})"
 
 
+_DONE_WORD = r"(?:fixed|done|solved|resolved|complete|completed|finished)"
 _BARE_DONE = re.compile(
     r"^(?:it(?:'s| is)? |the (?:issue|bug|problem|task) (?:is |has been )?|all )?"
-    r"(?:fixed|done|solved|resolved|complete|completed|finished)[.!]*$",
+    rf"{_DONE_WORD}(?:,? (?:and|&) {_DONE_WORD})*[.!]*$",
     re.IGNORECASE,
 )
 _SUCCESS_CLAIM = re.compile(
     r"\b(?:all )?(?:the )?tests? (?:now |all )?pass(?:es|ed)?\b|\bpass(?:es|ed)? all (?:the )?tests\b|"
     r"\b(?:fix|change|solution|patch|issue) (?:is|was|has been) (?:verified|confirmed)\b|"
-    r"\bverified (?:that|the fix|the change|success)\b|\bsuccessfully (?:fixed|resolved|solved)\b|"
-    r"\b(?:issue|bug|problem|task) (?:is|was|has been) (?:now )?(?:fixed|resolved|solved)\b|"
-    r"\bworks (?:correctly|as expected)\b|\bconfirmed (?:to work|working|the fix)\b",
+    r"\bverified (?:that|the fix|the change|success)\b|\bsuccessfully (?:fixed|resolved|solved|completed)\b|"
+    r"\b(?:issue|bug|problem|task|error|failure) (?:is|was|has been|are|were|have been) (?:now )?"
+    r"(?:fully |completely )?(?:fixed|resolved|solved|done|complete|completed|finished)\b|"
+    r"\b(?:it|this|that|everything) (?:is|was|has been) (?:now )?(?:fully |completely )?(?:fixed|resolved|solved)\b|"
+    r"\b(?:fixed|resolved|solved) (?:the|this|that) (?:issue|bug|problem|task|error|failure)\b|"
+    r"\b(?:fix|change|changes|patch|code|solution|it|this|everything) (?:now )?works\b|"
+    r"\bworks (?:now|correctly|as expected|fine|properly)\b|\bfixed and (?:done|working|verified)\b|"
+    r"\bconfirmed (?:to work|working|the fix)\b",
     re.IGNORECASE,
 )
-_HEDGE = re.compile(
-    r"\b(?:not|no|never|unverified|without|yet|whether|if|until|unless|should|would|to confirm|to verify|"
-    r"to check|confirm|verify|check|ensure|make sure|expect\w*|claim\w*|assum\w*|might|may|could)\b|n't\b",
+# A claim is not made when it is negated or asked about; a denial of failures is not made when it is only a
+# condition or an intention ("make sure no tests fail"), so denials are checked against _CONDITION alone.
+_NEGATION = r"not|no|never|unverified|unconfirmed|untested|without|yet|n't"
+_CONDITION = (
+    r"whether|if|until|unless|should|would|to confirm|to verify|to check|confirm|verify|check|ensure|make sure|"
+    r"expect\w*|claim\w*|assum\w*|believ\w*|seem\w*|appear\w*|attempt\w*|tried|try|tries|hope\w*|intend\w*|"
+    r"might|may|could|likely|probably|possibly|perhaps|unclear|unknown|uncertain"
+)
+_HEDGE = re.compile(rf"\b(?:{_NEGATION}|{_CONDITION})\b|n't\b", re.IGNORECASE)
+_CONDITIONAL = re.compile(rf"\b(?:{_CONDITION})\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.;!?:](?=\s)|\n")
+_FAILURE_DENIAL = re.compile(
+    r"\bno (?:tests? )?(?:failures?|errors?|failing tests?|failed tests?|exceptions?|tracebacks?|problems?)\b"
+    r"(?: (?:were|was|have been|has been|are|is))?"
+    r"(?: (?:observed|seen|found|reported|shown|detected|encountered|raised|occurred))?|"
+    r"\b(?:nothing|no tests?|none of the tests?) (?:failed|fails|fail|broke|went wrong)\b|"
+    r"\bwithout (?:any )?(?:errors?|failures?|exceptions?|problems?)\b",
     re.IGNORECASE,
 )
+_NOTHING = re.compile(r"(?:none(?: observed)?|no|nothing|n/?a)[.!]*", re.IGNORECASE)
+_FAILURE_WORD = re.compile(r"\bfail\w*|\w*errors?\b|\btracebacks?\b|\bexceptions?\b|\bassert\w*", re.IGNORECASE)
 _NO_CHANGE = re.compile(
     r"\bno (?:source |code )?(?:changes|modifications|edits)\b"
     r"(?!(?: (?:were|have been|was) made)? (?:to|in) (?:the )?(?:tests?|docs?|documentation|readme|config\w*|changelog))|"
@@ -213,34 +237,100 @@ _NO_CHANGE = re.compile(
     r"\bnothing (?:was|has been) (?:changed|modified)\b|\bcode (?:is|was|remains) unchanged\b",
     re.IGNORECASE,
 )
-_CLAIM_FIELDS = ("problem_understanding", "work_completed", "evidence_observed", "observed_failures")
+#: Fields that report what the predecessor saw: they must not deny a failure it saw.
+_OBSERVATION_FIELDS = ("evidence_observed", "observed_failures")
 
 
 def bare_done(text: str) -> bool:
-    """True when ``text`` is only a "fixed/done/solved" style claim."""
+    """True when ``text`` is only a "fixed/done/solved" style claim (also two joined: "fixed and done")."""
     return bool(_BARE_DONE.match(" ".join(text.split()).strip(" -*")))
 
 
+def _clause_before(text: str, position: int, window: int = 60) -> str:
+    """At most ``window`` characters before ``position``, back to the start of its clause."""
+    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, position)), default=0)
+    return text[max(start, position - window) : position]
+
+
 def unhedged_success_claims(text: str) -> list[str]:
-    """Claims of verified success in ``text`` that are not negated or hedged in the preceding words."""
+    """Claims of success ("tests pass", "the issue is fixed", "the fix works", ...) in ``text`` that are not
+    negated or hedged in the preceding words of their clause (docs/protocol.md section 7.4)."""
     claims = []
     for m in _SUCCESS_CLAIM.finditer(text):
-        sentence_start = max(text.rfind(".", 0, m.start()), text.rfind(";", 0, m.start()), 0)
-        before = text[max(sentence_start, m.start() - 60) : m.start()]
         after = text[m.end() : m.end() + 25]
-        if _HEDGE.search(before) or re.match(r"\s*(?:\?|is (?:not|un)|has not|was not|remains? (?:to|un))", after, re.IGNORECASE):
+        if _HEDGE.search(_clause_before(text, m.start())) or re.match(
+            r"\s*(?:\?|is (?:not|un)|has not|was not|remains? (?:to|un))", after, re.IGNORECASE
+        ):
             continue
         claims.append(m.group(0))
     return claims
 
 
-def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]:
-    """Protocol rejection reasons other than leaks (docs/protocol.md section 7); empty when acceptable.
+def failure_denials(text: str, *, whole_field: bool = False) -> list[str]:
+    """Statements in ``text`` that no failure was seen ("no failures observed", "without errors"), when
+    ``text`` reports no failure besides them; empty when it does ("ran without errors, but test_x failed").
 
-    - overconfident: a field that is only "fixed/done/solved"; or a claim of verified success in the
-      descriptive fields when the predecessor saw no passing validation after its latest source change;
-    - contradiction: claims that no code changed (or ``NONE OBSERVED``/``UNKNOWN`` work) while source
-      files changed;
+    A denial inside a condition or an intention ("make sure no tests fail") does not count. With
+    ``whole_field``, a text that is only ``NONE OBSERVED``/"none"/"N/A" is a denial too (the failure field).
+    """
+    text = " ".join(text.split())
+    if whole_field and _NOTHING.fullmatch(text):
+        return [text]
+    found = [m for m in _FAILURE_DENIAL.finditer(text) if not _CONDITIONAL.search(_clause_before(text, m.start()))]
+    if not found:
+        return []
+    rest = _FAILURE_DENIAL.sub(" ", text)
+    return [] if _FAILURE_WORD.search(rest) else [m.group(0) for m in found]
+
+
+def observed_failure(facts: DeterministicFields) -> str | None:
+    """The failure the predecessor saw at the point, as a phrase for a rejection reason, else ``None``:
+    validation after the latest source change ``failed``, or a failure line as the latest validation
+    evidence (a failed run before the latest edit). The evidence line is visible to the writer, so it may be
+    repeated to it; secrets in it are masked, as the reason is also recorded (:func:`takeover.redact.redact`)."""
+    line = facts.latest_validation_evidence
+    evidence = f" (latest validation evidence: {redact(line)!r})" if line else ""
+    if facts.validation_status == "failed":
+        return "the predecessor saw validation fail after the latest source change" + evidence
+    if facts.latest_validation_evidence:
+        return "the predecessor's latest validation failed" + evidence
+    return None
+
+
+def _no_success(facts: DeterministicFields) -> str:
+    return f"no passing validation was observed after the latest source change (status: {facts.validation_status})"
+
+
+def summary_problems(text: str, facts: DeterministicFields) -> list[str]:
+    """The rejection reasons of 7.4 that apply to free-form ``summary_notes`` (docs/protocol.md section 7.3):
+    only "fixed/done/solved"; an unhedged success claim while validation is not ``passed``; a denial of
+    failures when the predecessor saw one (:func:`observed_failure`); a claim that no code changed when
+    source files changed. Empty when acceptable; leaks are checked separately."""
+    if bare_done(text):
+        return [f"overconfident: the notes only say {text!r}"]
+    problems: list[str] = []
+    if facts.validation_status != "passed":
+        problems += [f"overconfident: the notes claim {claim!r} but {_no_success(facts)}"
+                     for claim in unhedged_success_claims(text)[:1]]
+    failure = observed_failure(facts)
+    if failure:
+        problems += [f"contradiction: the notes say {denial!r} but {failure}" for denial in failure_denials(text)[:1]]
+    if facts.changed_source_files and (m := _NO_CHANGE.search(text)):
+        problems.append(f"contradiction: the notes say {m.group(0)!r} but source files changed: "
+                        + ", ".join(facts.changed_source_files))
+    return problems
+
+
+def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]:
+    """Protocol rejection reasons other than leaks (docs/protocol.md section 7.4); empty when acceptable.
+
+    - overconfident: a field that is only "fixed/done/solved"; or an unhedged success claim
+      (:func:`unhedged_success_claims`) in any field when the predecessor saw no passing validation after
+      its latest source change;
+    - contradiction: ``evidence_observed`` or ``observed_failures`` denies failures
+      (:func:`failure_denials`; ``NONE OBSERVED`` in ``observed_failures``) while the predecessor saw one
+      (:func:`observed_failure`); claims that no code changed (or ``NONE OBSERVED``/``UNKNOWN`` work)
+      while source files changed;
     - no next action: ``recommended_next_action`` is ``UNKNOWN``/``NONE OBSERVED`` (the protocol asks for
       one concrete next action).
     """
@@ -250,13 +340,16 @@ def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]
         if bare_done(value):
             problems.append(f"overconfident: field {name} only says {value!r}; describe what was observed")
     if facts.validation_status != "passed":
-        for name in _CLAIM_FIELDS:
+        for name in MODEL_FIELDS:
             claims = unhedged_success_claims(values[name])
             if claims:
-                problems.append(
-                    f"overconfident: field {name} claims {claims[0]!r} but no passing validation was observed "
-                    f"after the latest source change (status: {facts.validation_status})"
-                )
+                problems.append(f"overconfident: field {name} claims {claims[0]!r} but {_no_success(facts)}")
+    failure = observed_failure(facts)
+    if failure:
+        for name in _OBSERVATION_FIELDS:
+            denials = failure_denials(values[name], whole_field=name == "observed_failures")
+            if denials:
+                problems.append(f"contradiction: field {name} says {denials[0]!r} but {failure}")
     if values["recommended_next_action"].upper().strip(". ") in (UNKNOWN, NONE_OBSERVED):
         problems.append("recommended_next_action must name one concrete next step")
     if facts.changed_source_files:
