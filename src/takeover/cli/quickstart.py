@@ -239,18 +239,21 @@ def register(app: typer.Typer) -> None:
             takeover serve-model --port 8080    # then: --model openai/... --base-url http://127.0.0.1:8080/v1
         """
         console = Console(stderr=True)
-        with model_progress(console) as progress_fn:
-            model = EmbeddedModel(model_path, port=port, n_ctx=n_ctx, n_threads=n_threads, progress=progress_fn,
-                                  parts_source=model_parts)
-            t0 = time.monotonic()
-            settings = model.start()
-        console.print(
-            f"[green]serving[/] {model.spec.alias} at [bold]{settings.base_url}[/] "
-            f"(ready in {time.monotonic() - t0:.1f} s; usage check {model.usage_check}); log {model.log_path}"
-        )
-        console.print(f"use it with: --model {settings.name} --base-url {settings.base_url}   (Ctrl-C stops)")
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        model: EmbeddedModel | None = None
+        # SIGTERM and a closed terminal end serve-model like Ctrl-C, also while the server starts.
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, lambda *_: sys.exit(0))
         try:
+            with model_progress(console) as progress_fn:
+                model = EmbeddedModel(model_path, port=port, n_ctx=n_ctx, n_threads=n_threads, progress=progress_fn,
+                                      parts_source=model_parts)
+                t0 = time.monotonic()
+                settings = model.start()
+            console.print(
+                f"[green]serving[/] {model.spec.alias} at [bold]{settings.base_url}[/] "
+                f"(ready in {time.monotonic() - t0:.1f} s; usage check {model.usage_check}); log {model.log_path}"
+            )
+            console.print(f"use it with: --model {settings.name} --base-url {settings.base_url}   (Ctrl-C stops)")
             while model.process is not None and model.process.poll() is None:
                 time.sleep(1)
             console.print("[red]the model server exited[/]; see its log")
@@ -258,7 +261,8 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             pass
         finally:
-            model.stop()
+            if model is not None:
+                model.stop()
 
     @app.command(cls=renamed_flags(QUICKSTART_RENAMED))
     def quickstart(

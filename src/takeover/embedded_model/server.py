@@ -7,17 +7,26 @@ need it on every call), then returns the :class:`~takeover.llm.ModelSettings` th
 runs use. Every request goes through :class:`takeover.llm.ModelClient`. Agents talk to the model with the
 text action protocol (no native tool calls).
 
+The server runs as the leader of a session and process group of its own, so that :meth:`EmbeddedModel.stop`
+can end it together with anything it started, at any moment: a server busy evaluating a prompt does not
+end on SIGTERM (its web server waits for the request), so after :data:`STOP_GRACE` seconds the whole group
+is killed (:func:`takeover.processes.kill_group`).
+
 Sizes: 0.5B parameters, 24 layers, 2 KV heads of 64 dimensions, so a context of 16,384 tokens costs about
 200 MB of KV cache (f16) on top of the 491 MB of weights.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from takeover.embedded_model.weights import (
@@ -30,13 +39,17 @@ from takeover.embedded_model.weights import (
 )
 from takeover.errors import EnvironmentUnavailable
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
+from takeover.processes import kill_group
 
 MODEL_PATH_ENV = "TAKEOVER_MODEL_PATH"
 # llama.cpp's default native build (-march=native) compiles AMX kernels on CPUs that advertise AMX; some
 # virtual machines advertise it but refuse the instructions (SIGILL at the first token). These flags build
 # for AVX2/AVX-512 without AMX (x86-64; other architectures ignore them).
 PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-
+#: Seconds the server's process group gets to end after SIGTERM before it is killed (SIGKILL).
+STOP_GRACE = 2.0
+#: Signals that ask a process to end; held back while the server is being stopped.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 
@@ -190,30 +203,56 @@ class EmbeddedModel:
         # cores) spinning threads steal the cores from the working ones: measured here on 2 shared cores,
         # generation fell from 6.6 to 0.35 tokens/s. Passive waiting avoids that at no cost when idle.
         env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+        # A session of its own: a terminal's Ctrl-C reaches only takeover, which stops the whole group itself.
         self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=env)
+                                        env=env, start_new_session=True)
         log.close()
+        try:
+            self._wait_until_ready()
+            self.usage_check = self._check_first_completion()
+        except BaseException:  # an interrupt during start-up too: never leave the server running
+            self.stop()
+            raise
+        # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
+        # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
+        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
+        self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
+                                      temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
+        return self.settings
+
+    def _wait_until_ready(self) -> None:
+        """Poll the server until it lists its models.
+
+        Raises:
+            ModelUnavailable: it exited, or did not answer within ``startup_timeout`` seconds.
+        """
         deadline = time.monotonic() + self.startup_timeout
         with ModelClient(_settings(self.base_url, self.spec.alias, timeout=2)) as probe:
             while True:
-                if self.process.poll() is not None:
-                    tail = self._log_tail()
-                    self.process = None
-                    raise ModelUnavailable(f"the model server exited during start-up (log {self.log_path}):\n{tail}")
+                if self.process is None or self.process.poll() is not None:
+                    raise ModelUnavailable(f"the model server exited during start-up (log {self.log_path}):\n"
+                                           f"{self._log_tail()}")
                 try:
                     probe.list_models()
-                    break
+                    return
                 except ModelCallError:
                     if time.monotonic() > deadline:
-                        self.stop()
                         raise ModelUnavailable(f"the model server did not answer within {self.startup_timeout:.0f} "
                                                f"s (log {self.log_path})") from None
                     time.sleep(0.5)
+
+    def _check_first_completion(self) -> dict:
+        """:func:`check_usage` on the running server, explaining a server that died on it.
+
+        Raises:
+            ModelUnavailable: the server died (an illegal instruction gets the rebuild command), or the
+                answer has no usage.
+            takeover.llm.ModelCallError: the request failed while the server runs.
+        """
         try:
-            self.usage_check = check_usage(self.base_url, self.spec.alias)
-        except BaseException as exc:
+            return check_usage(self.base_url, self.spec.alias)
+        except Exception as exc:
             code = self.process.poll() if self.process else None
-            self.stop()
             if code in (-4, 132):  # SIGILL
                 raise ModelUnavailable(
                     "the model server died with an illegal instruction: llama-cpp-python was built for CPU features "
@@ -224,12 +263,6 @@ class EmbeddedModel:
                 raise ModelUnavailable(f"the model server exited with status {code} on its first completion "
                                        f"(log {self.log_path}):\n{self._log_tail()}") from exc
             raise
-        # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
-        # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
-        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
-        self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
-                                      temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
-        return self.settings
 
     def _log_tail(self, lines: int = 8) -> str:
         try:
@@ -238,19 +271,46 @@ class EmbeddedModel:
             return "(no log)"
 
     def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 10 s). Safe to call twice."""
+        """Stop the server and every process it started, whatever it is doing; safe to call twice.
+
+        SIGTERM goes to the server's process group; after at most :data:`STOP_GRACE` seconds the group is
+        killed (SIGKILL) and this waits until none of its processes runs (at most
+        :data:`takeover.processes.KILL_WAIT` seconds more). Called from the main thread, the
+        :data:`STOP_SIGNALS` that arrive meanwhile are held back and delivered afterwards, so that a second
+        Ctrl-C cannot cut the stop short and leave the server running.
+        """
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
+        if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        with _signals_held():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=STOP_GRACE)
+            kill_group(proc.pid)  # what is left of the group, also after the server itself has exited
+            proc.wait()
 
     def __enter__(self) -> ModelSettings:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold back :data:`STOP_SIGNALS` inside the block and deliver them, to the handlers in place before, after
+    it. Only the main thread may change signal handlers; elsewhere the block runs unprotected."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: arrived.append(signum)) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+        for sig in dict.fromkeys(arrived):
+            signal.raise_signal(sig)
