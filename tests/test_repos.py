@@ -51,3 +51,20 @@ def test_nonempty_destination_is_refused(tmp_path):
     with pytest.raises(FileExistsError):
         RepoSource(tmp_path / "m", offline=True).workspace("o/r", sha, tmp_path / "ws")
     assert (tmp_path / "ws" / "keep.txt").read_text() == "mine"
+
+
+def test_alternates_is_the_one_reader_of_a_shared_workspace_and_agent_runs_use_it(tmp_path):
+    from takeover.agents import command_sandbox, runs
+    from takeover.repos import alternates
+
+    _src, sha = make_repo(tmp_path / "src", {"a.py": ""}, bare_mirror=tmp_path / "m" / "o__r.git")
+    ws = RepoSource(tmp_path / "m", offline=True).workspace("o/r", sha, tmp_path / "ws")
+    objects = (tmp_path / "m" / "o__r.git" / "objects").resolve()
+    assert alternates(ws) == [objects]
+    info = ws / ".git" / "objects" / "info" / "alternates"
+    # A comment, a relative path, a folder that does not exist and an undecodable byte are all tolerated.
+    info.write_bytes(info.read_bytes() + b"# borrowed\n../../../m/o__r.git/objects\n/gone/objects\n/caf\xe9\n")
+    assert alternates(ws) == [objects, objects]
+    assert alternates(tmp_path / "src") == []  # a repository with its own objects
+    # Agent runs let their sandbox read exactly these folders; there is no second reader to drift apart.
+    assert runs.alternates is alternates and not hasattr(command_sandbox, "git_alternates")

@@ -160,21 +160,6 @@ def command_root(backend: str, workspace: Path) -> str:
     return str(workspace)
 
 
-def git_alternates(workspace: Path) -> list[Path]:
-    """Object folders a ``git clone --shared`` workspace reads through ``.git/objects/info/alternates``."""
-    path = workspace / ".git" / "objects" / "info" / "alternates"
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            p = Path(line) if Path(line).is_absolute() else (path.parent.parent / line)
-            if p.is_dir():
-                out.append(p.resolve())
-    return out
-
-
 def swebench_image(instance_id: str) -> str:
     """Name of the official SWE-bench evaluation image of an instance (x86_64, ``latest`` tag)."""
     return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()

@@ -22,7 +22,6 @@ from takeover.agents.command_sandbox import (
     TESTBED,
     EnvironmentFailure,
     command_root,
-    git_alternates,
     make_command_sandbox,
 )
 from takeover.agents.loop import SNAPSHOT_REF_PREFIX, TakeoverAgent, git
@@ -35,7 +34,7 @@ from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.redact import redact, redact_obj
-from takeover.repos import RepoSource
+from takeover.repos import RepoSource, alternates
 from takeover.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.versions import package_versions
@@ -121,7 +120,7 @@ def run_agent(
         command_timeout=spec.limits.command_timeout,
         instance_id=spec.instance_id,
         image=spec.image,
-        readable=git_alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
+        readable=alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
     )
     mini_model = make_model(spec.model, spec.protocol, dict(config.get("model") or {}))
     recorder = RunRecorder(
