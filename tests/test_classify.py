@@ -8,6 +8,7 @@ from takeover.classify import (
     SOURCE_SUFFIXES,
     failure_evidence,
     file_class,
+    is_generated_output,
     is_git_restore_command,
     is_verification_command,
     verification_result,
@@ -61,6 +62,14 @@ def test_test_files(path):
         "notes.md",
         "run.log",
         "build/lib/out.txt",
+        "reproduce_issue/run.py",  # the scratch rule applies to the first path component (a folder)
+        "tmp_check/helper.py",
+        "Debug_Tools/trace.js",
+        "doc/_build/html/_static/searchtools.js",  # Sphinx build output
+        "build/lib/pkg/mod.py",
+        "dist/pkg/mod.py",
+        "src/pkg/__pycache__/mod.py",
+        "src/widget.egg-info/setup.py",
         "setup.cfg",
         "docs/changes.rst",
         "Makefile",
@@ -74,6 +83,10 @@ def test_artifacts(path):
     "path",
     [
         "sympy/core/reproduce.py",  # scratch names count only at the top level
+        "pkg/reproduce_issue/run.py",
+        "sympy/build/tools.py",  # build/ and dist/ are generated only at the top level
+        "src/pkg/dist.py",
+        "docs/builders/html.py",
         "pkg/debug.py",
         "requests/auth.py",
         "src/_pytest/capture.py",
@@ -84,6 +97,31 @@ def test_artifacts(path):
 )
 def test_source_files(path):
     assert file_class(path) == "source"
+
+
+@pytest.mark.parametrize(
+    ("path", "generated"),
+    [
+        ("doc/_build/html/index.html", True),
+        ("build/lib.linux-x86_64-3.9/astropy/wcs/_wcs.cpython-39-x86_64-linux-gnu.so", True),
+        ("astropy/wcs/_wcs.cpython-39-x86_64-linux-gnu.so", True),
+        ("requests.egg-info/PKG-INFO", True),
+        ("src/Sphinx.egg-info/SOURCES.txt", True),
+        ("pkg/__pycache__/mod.cpython-39.pyc", True),
+        ("mod.pyc", True),
+        ("dist/widget-1.0.tar.gz", True),
+        (".tox/py39/log.txt", True),
+        (".hypothesis/examples/x", True),
+        ("ext/module.o", True),
+        ("pkg/mod.py", False),
+        ("sympy/build/tools.py", False),
+        ("docs/Build/index.rst", False),
+        ("setup.py", False),
+        ("tests/roots/test-build/conf.py", False),
+    ],
+)
+def test_generated_output(path, generated):
+    assert is_generated_output(path) is generated
 
 
 # --- section 4: verification commands ----------------------------------------------------------------

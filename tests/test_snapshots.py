@@ -104,3 +104,39 @@ def test_repository_without_commits(tmp_path):
     (repo / "a.py").write_text("1\n")
     tree = take_snapshot(repo)
     assert list(snapshot_diff(repo, EMPTY_TREE, tree)) == ["a.py"]
+
+
+def _fast_import_blobs(repo, count: int) -> None:
+    """Commit ``count`` small files at once (git fast-import), so the repository holds many objects."""
+    lines = ["commit refs/heads/bulk", "committer T <t@example.com> 0 +0000", "data 4", "bulk"]
+    for i in range(count):
+        text = f"{i}\n"
+        lines += [f"M 100644 inline bulk/{i}", f"data {len(text)}", text.rstrip("\n")]
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input="\n".join(lines) + "\n", text=True, check=True)
+
+
+def test_the_same_change_has_the_same_patch_in_any_repository_and_any_git_configuration(tmp_path, monkeypatch):
+    files = {"pkg/mod.py": "def f():\n    return 1\n\n\ndef g():\n    return 1\n"}
+    small, small_sha = make_repo(tmp_path / "small", files)
+    large, large_sha = make_repo(tmp_path / "large", files)
+    _fast_import_blobs(large, 17000)  # above 16384 objects git abbreviates object ids to 8 characters
+    assert len(git(large, "rev-parse", "--short", "HEAD").strip()) > len(git(small, "rev-parse", "--short", "HEAD").strip())
+    # A user whose git configuration changes every default of the diff output.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(
+        "[core]\n\tabbrev = 12\n\tquotePath = true\n[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n"
+        "\tcontext = 7\n\tinterHunkContext = 9\n\talgorithm = histogram\n\tindentHeuristic = false\n"
+        "\trenames = copies\n[color]\n\tui = always\n")
+    monkeypatch.setenv("HOME", str(home))
+    patches = []
+    for repo, sha in ((small, small_sha), (large, large_sha)):
+        (repo / "pkg/mod.py").write_text("def f():\n    return 2\n\n\ndef g():\n    return 3\n")
+        (repo / "new file.py").write_text("x = 1\n")
+        patches.append(snapshot_patch(repo, sha, take_snapshot(repo)))
+    assert patches[0] == patches[1]
+    assert patch_sha256(patches[0]) == patch_sha256(patches[1])
+    blob = git(small, "rev-parse", f"{small_sha}:pkg/mod.py").strip()
+    assert f"index {blob}.." in patches[0]  # full 40-character ids
+    assert '+++ b/new file.py' in patches[0] and "@@ -1,6 +1,6 @@" in patches[0]  # a/ b/, 3 lines of context
+    assert "\x1b[" not in patches[0]

@@ -16,8 +16,19 @@ SOURCE_SUFFIXES: frozenset[str] = frozenset(
     {".py", ".js", ".jsx", ".ts", ".tsx", ".java", ".go", ".rs", ".c", ".cc", ".cpp", ".h", ".hpp", ".cs",
      ".rb", ".php", ".scala", ".kt"}
 )
-#: docs/protocol.md section 3: a top-level file whose name starts with one of these is a scratch file.
+#: docs/protocol.md section 3: a path whose first component (a top-level file or folder) starts with one of
+#: these is a scratch file.
 SCRATCH_PREFIXES: tuple[str, ...] = ("reproduce", "repro", "scratch", "tmp", "debug")
+#: docs/protocol.md section 3.3: folders of generated output, wherever they are in a path.
+GENERATED_FOLDERS: frozenset[str] = frozenset(
+    {"__pycache__", "_build", ".eggs", ".tox", ".nox", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+)
+#: docs/protocol.md section 3.3: top-level folders of generated output (``build/``, ``dist/``).
+GENERATED_TOP_FOLDERS: frozenset[str] = frozenset({"build", "dist"})
+#: docs/protocol.md section 3.3: folder suffixes of generated package metadata.
+GENERATED_FOLDER_SUFFIXES: tuple[str, ...] = (".egg-info", ".dist-info")
+#: docs/protocol.md section 3.3: suffixes of compiled files.
+GENERATED_SUFFIXES: frozenset[str] = frozenset({".pyc", ".pyo", ".so", ".pyd", ".o", ".obj", ".a", ".dylib", ".dll"})
 
 _TEST_PATH = re.compile(r"(^|/)(test|tests|testing|spec|specs)(/|_)|(_test|_spec)\.")
 _TEST_NAME = re.compile(r"^(test_.*\.py|.*_test\.py)$")
@@ -38,25 +49,47 @@ def is_test_file(path: str) -> bool:
 
 
 def is_scratch_file(path: str) -> bool:
-    """A top-level file whose name starts with ``reproduce``/``repro``/``scratch``/``tmp``/``debug``
-    (docs/protocol.md section 3; the match is case-insensitive, an extension)."""
-    path = _normalize_path(path)
-    return "/" not in path and path.lower().startswith(SCRATCH_PREFIXES)
+    """A path whose first component (a top-level file, or the top-level folder it is in) starts with
+    ``reproduce``/``repro``/``scratch``/``tmp``/``debug``: ``reproduce.py``, ``reproduce_issue/run.py``
+    (docs/protocol.md section 3.2; the match is case-insensitive, an extension)."""
+    first = _normalize_path(path).split("/", 1)[0]
+    return first.lower().startswith(SCRATCH_PREFIXES)
+
+
+def _suffix(path: str) -> str:
+    dot = path.rfind(".")
+    return path[dot:].lower() if dot > path.rfind("/") else ""
+
+
+def is_generated_output(path: str) -> bool:
+    """Whether a path is build or tool output that commands generate (docs/protocol.md section 3.3).
+
+    True for a path inside a folder named ``__pycache__``, ``_build`` (Sphinx), ``.eggs``, ``.tox``, ``.nox``,
+    ``.hypothesis``, ``.pytest_cache``, ``.mypy_cache`` or ``.ruff_cache``, or ending in ``.egg-info`` or
+    ``.dist-info``; inside a top-level ``build/`` or ``dist/``; or a compiled file (``.pyc``, ``.pyo``, ``.so``,
+    ``.pyd``, ``.o``, ``.obj``, ``.a``, ``.dylib``, ``.dll``). Case-sensitive, as file systems are.
+    """
+    parts = _normalize_path(path).split("/")
+    folders = parts[:-1]
+    if folders and folders[0] in GENERATED_TOP_FOLDERS:
+        return True
+    if any(f in GENERATED_FOLDERS or f.endswith(GENERATED_FOLDER_SUFFIXES) for f in folders):
+        return True
+    return _suffix(parts[-1]) in GENERATED_SUFFIXES
 
 
 def file_class(path: str) -> FileClass:
     """Class of a repository-relative path (docs/protocol.md section 3).
 
     Returns ``"test"`` when the test-file rule matches (whatever the suffix), else ``"source"`` when the
-    suffix is a source suffix and the file is not a top-level scratch file, else ``"artifact"``
-    (non-source artifact: scratch scripts, notes, logs, build output, data files).
+    suffix is a source suffix and the path is neither a scratch file nor generated output
+    (:func:`is_generated_output`), else ``"artifact"`` (non-source artifact: scratch scripts, notes, logs,
+    build output, data files).
     """
     path = _normalize_path(path)
     if is_test_file(path):
         return "test"
-    dot = path.rfind(".")
-    suffix = path[dot:].lower() if dot > path.rfind("/") else ""
-    if suffix in SOURCE_SUFFIXES and not is_scratch_file(path):
+    if _suffix(path) in SOURCE_SUFFIXES and not is_scratch_file(path) and not is_generated_output(path):
         return "source"
     return "artifact"
 

@@ -18,19 +18,27 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 
+from takeover.classify import is_generated_output
 from takeover.patches import split_patch
 
 SNAPSHOT_INDEX = "takeover-snapshot.index"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
-# Fixed output format whatever the user's git configuration says.
+# One output format whatever the repository's history or the user's git configuration (docs/protocol.md
+# section 5): full object ids on ``index`` lines (git abbreviates them to a length that grows with the number
+# of objects, so the same change would hash differently in a larger clone), three lines of context, the
+# default algorithm with its indent heuristic, no renames, no external or text-converting drivers, and no
+# attributes file of the user's.
 _DIFF_ARGS = (
     "-c", "core.quotePath=false", "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
-    "-c", "diff.relative=false", "-c", "core.autocrlf=false",
-    "diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
-    "--src-prefix=a/", "--dst-prefix=b/",
+    "-c", "diff.relative=false", "-c", "core.autocrlf=false", "-c", "core.attributesFile=/dev/null",
+    "-c", "diff.suppressBlankEmpty=false", "-c", "diff.orderFile=/dev/null", "-c", "core.abbrev=40",
+    "diff", "--full-index", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+    "--unified=3", "--inter-hunk-context=0", "--diff-algorithm=myers", "--indent-heuristic",
+    "--ignore-submodules=none", "--submodule=short", "--src-prefix=a/", "--dst-prefix=b/",
 )
 
 
@@ -165,7 +173,26 @@ def worktree_patch(workspace: Path | str, base_commit: str) -> str:
     return join_diffs(diffs)
 
 
-def join_diffs(diffs: dict[str, str]) -> str:
+def is_new_file(diff: str) -> bool:
+    """Whether a one-file git diff creates its file (``new file mode`` in its header)."""
+    return diff.startswith("new file mode ") or "\nnew file mode " in diff.split("\n@@", 1)[0]
+
+
+def without_generated(diffs: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """``(kept, left_out)``: per-file diffs without the files that generated output created
+    (:func:`takeover.classify.is_generated_output`, docs/protocol.md section 3.3). Changes to files that
+    ``base_commit`` has are always kept: only new files are left out. ``left_out`` is sorted."""
+    kept: dict[str, str] = {}
+    left_out: list[str] = []
+    for path, diff in diffs.items():
+        if is_generated_output(path) and is_new_file(diff):
+            left_out.append(path)
+        else:
+            kept[path] = diff
+    return kept, sorted(left_out)
+
+
+def join_diffs(diffs: Mapping[str, str]) -> str:
     """One patch from per-file diffs, in path order (the inverse of :func:`snapshot_diff`)."""
     return "".join(diffs[p] for p in sorted(diffs))
 
