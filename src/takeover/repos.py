@@ -14,6 +14,7 @@ function that needs a repository. Library code never reads ``TAKEOVER_MIRROR`` i
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -40,6 +41,16 @@ def _git(*args: str, cwd: Path | str | None = None, check: bool = True, timeout:
 
 def _has_commit(bare: Path, commit: str) -> bool:
     return _git("--git-dir", str(bare), "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+
+
+def missing_object(git_dir: Path | str, commit: str) -> str | None:
+    """The id of the first object of ``commit``'s tree that the repository ``git_dir`` lacks (a partial or
+    damaged clone), or ``None`` when every object a checkout of ``commit`` needs is there."""
+    proc = _git("--git-dir", str(git_dir), "rev-list", "--objects", "--no-walk", "--missing=print", commit, check=False)
+    if proc.returncode != 0:
+        found = re.search(r"\b[0-9a-f]{40}\b", proc.stderr)
+        return found.group(0) if found else commit
+    return next((line[1:].split()[0] for line in proc.stdout.splitlines() if line.startswith("?")), None)
 
 
 class RepoSource(BaseModel):
@@ -111,20 +122,36 @@ class RepoSource(BaseModel):
         The checkout shares the mirror's objects (``git clone --shared``): no history is copied, and the
         mirror is not written to. The workspace has no remote, so nothing in it can push or fetch.
 
+        The repository is checked first: a mirror that lacks an object of ``commit``'s tree is refused
+        before anything is written.
+
         Returns:
             ``dest`` as a :class:`Path`.
         Raises:
-            RepositoryUnavailable: the repository or commit cannot be obtained.
+            RepositoryUnavailable: the repository or commit cannot be obtained, the repository lacks an
+                object the checkout needs (the message names the repository, the commit and the object),
+                or git fails to check it out.
             FileExistsError: ``dest`` exists and is not empty.
         """
         dest = Path(dest)
         if dest.exists() and any(dest.iterdir()):
             raise FileExistsError(f"workspace folder {dest} exists and is not empty")
         bare = self.bare_repo(repo, commit)
+        lacking = missing_object(bare, commit)
+        if lacking is not None:
+            raise RepositoryUnavailable(
+                f"{repo} at {bare} lacks object {lacking} needed by commit {commit} "
+                f"(a partial or damaged clone: clone it again with git clone --bare)"
+            )
         dest.parent.mkdir(parents=True, exist_ok=True)
-        _git("clone", "--shared", "--no-checkout", "--quiet", str(bare.resolve()), str(dest))
-        _git("remote", "remove", "origin", cwd=dest)
-        _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+        try:
+            _git("clone", "--shared", "--no-checkout", "--quiet", str(bare.resolve()), str(dest))
+            _git("remote", "remove", "origin", cwd=dest)
+            _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+        except subprocess.CalledProcessError as exc:
+            raise RepositoryUnavailable(
+                f"{repo} at {bare}: cannot check out commit {commit}: {(exc.stderr or '').strip()[:200]}"
+            ) from None
         return dest
 
 
