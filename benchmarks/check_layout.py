@@ -54,7 +54,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("", "vocabulary", "errors", "_io", "processes", "sandbox", "redact", "patches", "limits", "llm", "versions"),
     ("tasks", "repos"),  # 1
     ("trajectories",),  # 2: the event model and every format's reader, takeover's own run format included
-    ("classify", "snapshots", "environments", "replay", "replay_editors"),  # 3
+    ("classify", "snapshots", "environments", "starting_state", "replay", "replay_editors", "replay_verification"),  # 3
     ("points",),  # 4
     ("checkpoints",),  # 5
     ("views",),  # 6

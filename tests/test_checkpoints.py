@@ -222,7 +222,8 @@ def test_cli_points_json_and_checkpoint(mirror, tmp_path, monkeypatch):
     assert len(lines) == 1
     obj = lines[0]
     assert list(obj) == ["instance_id", "replay", "points", "missing"]
-    assert obj["replay"] == {"verified": True, "method": "verified_replay", "first_mismatch": None}
+    assert obj["replay"] == {"verified": True, "method": "verified_replay", "rule": "whole_tree", "first_mismatch": None,
+                             "reason": None, "environment_files": [], "environment": None, "notes": []}
     assert [(p["type"], p["event_index"], p["changed_source_files"]) for p in obj["points"]] == [
         ("after_first_source_edit", 4, ["pkg/mod.py"]),
         ("after_first_verification_result", 7, ["pkg/mod.py"]),

@@ -1,15 +1,20 @@
 """Checkpoint materialization (docs/protocol.md section 5).
 
 A checkpoint folder holds ``checkpoint.json`` (:class:`Checkpoint`), ``checkpoint.patch`` (the
-predecessor's cumulative diff against ``base_commit`` after the handoff event), ``workspace/``
+predecessor's cumulative diff against the task's starting state after the handoff event), ``workspace/``
 (``base_commit`` + that patch) and, once views are built, ``views/<view>.md`` with each view's full
 takeover prompt. The points and their patches come from the points stage (:mod:`takeover.points`); the
 handoff state is set by the caller from grading (:mod:`takeover.grading`), never here.
+
+The edits the task environment's own setup makes (docs/protocol.md section 5.2) are not in the patch: they
+are the environment's, and it makes them again wherever it is prepared (SWE-bench's images hold them;
+the local environment runs the same setup steps in a workspace). ``checkpoint.json`` names the files.
 """
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -38,6 +43,8 @@ class Checkpoint(BaseModel):
         trajectory: path of the predecessor trajectory file and the record in it.
         handoff_state: official grading label (section 6), when graded; never shown to the successor.
         workspace: folder of the materialized workspace (``base_commit`` + the patch), when made.
+        environment_files: files the task environment's setup changes before any agent starts
+            (docs/protocol.md section 5.2); the environment makes those edits, the patch never holds them.
     """
 
     instance_id: str
@@ -51,6 +58,7 @@ class Checkpoint(BaseModel):
     trajectory_record: str | None = None
     handoff_state: HandoffState | None = None
     workspace: str | None = None
+    environment_files: list[str] = Field(default_factory=list)
 
     def save(self, folder: Path | str) -> Path:
         """Write this record as ``folder/checkpoint.json``, atomically; returns that path."""
@@ -119,6 +127,7 @@ def materialize_checkpoint(
     *,
     repo_source: RepoSource | None = None,
     workspace: bool = True,
+    environment_files: Sequence[str] = (),
 ) -> Checkpoint:
     """Write a checkpoint folder (docs/protocol.md section 5): ``checkpoint.patch``, ``checkpoint.json`` and,
     unless ``workspace`` is false, ``workspace/`` = ``base_commit`` + ``patch``.
@@ -127,7 +136,8 @@ def materialize_checkpoint(
     exactly ``patch`` again (same files, same hunks). An existing workspace folder is reused only if it
     passes the same check. ``handoff_state`` is left unset: a caller that grades the checkpoint
     (:func:`takeover.grading.grade`, docs/protocol.md section 6) sets it and saves the record again
-    (:meth:`Checkpoint.save`).
+    (:meth:`Checkpoint.save`). ``environment_files`` (``RunPoints.replay.environment_files``) are recorded in
+    ``checkpoint.json``.
 
     Raises:
         InputError: the patch does not apply or the workspace does not reproduce it.
@@ -154,6 +164,7 @@ def materialize_checkpoint(
         files=sorted(split_patch(patch)) if patch.strip() else [], patch_sha256=patch_sha256(patch),
         method=method, trajectory=trajectory.source_path if trajectory else None,
         trajectory_record=trajectory.record if trajectory else None, workspace=ws_path,
+        environment_files=sorted(environment_files),
     )
     checkpoint.save(out)
     return checkpoint

@@ -1,11 +1,12 @@
 """Replay of imported runs in a fresh workspace (docs/protocol.md section 5 source (c)).
 
 A run from another agent rarely records the repository state after each event. Replay rebuilds it:
-in a fresh checkout of the task's ``base_commit``, the recorded actions are re-executed in order and a
-snapshot (:func:`takeover.snapshots.take_snapshot`) is taken after every event. The replay is accepted
-only if the snapshot after the last event reproduces the run's own final patch (same files, same hunks,
-:func:`takeover.patches.first_difference`); otherwise the run is unreplayable and its points do not
-qualify.
+in a fresh checkout of the task's starting state (``base_commit`` plus the edits of the task environment's
+own setup, :mod:`takeover.starting_state`), the recorded actions are re-executed in order and a snapshot
+(:func:`takeover.snapshots.take_snapshot`) is taken after every event that ran a command or an edit. The
+replay is accepted only if the final state reproduces the run's own final patch under one of the rules
+of docs/protocol.md section 5.4 (:mod:`takeover.replay_verification`); otherwise the run is unreplayable
+and its points do not qualify.
 
 How actions are re-executed:
 
@@ -33,23 +34,26 @@ How actions are re-executed:
   ``git clone --shared`` workspace reads them even when the mirror lives under ``/tmp``). It follows
   :mod:`takeover.sandbox`'s policy and is built by ``sandbox.wrap(..., mount_at=root)``, the same
   implementation agent runs use to mount their workspace at ``/testbed``.
-- Which files count. The final state is compared with the run's final patch over every non-ignored
-  file, untracked ones included: mini-swe-agent's submission is ``git add -A && git diff --cached``,
-  and OpenHands/SWE-agent patches are made the same way. Scratch files the agent left behind
-  (``reproduce.py``) are therefore part of both; they are non-source artifacts (docs/protocol.md section 3),
-  never create a handoff point, but are part of the checkpoint, as they were in the predecessor's
-  repository. Ignored files (build output, ``*.pyc``) are in neither.
+- Which files count. States cover every non-ignored file, untracked ones included (the set ``git add -A``
+  stages), minus new files of generated output (docs/protocol.md section 3.3: ``_build/``, ``build/``,
+  ``*.egg-info/``, compiled files), which differ from build to build and would make states depend on the
+  replay. Scratch files the agent left behind (``reproduce.py``, ``patch.txt``) stay: they are non-source
+  artifacts (section 3), never create a handoff point, but are part of the checkpoint, as they were in the
+  predecessor's repository.
 - Commands that the recorded run itself saw time out (the reader's ``timed_out`` mark, or a known timeout
   sentence) get at most :data:`RECORDED_TIMEOUT_LIMIT` seconds and are allowed to time out again, unless
   the recorded run waited for them to finish (:func:`recorded_timeout`); any other command killed at its
   time or memory limit makes the run unreplayable with that reason.
+- The recording machine's programs, not ours: a command whose recorded output says a program was not
+  found (exit code 127) runs with that program missing here too, and the verdict says so. A command that
+  failed in the recorded run (a positive exit code) but succeeds here and changes files makes the run
+  unreplayable: those changes may be ones the recorded run never made.
 - The submission command of mini-swe-agent (``git add -A && git diff --cached``) only stages files in
   the workspace's own index; snapshots use a private index, so later snapshots are unaffected.
 
 The replay uses the task's environment when the caller passes its variables
 (``takeover.environments.PreparedEnvironment.env_vars()``); otherwise commands run with the plain
-interpreter on ``PATH`` and the verdict says so. A command failing differently only matters if it
-changes files.
+interpreter on ``PATH`` and the verdict says so.
 """
 
 from __future__ import annotations
@@ -64,7 +68,6 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from takeover import sandbox
-from takeover.patches import first_difference
 from takeover.processes import run_process
 from takeover.replay_editors import (
     EditOutcome,
@@ -76,8 +79,10 @@ from takeover.replay_editors import (
     replay_cell,
     swe_agent_command,
 )
+from takeover.replay_verification import VerificationRule, check_submission
 from takeover.repos import alternates
-from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot
+from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot, without_generated
+from takeover.starting_state import RecordedForm, StartingState
 from takeover.trajectories.events import Event, Trajectory
 
 # Seconds per command. Generous on purpose: only file changes matter, and a slow machine must not turn a
@@ -90,6 +95,9 @@ DEFAULT_MEMORY_MB = 4096  # resident + address-space limit per command, MiB
 OUTPUT_LIMIT = 200_000  # characters of command output kept per step
 
 _RECORDED_TIMEOUT = re.compile(r"timed out and has been killed|timed out after|command timed out|TimeoutError|exit code 124|\[Command timed out", re.IGNORECASE)
+# bash's words for a program it cannot find: ``bash: ed: command not found``, ``bash: line 1: ed: command not
+# found``, ``/bin/sh: 1: ed: not found``.
+_NOT_FOUND = re.compile(r"(?m)(?:^|: )([A-Za-z0-9_][A-Za-z0-9_.+-]*): (?:command )?not found\s*$")
 
 
 class ReplayVerdict(BaseModel):
@@ -100,9 +108,16 @@ class ReplayVerdict(BaseModel):
         method: ``recorded_snapshot`` (our runner's snapshots), ``stored_diff`` (per-step diffs in the
             trajectory), ``verified_replay`` (replay reproduced the final patch) or ``replay`` (a replay
             that did not verify).
+        rule: the rule of docs/protocol.md section 5.4 that verified a replay: ``whole_tree`` or
+            ``submitted_files``.
         first_mismatch: first file (sorted) where the final state differs from the run's final patch;
             for stored sources this check is informational only.
         reason: why the run is unreplayable (or a note when verified), one sentence.
+        environment_files: files the task environment's setup changed before the agent started
+            (docs/protocol.md section 5.2): part of the starting state, never of a point's diff.
+        environment: how the recording image kept those edits: ``committed`` or ``working_tree``.
+        notes: what the replay did other than run every action as recorded, and what it left out of the
+            comparison (programs missing where the run was recorded, generated output), one line each.
         sandbox: the sandbox sentence (whether commands were confined), for replays.
         mode: ``bind`` (workspace mounted at the recorded root) or ``rewrite`` (paths rewritten), for replays.
         interpreter: which interpreter replayed commands used (task environment or plain ``PATH``).
@@ -110,8 +125,12 @@ class ReplayVerdict(BaseModel):
 
     verified: bool
     method: str
+    rule: VerificationRule | None = None
     first_mismatch: str | None = None
     reason: str | None = None
+    environment_files: list[str] = Field(default_factory=list)
+    environment: RecordedForm | None = None
+    notes: list[str] = Field(default_factory=list)
     sandbox: str | None = None
     mode: str | None = None
     interpreter: str | None = None
@@ -127,18 +146,22 @@ class ReplayStep(BaseModel):
     killed: str | None = None  # "timeout" / "memory" when the command was killed
     seconds: float = 0.0
     output: str = ""
+    missing: list[str] = Field(default_factory=list)  # programs replayed as missing (absent where recorded)
 
 
 class ReplayResult(BaseModel):
-    """States after every event: ``trees[i]`` (snapshot tree id) and ``diffs[i]`` ({path: diff})."""
+    """States after every event: ``trees[i]`` (snapshot tree id) and ``diffs[i]`` ({path: diff against the
+    starting state}); ``start`` is that starting state when it was determined (docs/protocol.md section 5.2)."""
 
     trees: list[str] = Field(default_factory=list)
     diffs: list[dict[str, str]] = Field(default_factory=list)
     steps: list[ReplayStep] = Field(default_factory=list)
     verdict: ReplayVerdict
+    start: StartingState | None = None
 
     @property
     def final_patch(self) -> str:
+        """The replayed final state as one patch (against the starting state)."""
         return join_diffs(self.diffs[-1]) if self.diffs else ""
 
 
@@ -170,6 +193,8 @@ def replay_trajectory(
     workspace: Path | str,
     base_commit: str,
     *,
+    start: StartingState | None = None,
+    form: RecordedForm = "committed",
     env_vars: dict[str, str] | None = None,
     interpreter_note: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
@@ -177,12 +202,18 @@ def replay_trajectory(
     use_sandbox: bool = True,
     progress: Callable[[ReplayStep], None] | None = None,
 ) -> ReplayResult:
-    """Re-execute ``trajectory``'s actions in ``workspace`` (a fresh checkout of ``base_commit``).
+    """Re-execute ``trajectory``'s actions in ``workspace`` (a checkout of the task's starting state).
 
     Args:
         trajectory: the imported run; ``working_dir`` is the agent's repository root.
-        workspace: checkout of the task's ``base_commit`` (made with ``RepoSource.workspace``); modified.
-        base_commit: the diffs' base.
+        workspace: checkout of ``base_commit`` (made with ``RepoSource.workspace``), already put into the
+            starting state (:func:`takeover.starting_state.apply_starting_state`); modified.
+        base_commit: the task's commit.
+        start: the starting state (docs/protocol.md section 5.2): per-event diffs are taken against its tree,
+            so the environment's own edits are never the agent's. ``None``: against ``base_commit``.
+        form: how the recording image kept the environment's edits; the run's submission is compared with
+            the final state taken against ``base_commit`` (``working_tree``) or the starting state
+            (``committed``).
         env_vars: variables of the task's environment, e.g. ``PATH`` with its interpreter.
         interpreter_note: how to describe that environment in the verdict.
         timeout: seconds per command (a command the recorded run saw time out gets at most
@@ -191,8 +222,9 @@ def replay_trajectory(
         progress: called after each replayed event.
 
     Returns:
-        :class:`ReplayResult` with one tree and one per-file diff map per event, and the verdict: verified
-        only if the final state reproduces ``trajectory.final_patch`` (no final patch: unreplayable).
+        :class:`ReplayResult` with one tree and one per-file diff map per event (generated output left out,
+        docs/protocol.md section 3.3), and the verdict: verified only if the final state reproduces
+        ``trajectory.final_patch`` under one of the rules of section 5.4 (no final patch: unreplayable).
     """
     workspace = Path(workspace).resolve()
     events = trajectory.events
@@ -202,12 +234,19 @@ def replay_trajectory(
     interp = interpreter_note or (
         "task environment" if env_vars else f"plain interpreter on PATH ({shutil.which('python3') or 'python3 not found'}); no task environment"
     )
-    verdict_base = {"sandbox": st.message, "mode": mode, "interpreter": interp}
+    with_environment = start is not None and bool(start.diffs)
+    verdict_base = {
+        "sandbox": st.message, "mode": mode, "interpreter": interp,
+        "environment_files": start.files if with_environment else [],
+        "environment": form if with_environment else None,
+    }
+    diff_base = start.tree if with_environment else base_commit
     editor = FileEditor(workspace, root)
     trees: list[str] = []
     diffs: list[dict[str, str]] = []
     steps: list[ReplayStep] = []
     failure: str | None = None
+    notes: list[str] = []
 
     with tempfile.TemporaryDirectory(prefix="takeover-replay-") as scratch:
         tmp_dir = Path(scratch) / "tmp"
@@ -226,12 +265,18 @@ def replay_trajectory(
                 if step.killed and (step.killed == "memory" or not recorded_timeout(events, i)):
                     limit = f"{timeout:g} s time limit" if step.killed == "timeout" else f"{memory_mb} MiB memory limit"
                     failure = f"command at event {i} was killed at the {limit}: {(ev.command or '')[:120]!r}"
+                if step.missing:
+                    notes.append(f"event {i}: {', '.join(step.missing)} was not found where the run was recorded "
+                                 "(exit 127); replayed as missing")
             if step.action in ("command", "edit") or prev_tree is None:
                 tree = take_snapshot(workspace)
             else:
                 tree = prev_tree
             if tree != prev_tree:
-                prev_diff = snapshot_diff(workspace, base_commit, tree) if tree != EMPTY_TREE else {}
+                diff = without_generated(snapshot_diff(workspace, diff_base, tree))[0] if tree != EMPTY_TREE else {}
+                if failure is None:
+                    failure = _unreproduced_exit(step, events, prev_diff, diff)
+                prev_diff = diff
                 prev_tree = tree
             trees.append(tree)
             diffs.append(prev_diff)
@@ -239,21 +284,62 @@ def replay_trajectory(
             if progress:
                 progress(step)
 
-    final = join_diffs(diffs[-1]) if diffs else ""
     if failure:
-        verdict = ReplayVerdict(verified=False, method="replay", reason=failure, **verdict_base)
+        verdict = ReplayVerdict(verified=False, method="replay", reason=failure, notes=notes, **verdict_base)
     elif trajectory.final_patch is None:
-        verdict = ReplayVerdict(verified=False, method="replay", reason="the run records no final patch to verify against", **verdict_base)
+        verdict = ReplayVerdict(verified=False, method="replay", reason="the run records no final patch to verify against",
+                                notes=notes, **verdict_base)
     else:
-        mismatch = first_difference(final, trajectory.final_patch)
-        if mismatch is None:
-            verdict = ReplayVerdict(verified=True, method="verified_replay", **verdict_base)
-        else:
-            verdict = ReplayVerdict(
-                verified=False, method="replay", first_mismatch=mismatch,
-                reason=f"replayed final state differs from the run's final patch, first at {mismatch}", **verdict_base,
-            )
-    return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict)
+        final_base = base_commit if with_environment and form == "working_tree" else diff_base
+        final = snapshot_diff(workspace, final_base, trees[-1]) if trees else {}
+        submit = next((s for s in reversed(steps) if s.action == "command" and events[s.index].type == "finish"), None)
+        check = check_submission(final, trajectory.final_patch, submit_output=submit.output if submit else None,
+                                 submit_event=submit.index if submit else None)
+        verdict = ReplayVerdict(
+            verified=check.verified, method="verified_replay" if check.verified else "replay", rule=check.rule,
+            first_mismatch=check.first_mismatch, reason=check.reason, notes=notes + check.notes, **verdict_base,
+        )
+    return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict, start=start)
+
+
+def _unreproduced_exit(step: ReplayStep, events: Sequence[Event], before: dict[str, str],
+                       after: dict[str, str]) -> str | None:
+    """Why a command that changed files cannot stand (docs/protocol.md section 5.3): it failed in the recorded
+    run (a positive exit code there) but succeeded here, so the changes it made here may be ones the recorded
+    run never made. ``None`` when the command did not change files or its outcome was reproduced. A negative
+    recorded code is no failure: harnesses write -1 for a command they stopped waiting for (a soft timeout),
+    and neither is a recorded timeout (:func:`recorded_timeout`)."""
+    obs = _observation_after(events, step.index)
+    if step.action != "command" or step.exit_code != 0 or obs is None or obs.exit_code is None or obs.exit_code <= 0:
+        return None
+    if recorded_timeout(events, step.index):
+        return None
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    if not changed:
+        return None
+    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    return (f"command at event {step.index} exited 0 in the replay but {obs.exit_code} in the recorded run, and changed "
+            f"{shown}: the recorded run may not have made these changes")
+
+
+def missing_programs(obs: Event | None) -> list[str]:
+    """Programs the recorded run could not find (``bash: ed: command not found``, exit code 127 or none
+    recorded), sorted; a replay runs the command with them missing too (docs/protocol.md section 5.3)."""
+    if obs is None or obs.exit_code not in (None, 127):
+        return []
+    found = _NOT_FOUND.findall(obs.text or "")
+    if obs.exit_code is None:  # no exit code to confirm it: only bash's own sentence counts
+        found = [p for p in found if f"{p}: command not found" in (obs.text or "")]
+    return sorted(set(found))
+
+
+def _as_missing(command: str, programs: list[str]) -> str:
+    """``command`` run by bash with ``programs`` answering as bash does for a program it cannot find
+    (shell functions come before ``PATH``, and exported ones reach child shells)."""
+    stubs = "".join(
+        f"{p}() {{ echo \"bash: {p}: command not found\" >&2; return 127; }}; export -f {p}; " for p in programs
+    )
+    return stubs + "\n" + command
 
 
 # --- actions that are not shell commands, and recorded timeouts (docs/protocol.md section 5.6) --------
@@ -343,6 +429,9 @@ def _replay_action(
     assert ev.command is not None
     command = ev.command
 
+    missing = missing_programs(_observation_after(events, i))
+    if missing:
+        command = _as_missing(command, missing)
     cwd_rec = (ev.cwd or root or "").rstrip("/") or None
     if mode == "bind":
         inner_cwd = cwd_rec if cwd_rec and editor.resolve(cwd_rec) is not None else root
@@ -367,4 +456,4 @@ def _replay_action(
     done = run_process(argv, cwd=run_cwd, env=env, timeout=timeout, memory_mb=memory_mb, output_limit=OUTPUT_LIMIT)
     code, output, killed, seconds = done.exit_code, done.output, done.killed, done.seconds
     return ReplayStep(index=i, action="command", detail=ev.command[:200], exit_code=code, killed=killed,
-                      seconds=round(seconds, 3), output=output)
+                      seconds=round(seconds, 3), output=output, missing=missing)

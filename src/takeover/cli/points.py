@@ -58,7 +58,10 @@ def points_json(rp: RunPoints) -> dict:
     patch_sha256) and missing (type, reason)."""
     return {
         "instance_id": rp.instance_id,
-        "replay": {"verified": rp.replay.verified, "method": rp.replay.method, "first_mismatch": rp.replay.first_mismatch},
+        "replay": {"verified": rp.replay.verified, "method": rp.replay.method, "rule": rp.replay.rule,
+                   "first_mismatch": rp.replay.first_mismatch, "reason": rp.replay.reason,
+                   "environment_files": rp.replay.environment_files, "environment": rp.replay.environment,
+                   "notes": rp.replay.notes},
         "points": [
             {"type": p.type, "event_index": p.event_index, "changed_source_files": p.changed_source_files,
              "patch_sha256": p.patch_sha256}
@@ -71,12 +74,19 @@ def points_json(rp: RunPoints) -> dict:
 def _print_run(console: Console, rp: RunPoints, where: str) -> None:
     v = rp.replay
     if v.verified:
-        verdict = f"[green]verified[/green] ({v.method})"
+        verdict = f"[green]verified[/green] ({v.method}{', rule ' + v.rule if v.rule else ''})"
     else:
         verdict = f"[red]unreplayable[/red] ({escape(str(v.reason))})"
     console.print(f"[bold]{escape(str(rp.instance_id))}[/bold]  {escape(where)}  {rp.events} events  replay: {verdict}")
     if v.mode or v.interpreter:
         console.print(escape(f"  replay: {v.sandbox}; mode {v.mode}; {v.interpreter}"), style="dim")
+    if v.environment_files:
+        kept = {"committed": "committed by the recording image", "working_tree": "left in the working tree"}
+        how = f"; {kept[v.environment]}" if v.environment else ""
+        console.print(escape(f"  environment setup changed {', '.join(v.environment_files)} before the agent "
+                             f"started (starting state, not the agent's work{how})"))
+    for note in v.notes:
+        console.print(escape(f"  note: {note}"), style="dim")
     if rp.points:
         table = Table(show_edge=False, pad_edge=False)
         for column, justify in (("point", "left"), ("event", "right"), ("changed source files", "left"),
@@ -156,6 +166,11 @@ def register(app: typer.Typer) -> None:
                 except RepositoryUnavailable as exc:
                     print(f"skipped: {where}: {exc}", file=sys.stderr)
                     continue
+                except Exception as exc:  # noqa: BLE001 - one run's failure is that run's reason; the others go on
+                    detail = str(exc).splitlines()[0][:300] if str(exc) else ""
+                    print(f"error: {where}: {type(exc).__name__}: {detail}", file=sys.stderr)
+                    bad += 1
+                    continue
                 analysed += 1
                 if out_dir is not None:
                     rp.save(out_dir / f"{rp.instance_id}.points.json")
@@ -211,7 +226,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
         patch = rp.patches.get(point, "")
         cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(rp.replay),
-                                    repo_source=source, workspace=workspace)
+                                    repo_source=source, workspace=workspace,
+                                    environment_files=rp.replay.environment_files)
         if state:
             cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
             cp.save(out_dir)

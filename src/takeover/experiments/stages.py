@@ -201,7 +201,7 @@ def checkpoint_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     folder = _fresh(Path(ctx.work_dir) / "checkpoint")
     traj = _read_trajectory(args.trajectory)
     cp = materialize_checkpoint(_task(args.task), traj, point, patch, folder, checkpoint_method(rp.replay),
-                                repo_source=ctx.repo_source)
+                                repo_source=ctx.repo_source, environment_files=rp.replay.environment_files)
     return UnitOutcome(output=CheckpointOutput(
         checkpoint_dir=str(folder), patch_sha256=cp.patch_sha256, files=cp.files, method=cp.method,
         event_index=point.event_index, trajectory=args.trajectory))

@@ -10,8 +10,11 @@ c. a replay of the recorded actions in a fresh checkout of ``base_commit`` (:mod
    inside the task's environment when it can be prepared, accepted only when it reproduces the run's
    final patch.
 
-The states are per-file diff maps ``{path: diff against base_commit}``, one per event, with a verdict that
-says which source gave them and whether they are exact.
+The states are per-file diff maps ``{path: diff against the starting state}``, one per event, with a verdict
+that says which source gave them and whether they are exact. The starting state is ``base_commit`` plus the
+edits of the task environment's own setup (:mod:`takeover.starting_state`, docs/protocol.md section 5.2),
+whichever source the states come from: those edits are never the agent's work. Generated output
+(docs/protocol.md section 3.3) is left out of every state.
 """
 
 from __future__ import annotations
@@ -23,10 +26,19 @@ from pathlib import Path
 from typing import TypeVar
 
 from takeover.environments import prepare_environment
+from takeover.errors import RepositoryUnavailable, TakeoverError
 from takeover.patches import first_difference, split_patch
 from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict, replay_trajectory
 from takeover.repos import RepoSource
-from takeover.snapshots import join_diffs, snapshot_diff
+from takeover.snapshots import SnapshotError, join_diffs, snapshot_diff, without_generated
+from takeover.starting_state import (
+    StartingState,
+    apply_starting_state,
+    environment_edits,
+    recorded_form,
+    setup_steps,
+    tree_with_patch,
+)
 from takeover.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
 from takeover.vocabulary import CHECKPOINT_METHODS, CheckpointMethod
@@ -45,26 +57,53 @@ def _forward_fill(events: Sequence[Event], value: Callable[[Event], _T | None]) 
     return out
 
 
-def stored_diffs(trajectory: Trajectory) -> list[dict[str, str]] | None:
+def stored_diffs(trajectory: Trajectory, start: StartingState | None = None) -> list[dict[str, str]] | None:
     """Per-event diffs from ``Event.state_diff`` (docs/protocol.md section 5 source (b)), or ``None`` when the
-    trajectory stores none. An event without a stored diff has the state of the previous event."""
+    trajectory stores none. An event without a stored diff has the state of the previous event.
+
+    A stored diff is text against ``base_commit``: a file whose diff equals the environment's own edit of it
+    (``start``) is left out, as is generated output (docs/protocol.md sections 3.3, 5.2)."""
     if not any(ev.state_diff is not None for ev in trajectory.events):
         return None
-    return [split_patch(d) if d else {} for d in _forward_fill(trajectory.events, lambda e: e.state_diff)]
+    setup = start.diffs if start is not None else {}
+    out = []
+    for text in _forward_fill(trajectory.events, lambda e: e.state_diff):
+        diffs = without_generated(split_patch(text) if text else {})[0]
+        out.append({p: d for p, d in diffs.items() if first_difference(d, setup.get(p, "")) is not None})
+    return out
 
 
-def recorded_diffs(trajectory: Trajectory, snapshot_repo: Path | str, base_commit: str) -> list[dict[str, str]] | None:
+def recorded_diffs(
+    trajectory: Trajectory, snapshot_repo: Path | str, base_commit: str, start: StartingState | None = None
+) -> list[dict[str, str]] | None:
     """Per-event diffs from ``Event.snapshot`` tree ids (section 5 source (a)) read from ``snapshot_repo``
-    (the repository where our runner kept the run's git objects), or ``None`` when no event has one."""
+    (the repository where our runner kept the run's git objects), or ``None`` when no event has one. Diffs
+    are taken against the starting state (``start``'s edits applied to ``base_commit`` in ``snapshot_repo``),
+    generated output left out."""
     if not any(ev.snapshot for ev in trajectory.events):
         return None
+    base = tree_with_patch(snapshot_repo, base_commit, start.patch) if start is not None and start.diffs else base_commit
     cache: dict[str | None, dict[str, str]] = {None: {}}
     out = []
     for tree in _forward_fill(trajectory.events, lambda e: e.snapshot):
         if tree not in cache:
-            cache[tree] = snapshot_diff(snapshot_repo, base_commit, tree)
+            cache[tree] = without_generated(snapshot_diff(snapshot_repo, base, tree))[0]
         out.append(cache[tree])
     return out
+
+
+def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str | None,
+                 use_sandbox: bool) -> tuple[StartingState | None, list[str]]:
+    """The environment's edits, found in a scratch checkout, for states that were not replayed: ``(None, [])``
+    when the task's environment has no setup steps, ``(None, [note])`` when they cannot be found."""
+    if not setup_steps(task)[0]:
+        return None, []
+    try:
+        with tempfile.TemporaryDirectory(prefix="takeover-setup-", dir=work_dir) as tmp:
+            ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
+            return environment_edits(task, ws, use_sandbox=use_sandbox), []
+    except (TakeoverError, SnapshotError, OSError) as exc:
+        return None, [f"the environment's setup edits could not be determined ({str(exc).splitlines()[0][:200]})"]
 
 
 def _environment_vars(task: SourceTask, workspace: Path) -> tuple[dict[str, str] | None, str]:
@@ -107,37 +146,63 @@ def event_states(
         use_sandbox: confine replayed commands with bubblewrap when available.
 
     Returns:
-        :class:`ReplayResult`: ``diffs[i]`` is ``{path: cumulative diff against base_commit}`` after event
-        ``i`` (``trees`` and ``steps`` only for a replay); ``verdict.verified`` says whether they are exact.
+        :class:`ReplayResult`: ``diffs[i]`` is ``{path: cumulative diff against the starting state}`` after
+        event ``i`` (``trees`` and ``steps`` only for a replay); ``verdict.verified`` says whether they are
+        exact; ``start`` holds the environment's own edits. A replay that fails for any reason of its own
+        (git, the environment's setup, a file it cannot write) is an unreplayable verdict with that reason.
 
     Raises:
-        RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
+        RepositoryUnavailable: the repository, ``base_commit`` or an object of its tree cannot be obtained
+            (checked before any work; replay only).
     """
     if snapshot_repo is None:
         # Our own runs name the workspace that keeps their snapshot trees; use it without being told.
         recorded = trajectory.metadata.get("snapshot_repo")
         if recorded and Path(recorded).is_dir():
             snapshot_repo = recorded
-    diffs = recorded_diffs(trajectory, snapshot_repo, task.base_commit) if snapshot_repo else None
-    if diffs is not None:
-        verdict = ReplayVerdict(verified=True, method="recorded_snapshot")
-    else:
-        diffs = stored_diffs(trajectory)
-        if diffs is not None:
-            verdict = ReplayVerdict(verified=True, method="stored_diff")
-    if diffs is not None:
-        if trajectory.final_patch is not None:
-            # Informational: a stored source is exact by construction (docs/protocol.md section 5).
-            verdict.first_mismatch = first_difference(join_diffs(diffs[-1]) if diffs else "", trajectory.final_patch)
-        return ReplayResult(diffs=diffs, verdict=verdict)
     repo_source = repo_source or RepoSource()
+    stored = any(ev.state_diff is not None for ev in trajectory.events)
+    if (snapshot_repo and any(ev.snapshot for ev in trajectory.events)) or stored:
+        start, notes = _setup_edits(task, repo_source, work_dir, use_sandbox)
+        diffs = recorded_diffs(trajectory, snapshot_repo, task.base_commit, start) if snapshot_repo else None
+        verdict = ReplayVerdict(verified=True, method="recorded_snapshot", notes=notes)
+        if diffs is None:
+            diffs = stored_diffs(trajectory, start)
+            verdict = ReplayVerdict(verified=True, method="stored_diff", notes=notes)
+        if diffs is not None:
+            if start is not None and start.diffs:
+                verdict.environment_files = start.files
+            if trajectory.final_patch is not None:
+                # Informational: a stored source is exact by construction (docs/protocol.md section 5).
+                verdict.first_mismatch = first_difference(join_diffs(diffs[-1]) if diffs else "",
+                                                          _without_setup(trajectory.final_patch, start))
+            return ReplayResult(diffs=diffs, verdict=verdict, start=start)
     with tempfile.TemporaryDirectory(prefix="takeover-points-", dir=work_dir) as tmp:
         ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
-        env_vars, note = _environment_vars(task, ws) if use_environment else (None, None)
-        return replay_trajectory(
-            trajectory, ws, task.base_commit, env_vars=env_vars, interpreter_note=note,
-            timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
-        )
+        try:
+            start = environment_edits(task, ws, use_sandbox=use_sandbox)
+            env_vars, note = _environment_vars(task, ws) if use_environment else (None, None)
+            form = recorded_form(start, trajectory.final_patch)
+            apply_starting_state(ws, start, form)
+            result = replay_trajectory(
+                trajectory, ws, task.base_commit, start=start, form=form, env_vars=env_vars, interpreter_note=note,
+                timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
+            )
+        except RepositoryUnavailable:
+            raise
+        except (TakeoverError, SnapshotError, OSError) as exc:
+            # One run's failure is that run's reason; the caller goes on with the others.
+            reason = f"replay failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+            return ReplayResult(verdict=ReplayVerdict(verified=False, method="replay", reason=reason))
+        result.start = start
+        return result
+
+
+def _without_setup(patch: str, start: StartingState | None) -> str:
+    """``patch`` without the files whose diff is exactly the environment's own edit of them."""
+    if start is None or not start.diffs:
+        return patch
+    return join_diffs({p: d for p, d in split_patch(patch).items() if first_difference(d, start.diffs.get(p, "")) is not None})
 
 
 def checkpoint_method(verdict: ReplayVerdict) -> CheckpointMethod:

@@ -39,7 +39,11 @@ class RunPoints(BaseModel):
         replay: how the per-event states were obtained and whether they are exact.
         points: qualifying handoff points (empty when the states are not exact).
         missing: point types that do not exist or do not qualify, with the reason.
-        patches: ``{point type: cumulative patch at the point}`` (the future ``checkpoint.patch``).
+        patches: ``{point type: cumulative patch at the point}`` (the future ``checkpoint.patch``), against
+            the task's starting state.
+        environment_patch: the edits the task environment's own setup made before the agent started
+            (docs/protocol.md section 5.2): the starting state is ``base_commit`` plus this patch; empty when
+            the setup changes nothing. Never part of a point's patch.
     """
 
     instance_id: str
@@ -53,6 +57,7 @@ class RunPoints(BaseModel):
     points: list[HandoffPoint] = Field(default_factory=list)
     missing: list[MissingPoint] = Field(default_factory=list)
     patches: dict[str, str] = Field(default_factory=dict)
+    environment_patch: str = ""
 
     def point(self, point_type: str) -> HandoffPoint | None:
         """The point of type ``point_type``, or ``None`` when it is missing."""
@@ -126,6 +131,7 @@ def analyze_run(
     )
     if result_out is not None:
         result_out.append(result)
+    base["environment_patch"] = result.start.patch if result.start is not None else ""
     if not result.verdict.verified:
         return RunPoints(**base, replay=result.verdict, missing=_unqualified(result.verdict))
     points, missing = detect_points(trajectory.events, result.diffs)

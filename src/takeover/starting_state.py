@@ -1,0 +1,200 @@
+"""A task's starting state: ``base_commit`` plus the edits its environment's own setup makes to the
+repository before any agent starts (docs/protocol.md section 5.2).
+
+SWE-bench's specification runs ``pre_install`` steps in the checkout: for sphinx ``sed`` pins written into
+``setup.py`` and ``tox.ini``, for astropy a pin in ``pyproject.toml``, for one pytest version a fix of
+``setup.cfg``. They are the environment's work, never the agent's. A recording image kept them in one of
+two ways, both seen in real runs:
+
+- ``committed``: SWE-bench's harness ends the image's setup with ``git commit -am SWE-bench``, so the
+  agent's ``git diff`` and its submission do not contain them;
+- ``working_tree``: older images left them uncommitted, so a ``git add -A`` submission contains them.
+
+:func:`environment_edits` finds the edits by running the setup steps in a fresh checkout (in the sandbox,
+without network, each step under a time limit), so they never depend on whether the task's environment
+is built or cached. :func:`recorded_form` reads from a run's submission which way its image kept them, and
+:func:`apply_starting_state` puts a replay workspace into that state (for ``committed`` with a commit like
+the harness's, so that the agent's ``git diff``, ``git stash`` or ``git checkout`` behave as they did).
+Every per-event diff is then taken against :attr:`StartingState.tree`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from takeover import sandbox
+from takeover.environments.spec import env_spec_for
+from takeover.errors import TakeoverError
+from takeover.patches import split_patch
+from takeover.processes import run_process
+from takeover.repos import alternates
+from takeover.snapshots import join_diffs, snapshot_diff, take_snapshot, without_generated
+from takeover.tasks import SourceTask
+
+#: How the recording image kept the environment's edits (see the module docstring).
+RecordedForm = Literal["committed", "working_tree"]
+#: Seconds each setup step may take (they are ``sed`` lines; downloads fail at once without network).
+SETUP_STEP_TIMEOUT = 120.0
+# The identity and date of the commit that stands for the harness's ``git commit -am SWE-bench``: fixed, so
+# the same starting state always gives the same commit id.
+_COMMIT_ENV = {
+    "GIT_AUTHOR_NAME": "SWE-bench", "GIT_AUTHOR_EMAIL": "setup@swebench.config",
+    "GIT_COMMITTER_NAME": "SWE-bench", "GIT_COMMITTER_EMAIL": "setup@swebench.config",
+    "GIT_AUTHOR_DATE": "1970-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "1970-01-01T00:00:00Z",
+}
+
+
+class StartingState(BaseModel):
+    """The task's starting state in one workspace.
+
+    Attributes:
+        base_commit: the task's commit.
+        tree: git tree id of the starting state (``base_commit``'s tree when the setup changes nothing),
+            held by the workspace's object store.
+        diffs: ``{path: diff against base_commit}`` of the files the setup changed (generated output left
+            out, docs/protocol.md section 3.3).
+        steps: the setup steps that were run, in order.
+        notes: what did not go as the specification says (a failed step, no specification), for the user.
+    """
+
+    base_commit: str
+    tree: str
+    diffs: dict[str, str] = Field(default_factory=dict)
+    steps: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def files(self) -> list[str]:
+        """Paths the setup changed, sorted."""
+        return sorted(self.diffs)
+
+    @property
+    def patch(self) -> str:
+        """The setup's edits as one patch against ``base_commit``."""
+        return join_diffs(self.diffs)
+
+
+def setup_steps(task: SourceTask) -> tuple[list[str], list[str]]:
+    """``(steps, notes)``: the shell steps of the task environment's specification that run in the checkout
+    before the agent starts (SWE-bench's ``pre_install``, system steps removed), and a note when the task
+    has no specification (then there are no steps)."""
+    try:
+        return list(env_spec_for(task).pre_install), []
+    except TakeoverError as exc:
+        return [], [f"no environment setup steps: {str(exc).splitlines()[0][:200]}"]
+
+
+def _git(workspace: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    full_env.update({"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})})
+    proc = subprocess.run(["git", *args], cwd=workspace, env=full_env, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise TakeoverError(f"git {' '.join(args[:2])} in {workspace} failed: {proc.stderr.strip()[:300]}")
+    return proc.stdout
+
+
+def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: bool = True) -> StartingState:
+    """Run the task environment's setup steps (:func:`setup_steps`) in ``workspace`` (a fresh checkout of
+    ``task.base_commit``), record what they changed, and put the changed files back to ``base_commit``.
+
+    The steps run with ``bash -c`` in the workspace, confined by the sandbox when available (no network,
+    writes only in the workspace), each under :data:`SETUP_STEP_TIMEOUT` seconds; a failing step is noted
+    and the next one runs (as a shell script without ``set -e`` would). Generated output the steps leave
+    (docs/protocol.md section 3.3) is not part of the edits and stays in the workspace.
+
+    Returns:
+        The :class:`StartingState`; its ``tree`` is in ``workspace``'s object store.
+    Raises:
+        TakeoverError: git fails in the workspace.
+    """
+    workspace = Path(workspace).resolve()
+    steps, notes = setup_steps(task)
+    base_tree = _git(workspace, "rev-parse", f"{task.base_commit}^{{tree}}").strip()
+    if not steps:
+        return StartingState(base_commit=task.base_commit, tree=base_tree, notes=notes)
+    st = sandbox.status() if use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="off")
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(workspace), "LC_ALL": "C"}
+    for step in steps:
+        argv = ["bash", "-c", step]
+        if st.available:
+            argv = sandbox.wrap(argv, workspace, readable=alternates(workspace), tool=st.tool)
+        done = run_process(argv, cwd=workspace, env=env, timeout=SETUP_STEP_TIMEOUT, output_limit=2000)
+        if done.exit_code != 0:
+            why = f"killed at the {SETUP_STEP_TIMEOUT:g} s limit" if done.killed else f"exit {done.exit_code}"
+            notes.append(f"setup step failed ({why}): {step[:160]}")
+    tree = take_snapshot(workspace)
+    diffs, _ = without_generated(snapshot_diff(workspace, task.base_commit, tree))
+    if not diffs:
+        return StartingState(base_commit=task.base_commit, tree=base_tree, steps=steps, notes=notes)
+    tree = tree_with_patch(workspace, task.base_commit, join_diffs(diffs))
+    _restore(workspace, task.base_commit, list(diffs))
+    return StartingState(base_commit=task.base_commit, tree=tree, diffs=diffs, steps=steps, notes=notes)
+
+
+def tree_with_patch(repository: Path | str, base_commit: str, patch: str) -> str:
+    """The git tree id of ``base_commit`` with ``patch`` applied, written into ``repository``'s object store
+    through a private index (the repository's own index and working tree are untouched).
+
+    Raises:
+        TakeoverError: the patch does not apply to ``base_commit``.
+    """
+    repository = Path(repository)
+    index = Path(_git(repository, "rev-parse", "--absolute-git-dir").strip()) / "takeover-starting-state.index"
+    env = {"GIT_INDEX_FILE": str(index)}
+    try:
+        _git(repository, "read-tree", base_commit, env=env)
+        if patch.strip():
+            proc = subprocess.run(["git", "apply", "--cached", "--binary", "-"], cwd=repository,
+                                  input=patch.encode("utf-8", "surrogateescape"), capture_output=True, check=False,
+                                  env={**os.environ, **env})
+            if proc.returncode != 0:
+                raise TakeoverError(f"environment edits do not apply to {base_commit[:12]}: "
+                                    f"{proc.stderr.decode(errors='replace').strip()[:300]}")
+        return _git(repository, "write-tree", env=env).strip()
+    finally:
+        index.unlink(missing_ok=True)
+
+
+def _restore(workspace: Path, source: str, paths: list[str]) -> None:
+    """Working-tree files ``paths`` as they are in ``source`` (a commit or tree); paths ``source`` lacks are
+    removed. The workspace's index is left as ``HEAD`` has it."""
+    _git(workspace, "restore", f"--source={source}", "--worktree", "--", *paths)
+
+
+def recorded_form(state: StartingState, final_patch: str | None) -> RecordedForm:
+    """Which way the recording image kept the environment's edits, read from the run's submission:
+    ``working_tree`` when the submission carries the lines one of the edits added to a file, else
+    ``committed`` (also when the run has no submission, or the setup changed nothing)."""
+    if not state.diffs or not final_patch:
+        return "committed"
+    submitted = split_patch(final_patch)
+    for path, diff in state.diffs.items():
+        added = {line for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")}
+        if path in submitted and added and added <= set(submitted[path].splitlines()):
+            return "working_tree"
+    return "committed"
+
+
+def apply_starting_state(workspace: Path | str, state: StartingState, form: RecordedForm) -> None:
+    """Put ``workspace`` (at ``state.base_commit``, possibly with its environment prepared) into the starting
+    state the way the recording image had it: the setup's files as the setup left them, and for
+    ``committed`` a commit of that state on top of ``base_commit`` as ``HEAD`` (fixed author and date, so
+    the commit id is always the same) with the index at ``HEAD``.
+
+    Raises:
+        TakeoverError: git fails in the workspace.
+    """
+    if not state.diffs:
+        return
+    workspace = Path(workspace)
+    _restore(workspace, state.tree, state.files)
+    if form == "committed":
+        commit = _git(workspace, "commit-tree", state.tree, "-p", state.base_commit, "-m", "SWE-bench",
+                      env=_COMMIT_ENV).strip()
+        _git(workspace, "update-ref", "--no-deref", "HEAD", commit)
+        _git(workspace, "reset", "--quiet", "--", *state.files)
