@@ -40,9 +40,10 @@ def real_task(instance_id: str, data: str = str(_SHARED)) -> SourceTask:
     raise KeyError(instance_id)
 
 
+# Checkpoint patches carry full object ids (docs/protocol.md section 5.2), whatever the recorded run printed.
 REPRODUCE_PATCH = """diff --git a/reproduce_issue.py b/reproduce_issue.py
 new file mode 100644
-index 00000000..90fd73c5
+index 0000000000000000000000000000000000000000..90fd73c5a957966913354c2ae518bb337267eb5d
 --- /dev/null
 +++ b/reproduce_issue.py
 @@ -0,0 +1,13 @@
@@ -75,24 +76,25 @@ def requests_1766_points() -> dict[str, HandoffPoint]:
             type="after_first_source_edit", event_index=14, changed_source_files=["requests/auth.py"],
             latest_verification_command="python3 reproduce_issue.py", latest_verification_result="passed",
             validation_after_latest_source_change="none", patch_lines=15,
-            patch_sha256="0a5a0bd14a53c58e7239b2d851323342217938947eb39e5b14a5f080a9ba1183", **artifacts),
+            patch_sha256="a43cb8b7d24625f78b2ddb24ef65101de190168005f5a51fc81ea1de9d050ff9", **artifacts),
         "after_first_verification_result": HandoffPoint(
             type="after_first_verification_result", event_index=17, changed_source_files=["requests/auth.py"],
             latest_verification_command="python3 reproduce_issue.py", latest_verification_result="passed",
             validation_after_latest_source_change="passed", patch_lines=15,
-            patch_sha256="0a5a0bd14a53c58e7239b2d851323342217938947eb39e5b14a5f080a9ba1183", **artifacts),
+            patch_sha256="a43cb8b7d24625f78b2ddb24ef65101de190168005f5a51fc81ea1de9d050ff9", **artifacts),
         "after_first_post_failure_edit": HandoffPoint(
             type="after_first_post_failure_edit", event_index=24, changed_source_files=[],
             latest_verification_command="python3 test_requests.py", latest_verification_result="failed",
             latest_verification_evidence="FAILED (errors=1)", validation_after_latest_source_change="none",
-            patch_lines=13, patch_sha256="01e924f0015c81f99ba55395bc78f65b17936b4a6fee92e2233856ad0357713f",
+            patch_lines=13, patch_sha256="66aad429ae00f7bfee8168903efd75b377d529306aa771f90976e28e664c5d3f",
             **artifacts),
     }
 
 
 def requests_1766_patches() -> dict[str, str]:
     """The checkpoint patch at each point: the reproduction script, plus the qop edit until it is reverted."""
-    edited = REPRODUCE_PATCH + real_run("psf__requests-1766").final_patch
+    edited = REPRODUCE_PATCH + real_run("psf__requests-1766").final_patch.replace(
+        "index a3de123d..48416e5f", "index a3de123d306be88f910db295ca21e106d8fd202f..48416e5f4a1da920ae4cbc102762d239d3b20a1b")
     return {"after_first_source_edit": edited, "after_first_verification_result": edited,
             "after_first_post_failure_edit": REPRODUCE_PATCH}
 
