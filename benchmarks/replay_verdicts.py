@@ -166,8 +166,7 @@ def main() -> None:
         replay = record.get("replay_seconds")
         ratio = f"{replay / floor:.2f}" if replay and floor else "-"
         print(f"{traj.format:<22} {where[:44]:<44} {verdict:<40} {record.get('points', '-'):>3} "
-              f"{replay if replay is not None else float('nan'):>9.1f} {floor if floor is not None else float('nan'):>8.1f} "
-              f"{ratio:>6}", flush=True)
+              f"{_seconds(replay):>9} {_seconds(floor):>8} {ratio:>6}", flush=True)
         if record.get("reason"):
             print(f"{'':<22}   reason: {record['reason']}", flush=True)
         for note in record.get("notes") or []:
@@ -175,6 +174,10 @@ def main() -> None:
     _summary(records)
     if args.out:
         args.out.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
 
 
 def _summary(records: list[dict]) -> None:

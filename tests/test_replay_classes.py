@@ -352,3 +352,13 @@ def test_a_damaged_mirror_is_refused_in_one_line_and_the_other_runs_go_on(tmp_pa
     assert f"acme__broken-1.json: acme/broken at {bare} lacks object {lost} needed by commit {broken_sha}" in first.stderr
     # The same files give the same output, generated build output included.
     assert second.stdout == first.stdout and second.stderr == first.stderr
+
+
+def test_a_replay_that_breaks_its_own_workspace_is_that_runs_reason(tmp_path):
+    task, source = _task(tmp_path, pre_install=())
+    path = write_1x(tmp_path / "run.json", task.instance_id, [("rm -rf .git", "", 0), (FIX, "", 0)], "")
+    _, rp, _ = _analyze(path, task, source)
+    assert not rp.replay.verified
+    assert rp.replay.reason.startswith("replay failed: SnapshotError: git rev-parse --absolute-git-dir in <workspace> "
+                                       "failed: fatal: not a git repository"), rp.replay.reason
+    assert [m.reason for m in rp.missing] == [f"run is unreplayable: {rp.replay.reason}"] * 3

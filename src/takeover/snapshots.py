@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from takeover.classify import is_generated_output
+from takeover.errors import TakeoverError
 from takeover.patches import split_patch
 
 SNAPSHOT_INDEX = "takeover-snapshot.index"
@@ -42,8 +43,8 @@ _DIFF_ARGS = (
 )
 
 
-class SnapshotError(RuntimeError):
-    """git failed while taking a snapshot or a diff (message has git's stderr)."""
+class SnapshotError(TakeoverError, RuntimeError):
+    """git failed while taking a snapshot or a diff (message has git's stderr): the CLI shows it in one line."""
 
 
 def _git_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -30,7 +30,7 @@ from takeover.errors import RepositoryUnavailable, TakeoverError
 from takeover.patches import first_difference, split_patch
 from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict, replay_trajectory
 from takeover.repos import RepoSource
-from takeover.snapshots import SnapshotError, join_diffs, snapshot_diff, without_generated
+from takeover.snapshots import join_diffs, snapshot_diff, without_generated
 from takeover.starting_state import (
     StartingState,
     apply_starting_state,
@@ -102,7 +102,7 @@ def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str
         with tempfile.TemporaryDirectory(prefix="takeover-setup-", dir=work_dir) as tmp:
             ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
             return environment_edits(task, ws, use_sandbox=use_sandbox), []
-    except (TakeoverError, SnapshotError, OSError) as exc:
+    except (TakeoverError, OSError) as exc:
         return None, [f"the environment's setup edits could not be determined ({str(exc).splitlines()[0][:200]})"]
 
 
@@ -190,9 +190,11 @@ def event_states(
             )
         except RepositoryUnavailable:
             raise
-        except (TakeoverError, SnapshotError, OSError) as exc:
-            # One run's failure is that run's reason; the caller goes on with the others.
-            reason = f"replay failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        except (TakeoverError, OSError) as exc:
+            # One run's failure is that run's reason; the caller goes on with the others. The temporary
+            # workspace's path is named as such: a run's record holds no temporary paths.
+            detail = str(exc).replace(str(ws.resolve()), "<workspace>").replace(str(ws), "<workspace>")
+            reason = f"replay failed: {type(exc).__name__}: {detail.splitlines()[0][:300] if detail else ''}"
             return ReplayResult(verdict=ReplayVerdict(verified=False, method="replay", reason=reason))
         result.start = start
         return result
