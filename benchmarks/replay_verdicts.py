@@ -138,7 +138,7 @@ def main() -> None:
     if not os.environ.get("TAKEOVER_MIRROR"):
         sys.exit("set TAKEOVER_MIRROR to a folder of bare repositories (owner__name.git)")
     tasks = {t.instance_id: t for t in load_tasks(args.dataset)}
-    source = RepoSource(allow_network=False)
+    source = RepoSource(os.environ["TAKEOVER_MIRROR"], offline=True)
     records = []
     print(f"{'format':<22} {'run':<44} {'verdict':<40} {'pts':>3} {'replay s':>9} {'floor s':>8} {'ratio':>6}")
     for traj in _runs(args.paths):

@@ -41,7 +41,7 @@ def _task(tmp_path, *, pre_install=(SETUP_STEP,), name="widget") -> tuple[Source
     spec = {"pre_install": list(pre_install), "test_cmd": "pytest -rA", "log_parser": "pytest"}
     task = SourceTask(instance_id=f"acme__{name}-1", repo=f"acme/{name}", base_commit=sha,
                       problem_statement="f must return 2", takeover_env_spec=spec)
-    return task, RepoSource(tmp_path / "mirror", allow_network=False)
+    return task, RepoSource(tmp_path / "mirror", offline=True)
 
 
 def _recorded_patch(tmp_path, name: str, *, setup: str | None, commands: list[str], files: list[str] | None = None,
