@@ -98,12 +98,20 @@ def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str
     when the task's environment has no setup steps, ``(None, [note])`` when they cannot be found."""
     if not setup_steps(task)[0]:
         return None, []
-    try:
-        with tempfile.TemporaryDirectory(prefix="takeover-setup-", dir=work_dir) as tmp:
-            ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
+    with tempfile.TemporaryDirectory(prefix="takeover-setup-", dir=work_dir) as tmp:
+        ws = Path(tmp) / "workspace"
+        try:
+            repo_source.workspace(task.repo, task.base_commit, ws)
             return environment_edits(task, ws, use_sandbox=use_sandbox), []
-    except (TakeoverError, OSError) as exc:
-        return None, [f"the environment's setup edits could not be determined ({str(exc).splitlines()[0][:200]})"]
+        except (TakeoverError, OSError) as exc:
+            return None, [f"the environment's setup edits could not be determined ({_reason(exc, ws)})"]
+
+
+def _reason(exc: BaseException, workspace: Path) -> str:
+    """The first line of ``exc`` (at most 300 characters), the temporary workspace named as such: a run's
+    record holds no temporary paths."""
+    text = str(exc).replace(str(workspace.resolve()), "<workspace>").replace(str(workspace), "<workspace>")
+    return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
 
 
 def _environment_vars(task: SourceTask, workspace: Path) -> tuple[dict[str, str] | None, str]:
@@ -191,11 +199,9 @@ def event_states(
         except RepositoryUnavailable:
             raise
         except (TakeoverError, OSError) as exc:
-            # One run's failure is that run's reason; the caller goes on with the others. The temporary
-            # workspace's path is named as such: a run's record holds no temporary paths.
-            detail = str(exc).replace(str(ws.resolve()), "<workspace>").replace(str(ws), "<workspace>")
-            reason = f"replay failed: {type(exc).__name__}: {detail.splitlines()[0][:300] if detail else ''}"
-            return ReplayResult(verdict=ReplayVerdict(verified=False, method="replay", reason=reason))
+            # One run's failure is that run's reason; the caller goes on with the others.
+            return ReplayResult(verdict=ReplayVerdict(verified=False, method="replay",
+                                                      reason=f"replay failed: {_reason(exc, ws)}"))
         result.start = start
         return result
 
