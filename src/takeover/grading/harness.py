@@ -5,8 +5,9 @@ As in SWE-bench's ``run_evaluation``: a patch is applied with ``git apply``, the
 creates are removed, so the task's own version is the one run); the eval script runs the eval commands
 and the spec's test command on swebench's test directives between SWE-bench's start and end markers.
 The script runs inside :func:`takeover.sandbox.wrap` (no network unless asked) through
-:func:`takeover.processes.run_process`: at the time limit its whole process group is killed and the log
-gets SWE-bench's time-out marker.
+:func:`takeover.processes.run_process`, with the fixed environment of :mod:`takeover.grading.hermetic`
+(nothing from the caller's): at the time limit its whole process group is killed and the log gets
+SWE-bench's time-out marker.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from unidiff.errors import UnidiffParseError
 
 from takeover import sandbox
 from takeover.environments import EnvSpec, PreparedEnvironment
+from takeover.grading.hermetic import hermetic_environment, hermetic_eval_commands, hermetic_locale
 from takeover.patches import patch_files
 from takeover.processes import ProcessResult, run_process
 from takeover.tasks import SourceTask
@@ -105,7 +107,10 @@ def test_directives(task: SourceTask) -> list[str]:
 
 def eval_script(spec: EnvSpec, task: SourceTask) -> str:
     """The bash script run in the sandbox: eval commands, the start marker, the test command on the
-    directives and the end marker (SWE-bench's constants); it exits with the test command's status."""
+    directives and the end marker (SWE-bench's constants); it exits with the test command's status.
+
+    The locale the eval commands export is one this machine has (:func:`~takeover.grading.hermetic.hermetic_locale`).
+    """
     from swebench.harness.constants import (  # slow to import: only when needed
         END_TEST_OUTPUT,
         START_TEST_OUTPUT,
@@ -113,11 +118,19 @@ def eval_script(spec: EnvSpec, task: SourceTask) -> str:
 
     cmds = spec.test_cmds
     directives = " ".join(test_directives(task))
-    lines = ["#!/bin/bash", "set -uo pipefail", *spec.eval_commands, f"echo '{START_TEST_OUTPUT}'"]
+    locale, _note = hermetic_locale(spec)
+    lines = ["#!/bin/bash", "set -uo pipefail", *hermetic_eval_commands(spec.eval_commands, locale),
+             f"echo '{START_TEST_OUTPUT}'"]
     lines += cmds[:-1]
     lines.append(f"{cmds[-1]} {directives}".rstrip())
     lines += ["rc=$?", f"echo '{END_TEST_OUTPUT}'", "exit $rc"]
     return "\n".join(lines) + "\n"
+
+
+def home_folder(workspace: Path) -> Path:
+    """The empty, writable ``HOME`` of the tests in ``workspace`` (the real one is read-only in the
+    sandbox; SWE-bench's containers have their own)."""
+    return workspace / ".git" / "takeover" / "home"
 
 
 def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_path: Path, timeout: float,
@@ -125,9 +138,9 @@ def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_pat
     """Run the eval ``script`` in ``workspace`` with the task's environment, inside the sandbox.
 
     Output is appended to ``log_path``; at ``timeout`` seconds the whole process group is killed and
-    SWE-bench's ``TESTS_TIMEOUT`` marker is appended. ``HOME`` is an empty, writable folder as in
-    SWE-bench's containers (the real one is read-only in the sandbox). ``network`` lets the tests use
-    the network.
+    SWE-bench's ``TESTS_TIMEOUT`` marker is appended. The script's environment is
+    :func:`~takeover.grading.hermetic.hermetic_environment` (``HOME`` = :func:`home_folder`), whatever this
+    process's holds. ``network`` lets the tests use the network.
 
     Raises:
         OSError: the script cannot start.
@@ -136,10 +149,9 @@ def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_pat
 
     # /tmp is private inside the sandbox: a cached environment under /tmp must be bound again.
     argv = sandbox.wrap(["bash", "-c", script], workspace, readable=env.readable, network=network)
-    test_env = env.env_vars()
-    home = workspace / ".git" / "takeover" / "home"
+    home = home_folder(workspace)
     home.mkdir(parents=True, exist_ok=True)
-    test_env["HOME"] = str(home)
+    test_env = hermetic_environment(env, home=home, locale=hermetic_locale(env.spec)[0])
     done = run_process(argv, cwd=workspace, env=test_env, log_path=log_path, timeout=timeout)
     if done.timed_out:
         with open(log_path, "a", encoding="utf-8") as fh:

@@ -3,9 +3,9 @@
 Per prediction: a fresh workspace at ``base_commit`` (a shared-object clone from the repository
 source); the candidate patch applied with SWE-bench's fallbacks; the task's environment prepared
 (:mod:`takeover.environments`, which runs the install step after the patch, as SWE-bench's eval script
-does); ``test_patch`` applied and the eval script run in the sandbox with a time limit
-(:mod:`takeover.grading.harness`); the log parsed and graded (:mod:`takeover.grading.verdict`). The
-folder ``log_dir`` receives ``test_output.txt``, ``run_instance.log``, ``eval.sh`` and the patches.
+does); ``test_patch`` applied and the eval script run in the sandbox with a time limit and a fixed
+environment (:mod:`takeover.grading.harness`, :mod:`takeover.grading.hermetic`); the log parsed and
+graded (:mod:`takeover.grading.verdict`). The folder ``log_dir`` receives ``test_output.txt``, ``run_instance.log``, ``eval.sh`` and the patches.
 
 The tests run without network unless asked (SWE-bench's Docker harness leaves it on): the suites of
 :data:`NETWORK_REPOS` then cannot pass, and their results carry a warning.
@@ -23,7 +23,14 @@ from takeover import sandbox
 from takeover._io import atomic_write_text, sha256_text
 from takeover.environments import EnvSpec, env_spec_for, prepare_environment
 from takeover.errors import TakeoverError
-from takeover.grading.harness import apply_test_patch, apply_with_fallbacks, eval_script, run_tests
+from takeover.grading.harness import (
+    apply_test_patch,
+    apply_with_fallbacks,
+    eval_script,
+    home_folder,
+    run_tests,
+)
+from takeover.grading.hermetic import hermetic_environment, hermetic_locale
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction
 from takeover.grading.verdict import GradeResult, handoff_state, report_outcomes
@@ -123,6 +130,12 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
             return result
         script = eval_script(env.spec, task)
         atomic_write_text(log_dir / "eval.sh", script)
+        locale, locale_note = hermetic_locale(env.spec)
+        if locale_note:
+            result.notes.append(locale_note)
+        shown = hermetic_environment(env, home=home_folder(workspace), locale=locale)
+        _append(run_log, "test environment (nothing else from the caller's): "
+                         + " ".join(f"{k}={v}" for k, v in sorted(shown.items())) + "\n")
         st = sandbox.status()
         result.sandboxed = st.available
         _append(run_log, f"{st.message}\n")
