@@ -75,9 +75,9 @@ def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, 
 def test_saved_result_is_not_reused_when_the_network_setting_differs(requests_task, tmp_path):
     task, source = requests_task
     logs = tmp_path / "logs"
-    first = grade(task, "", repo_source=source, log_dir=logs, timeout=120, resume=True)
+    first = grade(task, "", repo_source=source, log_dir=logs, timeout=120, force=False)
     assert first.network is False and first.warnings
-    again = grade(task, "", repo_source=source, log_dir=logs, timeout=120, resume=True, network=True)
+    again = grade(task, "", repo_source=source, log_dir=logs, timeout=120, force=False, network=True)
     assert again.network is True and again.warnings == []
 
 

@@ -60,6 +60,9 @@ def grade_command(
         bool, typer.Option("--network", help="Let the tests use the network (e.g. psf/requests calls httpbin.org).")
     ] = False,
     as_json: JsonOption = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Grade again even when --log-dir holds a result graded under the same key (same patch, "
+                        "dataset row, environment specification, backend and versions).")] = False,
 ) -> None:
     """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
 
@@ -104,7 +107,7 @@ def grade_command(
                     preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
         results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, offline=offline),
                                     timeout=timeout, log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR,
-                                    spec_file=env_spec, network=network)
+                                    spec_file=env_spec, network=network, force=force)
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -133,6 +136,8 @@ def grade_command(
             if r.timed_out:
                 console.print(f"[red]{escape(r.instance_id)}: tests timed out after {timeout:.0f} s "
                               "(process group killed)[/red]")
+            if r.reuse_note:
+                console.print(f"{escape(r.instance_id)}: {escape(r.reuse_note)}", highlight=False)
             console.print(f"log: {escape(str(r.log_path))}", highlight=False)
     for r in results:  # plain stderr lines: also seen with --json, and never parsed as markup
         for w in r.warnings:

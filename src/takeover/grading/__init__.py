@@ -5,9 +5,12 @@ Along the lines of SWE-bench's harness:
 - :mod:`.predictions`: the predictions a grading reads;
 - :mod:`.evaluation`: the entry points (:func:`grade_predictions`, :func:`grade`,
   :func:`grade_handoff_state`) and the files written per prediction;
+- :mod:`.reuse`: the :class:`GradingKey` of everything that decides a verdict; a stored result is
+  reused only under an equal key;
 - :mod:`.local_backend`: evaluation without Docker, in a venv and the sandbox;
-  :mod:`.docker_backend`: swebench's official harness;
+  :mod:`.docker_backend`: swebench's official harness, one run id per graded patch;
 - :mod:`.harness`: patches applied with SWE-bench's fallbacks, the eval script and its sandboxed run;
+- :mod:`.hermetic`: the fixed environment of the test command;
 - :mod:`.log_parsing`: a test log as a status map, with swebench's parsers;
 - :mod:`.verdict`: the FAIL_TO_PASS / PASS_TO_PASS report, ``resolved`` (swebench's own) and the handoff
   state, in a :class:`GradeResult`.
@@ -16,11 +19,12 @@ Timeouts follow SWE-bench: a killed test run yields an empty status map (every l
 failed) and ``resolved`` is false.
 """
 
-from takeover.grading.evaluation import BACKENDS, grade, grade_handoff_state, grade_predictions, run_key
+from takeover.grading.evaluation import BACKENDS, grade, grade_handoff_state, grade_predictions
 from takeover.grading.harness import apply_with_fallbacks, eval_script, test_directives
 from takeover.grading.local_backend import NETWORK_REPOS, network_warning
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction, read_predictions
+from takeover.grading.reuse import GradingKey, grading_key
 from takeover.grading.verdict import (
     GradeResult,
     TestOutcome,
@@ -37,6 +41,7 @@ __all__ = [
     "HANDOFF_STATES",
     "NETWORK_REPOS",
     "GradeResult",
+    "GradingKey",
     "Prediction",
     "TestOutcome",
     "apply_with_fallbacks",
@@ -45,13 +50,13 @@ __all__ = [
     "grade_handoff_state",
     "grade_log",
     "grade_predictions",
+    "grading_key",
     "handoff_state",
     "is_resolved",
     "network_warning",
     "parse_test_log",
     "read_predictions",
     "resolve_log_parser",
-    "run_key",
     "swebench_report",
     "test_directives",
     "tests_report",

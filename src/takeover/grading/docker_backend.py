@@ -1,33 +1,167 @@
 """The ``docker`` grading backend: swebench's official harness (``run_instances``) on its own images.
 
 It needs a Docker daemon (:func:`takeover.sandbox.docker_status`) and a SWE-bench (repo, version); a
-prediction for any other task gets an error in its result. The harness writes its logs under its own
-``RUN_EVALUATION_LOG_DIR``; takeover reads back each ``report.json`` into a :class:`GradeResult`.
+prediction for any other task gets an error in its result.
+
+SWE-bench's ``run_instance`` returns the stored ``report.json`` of
+``logs/run_evaluation/<run_id>/<model_name_or_path>/<instance_id>/`` (under the current folder) when one
+exists, whatever patch it was made for. So every graded patch gets a run id of its own, derived from its
+:class:`~takeover.grading.reuse.GradingKey` (:func:`harness_run_id`: instance, patch, dataset row,
+swebench and takeover versions), and a model name that carries the patch hash (:func:`harness_prediction`);
+the report read back must sit beside the ``patch.diff`` of this very patch (:func:`read_harness_report`).
+The harness's logs are then copied to the folder the ``local`` backend writes to.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
+import shutil
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from takeover import sandbox
-from takeover._io import atomic_write_json, sha256_text
-from takeover.errors import EnvironmentUnavailable
+from takeover._io import sha256_text
+from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading.predictions import Prediction
-from takeover.grading.verdict import GradeResult, TestOutcome, handoff_state
+from takeover.grading.reuse import GradingKey
+from takeover.grading.verdict import GradeResult, TestOutcome, handoff_state, report_outcomes
 from takeover.tasks import SourceTask
 
+#: The files of the harness's instance folder copied to takeover's log folder.
+HARNESS_FILES = ("run_instance.log", "test_output.txt", "report.json", "eval.sh", "patch.diff")
+_RUNTIME = re.compile(r"Test runtime: ([\d_.]+) seconds")
 
-def grade_docker(tasks: list[SourceTask], preds: list[Prediction], *, timeout: float, log_dir: Path,
-                 run_id: str) -> list[GradeResult]:
-    """Grade ``preds`` with the official harness, one :class:`GradeResult` per prediction, in order; each is
-    also written to ``<log_dir>/<model_name_or_path>/<instance_id>/result.json``.
+
+def harness_run_id(key: GradingKey) -> str:
+    """The harness's run id for the grading ``key``: ``takeover-`` and 16 hex digits of the key's digest
+    (a valid part of a Docker container name, as the harness names containers
+    ``sweb.eval.<instance_id>.<run_id>``)."""
+    return f"takeover-{key.digest[:16]}"
+
+
+def harness_prediction(prediction: Prediction, key: GradingKey) -> dict[str, Any]:
+    """The prediction given to the harness: ``model_name_or_path`` gets ``.<12 hex digits of the patch
+    sha256>`` appended, so that two patches never share a log folder even under one run id."""
+    return {"instance_id": prediction.instance_id,
+            "model_name_or_path": f"{prediction.model_name_or_path}.{key.patch_sha256[:12]}",
+            "model_patch": prediction.model_patch}
+
+
+def harness_folder(run_id: str, harness_pred: dict[str, Any], *, root: Path | None = None) -> Path:
+    """Where the harness writes the logs of ``harness_pred`` for ``run_id``:
+    ``<root>/<run_id>/<model_name_or_path with / as __>/<instance_id>`` (``root``: swebench's
+    ``RUN_EVALUATION_LOG_DIR``, ``logs/run_evaluation`` under the current folder)."""
+    if root is None:
+        from swebench.harness.constants import RUN_EVALUATION_LOG_DIR  # slow to import: only when needed
+
+        root = RUN_EVALUATION_LOG_DIR
+    return Path(root) / run_id / harness_pred["model_name_or_path"].replace("/", "__") / harness_pred["instance_id"]
+
+
+def read_harness_report(folder: Path, instance_id: str, model_patch: str | None) -> dict[str, Any] | None:
+    """The harness's report entry for ``instance_id`` in ``folder``, checked to belong to ``model_patch``.
+
+    Returns:
+        ``report.json``'s ``{instance_id: {...}}`` entry (``patch_successfully_applied``, ``resolved``,
+        ``tests_status``), or None when the harness wrote no report (the patch did not apply, the tests
+        timed out, the container failed: ``run_instance.log`` says which).
+
+    Raises:
+        InputError: ``folder`` holds no ``patch.diff`` of ``model_patch`` (the files are another patch's,
+            e.g. from an earlier run under the same run id), or the report is unreadable or is not
+            about ``instance_id``.
+    """
+    patch_file = folder / "patch.diff"
+    want = sha256_text(model_patch or "")
+    if not patch_file.exists():
+        raise InputError(folder, "the official harness left no patch.diff, so its results cannot be checked to "
+                         "belong to this patch; remove the folder and grade again", record=instance_id)
+    got = sha256_text(patch_file.read_text(encoding="utf-8"))
+    if got != want:
+        raise InputError(patch_file, f"the official harness's results here are for another patch (sha256 {got[:12]}, "
+                         f"this patch is {want[:12]}); remove the folder and grade again", record=instance_id)
+    report_path = folder / "report.json"
+    if not report_path.exists():
+        return None
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(report_path, f"unreadable report ({exc})", record=instance_id) from None
+    if not isinstance(report, dict) or not isinstance(report.get(instance_id), dict):
+        raise InputError(report_path, f"no report entry for {instance_id}", record=instance_id)
+    entry = report[instance_id]
+    if entry.get("patch_is_None") is not (model_patch is None):
+        raise InputError(report_path, "the report's patch_is_None does not match this prediction",
+                         record=instance_id, field="patch_is_None")
+    return entry
+
+
+def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, *, timeout: float) -> GradeResult:
+    """A :class:`GradeResult` from the harness's files in ``folder`` (:func:`read_harness_report`).
+
+    Without a report: a test run over the time limit leaves every listed test failed (``timed_out``), a
+    patch that did not apply gives ``applied`` False with the harness's message, anything else an ``error``.
+
+    Raises:
+        InputError: the files belong to another patch (see :func:`read_harness_report`).
+    """
+    from swebench.harness.constants import APPLY_PATCH_FAIL  # slow to import: only when needed
+
+    result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
+                         backend="docker", patch_sha256=sha256_text(prediction.model_patch or ""), network=True)
+    entry = read_harness_report(folder, prediction.instance_id, prediction.model_patch)
+    run_log = folder / "run_instance.log"
+    log_text = run_log.read_text(encoding="utf-8", errors="replace") if run_log.exists() else ""
+    if (m := _RUNTIME.search(log_text)) is not None:
+        result.test_seconds = float(m.group(1).replace("_", ""))
+    test_output = folder / "test_output.txt"
+    if entry is not None:
+        result.applied = bool(entry.get("patch_successfully_applied"))
+        status = entry.get("tests_status") or {}
+        result.FAIL_TO_PASS = TestOutcome(**status.get("FAIL_TO_PASS", {}))
+        result.PASS_TO_PASS = TestOutcome(**status.get("PASS_TO_PASS", {}))
+        result.resolved = bool(entry.get("resolved"))
+        if not result.applied:  # swebench's get_logs_eval found a failure code or no test output markers
+            result.apply_error = f"the official harness could not apply the patch or run the tests (see {run_log})"
+    elif APPLY_PATCH_FAIL in log_text:
+        result.apply_error = log_text.split(APPLY_PATCH_FAIL, 1)[1].strip()[:4000] or "the patch does not apply"
+    elif test_output.exists() and "Timeout error" in test_output.read_text(encoding="utf-8", errors="replace"):
+        result.applied, result.timed_out = True, True
+        result.FAIL_TO_PASS, result.PASS_TO_PASS, _ = report_outcomes({}, task)
+        result.test_seconds = result.test_seconds or timeout
+    else:
+        result.error = f"the official harness wrote no report in {folder} (see run_instance.log there)"
+    result.handoff_state = handoff_state(result)
+    return result
+
+
+def copy_harness_logs(folder: Path, log_dir: Path) -> None:
+    """Copy :data:`HARNESS_FILES` that exist in the harness's ``folder`` to ``log_dir`` (the ``local``
+    backend's place for them)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for name in HARNESS_FILES:
+        if (folder / name).is_file():
+            shutil.copyfile(folder / name, log_dir / name)
+
+
+def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, timeout: float, log_dir: Path,
+                 force: bool = False) -> GradeResult:
+    """Grade ``prediction`` with the official harness under its own run id (:func:`harness_run_id`); the
+    harness's logs are copied to ``log_dir``.
 
     Args:
-        timeout: seconds for each test run (the harness's own limit).
-        run_id: the harness's run id (its log folder).
+        key: the grading's key (its digest names the run).
+        timeout: seconds for the test run (the harness's own limit).
+        log_dir: ``<log_dir>/<model_name_or_path>/<instance_id>`` of :func:`~takeover.grading.grade_predictions`.
+        force: remove the harness's stored results of this run id first, so that it runs the tests again.
 
+    Returns:
+        The :class:`GradeResult`; a failure of this prediction (unknown (repo, version), container,
+        results of another patch) is in its ``error``.
     Raises:
         EnvironmentUnavailable: no Docker daemon answers.
     """
@@ -35,50 +169,34 @@ def grade_docker(tasks: list[SourceTask], preds: list[Prediction], *, timeout: f
     if not docker.available:
         raise EnvironmentUnavailable(f"{docker.message}; use --backend local, or start Docker to use the official "
                                      "harness")
-    from swebench.harness.constants import (  # slow to import: only when needed
-        LOG_REPORT,
-        LOG_TEST_OUTPUT,
-        MAP_REPO_VERSION_TO_SPECS,
-        RUN_EVALUATION_LOG_DIR,
-    )
+    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
     from swebench.harness.run_evaluation import run_instances
 
-    by_id = {t.instance_id: t for t in tasks}
-    unknown = [p for p in preds if by_id[p.instance_id].version not in MAP_REPO_VERSION_TO_SPECS.get(
-        by_id[p.instance_id].repo, {})]
-    preds_known = [p for p in preds if p not in unknown]
+    base = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
+                       backend="docker", patch_sha256=key.patch_sha256, network=True)
+    if task.version not in MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}):
+        base.error = (f"the docker backend needs a SWE-bench (repo, version); {task.repo} {task.version} is not in "
+                      f"swebench's specifications: use --backend local with takeover_env_spec or --env-spec")
+        return base
+    run_id = harness_run_id(key)
+    pred = harness_prediction(prediction, key)
+    folder = harness_folder(run_id, pred)
+    if force and folder.exists():
+        shutil.rmtree(folder)
     # exclude_none: swebench reads environment_setup_commit when the key exists, even when it is null
-    instances = [by_id[p.instance_id].model_dump(mode="json", exclude_none=True) for p in preds_known]
-    predictions = {p.instance_id: p.model_dump(mode="json") for p in preds_known}
+    instance = task.model_dump(mode="json", exclude_none=True)
     start = time.monotonic()
-    if preds_known:
-        run_instances(predictions, instances, cache_level="env", clean=False, force_rebuild=False, max_workers=1,
-                      run_id=run_id, timeout=int(timeout))
+    with contextlib.redirect_stdout(sys.stderr):  # the harness's progress lines must not mix with --json output
+        run_instances({pred["instance_id"]: pred}, [instance], cache_level="env", clean=False, force_rebuild=False,
+                      max_workers=1, run_id=run_id, timeout=int(timeout))
     seconds = time.monotonic() - start
-    results = []
-    for p in preds:
-        folder = RUN_EVALUATION_LOG_DIR / run_id / p.model_name_or_path.replace("/", "__") / p.instance_id
-        result = GradeResult(instance_id=p.instance_id, model_name_or_path=p.model_name_or_path, backend="docker",
-                             test_seconds=seconds / max(len(preds), 1), log_path=str(folder / LOG_TEST_OUTPUT),
-                             patch_sha256=sha256_text(p.model_patch or ""), network=True)
-        report_path = folder / LOG_REPORT
-        if p in unknown:
-            t = by_id[p.instance_id]
-            result.error = (f"the docker backend needs a SWE-bench (repo, version); {t.repo} {t.version} is not in "
-                            f"swebench's specifications: use --backend local with takeover_env_spec or --env-spec")
-        elif not report_path.exists():
-            result.error = f"the official harness wrote no report at {report_path}"
-        else:
-            rep = json.loads(report_path.read_text())[p.instance_id]
-            result.applied = bool(rep.get("patch_successfully_applied"))
-            status = rep.get("tests_status") or {}
-            result.FAIL_TO_PASS = TestOutcome(**status.get("FAIL_TO_PASS", {}))
-            result.PASS_TO_PASS = TestOutcome(**status.get("PASS_TO_PASS", {}))
-            result.resolved = bool(rep.get("resolved"))
-            if not result.applied:
-                result.apply_error = "the official harness could not apply the patch (see run_instance.log)"
-        result.handoff_state = handoff_state(result)
-        out = log_dir / result.model_name_or_path.replace("/", "__") / p.instance_id / "result.json"
-        atomic_write_json(out, result)
-        results.append(result)
-    return results
+    try:
+        result = result_from_harness(folder, task, prediction, timeout=timeout)
+    except TakeoverError as exc:
+        base.error = str(exc)
+        return base
+    result.test_seconds = result.test_seconds or seconds
+    result.notes.append(f"official harness run id {run_id}; its own logs: {folder.resolve()}")
+    copy_harness_logs(folder, log_dir)
+    result.log_path = str(log_dir / "test_output.txt")
+    return result

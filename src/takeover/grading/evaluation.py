@@ -2,23 +2,26 @@
 
 :func:`grade_predictions` grades SWE-bench predictions with a backend (``local``:
 :mod:`takeover.grading.local_backend`, ``docker``: :mod:`takeover.grading.docker_backend`) and writes,
-per prediction, the SWE-bench-shaped ``report.json`` and takeover's ``result.json`` (a saved result for
-the same patch is reused). :func:`grade` grades one patch; :func:`grade_handoff_state` labels a
+per prediction, the SWE-bench-shaped ``report.json`` and takeover's ``result.json``. A stored result is
+reused only when everything that decides its verdict is unchanged (:mod:`takeover.grading.reuse`,
+docs/protocol.md section 6). :func:`grade` grades one patch; :func:`grade_handoff_state` labels a
 checkpoint's patch with its handoff state (docs/protocol.md section 6).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from takeover._io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
+from takeover._io import atomic_write_json, atomic_write_text
 from takeover.environments import EnvSpec
 from takeover.errors import EnvironmentUnavailable, InputError
-from takeover.grading.docker_backend import grade_docker
+from takeover.grading.docker_backend import HARNESS_FILES, grade_docker
 from takeover.grading.local_backend import grade_local
 from takeover.grading.predictions import Prediction
+from takeover.grading.reuse import GradingKey, grading_key
 from takeover.grading.verdict import GradeResult, swebench_report
 from takeover.repos import RepoSource, cache_dir
 from takeover.tasks import SourceTask
@@ -36,17 +39,49 @@ def _as_task(task: SourceTask | Mapping[str, Any]) -> SourceTask:
     return task if isinstance(task, SourceTask) else SourceTask.model_validate(task)
 
 
-def _saved_result(path: Path, digest: str, backend: str, network: bool) -> GradeResult | None:
-    """The result saved at ``path`` when it graded the same patch the same way without error, else None."""
+def _stored_result(path: Path) -> GradeResult | None:
+    """The result stored at ``path``, or None when there is none or it cannot be read (graded again)."""
     if not path.exists():
         return None
     try:
-        old = GradeResult.model_validate_json(path.read_text())
-    except ValueError:  # unreadable old result: grade again
+        return GradeResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    if old.patch_sha256 == digest and old.error is None and old.backend == backend and old.network == network:
-        return old
-    return None
+
+
+def _reuse(stored: GradeResult | None, key: GradingKey, path: Path, force: bool) -> tuple[GradeResult | None, str | None]:
+    """``(result to reuse, None)`` when ``stored`` graded under ``key`` without error and ``force`` is off;
+    else ``(None, why it is graded again)`` (the note is None without a stored result)."""
+    if stored is None:
+        return None, None
+    when = stored.graded_at or "an unknown time"
+    if force:
+        return None, f"graded again (--force); the stored result of {when} was replaced"
+    if stored.error is not None:
+        return None, f"graded again: the stored result of {when} had an error"
+    changed = key.changes_from(stored.grading_key)
+    if changed:
+        return None, f"graded again: {', '.join(changed)} changed since the stored result of {when}"
+    note = f"reused the result graded at {when} ({path}); --force grades again"
+    return stored.model_copy(update={"reused": True, "reuse_note": note}), None
+
+
+def _write_files(folder: Path, result: GradeResult, model_patch: str | None) -> None:
+    """The files every backend leaves in ``folder``: a test log that exists (saying why no test ran when
+    none did), ``patch.diff``, ``report.json`` (the harness's own for ``docker``) and ``result.json``."""
+    if result.log_path is None:
+        result.log_path = str(folder / "test_output.txt")
+    if not Path(result.log_path).exists():
+        # No test ran (patch does not apply, repository or environment failed): the log path that is
+        # printed must exist and say why.
+        why = (f"candidate patch does not apply:\n{result.apply_error}" if result.apply_error
+               else result.error or "grading stopped before the tests")
+        atomic_write_text(result.log_path, f"no tests were run: {why}\n")
+    if model_patch is not None and (result.backend != "docker" or not (folder / "patch.diff").exists()):
+        atomic_write_text(folder / "patch.diff", model_patch)
+    if result.backend != "docker" or not (folder / "report.json").exists():
+        atomic_write_json(folder / "report.json", swebench_report(result, model_patch))
+    atomic_write_json(folder / "result.json", result)
 
 
 def grade_predictions(
@@ -58,34 +93,37 @@ def grade_predictions(
     timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
-    resume: bool = True,
+    force: bool = False,
     keep_workspace: bool = False,
-    run_id: str = "takeover",
     network: bool = False,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
     Each result goes to ``<log_dir>/<model_name_or_path>/<instance_id>/`` (``test_output.txt``,
-    ``report.json``, ``result.json``, ``eval.sh``, ``run_instance.log``) written atomically; with
-    ``resume`` a result already there for the same patch (sha256) is reused. A failure of one
+    ``report.json``, ``result.json``, ``eval.sh``, ``run_instance.log``, ``patch.diff``) written
+    atomically. A result already stored there is reused when its grading key (patch, dataset row,
+    environment specification, backend, network, time limit, takeover and swebench versions:
+    :class:`~takeover.grading.reuse.GradingKey`) equals this grading's and it has no error; the returned
+    copy says so (``reused``, ``reuse_note``, ``graded_at`` of the stored grading). A failure of one
     prediction (environment, repository) is recorded in its ``error`` and the others go on.
 
     Args:
         tasks: source tasks (``SourceTask`` or dicts) covering the predictions' ``instance_id``s.
         predictions: ``Prediction`` records or dicts (``instance_id``, ``model_name_or_path``, ``model_patch``).
-        backend: ``local`` (venv + sandbox) or ``docker`` (swebench's official harness).
+        backend: ``local`` (venv + sandbox) or ``docker`` (swebench's official harness, one run id per patch).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
         timeout: seconds allowed for each test run.
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
+        force: grade again even when a stored result could be reused.
         keep_workspace: keep the temporary workspaces (``local``).
-        run_id: the official harness's run id (``docker``).
-        network: let the tests use the network (off by default; SWE-bench's Docker harness leaves it on,
-            and a few suites need it, e.g. psf/requests calls httpbin.org).
+        network: let the tests use the network (``local``; off by default. SWE-bench's Docker harness
+            always has it on, and a few suites need it, e.g. psf/requests calls httpbin.org).
 
     Raises:
         InputError: an unknown backend, or a prediction names an ``instance_id`` that is not among ``tasks``.
-        EnvironmentUnavailable: ``backend="docker"`` and no Docker daemon answers.
+        EnvironmentUnavailable: ``backend="docker"``, a prediction is to be graded, and no Docker daemon
+            answers.
     """
     if backend not in BACKENDS:
         raise InputError("--backend", f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
@@ -96,30 +134,29 @@ def grade_predictions(
             raise InputError("predictions", f"instance {p.instance_id!r} is not in the dataset", record=f"index {i}",
                              field="instance_id")
     root = Path(log_dir) if log_dir is not None else cache_dir() / "grading"
-    if backend == "docker":
-        return grade_docker(list(by_id.values()), preds, timeout=timeout, log_dir=root, run_id=run_id)
     source = repo_source or RepoSource()
     results = []
     for p in preds:
+        task = by_id[p.instance_id]
         folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
-        saved = folder / "result.json"
-        old = _saved_result(saved, sha256_text(p.model_patch or ""), backend, network) if resume else None
-        if old is not None:
-            results.append(old)
+        key = grading_key(task, p.model_patch, backend=backend, network=network or backend == "docker",
+                          timeout=timeout, spec_file=spec_file)
+        reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
+        if reused is not None:
+            results.append(reused)
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        result = grade_local(by_id[p.instance_id], p, repo_source=source, timeout=timeout, log_dir=folder,
-                             spec_file=spec_file, keep_workspace=keep_workspace, network=network)
-        if result.log_path and not Path(result.log_path).exists():
-            # No test ran (patch does not apply, repository or environment failed): the log path that is
-            # printed must exist and say why.
-            why = (f"candidate patch does not apply:\n{result.apply_error}" if result.apply_error
-                   else result.error or "grading stopped before the tests")
-            atomic_write_text(result.log_path, f"no tests were run: {why}\n")
-        if p.model_patch is not None:
-            atomic_write_text(folder / "patch.diff", p.model_patch)
-        atomic_write_json(folder / "report.json", swebench_report(result, p.model_patch))
-        atomic_write_json(saved, result)
+        for name in HARNESS_FILES:  # never left over from an earlier patch
+            (folder / name).unlink(missing_ok=True)
+        if backend == "docker":
+            result = grade_docker(task, p, key, timeout=timeout, log_dir=folder, force=force)
+        else:
+            result = grade_local(task, p, repo_source=source, timeout=timeout, log_dir=folder, spec_file=spec_file,
+                                 keep_workspace=keep_workspace, network=network)
+        result.grading_key = key
+        result.graded_at = datetime.now(UTC).isoformat(timespec="seconds")
+        result.reuse_note = why
+        _write_files(folder, result, p.model_patch)
         results.append(result)
     return results
 
@@ -134,7 +171,7 @@ def grade(
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     model_name_or_path: str = "takeover",
-    resume: bool = False,
+    force: bool = False,
     network: bool = False,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
@@ -144,6 +181,7 @@ def grade(
         patch: the candidate ``model_patch`` (``""`` = the empty patch).
         timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
         log_dir: folder for the logs (default ``cache_dir()/grading``).
+        force: grade again even when a stored result could be reused (see :func:`grade_predictions`).
         network: let the tests use the network (see :func:`grade_predictions`,
             :data:`~takeover.grading.NETWORK_REPOS`).
     Returns:
@@ -155,7 +193,7 @@ def grade(
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
     return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, timeout=timeout,
-                             log_dir=log_dir, spec_file=spec_file, resume=resume, network=network)[0]
+                             log_dir=log_dir, spec_file=spec_file, force=force, network=network)[0]
 
 
 def grade_handoff_state(
@@ -182,7 +220,3 @@ def grade_handoff_state(
         raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state
 
-
-def run_key(task: SourceTask, patch: str) -> str:
-    """Stable key of a (task, patch) grading, for callers that store results themselves."""
-    return stable_hash({"instance_id": task.instance_id, "patch": sha256_text(patch or "")})

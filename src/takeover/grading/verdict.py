@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from takeover.grading.log_parsing import parse_test_log
+from takeover.grading.reuse import GradingKey
 from takeover.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
@@ -42,11 +43,16 @@ class GradeResult(BaseModel):
         timed_out: the test command hit the limit and its process group was killed.
         error: why grading could not finish (environment build, test patch, repository), else None.
         sandboxed: the tests ran inside the sandbox (:mod:`takeover.sandbox`).
-        patch_sha256: sha256 of the candidate patch (the key of a saved result).
-        notes: the environment's adaptations (skipped system steps, conda to pip).
+        patch_sha256: sha256 of the candidate patch.
+        notes: the environment's adaptations (skipped system steps, conda to pip, a locale fallback).
         network: the tests ran with the network on (``local`` backend; SWE-bench's Docker harness has it on).
         warnings: reasons the result may not match the official harness, e.g. the repository's tests need
             the network (:data:`~takeover.grading.NETWORK_REPOS`) and it was off.
+        grading_key: everything that decided the verdict; a stored result is reused only under an equal key
+            (:mod:`takeover.grading.reuse`).
+        graded_at: when the grading finished (UTC, ISO 8601, seconds).
+        reused: this result was read back from an earlier grading (``graded_at`` says when), not graded now.
+        reuse_note: what happened to a stored result: reused, or graded again and why; None without one.
     """
 
     model_config = ConfigDict(populate_by_name=True)
@@ -72,13 +78,17 @@ class GradeResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     network: bool = False
     warnings: list[str] = Field(default_factory=list)
+    grading_key: GradingKey | None = None
+    graded_at: str | None = None
+    reused: bool = False
+    reuse_note: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
         return self.model_dump(mode="json", include={
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
-            "timed_out", "error", "network", "warnings"})
+            "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note"})
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:
