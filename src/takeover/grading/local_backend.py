@@ -5,7 +5,8 @@ source); the candidate patch applied with SWE-bench's fallbacks; the task's envi
 (:mod:`takeover.environments`, which runs the install step after the patch, as SWE-bench's eval script
 does); ``test_patch`` applied and the eval script run in the sandbox with a time limit and a fixed
 environment (:mod:`takeover.grading.harness`, :mod:`takeover.grading.hermetic`); the log parsed and
-graded (:mod:`takeover.grading.verdict`). The folder ``log_dir`` receives ``test_output.txt``, ``run_instance.log``, ``eval.sh`` and the patches.
+graded (:mod:`takeover.grading.verdict`). The folder ``log_dir`` receives ``test_output.txt``,
+``run_instance.log`` (with the test environment), ``eval.sh`` and the patches.
 
 The tests run without network unless asked (SWE-bench's Docker harness leaves it on): the suites of
 :data:`NETWORK_REPOS` then cannot pass, and their results carry a warning.
