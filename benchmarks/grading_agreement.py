@@ -86,13 +86,16 @@ def compare(task: SourceTask, official: dict[str, Any], local: GradeResult, refe
         else:
             cause = "unexplained"
         disagreements.append({"kind": key[0], "test": key[1], "official": passed, "local": mine, "cause": cause})
-    env_limited = bool(env_tests & set(want)) or (reference is not None and reference.error is not None)
+    # the reference patch cannot be graded here (environment build): none of the instance's tests can
+    reference_failed = reference is not None and reference.error is not None
+    env_limited = bool(env_tests & set(want)) or reference_failed
     return {
         "instance_id": task.instance_id, "repo": task.repo,
         "official_resolved": bool(official.get("resolved")), "local_resolved": local.resolved,
         "resolved_agrees": bool(official.get("resolved")) == local.resolved and local.error is None,
         "tests": len(want), "tests_agree": len(want) - len(disagreements),
-        "tests_gradable": len(set(want) - env_tests), "env_tests": sorted(f"{k}::{t}" for k, t in env_tests & set(want)),
+        "tests_gradable": 0 if reference_failed else len(set(want) - env_tests),
+        "env_tests": sorted(f"{k}::{t}" for k, t in env_tests & set(want)),
         "resolved_gradable": not env_limited, "disagreements": disagreements,
         "error": local.error, "reference_error": reference.error if reference is not None else None,
         "local_reused": local.reused, "test_seconds": round(local.test_seconds, 1),
@@ -110,7 +113,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     gradable = [r for r in rows if r["resolved_gradable"]]
     env_free = sum(r["tests_gradable"] for r in rows)
     env_free_agree = sum(r["tests_gradable"] - sum(1 for d in r["disagreements"] if not d["cause"].startswith("env"))
-                         for r in rows)
+                         for r in rows if r["tests_gradable"])
     return {
         "instances": len(rows),
         "resolved_agree": sum(r["resolved_agrees"] for r in rows),
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     t = totals
     print(f"\nresolved agreement: {_pct(t['resolved_agree'], t['instances'])}; "
           f"per-test agreement: {_pct(t['tests_agree'], t['tests'])}")
-    print(f"gradable here (no test failing under the reference patch on this machine): resolved "
+    print(f"gradable here (reference patch graded, no test failing under it on this machine): resolved "
           f"{_pct(t['resolved_agree_gradable'], t['instances_gradable'])}; per-test "
           f"{_pct(t['tests_agree_gradable'], t['tests_gradable'])}")
     print(f"network for the tests: {'on' if args.network else 'off'}")
