@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mirror is None or not Path(args.mirror).is_dir():
         ap.error("give --mirror or set TAKEOVER_MIRROR to a folder of bare repositories")
     tasks = {t.instance_id: t for t in load_tasks(args.dataset)}
-    source = RepoSource(args.mirror, allow_network=False)
+    source = RepoSource(args.mirror, offline=True)
     log_dir = args.log_dir / ("network" if args.network else "offline")
     rows, skipped = [], []
     for path in sorted(args.runs.glob("*.json")):

@@ -87,7 +87,7 @@ def locale_task(tmp_path, monkeypatch):
         "PASS_TO_PASS": ["tests/test_calc.py::test_add_zero", "tests/test_calc.py::test_environment"],
         "takeover_env_spec": SPEC,
     }
-    return task, RepoSource(mirror, allow_network=False)
+    return task, RepoSource(mirror, offline=True)
 
 
 def _report(result) -> dict:
@@ -162,7 +162,7 @@ def test_locale_of_the_specification_is_kept_when_it_exists_and_replaced_when_it
 def test_real_instance_gets_the_same_report_under_a_hostile_environment(mirror_dir, data_dir, tmp_path, monkeypatch):
     tasks = {t.instance_id: t for t in load_tasks(data_dir / "swebench_verified.jsonl")}
     task = tasks["pytest-dev__pytest-5631"]
-    source = RepoSource(mirror_dir, allow_network=False)
+    source = RepoSource(mirror_dir, offline=True)
     clean = _grade_under({}, monkeypatch, task, task.patch, repo_source=source, log_dir=tmp_path / "clean",
                          timeout=900)
     hostile = _grade_under(HOSTILE, monkeypatch, task, task.patch, repo_source=source, log_dir=tmp_path / "hostile",

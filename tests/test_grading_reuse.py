@@ -58,7 +58,7 @@ def calc(tmp_path, monkeypatch):
         "FAIL_TO_PASS": ["tests/test_calc.py::test_add"], "PASS_TO_PASS": ["tests/test_calc.py::test_add_zero"],
         "takeover_env_spec": SPEC,
     }
-    return task, RepoSource(mirror, allow_network=False), tmp_path / "logs"
+    return task, RepoSource(mirror, offline=True), tmp_path / "logs"
 
 
 def _first(task, source, logs, patch=GOLD, **kwargs):
@@ -180,7 +180,7 @@ def test_cli_says_reused_and_force_grades_again(calc, tmp_path):
     task, _, logs = calc
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text(json.dumps(task) + "\n")
-    args = ["grade", "--dataset", str(dataset), "--instance", "acme__calc-3", "--gold", "--mirror",
+    args = ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-3", "--gold", "--mirror",
             str(tmp_path / "mirror"), "--offline", "--log-dir", str(logs)]
     runner = CliRunner()
     first = runner.invoke(app, [*args, "--json"])
