@@ -139,3 +139,18 @@ def test_snapshots_never_touch_the_users_index(tmp_path):
     assert git(repo, "diff", "--cached") == staged
     assert subprocess.run(["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True,
                           check=True).stdout == "M  pkg/mod.py\n?? t.py\n"
+
+
+def test_a_tracked_file_that_matches_gitignore_stays_in_the_state(tmp_path):
+    """git add -A never adds an ignored file, but one the base commit tracks is part of the working tree:
+    the first snapshot starts from HEAD's tree, so it keeps it."""
+    repo, sha = make_repo(tmp_path / "repo", BASE)
+    (repo / "kept.log").write_text("tracked although ignored\n")
+    git(repo, "add", "-f", "kept.log")
+    git(repo, "commit", "-q", "-m", "a tracked log")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert take_snapshot(repo) == git(repo, "rev-parse", "HEAD^{tree}").strip()
+    assert worktree_patch(repo, head) == ""
+    (repo / "kept.log").write_text("changed\n")
+    assert list(snapshot_diff(repo, head, take_snapshot(repo))) == ["kept.log"]
+    assert list(snapshot_diff(repo, sha, take_snapshot(repo))) == ["kept.log"]
