@@ -41,7 +41,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "snapshots": (["src/takeover/snapshots.py"],
                   ["tests/test_snapshots.py", "tests/test_snapshot_states.py", "tests/test_checkpoints.py"]),
     "report.stats": (["src/takeover/report/stats.py"], ["tests/test_report.py", "tests/test_report_stats_edges.py"]),
-    "grading.verdict": (["src/takeover/grading/verdict.py"], ["tests/test_grading.py", "tests/test_grading_logs.py"]),
+    "grading.verdict": (["src/takeover/grading/verdict.py"],
+                        ["tests/test_grading_verdict.py", "tests/test_grading_logs.py", "tests/test_grading.py"]),
     "grading.log_parsing": (["src/takeover/grading/log_parsing.py"], ["tests/test_grading_logs.py", "tests/test_grading.py"]),
 }
 
