@@ -43,7 +43,8 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
     "report.stats": (["src/takeover/report/stats.py"], ["tests/test_report.py", "tests/test_report_stats_edges.py"]),
     "grading.verdict": (["src/takeover/grading/verdict.py"],
                         ["tests/test_grading_verdict.py", "tests/test_grading_logs.py", "tests/test_grading.py"]),
-    "grading.log_parsing": (["src/takeover/grading/log_parsing.py"], ["tests/test_grading_logs.py", "tests/test_grading.py"]),
+    "grading.log_parsing": (["src/takeover/grading/log_parsing.py"],
+                            ["tests/test_grading_log_parsing.py", "tests/test_grading_logs.py", "tests/test_grading.py"]),
 }
 
 def _mutmut() -> str:
