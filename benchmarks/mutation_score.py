@@ -35,7 +35,7 @@ MODULES: dict[str, tuple[list[str], list[str]]] = {
                  ["tests/test_classify.py", "tests/test_classify_protocol.py", "tests/test_points.py"]),
     "points": (
         ["src/takeover/points/detection.py", "src/takeover/points/event_states.py", "src/takeover/points/run_points.py"],
-        ["tests/test_points.py", "tests/test_checkpoints.py"],
+        ["tests/test_points.py", "tests/test_points_rules.py", "tests/test_points_sources.py", "tests/test_checkpoints.py"],
     ),
     "patches": (["src/takeover/patches.py"], ["tests/test_patches.py", "tests/test_snapshots.py", "tests/test_foundation.py"]),
     "snapshots": (["src/takeover/snapshots.py"],
