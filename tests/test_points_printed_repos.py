@@ -33,8 +33,8 @@ ID_1766 = "psf__requests-1766"
 FAST = (ID_1766, "django__django-12193", "django__django-13551")
 SLOW = "pytest-dev__pytest-7205"  # its replay runs pytest four times (~30 s on a loaded 2-core machine)
 
-# Hand-checked against the trajectories. "A" is every field of a point apart from patch_sha256 (see
-# same_patch for why the hash is compared apart).
+# Every field of each point but patch_sha256, checked by hand against the trajectories (the hash covers the
+# patch's `index` lines, whose abbreviation depends on the repository: see short_ids).
 EXPECTED = {
     "django__django-12193": {
         # 20 writes apply_fix.py (a top-level script with no scratch prefix: a source file); reproduce_issue.py
@@ -128,7 +128,7 @@ def short_ids(patch: str) -> str:
 
 
 def same_point(detected, expected) -> None:
-    """The point records are equal apart from patch_sha256, and each hash is the sha256 of its own patch."""
+    """The point records are equal apart from patch_sha256 (see short_ids)."""
     assert detected.model_dump(exclude={"patch_sha256"}) == expected.model_dump(exclude={"patch_sha256"})
 
 
