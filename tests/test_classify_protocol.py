@@ -10,6 +10,7 @@ from takeover.classify import (
     SOURCE_SUFFIXES,
     failure_evidence,
     file_class,
+    is_generated_output,
     is_git_restore_command,
     is_verification_command,
 )
@@ -21,8 +22,13 @@ PROTOCOL_SOURCE_SUFFIXES = (".py", ".js", ".jsx", ".ts", ".tsx", ".java", ".go",
 # Section 3.1: `(^|/)(test|tests|testing|spec|specs)(/|_)` or `(_test|_spec)\.`, or a file name `test_*.py`
 # or `*_test.py`.
 PROTOCOL_TEST_DIRS = ("test", "tests", "testing", "spec", "specs")
-# Section 3.2: top-level names starting with these are scratch files.
+# Section 3.2: a path whose first component (top-level file or folder) starts with these is a scratch file.
 PROTOCOL_SCRATCH_PREFIXES = ("reproduce", "repro", "scratch", "tmp", "debug")
+# Section 3.3: generated output.
+PROTOCOL_GENERATED_FOLDERS = ("__pycache__", "_build", ".eggs", ".tox", ".nox", ".hypothesis", ".pytest_cache",
+                              ".mypy_cache", ".ruff_cache")
+PROTOCOL_GENERATED_TOP_FOLDERS = ("build", "dist")
+PROTOCOL_COMPILED_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".o", ".obj", ".a", ".dylib", ".dll")
 
 
 def test_the_source_suffixes_are_the_protocols():
@@ -62,11 +68,40 @@ def test_names_that_only_contain_test_are_source(path):
 
 
 @pytest.mark.parametrize("prefix", PROTOCOL_SCRATCH_PREFIXES)
-def test_scratch_prefixes_only_at_the_top(prefix):
+def test_scratch_prefixes_only_in_the_first_path_component(prefix):
     assert file_class(f"{prefix}_case.py") == "artifact"
     assert file_class(f"{prefix.upper()}_case.py") == "artifact"
+    assert file_class(f"{prefix}/case.py") == "artifact"  # a top-level folder counts too (extension)
+    assert file_class(f"{prefix}_issue/sub/case.py") == "artifact"
     assert file_class(f"pkg/{prefix}_case.py") == "source"
-    assert file_class(f"{prefix}/case.py") == "source"  # a folder named like a scratch file is not scratch
+    assert file_class(f"pkg/{prefix}/case.py") == "source"
+
+
+@pytest.mark.parametrize("folder", PROTOCOL_GENERATED_FOLDERS)
+def test_generated_folders_anywhere_in_the_path(folder):
+    assert is_generated_output(f"{folder}/x.py") and is_generated_output(f"pkg/{folder}/sub/x.py")
+    assert file_class(f"pkg/{folder}/x.py") == "artifact"
+    assert not is_generated_output(f"pkg/{folder}x/y.py") and not is_generated_output(f"pkg/{folder}.py")
+    assert not is_generated_output(f"pkg/{folder.upper()}/x.py")  # folder names compared as written
+
+
+@pytest.mark.parametrize("folder", PROTOCOL_GENERATED_TOP_FOLDERS)
+def test_build_and_dist_only_at_the_top(folder):
+    assert is_generated_output(f"{folder}/lib/pkg/mod.py") and file_class(f"{folder}/lib/pkg/mod.py") == "artifact"
+    assert not is_generated_output(f"pkg/{folder}/mod.py") and file_class(f"pkg/{folder}/mod.py") == "source"
+    assert not is_generated_output(folder)  # a file named build
+
+
+@pytest.mark.parametrize("suffix", PROTOCOL_COMPILED_SUFFIXES)
+def test_compiled_files_are_generated_output(suffix):
+    assert is_generated_output(f"pkg/mod{suffix}") and is_generated_output(f"mod{suffix}")
+    assert not is_generated_output(f"pkg/mod{suffix}/README")  # a folder with that suffix holds no compiled file
+
+
+@pytest.mark.parametrize("path", ["pkg.egg-info/PKG-INFO", "src/pkg.egg-info/SOURCES.txt", "pkg-1.0.dist-info/RECORD",
+                                  "docs/_build/html/searchindex.js"])
+def test_package_metadata_and_sphinx_output_are_generated(path):
+    assert is_generated_output(path) and file_class(path) == "artifact"
 
 
 @pytest.mark.parametrize(("path", "expected"), [
