@@ -8,7 +8,6 @@ of the suite; the expected points of the other runs were checked by hand against
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 
 import pytest
@@ -33,8 +32,8 @@ ID_1766 = "psf__requests-1766"
 FAST = (ID_1766, "django__django-12193", "django__django-13551")
 SLOW = "pytest-dev__pytest-7205"  # its replay runs pytest four times (~30 s on a loaded 2-core machine)
 
-# Every field of each point but patch_sha256, checked by hand against the trajectories (the hash covers the
-# patch's `index` lines, whose abbreviation depends on the repository: see short_ids).
+# Every field of each point but patch_sha256, checked by hand against the trajectories (the hash is checked
+# against the patch, and the patch against the real repository's where a mirror is configured).
 EXPECTED = {
     "django__django-12193": {
         # 20 writes apply_fix.py (a top-level script with no scratch prefix: a source file); reproduce_issue.py
@@ -121,17 +120,6 @@ BLOBS = {
 }
 
 
-def short_ids(patch: str) -> str:
-    """``patch`` with its ``index`` lines' object ids cut to 7 hex digits: git abbreviates them by the size of
-    the repository (8 in requests, 9 in pytest, 7 here), so only the common prefix is compared."""
-    return re.sub(r"(?m)^index ([0-9a-f]{7})[0-9a-f]*\.\.([0-9a-f]{7})[0-9a-f]*", r"index \1..\2", patch)
-
-
-def same_point(detected, expected) -> None:
-    """The point records are equal apart from patch_sha256 (see short_ids)."""
-    assert detected.model_dump(exclude={"patch_sha256"}) == expected.model_dump(exclude={"patch_sha256"})
-
-
 def invoke(*args: str):
     return CliRunner().invoke(app, list(args), catch_exceptions=False)
 
@@ -193,10 +181,8 @@ def test_detection_finds_the_hand_checked_points_of_the_view_tests(detected):
     hand, hand_patches = requests_1766_points(), requests_1766_patches()
     assert [p.type for p in rp.points] == list(hand)
     for point in rp.points:
-        same_point(point, hand[point.type])
-        assert short_ids(rp.patches[point.type]) == short_ids(hand_patches[point.type]), point.type
-        assert point.patch_sha256 == patch_sha256(rp.patches[point.type])
-        assert hand[point.type].patch_sha256 == patch_sha256(hand_patches[point.type])
+        assert point == hand[point.type]
+        assert rp.patches[point.type] == hand_patches[point.type], point.type
 
 
 @pytest.mark.parametrize("instance_id", [i for i in FAST if i != ID_1766])
@@ -286,9 +272,8 @@ def test_views_from_detection_equal_the_views_from_the_hand_checked_point(printe
             assert result.exit_code == 0, result.output
             built[name] = ({p.name: p.read_text() for p in sorted(out.glob("*.md"))},
                            [r["messages"] for r in replay.requests])
-            index = json.loads((out / "views.json").read_text())
-            same_point(type(requests_1766_points()["after_first_source_edit"]).model_validate(index["point"]),
-                       requests_1766_points()["after_first_source_edit"])
+            point = json.loads((out / "views.json").read_text())["point"]
+            assert point == requests_1766_points()["after_first_source_edit"].model_dump(mode="json")
     assert sorted(built["detected"][0]) == ["raw_trace.md", "repo_only.md", "structured_notes.md", "summary_notes.md"]
     assert built["detected"] == built["hand"]
     assert len(built["detected"][1]) == 2
@@ -296,11 +281,17 @@ def test_views_from_detection_equal_the_views_from_the_hand_checked_point(printe
 
 @pytest.mark.mirror
 @pytest.mark.slow
-def test_the_real_repository_gives_the_points_of_the_printed_one(mirror_dir, tmp_path):
-    """The counterpart with the real pytest repository (TAKEOVER_MIRROR): the same points as above."""
+def test_the_real_repository_gives_the_points_and_patches_of_the_printed_one(printed, mirror_dir, tmp_path):
+    """The counterpart with the real pytest repository (TAKEOVER_MIRROR): the same points and, byte for
+    byte, the same checkpoint patches as the repository rebuilt from the run's printouts."""
     real = tmp_path / "dataset.jsonl"
     real.write_text(json.dumps(dataset_row(SLOW)) + "\n")
-    result = invoke("points", str(MINI / f"{SLOW}.json"), "--dataset", str(real), "--mirror", str(mirror_dir),
-                    "--offline", "--no-environment", "--out-dir", str(tmp_path))
-    assert result.exit_code == 0, result.output
-    check_points(RunPoints.load(tmp_path / f"{SLOW}.points.json"), SLOW)
+    found = {}
+    for name, dataset, mirror in (("real", real, mirror_dir), ("printed", printed.dataset, printed.mirror)):
+        result = invoke("points", str(MINI / f"{SLOW}.json"), "--dataset", str(dataset), "--mirror", str(mirror),
+                        "--offline", "--no-environment", "--out-dir", str(tmp_path / name))
+        assert result.exit_code == 0, result.output
+        found[name] = RunPoints.load(tmp_path / name / f"{SLOW}.points.json")
+    check_points(found["real"], SLOW)
+    assert found["real"].points == found["printed"].points
+    assert found["real"].patches == found["printed"].patches
