@@ -1,4 +1,5 @@
-"""The one process runner: a command in a session of its own, killed with everything it started.
+"""The one process runner: a command in a session of its own, killed with everything it started; and
+processes that end with the process that started them.
 
 Every command takeover runs on a task's behalf goes through :func:`run_process`: the build steps of a
 task environment, the test command of the grading, the shell commands of a replay and of an agent. The
@@ -6,20 +7,27 @@ command is the leader of a new session and process group. At the time limit, at 
 one is asked, and when the leader exits, every process left in that group is killed (SIGKILL), so no
 ``pip`` of a timed-out build, no ``sleep`` a test started in the background and no server an agent
 forgot keeps running after its command is over.
+
+A process that starts long-lived helpers ends them with itself: :func:`end_with_parent` (for a child: the
+kernel kills it when its parent dies) and :func:`end_descendants` (for a process that is about to exit: every
+process below it, and the sessions they lead, are killed).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
@@ -171,6 +179,125 @@ def kill_group(pgid: int) -> None:
 
 def _proc_stats() -> Iterator[list[bytes]]:
     """The fields of every ``/proc/PID/stat`` after ``pid (comm)``; processes that exit meanwhile are skipped."""
+    for _, fields in _proc_stats_by_pid():
+        yield fields
+
+
+# --- processes that end with the one that started them -------------------------------------------------
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl`` (Linux), looked up once: a child between fork and exec must not load libraries."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def end_with_parent(parent_pid: int | None = None, signum: int = signal.SIGKILL) -> None:
+    """Ask the kernel to send ``signum`` to this process when the thread that started it ends (Linux
+    ``prctl(PR_SET_PDEATHSIG)`` through ctypes; nothing elsewhere).
+
+    Args:
+        parent_pid: the pid that started this process; when it is already gone (it died before the call),
+            this process exits at once with status 1.
+        signum: the signal sent (SIGKILL: the process cannot outlive its parent; SIGTERM lets it clean up).
+    """
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
+# Run by a fresh interpreter before the command replaces it: argv is [pid, signum, command...].
+_TRAMPOLINE = ("import ctypes, os, sys; ctypes.CDLL(None).prctl(1, int(sys.argv[2]), 0, 0, 0); "
+               "os.getppid() == int(sys.argv[1]) or os._exit(1); os.execvp(sys.argv[3], sys.argv[3:])")
+
+
+def ending_with_parent(argv: Sequence[str], signum: int = signal.SIGKILL) -> list[str]:
+    """``argv`` wrapped so that the command gets ``signum`` when this process's calling thread ends: a short
+    Python program sets ``PR_SET_PDEATHSIG`` (:func:`end_with_parent`) and then becomes the command
+    (``exec``, same pid). Unchanged outside Linux. Unlike a ``preexec_fn`` it is safe in a process with
+    threads.
+
+    Example: ``subprocess.Popen(ending_with_parent(["python", "-m", "llama_cpp.server", ...]))``.
+    """
+    if _prctl() is None:
+        return list(argv)
+    return [sys.executable, "-c", _TRAMPOLINE, str(os.getpid()), str(int(signum)), *argv]
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids of every living process below ``pid`` in the process tree (children first, then theirs),
+    from ``/proc/PID/task/*/children`` (Linux; empty elsewhere)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", "rb") as fh:
+                    children = [int(c) for c in fh.read().split()]
+            except OSError:
+                continue
+            for child in children:
+                if child not in found:
+                    found.append(child)
+                    todo.append(child)
+    return found
+
+
+def end_descendants(pid: int | None = None) -> list[int]:
+    """SIGKILL every process below ``pid`` (default: this process) and every process in a session one
+    of them leads (the commands of :func:`run_process` lead sessions of their own, and their children
+    stay in them when the leader dies first); wait at most :data:`KILL_WAIT` seconds until they are gone.
+
+    Returns:
+        the pids that were signalled.
+    """
+    pid = os.getpid() if pid is None else pid
+    own_session = os.getsid(0)
+    found = descendants(pid)
+    sessions = set()
+    for child in found:
+        with contextlib.suppress(OSError):
+            sid = os.getsid(child)
+            if sid == child and sid != own_session:
+                sessions.add(sid)
+    if sessions:
+        found += [int(name) for name, fields in _proc_stats_by_pid() if int(fields[3]) in sessions
+                  and int(name) not in found and int(name) != pid]
+    for child in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT
+    while time.monotonic() < deadline and any(_alive(child) for child in found):
+        time.sleep(0.01)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, already dead and waiting for its parent, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+def _proc_stats_by_pid() -> Iterator[tuple[str, list[bytes]]]:
+    """``(pid, fields)`` of every process, as :func:`_proc_stats`."""
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -180,4 +307,4 @@ def _proc_stats() -> Iterator[list[bytes]]:
         except (OSError, IndexError):
             continue
         if len(fields) > 21:
-            yield fields
+            yield name, fields

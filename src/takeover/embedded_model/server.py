@@ -39,7 +39,7 @@ from takeover.embedded_model.weights import (
 )
 from takeover.errors import EnvironmentUnavailable
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
-from takeover.processes import kill_group
+from takeover.processes import ending_with_parent, kill_group
 
 MODEL_PATH_ENV = "TAKEOVER_MODEL_PATH"
 # llama.cpp's default native build (-march=native) compiles AMX kernels on CPUs that advertise AMX; some
@@ -204,8 +204,9 @@ class EmbeddedModel:
         # generation fell from 6.6 to 0.35 tokens/s. Passive waiting avoids that at no cost when idle.
         env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
         # A session of its own: a terminal's Ctrl-C reaches only takeover, which stops the whole group itself.
-        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=env, start_new_session=True)
+        # And the server ends with this process, even killed (kill -9): no model keeps a port and 1 GB of memory.
+        self.process = subprocess.Popen(ending_with_parent(self.argv()), stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         log.close()
         try:
             self._wait_until_ready()

@@ -6,18 +6,27 @@ coordinator, the same way for every executor: at most ``workers`` units in fligh
 ``caps["model"]`` of those that call a model and ``caps["env"]`` of those that use a test environment.
 A unit holds its resources for its whole duration (a takeover run holds a model slot and an environment
 slot from start to end), which is what bounds the load on an endpoint and on the machine.
+
+A worker that dies while it runs a unit (killed, out of memory, its Ray node lost) loses only that unit:
+it is redone, up to :data:`LOST_UNIT_REDOS` times, then recorded as failed; every unit that finished
+before is in its result file already. Worker processes end with the coordinator: each one is told by the
+kernel when the coordinator dies, and watches it too, and then kills every command it started before it
+exits (:func:`takeover.processes.end_descendants`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
+import signal
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from takeover._io import atomic_write_json
 from takeover.errors import EnvironmentUnavailable
@@ -31,15 +40,26 @@ from takeover.experiments.units import (
     note_rejected,
     unit_path,
 )
+from takeover.processes import end_descendants, end_with_parent
 
 ProgressCallback = Callable[["ProgressEvent"], None]
+
+#: How many times a unit whose worker died is redone before it is recorded as failed.
+LOST_UNIT_REDOS = 2
+#: Seconds between two looks of a worker process at its coordinator.
+PARENT_WATCH_INTERVAL = 0.5
+
+
+class WorkerLost(Exception):
+    """The worker that ran a unit died before it returned (killed, out of memory, its Ray node lost)."""
 
 
 class ProgressEvent(BaseModel):
     """What the engine reports as it goes: ``planned`` (with the number of units and of those reused),
-    ``started`` and ``finished`` (with the result) for each unit that runs."""
+    ``started`` and ``finished`` (with the result) for each unit that runs, and ``redo`` (with the
+    ``reason``) when a unit's worker died and the unit is sent again."""
 
-    kind: Literal["planned", "started", "finished"]
+    kind: Literal["planned", "started", "finished", "redo"]
     stage: str
     total: int = 0
     reused: int = 0
@@ -47,6 +67,8 @@ class ProgressEvent(BaseModel):
     reused_tokens: int = 0
     key: str | None = None
     result: UnitResult | None = None
+    labels: dict[str, Any] = Field(default_factory=dict)
+    reason: str | None = None
 
 
 class Executor:
@@ -63,8 +85,8 @@ class Executor:
         raise NotImplementedError
 
     def wait(self, handles: Iterable[Any], timeout: float) -> list[tuple[Any, str | BaseException]]:
-        """Finished handles with their result JSON (or the exception that escaped the worker); waits at most
-        ``timeout`` seconds for the first one."""
+        """Finished handles with their result JSON, the exception that escaped the unit, or a
+        :class:`WorkerLost` when the worker died; waits at most ``timeout`` seconds for the first one."""
         raise NotImplementedError
 
     def close(self, *, terminate: bool = False) -> None:
@@ -96,32 +118,74 @@ class InlineExecutor(Executor):
         return [(h, self._done.pop(h)) for h in list(handles) if h in self._done]
 
 
+def guard_worker(coordinator: int) -> None:
+    """Make this worker process end with its coordinator (pid ``coordinator``), taking every command it
+    started with it. The initializer of :class:`ProcessExecutor`'s workers.
+
+    Three ways in: the kernel sends SIGTERM when the coordinator dies (Linux ``PR_SET_PDEATHSIG``), a
+    thread looks every :data:`PARENT_WATCH_INTERVAL` seconds whether the coordinator is still the parent
+    (any platform), and the pool's own ``terminate`` sends SIGTERM. Each kills every process below this
+    worker (and the sessions they lead, :func:`takeover.processes.end_descendants`), then exits.
+    """
+    signal.signal(signal.SIGTERM, _end_worker)
+    end_with_parent(coordinator, signal.SIGTERM)
+
+    def watch() -> None:
+        while os.getppid() == coordinator:
+            threading.Event().wait(PARENT_WATCH_INTERVAL)
+        _end_worker()
+
+    threading.Thread(target=watch, name="takeover-coordinator-watch", daemon=True).start()
+
+
+def _end_worker(signum: int | None = None, frame: Any = None) -> None:
+    end_descendants()
+    os._exit(128 + (signum or signal.SIGTERM))
+
+
 class ProcessExecutor(Executor):
     """``workers`` worker processes (``concurrent.futures.ProcessPoolExecutor``, spawn start method so
-    that no thread of the coordinator, such as the live display, is forked)."""
+    that no thread of the coordinator, such as the live display, is forked). Each worker ends with the
+    coordinator (:func:`guard_worker`).
+
+    When a worker dies, the pool breaks and ends its other workers too: every unit in flight comes back as
+    :class:`WorkerLost` (:func:`run_units` redoes them) and the next :meth:`submit` starts a new pool.
+    """
 
     def __init__(self, workers: int):
         self.workers = workers
-        self._pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> cf.ProcessPoolExecutor:
+        return cf.ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                      initializer=guard_worker, initargs=(os.getpid(),))
 
     def submit(self, function: Callable, spec_json: str, out_dir: str) -> cf.Future:
         """Send the unit to a worker process; the handle is its future."""
-        return self._pool.submit(execute_unit, function, spec_json, out_dir)
+        try:
+            return self._pool.submit(execute_unit, function, spec_json, out_dir)
+        except cf.process.BrokenProcessPool:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = self._new_pool()
+            return self._pool.submit(execute_unit, function, spec_json, out_dir)
 
     def wait(self, handles, timeout):
-        """The futures that finished within ``timeout`` seconds; a dead worker's exception is its value."""
+        """The futures that finished within ``timeout`` seconds; a dead worker's units are :class:`WorkerLost`."""
         done, _ = cf.wait(list(handles), timeout=timeout, return_when=cf.FIRST_COMPLETED)
         out: list[tuple[Any, str | BaseException]] = []
         for fut in done:
             try:
                 out.append((fut, fut.result()))
-            except BaseException as exc:  # noqa: BLE001 - a dead worker becomes a failed unit
+            except cf.process.BrokenProcessPool as exc:
+                out.append((fut, WorkerLost(f"a worker process died ({exc})")))
+            except BaseException as exc:  # noqa: BLE001 - an exception that escaped the unit fails it
                 out.append((fut, exc))
         return out
 
     def close(self, *, terminate: bool = False) -> None:
-        """Shut the pool down; with ``terminate`` (the run is being interrupted), kill the workers first
-        so that no unit keeps running without a coordinator (its result would be redone anyway)."""
+        """Shut the pool down; with ``terminate`` (the run is being interrupted), end the workers first
+        (each kills the commands it started) so that no unit keeps running without a coordinator (its
+        result would be redone anyway)."""
         if terminate:
             for proc in list(getattr(self._pool, "_processes", {}).values()):
                 proc.terminate()
@@ -134,7 +198,11 @@ class RayExecutor(Executor):
     ``address=None`` starts a private local Ray instance bound to 127.0.0.1 with ``workers`` CPUs and no
     dashboard; otherwise ``ray.init(address=...)`` joins an existing cluster (``"auto"`` or
     ``ray://host:10001``). On a cluster, every node needs ``takeover`` installed and the output folder on
-    a shared file system, because each task writes its unit result file itself.
+    a shared file system, because each task writes its unit result file itself; the result records the
+    Ray node that ran it (``UnitResult.node``).
+
+    Ray does not retry a task itself (``max_retries=0``): a task whose worker or node died comes back as
+    :class:`WorkerLost` and :func:`run_units` sends it again, wherever Ray places it.
     """
 
     def __init__(self, workers: int, address: str | None = None):
@@ -160,14 +228,18 @@ class RayExecutor(Executor):
             else:
                 ray.init(address=address, log_to_driver=False)
             self._owned = True
-        self._remote = ray.remote(num_cpus=1, max_retries=0)(execute_unit)
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(execute_unit_on_ray)
+        errors = ray.exceptions
+        self._lost = (errors.WorkerCrashedError, errors.NodeDiedError, errors.ObjectLostError,
+                      errors.LocalRayletDiedError, errors.OutOfMemoryError)
 
     def submit(self, function: Callable, spec_json: str, out_dir: str):
         """Start the unit as a Ray task; the handle is its object reference."""
         return self._remote.remote(function, spec_json, out_dir)
 
     def wait(self, handles, timeout):
-        """The first task that finished within ``timeout`` seconds; a lost task's exception is its value."""
+        """The first task that finished within ``timeout`` seconds; a task whose worker or node died is
+        :class:`WorkerLost`, any other error its exception."""
         handles = list(handles)
         if not handles:
             return []
@@ -176,7 +248,9 @@ class RayExecutor(Executor):
         for ref in ready:
             try:
                 out.append((ref, self.ray.get(ref)))
-            except Exception as exc:  # noqa: BLE001 - a lost task becomes a failed unit
+            except self._lost as exc:
+                out.append((ref, WorkerLost(f"the Ray worker died ({type(exc).__name__}: {_first_line(exc)})")))
+            except Exception as exc:  # noqa: BLE001 - an exception that escaped the unit fails it
                 out.append((ref, exc))
         return out
 
@@ -186,13 +260,33 @@ class RayExecutor(Executor):
             self.ray.shutdown()
 
 
+def execute_unit_on_ray(function: Callable, spec_json: str, out_dir: str) -> str:
+    """:func:`~takeover.experiments.units.execute_unit` in a Ray task, recording the Ray node id."""
+    import ray
+
+    return execute_unit(function, spec_json, out_dir, node=ray.get_runtime_context().get_node_id())
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
 def make_executor(kind: str, workers: int, *, ray_address: str | None = None) -> Executor:
-    """``local`` with one worker runs inline; ``local`` with more uses processes; ``ray`` uses Ray."""
+    """``local``: ``workers`` worker processes that end with this one (even one: a unit never runs in the
+    coordinator, so that killing the coordinator ends every command of the run); ``ray``: Ray tasks;
+    ``inline``: one unit at a time in this process (for debugging and tests).
+
+    Raises:
+        ValueError: an unknown kind.
+        EnvironmentUnavailable: ``ray`` without the ``ray`` extra installed.
+    """
     if kind == "ray":
         return RayExecutor(workers, ray_address)
+    if kind == "inline":
+        return InlineExecutor()
     if kind != "local":
         raise ValueError(f"unknown executor {kind!r} (local or ray)")
-    return InlineExecutor() if workers <= 1 else ProcessExecutor(workers)
+    return ProcessExecutor(workers)
 
 
 def run_units(
@@ -211,7 +305,11 @@ def run_units(
         specs: the stage's planned units (same stage; duplicate keys are run once).
         caps: ``{"model": n, "env": m}``: most units holding each resource at a time.
         retry_failed: redo units whose stored result is ``failed``.
-        progress: called with :class:`ProgressEvent` as units are planned, start and finish.
+        progress: called with :class:`ProgressEvent` as units are planned, start, finish and are redone.
+
+    A unit whose worker died (:class:`WorkerLost`) is sent again, at most :data:`LOST_UNIT_REDOS` times;
+    then its result is written as failed (``infrastructure``) with the reason. When its result file was
+    written before the worker died, that result is taken as it is.
     """
     out_dir = str(out_dir)
     caps = caps or {}
@@ -240,6 +338,7 @@ def run_units(
                                reused_failed=reused_failed, reused_tokens=reused_tokens))
     in_use = {r: 0 for r in ("model", "env")}
     running: dict[Any, UnitSpec] = {}
+    lost: dict[str, int] = {}
 
     def fits(spec: UnitSpec) -> bool:
         return all(in_use[r] < caps.get(r, executor.workers) for r in spec.resources)
@@ -255,7 +354,7 @@ def run_units(
             for r in spec.resources:
                 in_use[r] += 1
             if progress:
-                progress(ProgressEvent(kind="started", stage=spec.stage, key=spec.key))
+                progress(ProgressEvent(kind="started", stage=spec.stage, key=spec.key, labels=spec.labels))
             handle = executor.submit(spec.function, spec.model_dump_json(), out_dir)
             running[handle] = spec
         todo.extendleft(reversed(skipped))
@@ -265,13 +364,27 @@ def run_units(
             spec = running.pop(handle)
             for r in spec.resources:
                 in_use[r] -= 1
+            if isinstance(value, WorkerLost):
+                stored, _ = check_result(out_dir, spec.stage, spec.key, spec.inputs.get("instance_id"))
+                if stored is not None and stored.status == "done":
+                    value = stored.model_dump_json()  # it finished; only the reply was lost
+                elif lost.get(spec.key, 0) < LOST_UNIT_REDOS:
+                    lost[spec.key] = lost.get(spec.key, 0) + 1
+                    todo.appendleft(spec)
+                    if progress:
+                        progress(ProgressEvent(kind="redo", stage=spec.stage, key=spec.key, labels=spec.labels,
+                                               reason=str(value)))
+                    continue
+                else:
+                    value = RuntimeError(f"{value}; {LOST_UNIT_REDOS + 1} attempts")
             if isinstance(value, BaseException):
-                # The worker died before writing a result (killed, out of memory): record it here.
+                # No result file from the worker (it died every time, or the unit raised past the engine).
                 result = blocked_result(spec, f"worker failed: {_reason(value)}")
                 atomic_write_json(unit_path(out_dir, spec.stage, spec.key), result)
             else:
                 result = UnitResult.model_validate_json(value)
             results[spec.key] = result
             if progress:
-                progress(ProgressEvent(kind="finished", stage=spec.stage, key=spec.key, result=result))
+                progress(ProgressEvent(kind="finished", stage=spec.stage, key=spec.key, labels=spec.labels,
+                                       result=result))
     return {spec.key: results[spec.key] for spec in specs if spec.key in results}

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_valid
 
 from takeover._io import append_jsonl, atomic_write_json, stable_hash, to_jsonable
 from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable, TakeoverError
+from takeover.logs import third_party_logging
 from takeover.redact import redact
 from takeover.repos import RepoSource
 
@@ -139,6 +140,8 @@ class UnitResult(BaseModel):
         started_at: ISO time (UTC); seconds: wall time of the unit (seconds).
         prompt_tokens, completion_tokens: tokens spent by the unit's model calls.
         output: the stage's small result (never a whole trajectory).
+        host, pid: the machine and process that ran the unit; node: the Ray node id when the Ray executor
+            ran it (``None`` otherwise).
     """
 
     stage: str
@@ -155,6 +158,7 @@ class UnitResult(BaseModel):
     completion_tokens: int = 0
     host: str | None = None
     pid: int | None = None
+    node: str | None = None
 
 
 class UnitContext(BaseModel):
@@ -253,23 +257,21 @@ def _reason(exc: BaseException) -> str:
 
 def _quiet_worker() -> None:
     """Offline and quiet model libraries in worker processes: no cost-map download, no INFO lines per
-    model call interleaved with the progress display."""
-    import logging
-
+    model call interleaved with the progress display (unless the coordinator was asked for them)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_LOG", "ERROR")
-    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+    third_party_logging()
 
 
-def execute_unit(function: Callable[[dict, UnitContext], UnitOutcome | dict], spec_json: str, out_dir: str) -> str:
+def execute_unit(function: Callable[[dict, UnitContext], UnitOutcome | dict], spec_json: str, out_dir: str,
+                 *, node: str | None = None) -> str:
     """Run one unit (``function`` on the spec's inputs) and write its result file; returns the
     :class:`UnitResult` as JSON.
 
     This is the function that worker processes and Ray tasks call: ``function`` travels by reference
     (a module-level function), the spec and the result as plain strings, so that any executor can carry
     them. It never raises for a failure of the unit itself: the failure is recorded (status ``failed``,
-    reason, kind, the tokens a :class:`UnitFailure` says were spent) and returned.
+    reason, kind, the tokens a :class:`UnitFailure` says were spent) and returned. ``node``: the Ray node
+    id, recorded in the result.
     """
     _quiet_worker()
     spec = UnitSpec.model_validate_json(spec_json)
@@ -288,6 +290,7 @@ def execute_unit(function: Callable[[dict, UnitContext], UnitOutcome | dict], sp
         "started_at": started,
         "host": os.uname().nodename,
         "pid": os.getpid(),
+        "node": node,
     }
     try:
         outcome = function(spec.inputs, ctx)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
@@ -39,3 +40,37 @@ def fail_unless_file(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         raise UnitFailure(f"{inputs['ok_file']} is missing", inputs.get("kind", "infrastructure"),
                           prompt_tokens=inputs.get("prompt_tokens", 0))
     return UnitOutcome(output={"ok": True})
+
+
+def wait_for_release(inputs: dict, ctx: UnitContext) -> UnitOutcome:
+    """A unit that blocks: append ``{key, value, pid, attempt}`` to the JSON Lines file ``inputs["log"]``
+    (``attempt``: 1 for the first start of this unit, counted from that file), start ``sleep
+    inputs["sleep_token"]`` as the leader of a session of its own (as the process runner starts commands),
+    then wait until the file ``inputs["release"]`` exists (looking every 0.05 s, at most ``inputs["timeout"]``
+    seconds, default 600), stop the sleep and return ``{"double": 2 * value}`` with ``value`` prompt tokens.
+
+    ``inputs["block"] = False``: do not wait. ``inputs["once"] = True``: wait on the first attempt only (a
+    redone unit returns at once). The output depends on ``value`` only, so that an interrupted and resumed
+    run can be compared with an uninterrupted one.
+    """
+    log = inputs["log"]
+    attempt = 1
+    if os.path.exists(log):
+        with open(log, encoding="utf-8") as fh:
+            attempt += sum(1 for line in fh if json.loads(line)["key"] == ctx.key)
+    with open(log, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"key": ctx.key, "value": inputs["value"], "pid": os.getpid(), "attempt": attempt})
+                 + "\n")
+    sleeper = None
+    if inputs.get("sleep_token"):
+        sleeper = subprocess.Popen(["sleep", str(inputs["sleep_token"])], start_new_session=True)
+    try:
+        block = inputs.get("block", True) and not (inputs.get("once") and attempt > 1)
+        deadline = time.monotonic() + float(inputs.get("timeout", 600))
+        while block and not os.path.exists(inputs["release"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        if sleeper is not None:
+            sleeper.kill()
+            sleeper.wait()
+    return UnitOutcome(output={"double": 2 * inputs["value"]}, prompt_tokens=inputs["value"], completion_tokens=1)
