@@ -50,8 +50,10 @@ COMMAND_FOLDER = "cli"
 #: ``""`` is the package root (``takeover/__init__.py``, which holds only the version).
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0 foundation: the vocabulary, errors, files, processes, sandbox, secrets, diffs, run limits, the model
-    # endpoint (``llm``: settings, the one client, the token estimator), package versions of records
-    ("", "vocabulary", "errors", "_io", "processes", "sandbox", "redact", "patches", "limits", "llm", "versions"),
+    # endpoint (``llm``: settings, the one client, the token estimator), package versions of records, the
+    # level of third-party loggers (``logs``)
+    ("", "vocabulary", "errors", "_io", "logs", "processes", "sandbox", "redact", "patches", "limits", "llm",
+     "versions"),
     ("tasks", "repos"),  # 1
     ("trajectories",),  # 2: the event model and every format's reader, takeover's own run format included
     ("classify", "snapshots", "environments", "starting_state", "replay", "replay_editors", "replay_verification"),  # 3

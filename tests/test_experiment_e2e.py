@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -189,7 +190,7 @@ def test_experiment_end_to_end_then_killed_and_resumed(synthetic):
             shutil.rmtree(out / folder)
         (out / "results.csv").unlink()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "takeover", "run", str(exp), "--no-progress"],
+        proc = subprocess.Popen([sys.executable, "-m", "takeover", "run", str(exp)],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
         units = out / "units" / "takeover"
         deadline = time.monotonic() + 240
@@ -202,6 +203,16 @@ def test_experiment_end_to_end_then_killed_and_resumed(synthetic):
         proc.wait()
         finished = {p.name: p.stat().st_mtime_ns for p in units.glob("*.json")}
         assert 3 <= len(finished) < 8
+        # Progress to a pipe: one plain line per stage and per finished unit, no live display.
+        lines = proc.stderr.read().decode().splitlines()
+        assert not [line for line in lines if "\x1b[" in line]
+        assert any(re.fullmatch(r"\d\d:\d\d:\d\d predecessor: 1 unit\(s\) planned, 1 reused, 0 to run", x) for x in lines)
+        assert any(re.fullmatch(r"\d\d:\d\d:\d\d view: stage done in 0\.0 s: 8 done, 0 failed \(8 reused\), [\d,]+ tokens",
+                                x) for x in lines), lines
+        assert any(re.fullmatch(r"\d\d:\d\d:\d\d takeover: 8 unit\(s\) planned, 0 reused, 8 to run", x) for x in lines)
+        done = [x for x in lines if re.fullmatch(r"\d\d:\d\d:\d\d takeover [1-8]/8 done [\d.]+ s [\d,]+ tokens: "
+                                                 r"acme__calc-1 after_first_\w+ \w+ scripted", x)]
+        assert len(done) >= len(finished) - 1, lines  # the last one may have been killed before its line
         assert not (out / "results.csv").exists() and not (out / "units" / "grade").exists()
 
         # 3. Resume: only the unfinished takeover runs talk to the model again; finished units stay as they are.

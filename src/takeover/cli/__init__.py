@@ -17,6 +17,7 @@ from takeover import __version__
 from takeover.cli import agent, experiment, grade, handoff, inspect, points, quickstart, show, tasks, views
 from takeover.cli.console import PIPE_WIDTH, output_console
 from takeover.errors import TakeoverError
+from takeover.logs import third_party_logging
 
 __all__ = ["PIPE_WIDTH", "app", "main", "output_console"]
 
@@ -44,6 +45,7 @@ def _root(
     ] = False,
 ) -> None:
     """Measure handoff debt: how much extra work a coding agent pays to resume a half-done task."""
+    third_party_logging()  # WARNING for other libraries' loggers; commands with --verbose open them up
 
 
 @app.command()

@@ -12,8 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from takeover.cli.options import WORKERS_HELP, MirrorOption
+from takeover.cli.console import output_console
+from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
+from takeover.logs import third_party_logging
 from takeover.report import build_report
 
 
@@ -70,14 +72,21 @@ def register(app: typer.Typer) -> None:
         ] = False,
         retry: Annotated[str | None, typer.Option("--retry", hidden=True, help="Old spelling of --retry-failed.")] = None,
         mirror: MirrorOption = None,
-        progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Live progress table.")] = True,
+        progress: Annotated[bool, typer.Option(
+            "--progress/--no-progress", help="Show progress on stderr: a live table on a terminal, one line per "
+                                             "finished unit and stage otherwise.")] = True,
         report: Annotated[bool, typer.Option("--report/--no-report", help="Build the report at the end.")] = True,
+        verbose: VerboseOption = False,
     ) -> None:
         """Run (or resume) an experiment: select, predecessor, points, checkpoints, handoff states, views,
         takeover runs, grading, report. Finished units are reused; changed ones are redone.
 
-        --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Exit status: 0 when
-        every planned unit is done, 1 when some failed or were blocked (listed), 2 on a bad experiment file.
+        --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
+        stderr: a live table on a terminal; with output to a file or pipe, one line per finished unit
+        and per stage (time, counts, seconds, tokens). One run at a time works in an output folder
+        (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0
+        when every planned unit is done, 1 when some failed or were blocked (listed), 2 on a bad experiment
+        file or an output folder in use.
 
         Examples:
 
@@ -91,6 +100,8 @@ def register(app: typer.Typer) -> None:
             print("warning: --retry failed is deprecated; use --retry-failed (the old spelling works until the "
                   "next release)", file=sys.stderr)
             retry_failed = True
+        if verbose:
+            third_party_logging(True)
         if executor not in (None, "local", "ray"):
             raise typer.BadParameter("local or ray", param_hint="--executor")
         config = read_experiment(experiment, mirror)
@@ -98,7 +109,7 @@ def register(app: typer.Typer) -> None:
         signal.signal(signal.SIGTERM, _raise_interrupt)
         summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
                                  progress=progress, report=report)
-        _print_summary(summary, Console())
+        _print_summary(summary, output_console())
         if summary.problems:
             raise typer.Exit(1)
 

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from takeover.cli.console import output_console
+from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     BackendOption,
     DatasetOption,
@@ -19,10 +19,12 @@ from takeover.cli.options import (
     JsonOption,
     MirrorOption,
     OfflineOption,
+    VerboseOption,
     renamed_flags,
 )
 from takeover.errors import InputError, TakeoverError
 from takeover.grading import Prediction, grade_predictions, read_predictions
+from takeover.logs import third_party_logging
 from takeover.repos import RepoSource
 from takeover.sandbox import status
 from takeover.tasks import load_tasks, task_index
@@ -63,12 +65,14 @@ def grade_command(
     force: Annotated[bool, typer.Option(
         "--force", help="Grade again even when --log-dir holds a result graded under the same key (same patch, "
                         "dataset row, environment specification, backend and versions).")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
 
     With --json, one line per graded prediction, in input order: instance_id, resolved, handoff_state,
     FAIL_TO_PASS and PASS_TO_PASS (success and failure lists), backend, env_seconds, env_cached,
     env_build_seconds, test_seconds, log_path, applied, apply_error, timed_out, error, network, warnings.
+    With output to a file or pipe, one line per graded prediction also goes to stderr as it finishes.
     Exit status: 0 when every prediction was graded, 1 when grading one failed, 2 on bad input.
 
     Examples:
@@ -77,6 +81,8 @@ def grade_command(
 
         takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend docker
     """
+    if verbose:
+        third_party_logging(True)
     try:
         chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
         if chosen != 1:
@@ -105,9 +111,19 @@ def grade_command(
                     preds.append(Prediction(instance_id=iid, model_name_or_path="gold", model_patch=by_id[iid].patch))
                 else:
                     preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
-        results = grade_predictions(tasks, preds, backend=backend, repo_source=RepoSource(mirror, offline=offline),
-                                    timeout=timeout, log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR,
-                                    spec_file=env_spec, network=network, force=force)
+        # One prediction at a time (grading is sequential either way), so that each shows when it is done.
+        lines = not is_watched()
+        results = []
+        for number, pred in enumerate(preds, 1):
+            results += grade_predictions(
+                tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline), timeout=timeout,
+                log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR, spec_file=env_spec,
+                network=network, force=force)
+            if lines:
+                r = results[-1]
+                verdict = "error" if r.error else ("resolved" if r.resolved else "not resolved")
+                progress_line(f"grade {number}/{len(preds)} {verdict} ({r.handoff_state or 'no handoff state'}), "
+                              f"environment {r.env_seconds:.1f} s, tests {r.test_seconds:.1f} s: {r.instance_id}")
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

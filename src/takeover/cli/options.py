@@ -52,6 +52,8 @@ MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
 MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
 PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
+VERBOSE_HELP = ("Also print the INFO lines of the libraries takeover uses (httpx, litellm, matplotlib, swebench); "
+                "by default only their warnings and errors.")
 
 # --- shared options --------------------------------------------------------------------------------
 
@@ -89,6 +91,7 @@ MaxCharsOption = Annotated[int | None, typer.Option("--max-chars", help=MAX_CHAR
 MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", help=MAX_TOKENS_HELP)]
 NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP)]
 ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP)]
 
 # --- renamed flags ---------------------------------------------------------------------------------
 

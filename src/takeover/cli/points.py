@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from takeover import sandbox
 from takeover.checkpoints import materialize_checkpoint
+from takeover.cli.console import is_watched, progress_line
 from takeover.cli.options import (
     POINT_TYPE_HELP,
     DatasetOption,
@@ -27,10 +29,12 @@ from takeover.cli.options import (
     PointsFileOption,
     RecordOption,
     SnapshotRepoOption,
+    VerboseOption,
     renamed_flags,
 )
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.grading import grade_handoff_state
+from takeover.logs import third_party_logging
 from takeover.points import RunPoints, analyze_run, checkpoint_method
 from takeover.repos import RepoSource
 from takeover.tasks import load_tasks, task_index
@@ -115,6 +119,7 @@ def register(app: typer.Typer) -> None:
         memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).")] = 4096,
         use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
         offline: OfflineOption = False,
+        verbose: VerboseOption = False,
     ) -> None:
         """Print each run's replay verdict and its handoff points (or why each is missing).
 
@@ -122,8 +127,9 @@ def register(app: typer.Typer) -> None:
         method, first_mismatch), points (type, event_index, changed_source_files, patch_sha256) and
         missing (type, reason).
 
-        A run whose instance is not in the dataset, or whose repository cannot be obtained, is reported
-        on stderr and skipped. Unreadable files are reported too; the exit status is then 2. When no run
+        With output to a file or pipe, one line per analysed run also goes to stderr (time, file count,
+        verdict, points, seconds). A run whose instance is not in the dataset, or whose repository cannot be
+        obtained, is reported on stderr and skipped. Unreadable files are reported too; the exit status is then 2. When no run
         at all could be analysed (every one skipped), the exit status is 1.
 
         Examples:
@@ -132,15 +138,19 @@ def register(app: typer.Typer) -> None:
 
             takeover points trajs/ --dataset swebench_verified.jsonl --offline --out-dir points/
         """
+        if verbose:
+            third_party_logging(True)
         err = Console(stderr=True)
         console = Console()
+        lines = not is_watched(err)
         tasks = task_index(load_tasks(dataset))
         source = RepoSource(mirror, offline=offline)
         st = sandbox.status()
         if not st.available:
             err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
         bad = analysed = 0
-        for path in _expanded(files):
+        paths = _expanded(files)
+        for number, path in enumerate(paths, 1):
             try:
                 runs = read_trajectories(path)
             except InputError as exc:
@@ -160,6 +170,7 @@ def register(app: typer.Typer) -> None:
                 if task is None:
                     print(f"skipped: {where}: instance {traj.instance_id!r} is not in {dataset}", file=sys.stderr)
                     continue
+                started = time.monotonic()
                 try:
                     rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, timeout=timeout,
                                      memory_mb=memory_mb, use_environment=use_environment)
@@ -172,6 +183,11 @@ def register(app: typer.Typer) -> None:
                     bad += 1
                     continue
                 analysed += 1
+                if lines:
+                    verdict = f"verified ({rp.replay.method})" if rp.replay.verified else "unreplayable"
+                    progress_line(f"points {number}/{len(paths)} files: {rp.instance_id} replay {verdict}, "
+                                  f"{len(rp.points)} point(s), {len(rp.missing)} missing, "
+                                  f"{time.monotonic() - started:.1f} s: {where}")
                 if out_dir is not None:
                     rp.save(out_dir / f"{rp.instance_id}.points.json")
                 if as_json:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import signal
 import sys
 import time
@@ -27,6 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from takeover.cli.console import output_console
 from takeover.cli.options import (
     POINT_TYPE_HELP,
     VIEW_HELP,
@@ -36,13 +36,15 @@ from takeover.cli.options import (
     MirrorOption,
     OptionalModelOption,
     StepLimitOption,
+    VerboseOption,
     WallTimeLimitSecondsOption,
     WorkersOption,
     renamed_flags,
 )
 from takeover.doctor import render, run_checks
 from takeover.embedded_model import EmbeddedModel, ProgressFn
-from takeover.experiments.progress import ProgressTracker
+from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
+from takeover.logs import third_party_logging
 from takeover.quickstart import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,
@@ -96,11 +98,17 @@ def model_progress(console: Console | None = None) -> Iterator[ProgressFn]:
 
 
 class ConsoleDisplay(QuickstartDisplay):
-    """The quickstart's progress on a rich console (stderr by default): what runs, a spinner per stage,
-    each stage's wall time, the live table of the experiment's units, and where it stopped."""
+    """The quickstart's progress on a rich console (stderr by default): what runs, each stage's wall time,
+    the experiment's units and where it stopped. When a person watches (a terminal), a spinner per stage and
+    the live table of units; otherwise (a log file, a pipe) one plain line per step, per finished unit and
+    per stage (:class:`~takeover.experiments.progress.ProgressLines`)."""
 
     def __init__(self, console: Console | None = None):
-        self.console = console or Console(stderr=True)
+        self.console = console or output_console(stderr=True)
+        self.watched = is_watched(self.console)
+
+    def _line(self, text: str) -> None:
+        self.console.print(f"{time.strftime('%H:%M:%S')} {text}", markup=False, highlight=False, soft_wrap=True)
 
     def started(self, options: QuickstartOptions, out_dir: Path) -> None:
         """A rule, what runs (tasks, point types, views, the model), the time budget and the report's path."""
@@ -121,7 +129,11 @@ class ConsoleDisplay(QuickstartDisplay):
 
     @contextlib.contextmanager
     def working(self, text: str) -> Iterator[None]:
-        """A spinner with ``text``."""
+        """A spinner with ``text`` (a line when nobody watches)."""
+        if not self.watched:
+            self._line(text)
+            yield
+            return
         with self.console.status(text, spinner="dots"):
             yield
 
@@ -132,19 +144,22 @@ class ConsoleDisplay(QuickstartDisplay):
             yield callback
 
     @contextlib.contextmanager
-    def running(self, tracker: ProgressTracker) -> Iterator[None]:
-        """The live table of the experiment's units."""
-        # litellm's HTTP client logs every request at INFO; the live table already shows progress.
-        for name in ("httpx", "LiteLLM", "litellm"):
-            logging.getLogger(name).setLevel(logging.WARNING)
+    def running(self, tracker: ProgressTracker) -> Iterator[ProgressCallback | None]:
+        """The live table of the experiment's units, or one line per finished unit and stage."""
+        if not self.watched:
+            yield ProgressLines(tracker, self.console.file)
+            return
         with Live(tracker, console=self.console, refresh_per_second=2, transient=False):
-            yield
+            yield None
         self.console.print()
 
     def stage_done(self, stage: StageTime) -> None:
-        """``✓ stage: seconds — detail``."""
-        self.console.print(f"[green]✓[/] {stage.stage}: {stage.seconds:.1f} s"
-                           f"{(' — ' + stage.detail) if stage.detail else ''}")
+        """``✓ stage: seconds — detail`` (with the time of day when nobody watches)."""
+        text = f"{stage.stage}: {stage.seconds:.1f} s{(' — ' + stage.detail) if stage.detail else ''}"
+        if self.watched:
+            self.console.print(f"[green]✓[/] {text}")
+        else:
+            self._line(f"done {text}")
 
     def stopped(self, stage: str, error: BaseException) -> None:
         """``✗ quickstart stopped at stage ...`` with the reason."""
@@ -311,12 +326,14 @@ def register(app: typer.Typer) -> None:
             typer.Option("--note-max-tokens", help="Completion tokens per note-writing call (default: the "
                                                    "protocol's 1600 with a real model, 512 with the embedded model)."),
         ] = None,
+        verbose: VerboseOption = False,
     ) -> None:
         """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
         report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
         minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales
-        up. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
-        flags.
+        up. With output to a file or pipe, progress is one plain line per step, per finished unit and per
+        stage. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
+        flags or an output folder in use.
 
         Examples:
 
@@ -349,6 +366,8 @@ def register(app: typer.Typer) -> None:
             model_parts=model_parts,
             note_max_tokens=note_max_tokens,
         )
+        if verbose:
+            third_party_logging(True)
         display = ConsoleDisplay()
         result = run_quickstart(options, display)
         if not result.ok:

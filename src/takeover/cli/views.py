@@ -6,6 +6,7 @@ A thin layer over :func:`takeover.views.build_view` and :func:`write_views`.
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from takeover.cli.console import is_watched, progress_line
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
     POINT_TYPE_HELP,
@@ -30,10 +32,12 @@ from takeover.cli.options import (
     RecordOption,
     RequestTimeoutOption,
     RetriesOption,
+    VerboseOption,
     renamed_flags,
 )
 from takeover.errors import TakeoverError
 from takeover.llm import ModelSettings
+from takeover.logs import third_party_logging
 from takeover.repos import RepoSource
 from takeover.views import load_inputs, write_views
 from takeover.vocabulary import VIEWS
@@ -66,12 +70,13 @@ def register(app: typer.Typer) -> None:
         retries: RetriesOption = 3,
         max_retry_wait: MaxRetryWaitOption = 60.0,
         offline: OfflineOption = False,
+        verbose: VerboseOption = False,
     ) -> None:
         """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
 
         The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
         (replay needs the repository: --mirror). The notes views need a note-writing model (--model,
-        --base-url).
+        --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
 
         Exit status: 0 when every requested view was written; 1 when one could not be built (for
         example a notes view without --model) or the run has no such point; 2 on bad input (including a
@@ -85,6 +90,8 @@ def register(app: typer.Typer) -> None:
 
             takeover views trajs/psf__requests-1766.json --checkpoint-dir cp/ --dataset swebench_verified.jsonl
         """
+        if verbose:
+            third_party_logging(True)
         console = Console(stderr=True)
         if point_type is None and checkpoint_dir is None:
             raise typer.BadParameter("give --point-type TYPE, or --checkpoint-dir DIR")
@@ -116,9 +123,19 @@ def register(app: typer.Typer) -> None:
         if inputs.point is None:
             console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
             raise typer.Exit(1)
-        summary = write_views(
-            inputs, names, out, model=settings, template_dir=template_dir, max_chars=max_chars, max_tokens=max_tokens
-        )
+        # One view at a time (write_views keeps the others in views.json), so that each shows when it is done.
+        lines = not is_watched(console)
+        for number, name in enumerate(names, 1):
+            started = time.monotonic()
+            summary = write_views(inputs, [name], out, model=settings, template_dir=template_dir, max_chars=max_chars,
+                                  max_tokens=max_tokens)
+            if lines:
+                row = summary["views"].get(name) or {}
+                note = row.get("note_tokens") or {}
+                tokens = note.get("prompt_tokens", 0) + note.get("completion_tokens", 0)
+                state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
+                progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
+                              f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
         table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
         for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
             table.add_column(column)

@@ -23,6 +23,7 @@ counted as an infrastructure failure in the report, never silently dropped.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -34,8 +35,9 @@ from rich.console import Console
 from takeover._io import atomic_write_json, atomic_write_text
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.engine import ProgressCallback, make_executor, run_units
+from takeover.experiments.folder_lock import hold_out_dir
 from takeover.experiments.planning import Blocked, Plan, Planner, done_checkpoints
-from takeover.experiments.progress import LiveProgress
+from takeover.experiments.progress import show_progress
 from takeover.experiments.selection import index_trajectories, select_source_tasks, write_task_files
 from takeover.experiments.units import UnitResult, UnitSpec, read_result
 from takeover.report import build_report
@@ -97,17 +99,30 @@ def run_experiment(
         workers: units in flight at once (default ``config.execution.workers``).
         executor: ``local`` (processes on this machine) or ``ray`` (default ``config.execution.executor``).
         retry_failed: redo units whose stored result is ``failed`` (``takeover run --retry-failed``).
-        progress: ``True`` shows a live rich table on stderr, a ``rich.console.Console`` shows it there;
-            a callable receives every :class:`takeover.experiments.engine.ProgressEvent` instead (for
-            example a :class:`takeover.experiments.progress.ProgressTracker`); ``False`` shows nothing.
+        progress: ``True`` shows progress on stderr, a ``rich.console.Console`` shows it there: a live
+            table when a person watches, one plain line per finished unit and stage otherwise
+            (:func:`takeover.experiments.progress.show_progress`); a callable receives every
+            :class:`takeover.experiments.engine.ProgressEvent` instead (for example a
+            :class:`takeover.experiments.progress.ProgressTracker`); ``False`` shows nothing.
         report: build the report at the end (``takeover report`` can build it any time).
 
     Returns:
         :class:`ExperimentSummary` with per-stage counts and every failed or blocked unit.
 
+    The coordinator holds ``OUT/run.lock`` while it works (:func:`~takeover.experiments.folder_lock.hold_out_dir`):
+    a second run in the same folder stops at once.
+
     Raises:
         InputError: bad dataset, instance ids or trajectory paths (before any unit runs).
+        OutDirInUse: another run works in ``config.out`` (its pid is in the message).
     """
+    with hold_out_dir(config.out):
+        return _run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
+                               progress=progress, report=report)
+
+
+def _run_experiment(config: ExperimentConfig, *, workers: int | None, executor: str | None, retry_failed: bool,
+                    progress: Any, report: bool) -> ExperimentSummary:
     t0 = time.monotonic()
     out = config.out
     out.mkdir(parents=True, exist_ok=True)
@@ -119,26 +134,22 @@ def run_experiment(
         "model": config.execution.model_concurrency or workers,
         "env": config.execution.environment_concurrency or workers,
     }
-    live = None
-    if progress is True or isinstance(progress, Console):
-        live = LiveProgress(console=progress if isinstance(progress, Console) else None)
-        callback: ProgressCallback | None = live.__enter__()
-    elif callable(progress):
-        callback = progress
-    else:
-        callback = None
-    summary = ExperimentSummary(out_dir=str(out))
-    ex = make_executor(kind, workers, ray_address=config.execution.ray_address)
-    interrupted = True
-    try:
-        stage = _StageRunner(config, summary, lambda specs: run_units(
-            specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback), retry_failed)
-        _run_stages(config, summary, stage)
-        interrupted = False
-    finally:
-        ex.close(terminate=interrupted)
-        if live is not None:
-            live.__exit__(None, None, None)
+    with contextlib.ExitStack() as stack:
+        if progress is True or isinstance(progress, Console):
+            callback: ProgressCallback | None = stack.enter_context(
+                show_progress(progress if isinstance(progress, Console) else None))
+        else:
+            callback = progress if callable(progress) else None
+        summary = ExperimentSummary(out_dir=str(out))
+        ex = make_executor(kind, workers, ray_address=config.execution.ray_address)
+        interrupted = True
+        try:
+            stage = _StageRunner(config, summary, lambda specs: run_units(
+                specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback), retry_failed)
+            _run_stages(config, summary, stage)
+            interrupted = False
+        finally:
+            ex.close(terminate=interrupted)
     if report:
         summary.report_files = build_report(out).files
     summary.seconds = round(time.monotonic() - t0, 3)

@@ -1,15 +1,25 @@
-"""Live progress of an experiment with rich: per stage, done / running / failed, elapsed time, tokens."""
+"""Progress of an experiment: a live rich table on a terminal, one plain line per event otherwise.
+
+:class:`ProgressTracker` counts units per stage from the engine's events; :class:`LiveProgress` shows it as
+a table that updates in place; :class:`ProgressLines` prints one line per finished unit and per finished
+stage (time of day, counts, seconds, tokens) for logs, CI and cluster jobs, where nobody watches a terminal
+and a live display would print nothing until the end. :func:`show_progress` picks one.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import IO
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from takeover.experiments.engine import ProgressEvent
+from takeover.experiments.engine import ProgressCallback, ProgressEvent
 
 
 @dataclass
@@ -105,3 +115,78 @@ class LiveProgress:
     def __exit__(self, *exc) -> None:
         self._live.refresh()
         self._live.__exit__(*exc)
+
+
+def _labels(labels: dict) -> str:
+    """The labels that say which unit it is, in a fixed order (instance, point type, view, successor)."""
+    keys = ("instance_id", "point_type", "view", "successor")
+    return " ".join(str(labels[k]) for k in keys if labels.get(k))
+
+
+class ProgressLines:
+    """Prints one plain line per finished unit, per redone unit and per finished stage, each prefixed with
+    the time of day and flushed at once (for a log file, a pipe, CI or a cluster job).
+
+    Lines (seconds are wall time, tokens prompt + completion)::
+
+        14:02:11 takeover: 8 units planned, 3 reused, 5 to run
+        14:02:40 takeover 4/8 done 28.9 s 4,210 tokens: pytest-dev__pytest-7521 after_first_source_edit raw_trace
+        14:03:05 takeover 5/8 failed (agent) 24.6 s 3,100 tokens: ... : <reason>
+        14:03:06 takeover: worker lost, unit sent again: ... : <reason>
+        14:04:31 takeover: stage done in 140.2 s: 7 done, 1 failed (3 reused), 21,000 tokens
+
+    Args:
+        tracker: the counts it reads and updates (a new one by default).
+        stream: where lines go (default: ``sys.stderr`` at the time of each line).
+    """
+
+    def __init__(self, tracker: ProgressTracker | None = None, stream: IO[str] | None = None):
+        self.tracker = tracker or ProgressTracker()
+        self.stream = stream
+
+    def _print(self, text: str) -> None:
+        stream = self.stream or sys.stderr
+        stream.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+        stream.flush()
+
+    def __call__(self, event: ProgressEvent) -> None:
+        self.tracker(event)
+        st = self.tracker.stages[event.stage]
+        name = event.stage
+        if event.kind == "planned":
+            self._print(f"{name}: {st.total} unit(s) planned, {st.reused} reused, {st.total - st.reused} to run")
+        elif event.kind == "redo":
+            self._print(f"{name}: worker lost, unit sent again: {_labels(event.labels) or event.key}: {event.reason}")
+        elif event.kind == "finished" and event.result is not None:
+            r = event.result
+            status = "done" if r.status == "done" else f"failed ({r.failure_kind or 'infrastructure'})"
+            line = (f"{name} {st.done + st.failed}/{st.total} {status} {r.seconds:.1f} s "
+                    f"{r.prompt_tokens + r.completion_tokens:,} tokens: {_labels(event.labels) or event.key}")
+            if r.status != "done":
+                line += f": {r.reason}"
+            self._print(line)
+        if event.kind in ("planned", "finished") and st.ended is not None and st.total:
+            reused = f" ({st.reused} reused)" if st.reused else ""
+            self._print(f"{name}: stage done in {st.elapsed:.1f} s: {st.done} done, {st.failed} failed{reused}, "
+                        f"{st.tokens:,} tokens")
+
+
+def is_watched(console: Console | None = None) -> bool:
+    """Whether a person watches: standard output and the progress console (stderr by default) are both
+    terminals. Otherwise progress is printed as plain lines."""
+    console = console or Console(stderr=True)
+    return console.is_terminal and sys.stdout.isatty()
+
+
+@contextlib.contextmanager
+def show_progress(console: Console | None = None,
+                  tracker: ProgressTracker | None = None) -> Iterator[ProgressCallback]:
+    """Show an experiment's progress on ``console`` (stderr by default): the live table when a person
+    watches (:func:`is_watched`), plain lines (:class:`ProgressLines`) otherwise. Yields the callback to
+    give :func:`~takeover.experiments.engine.run_units`."""
+    console = console or Console(stderr=True)
+    if is_watched(console):
+        with LiveProgress(tracker, console) as live:
+            yield live
+    else:
+        yield ProgressLines(tracker, console.file)

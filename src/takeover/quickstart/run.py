@@ -18,6 +18,8 @@ from takeover._io import atomic_write_json, atomic_write_text
 from takeover.embedded_model import DEFAULT_MODEL, EmbeddedModel, ProgressFn, ensure_model, is_cached
 from takeover.errors import TakeoverError
 from takeover.experiments import run_experiment
+from takeover.experiments.engine import ProgressCallback
+from takeover.experiments.folder_lock import hold_out_dir
 from takeover.experiments.progress import ProgressTracker
 from takeover.experiments.units import load_results
 from takeover.llm import ModelSettings
@@ -51,9 +53,10 @@ class QuickstartDisplay:
         yield None
 
     @contextlib.contextmanager
-    def running(self, tracker: ProgressTracker) -> Iterator[None]:
-        """The experiment's stages run; ``tracker`` counts their units."""
-        yield
+    def running(self, tracker: ProgressTracker) -> Iterator[ProgressCallback | None]:
+        """The experiment's stages run; ``tracker`` counts their units. Yields the callback that receives
+        the engine's events (it must pass them on to ``tracker``), or ``None``: ``tracker`` receives them."""
+        yield None
 
     def stage_done(self, stage: StageTime) -> None:
         """A stage finished (wall time in seconds, what it did)."""
@@ -120,13 +123,21 @@ def run_quickstart(options: QuickstartOptions, display: QuickstartDisplay | None
     grade), report. ``ok`` is false when a stage could not run; ``problems`` names it and why (a failed
     environment stops the quickstart too).
 
+    The quickstart holds its output folder (``OUT/run.lock``) from start to end, and the embedded model's
+    server ends with it even when it is killed.
+
     Raises:
         InputError: bad options (:meth:`QuickstartOptions.checked`), before anything runs.
+        OutDirInUse: another quickstart or experiment works in the output folder.
     """
     display = display or QuickstartDisplay()
     options = options.checked()
     out = Path(options.out_dir).expanduser().resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    with hold_out_dir(out):
+        return _run_quickstart(options, display, out)
+
+
+def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out: Path) -> QuickstartResult:
     t_all = time.monotonic()
     result = QuickstartResult(ok=False, out_dir=str(out))
     display.started(options, out)
@@ -152,9 +163,9 @@ def run_quickstart(options: QuickstartOptions, display: QuickstartDisplay | None
         current = "experiment"
         tracker = ProgressTracker()
         t0 = time.monotonic()
-        with display.running(tracker):
-            summary = run_experiment(build_config(options, dataset, trajectories, model), progress=tracker,
-                                     report=False)
+        with display.running(tracker) as on_event:
+            summary = run_experiment(build_config(options, dataset, trajectories, model),
+                                     progress=on_event or tracker, report=False)
         result.stages += _stage_rows(tracker)
         for row in result.stages:
             if row.stage == "environment":
