@@ -52,6 +52,7 @@ from takeover.quickstart import (
     DEFAULT_POINT_TYPES,
     DEFAULT_STEP_LIMIT,
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
+    DEFAULT_WORKERS,
     QuickstartDisplay,
     QuickstartOptions,
     QuickstartResult,
@@ -316,7 +317,7 @@ def register(app: typer.Typer) -> None:
         backend: Annotated[
             str, typer.Option("--backend", help="Grading backend: local (a cached venv) or docker (SWE-bench images).")
         ] = "local",
-        workers: WorkersOption = 1,
+        workers: WorkersOption = DEFAULT_WORKERS,
         model_parts: Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)] = None,
         offline: Annotated[
             bool, typer.Option("--offline", help="Never use the network (inputs must be local or cached).")

@@ -43,6 +43,8 @@ from takeover.experiments.units import (
 from takeover.processes import end_descendants, end_with_parent
 
 ProgressCallback = Callable[["ProgressEvent"], None]
+#: Units that become plannable when a unit ends: ``(runnable specs, blocked (spec, reason) pairs)``.
+FollowUp = tuple[list[UnitSpec], list[tuple[UnitSpec, str]]]
 
 #: How many times a unit whose worker died is redone before it is recorded as failed.
 LOST_UNIT_REDOS = 2
@@ -57,7 +59,11 @@ class WorkerLost(Exception):
 class ProgressEvent(BaseModel):
     """What the engine reports as it goes: ``planned`` (with the number of units and of those reused),
     ``started`` and ``finished`` (with the result) for each unit that runs, and ``redo`` (with the
-    ``reason``) when a unit's worker died and the unit is sent again."""
+    ``reason``) when a unit's worker died and the unit is sent again.
+
+    Units of a stage that follow others (:func:`run_units` ``follow``) are ``planned`` once with the
+    stage's full count and no unit reused; each then comes as ``finished``, with ``reused`` when its
+    stored result was taken, with ``blocked`` when it could not run (its result says why)."""
 
     kind: Literal["planned", "started", "finished", "redo"]
     stage: str
@@ -69,6 +75,8 @@ class ProgressEvent(BaseModel):
     result: UnitResult | None = None
     labels: dict[str, Any] = Field(default_factory=dict)
     reason: str | None = None
+    blocked: bool = False
+    reused_result: bool = False
 
 
 class Executor:
@@ -297,15 +305,23 @@ def run_units(
     caps: dict[str, int] | None = None,
     retry_failed: bool = False,
     progress: ProgressCallback | None = None,
+    follow: Callable[[UnitSpec, UnitResult], FollowUp] | None = None,
+    following: dict[str, int] | None = None,
 ) -> dict[str, UnitResult]:
     """Run the units that have no stored result (and, with ``retry_failed``, those whose stored result
-    failed); return every unit's result by key, in the order of ``specs``.
+    failed); return every unit's result by key, in the order of ``specs`` and then of the units added by
+    ``follow``. Blocked units (from ``follow``) have no result here.
 
     Args:
-        specs: the stage's planned units (same stage; duplicate keys are run once).
+        specs: the planned units (duplicate keys are run once); they may belong to several stages.
         caps: ``{"model": n, "env": m}``: most units holding each resource at a time.
         retry_failed: redo units whose stored result is ``failed``.
         progress: called with :class:`ProgressEvent` as units are planned, start, finish and are redone.
+        follow: called with each unit and its result as soon as it is known (stored or new); returns the
+            units of a later stage that it makes plannable (and those it blocks), which join the queue. So a
+            takeover run starts as soon as its view is written, and its grading as soon as it ends, while
+            other units still run.
+        following: the number of units ``follow`` will add, per stage (for progress; blocked ones count).
 
     A unit whose worker died (:class:`WorkerLost`) is sent again, at most :data:`LOST_UNIT_REDOS` times;
     then its result is written as failed (``infrastructure``) with the reason. When its result file was
@@ -314,28 +330,65 @@ def run_units(
     out_dir = str(out_dir)
     caps = caps or {}
     results: dict[str, UnitResult] = {}
+    order: list[str] = []
     todo: deque[UnitSpec] = deque()
     seen: set[str] = set()
-    reused = reused_failed = reused_tokens = 0
-    stage = specs[0].stage if specs else ""
-    for spec in specs:
-        key = spec.key
-        if key in seen:
-            continue
-        seen.add(key)
-        stored, problem = check_result(out_dir, spec.stage, key, spec.inputs.get("instance_id"))
+    reused: dict[str, list[int]] = {}
+
+    def stored(spec: UnitSpec) -> UnitResult | None:
+        found, problem = check_result(out_dir, spec.stage, spec.key, spec.inputs.get("instance_id"))
         if problem:
-            note_rejected(out_dir, spec.stage, key, problem)
-        if stored is not None and (stored.status == "done" or not retry_failed):
-            results[key] = stored
-            reused += 1
-            reused_failed += stored.status == "failed"
-            reused_tokens += stored.prompt_tokens + stored.completion_tokens
-        else:
+            note_rejected(out_dir, spec.stage, spec.key, problem)
+        return found if found is not None and (found.status == "done" or not retry_failed) else None
+
+    def settle(spec: UnitSpec, result: UnitResult) -> None:
+        """A unit's result is known: keep it and queue (or reuse) what follows from it."""
+        results[spec.key] = result
+        if follow is None:
+            return
+        more, blocked = follow(spec, result)
+        for b, reason in blocked:
+            if progress:
+                progress(ProgressEvent(kind="finished", stage=b.stage, key=b.key, labels=b.labels, blocked=True,
+                                       result=blocked_result(b, reason)))
+        for f in more:
+            if f.key in seen:
+                continue
+            seen.add(f.key)
+            order.append(f.key)
+            found = stored(f)
+            if found is None:
+                todo.append(f)
+                continue
+            if progress:
+                progress(ProgressEvent(kind="finished", stage=f.stage, key=f.key, labels=f.labels, result=found,
+                                       reused_result=True))
+            settle(f, found)
+
+    found_first: list[tuple[UnitSpec, UnitResult]] = []
+    for spec in specs:
+        if spec.key in seen:
+            continue
+        seen.add(spec.key)
+        order.append(spec.key)
+        count = reused.setdefault(spec.stage, [0, 0, 0, 0])
+        count[0] += 1
+        found = stored(spec)
+        if found is None:
             todo.append(spec)
-    if progress and specs:
-        progress(ProgressEvent(kind="planned", stage=stage, total=len(seen), reused=reused,
-                               reused_failed=reused_failed, reused_tokens=reused_tokens))
+        else:
+            found_first.append((spec, found))
+            count[1] += 1
+            count[2] += found.status == "failed"
+            count[3] += found.prompt_tokens + found.completion_tokens
+    if progress:
+        for stage, (total, n, n_failed, tokens) in reused.items():
+            progress(ProgressEvent(kind="planned", stage=stage, total=total, reused=n, reused_failed=n_failed,
+                                   reused_tokens=tokens))
+        for stage, total in (following or {}).items():
+            progress(ProgressEvent(kind="planned", stage=stage, total=total))
+    for spec, found in found_first:  # stored results may make later units plannable at once
+        settle(spec, found)
     in_use = {r: 0 for r in ("model", "env")}
     running: dict[Any, UnitSpec] = {}
     lost: dict[str, int] = {}
@@ -365,9 +418,9 @@ def run_units(
             for r in spec.resources:
                 in_use[r] -= 1
             if isinstance(value, WorkerLost):
-                stored, _ = check_result(out_dir, spec.stage, spec.key, spec.inputs.get("instance_id"))
-                if stored is not None and stored.status == "done":
-                    value = stored.model_dump_json()  # it finished; only the reply was lost
+                found, _ = check_result(out_dir, spec.stage, spec.key, spec.inputs.get("instance_id"))
+                if found is not None and found.status == "done":
+                    value = found.model_dump_json()  # it finished; only the reply was lost
                 elif lost.get(spec.key, 0) < LOST_UNIT_REDOS:
                     lost[spec.key] = lost.get(spec.key, 0) + 1
                     todo.appendleft(spec)
@@ -383,8 +436,8 @@ def run_units(
                 atomic_write_json(unit_path(out_dir, spec.stage, spec.key), result)
             else:
                 result = UnitResult.model_validate_json(value)
-            results[spec.key] = result
             if progress:
                 progress(ProgressEvent(kind="finished", stage=spec.stage, key=spec.key, labels=spec.labels,
                                        result=result))
-    return {spec.key: results[spec.key] for spec in specs if spec.key in results}
+            settle(spec, result)
+    return {key: results[key] for key in order if key in results}

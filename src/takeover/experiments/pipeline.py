@@ -34,7 +34,7 @@ from rich.console import Console
 
 from takeover._io import atomic_write_json, atomic_write_text
 from takeover.experiments.config import ExperimentConfig
-from takeover.experiments.engine import ProgressCallback, make_executor, run_units
+from takeover.experiments.engine import FollowUp, ProgressCallback, make_executor, run_units
 from takeover.experiments.folder_lock import hold_out_dir
 from takeover.experiments.planning import Blocked, Plan, Planner, done_checkpoints
 from takeover.experiments.progress import show_progress
@@ -144,8 +144,8 @@ def _run_experiment(config: ExperimentConfig, *, workers: int | None, executor: 
         ex = make_executor(kind, workers, ray_address=config.execution.ray_address)
         interrupted = True
         try:
-            stage = _StageRunner(config, summary, lambda specs: run_units(
-                specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback), retry_failed)
+            stage = _StageRunner(config, summary, lambda specs, **flow: run_units(
+                specs, out, ex, caps=caps, retry_failed=retry_failed, progress=callback, **flow), retry_failed)
             _run_stages(config, summary, stage)
             interrupted = False
         finally:
@@ -158,30 +158,50 @@ def _run_experiment(config: ExperimentConfig, *, workers: int | None, executor: 
 
 
 class _StageRunner:
-    """Plans one stage (``plan.json``), runs its units and counts them into the summary."""
+    """Plans stages (``plan.json``), runs their units and counts them into the summary."""
 
     def __init__(self, config: ExperimentConfig, summary: ExperimentSummary,
-                 run: Callable[[list[UnitSpec]], dict[str, UnitResult]], retry_failed: bool):
+                 run: Callable[..., dict[str, UnitResult]], retry_failed: bool):
         self.out = config.out
         self.plan = Plan(config)
         self.summary = summary
         self.run = run
         self.retry_failed = retry_failed
+        self.reused: set[str] = set()
+
+    def _note_reused(self, specs: list[UnitSpec]) -> None:
+        for s in specs:
+            stored = read_result(self.out, s.stage, s.key, s.inputs.get("instance_id"))
+            if stored is not None and (stored.status == "done" or not self.retry_failed):
+                self.reused.add(s.key)
 
     def __call__(self, name: str, specs: list[UnitSpec], blocked: Blocked | None = None) -> dict[str, UnitResult]:
+        """Plan one stage, run its units, count them."""
         blocked = blocked or []
         self.plan.add(name, specs, blocked)
-        reused = set()
-        for s in specs:
-            stored = read_result(self.out, name, s.key, s.inputs.get("instance_id"))
-            if stored is not None and (stored.status == "done" or not self.retry_failed):
-                reused.add(s.key)
+        self._note_reused(specs)
         results = self.run(specs)
-        self._count(name, specs, blocked, results, reused)
+        self.record(name, specs, blocked, results)
         return results
 
-    def _count(self, stage: str, specs: list[UnitSpec], blocked: Blocked, results: dict[str, UnitResult],
-               reused: set[str]) -> None:
+    def flow(self, stages: dict[str, list[UnitSpec]], following: dict[str, int],
+             follow: Callable[[UnitSpec, UnitResult], FollowUp]) -> dict[str, UnitResult]:
+        """Run the units of ``stages`` together, and the units of later stages as ``follow`` plans them
+        (``following``: how many per stage); the caller records every stage afterwards (:meth:`record`)."""
+        for name, specs in stages.items():
+            self.plan.add(name, specs, [])
+            self._note_reused(specs)
+
+        def noted(spec: UnitSpec, result: UnitResult) -> FollowUp:
+            more, blocked = follow(spec, result)
+            self._note_reused(more)
+            return more, blocked
+
+        return self.run([s for specs in stages.values() for s in specs], follow=noted, following=following)
+
+    def record(self, stage: str, specs: list[UnitSpec], blocked: Blocked, results: dict[str, UnitResult]) -> None:
+        """Write ``stage``'s units to ``plan.json`` and count them (done, failed, blocked, reused, ran)."""
+        self.plan.add(stage, specs, blocked)
         c = Counter({k: 0 for k in ("done", "failed", "reused", "ran")})
         c.update(planned=len(specs) + len(blocked), blocked=len(blocked))
         for spec in specs:
@@ -189,7 +209,7 @@ class _StageRunner:
             if r is None:
                 continue
             c[r.status] += 1
-            c["reused" if spec.key in reused else "ran"] += 1
+            c["reused" if spec.key in self.reused else "ran"] += 1
             if r.status == "failed":
                 self.summary.problems.append(Problem(stage=stage, key=spec.key, status="failed",
                                                      failure_kind=r.failure_kind, reason=r.reason,
@@ -201,7 +221,13 @@ class _StageRunner:
 
 
 def _run_stages(config: ExperimentConfig, summary: ExperimentSummary, stage: _StageRunner) -> None:
-    """Select the tasks, then plan and run each stage from the results of the one before."""
+    """Select the tasks, then plan and run each stage from the results of the one before.
+
+    Up to the checkpoints, each stage waits for the one before. From there the handoff states, the views,
+    the takeover runs and their grading flow: a takeover run starts as soon as its view is written and its
+    grading as soon as it ends, so that the model and the test environments are not idle while other units
+    of the stage before still run. What is planned, and each unit's key, is the same as stage by stage.
+    """
     out = config.out
     notes: list[str] = []
     index = index_trajectories(config, notes) if config.predecessor.trajectories else None
@@ -219,9 +245,22 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary, stage: _St
     points_results = stage("points", points, blocked)
     checkpoint_specs = planner.checkpoints(points, points_results)
     checkpoints = done_checkpoints(checkpoint_specs, stage("checkpoint", checkpoint_specs))
-    stage("handoff_state", planner.handoff_states(checkpoints))
+    handoff_states = planner.handoff_states(checkpoints)
     views = planner.views(checkpoints)
-    view_results = stage("view", views)
-    takeovers, blocked = planner.takeovers(checkpoints, views, view_results)
-    takeover_results = stage("takeover", takeovers, blocked)
-    stage("grade", *planner.grades(takeovers, blocked, takeover_results))
+    by_point = {cp.key: cp for cp in checkpoints}
+
+    def follow(spec: UnitSpec, result: UnitResult) -> FollowUp:
+        if spec.stage == "view":
+            takeovers, blocked = planner.takeovers([by_point[spec.labels["point_key"]]], [spec], {spec.key: result})
+            return takeovers, blocked + planner.grades([], blocked, {})[1]
+        if spec.stage == "takeover":
+            return planner.grades([spec], [], {spec.key: result})
+        return [], []
+
+    runs = len(views) * len(config.successors)
+    results = stage.flow({"handoff_state": handoff_states, "view": views}, {"takeover": runs, "grade": runs}, follow)
+    stage.record("handoff_state", handoff_states, [], results)
+    stage.record("view", views, [], results)
+    takeovers, blocked = planner.takeovers(checkpoints, views, results)
+    stage.record("takeover", takeovers, blocked, results)
+    stage.record("grade", *planner.grades(takeovers, blocked, results), results)

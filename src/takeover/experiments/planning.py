@@ -235,11 +235,14 @@ class Planner:
 
     def takeovers(self, checkpoints: list[DoneCheckpoint], views: list[UnitSpec],
                   results: dict[str, UnitResult]) -> tuple[list[UnitSpec], Blocked]:
-        """One unit per (checkpoint, view, successor). Blocked when the view was not built."""
+        """One unit per (checkpoint, view, successor) of the given view units, in the order of checkpoints,
+        the configured views and successors. Blocked when the view was not built (or has no result yet)."""
         view_by = {(s.labels["point_key"], s.labels["view"]): (s, results.get(s.key)) for s in views}
         specs, blocked = [], []
         for cp in checkpoints:
             for view in self.config.views:
+                if (cp.key, view) not in view_by:
+                    continue
                 vspec, vres = view_by[(cp.key, view)]
                 built = ViewOutput.model_validate(vres.output) if vres is not None and vres.status == "done" else None
                 for model in self.config.successors:

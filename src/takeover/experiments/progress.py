@@ -25,7 +25,8 @@ from takeover.experiments.engine import ProgressCallback, ProgressEvent
 @dataclass
 class StageProgress:
     """Counts of one stage's units (``reused``: found finished from an earlier run), the tokens they spent,
-    and when the stage started and ended (``time.monotonic`` seconds)."""
+    and when the stage started (its first unit, or its plan when every unit is reused) and ended
+    (``time.monotonic`` seconds). Stages may overlap: a takeover run starts as soon as its view exists."""
 
     total: int = 0
     reused: int = 0
@@ -62,14 +63,19 @@ class ProgressTracker:
             st.done = event.reused - event.reused_failed
             st.failed = event.reused_failed
             st.tokens = event.reused_tokens
-            st.started = time.monotonic()
+            st.started = time.monotonic() if event.reused or event.total == 0 else None
             st.ended = None
             if st.total == st.reused:
                 st.ended = st.started
         elif event.kind == "started":
             st.running += 1
-        elif event.kind == "finished" and event.result is not None:
-            st.running = max(0, st.running - 1)
+        if event.kind in ("started", "finished") and st.started is None:
+            st.started = time.monotonic()  # a stage starts with its first unit (stages may overlap)
+        if event.kind == "finished" and event.result is not None:
+            if event.reused_result:
+                st.reused += 1
+            elif not event.blocked:
+                st.running = max(0, st.running - 1)
             if event.result.status == "done":
                 st.done += 1
             else:
@@ -133,6 +139,7 @@ class ProgressLines:
         14:02:40 takeover 4/8 done 28.9 s 4,210 tokens: pytest-dev__pytest-7521 after_first_source_edit raw_trace
         14:03:05 takeover 5/8 failed (agent) 24.6 s 3,100 tokens: ... : <reason>
         14:03:06 takeover: worker lost, unit sent again: ... : <reason>
+        14:03:07 grade 3/8 blocked 0.0 s 0 tokens: ...: takeover run 5d1f... did not finish
         14:04:31 takeover: stage done in 140.2 s: 7 done, 1 failed (3 reused), 21,000 tokens
 
     Args:
@@ -160,6 +167,10 @@ class ProgressLines:
         elif event.kind == "finished" and event.result is not None:
             r = event.result
             status = "done" if r.status == "done" else f"failed ({r.failure_kind or 'infrastructure'})"
+            if event.blocked:
+                status = "blocked"
+            elif event.reused_result:
+                status += ", reused"
             line = (f"{name} {st.done + st.failed}/{st.total} {status} {r.seconds:.1f} s "
                     f"{r.prompt_tokens + r.completion_tokens:,} tokens: {_labels(event.labels) or event.key}")
             if r.status != "done":

@@ -23,6 +23,7 @@ from takeover.quickstart.options import (
     DEFAULT_POINT_TYPES,
     DEFAULT_STEP_LIMIT,
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
+    DEFAULT_WORKERS,
     EMBEDDED_NOTE_MAX_TOKENS,
     QuickstartOptions,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_POINT_TYPES",
     "DEFAULT_STEP_LIMIT",
     "DEFAULT_WALL_TIME_LIMIT_SECONDS",
+    "DEFAULT_WORKERS",
     "EMBEDDED_NOTE_MAX_TOKENS",
     "HF_DATASET",
     "PINNED",

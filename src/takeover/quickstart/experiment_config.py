@@ -31,7 +31,10 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
     """The :class:`~takeover.experiments.ExperimentConfig` of a quickstart: explicit instances (no seeded
     selection), imported predecessor runs, ``model`` as both note writer and successor, and the task
     environments built as a stage of their own (``execution.prepare_environments``), so that a first-time
-    build shows with its own time."""
+    build shows with its own time. With the embedded model one unit at a time calls it (it is one
+    CPU-bound server; a takeover run's wall-time limit must not count time spent waiting for another
+    unit's answers), while ``options.workers`` units in all run: gradings, replays and builds use the
+    machine beside it."""
     endpoint = model.model_dump()  # the config's own endpoint type is built from the plain fields
     return ExperimentConfig(
         name="quickstart",

@@ -26,6 +26,9 @@ DEFAULT_POINT_TYPES: list[PointType] = ["after_first_source_edit"]
 DEFAULT_STEP_LIMIT = 5
 DEFAULT_WALL_TIME_LIMIT_SECONDS = 120.0
 DEFAULT_OUT_DIR = "takeover-quickstart"
+#: Units in flight: one calls the model (the embedded model is one CPU-bound server) while the other grades,
+#: builds or replays, so that the model is not idle while tests run.
+DEFAULT_WORKERS = 2
 #: Completion tokens per note-writing call with the embedded model (see :attr:`QuickstartOptions.notes_cap`).
 EMBEDDED_NOTE_MAX_TOKENS = 512
 #: The defaults are sized for this many minutes on an idle 2-core machine once installed.
@@ -95,7 +98,7 @@ class QuickstartOptions(BaseModel):
     mirror: Path | None = None
     out_dir: Path = Path(DEFAULT_OUT_DIR)
     backend: GradingBackend = "local"
-    workers: int = Field(default=1, ge=1)
+    workers: int = Field(default=DEFAULT_WORKERS, ge=1)
     offline: bool = False
     model_parts: Path | None = None
     note_max_tokens: int | None = Field(default=None, ge=64)
