@@ -213,3 +213,32 @@ def test_import_index_and_selection_over_real_trajectories(tmp_path, data_dir):
     bad = config.model_copy(update={"dataset": config.dataset.model_copy(update={"instance_ids": ["nope-1"]})})
     with pytest.raises(InputError, match="instances not in the dataset: nope-1"):
         select(bad, index)
+
+
+def test_follow_up_units_are_planned_as_their_upstream_unit_ends_and_reused_later(tmp_path):
+    out, log = tmp_path / "out", tmp_path / "calls.jsonl"
+    first = [UnitSpec(stage="a", fn=REC, inputs={"value": v, "log": str(log)}, labels={"v": v}) for v in (1, 2)]
+
+    def follow(spec, result):
+        if spec.stage != "a":
+            return [], []
+        nxt = UnitSpec(stage="b", fn=REC, inputs={"value": result.output["double"], "log": str(log)},
+                       labels={"v": result.output["double"]})
+        if spec.inputs["value"] == 2:
+            return [], [(nxt, "a said no")]
+        return [nxt], []
+
+    events = []
+    results = run_units(first, out, InlineExecutor(), progress=events.append, follow=follow, following={"b": 2})
+    assert [(r.stage, r.output["double"]) for r in results.values()] == [("a", 2), ("a", 4), ("b", 4)]
+    assert [c["value"] for c in _calls(log)] == [1, 2, 2]  # b(2) was queued when a(1) ended
+    assert [(e.kind, e.stage) for e in events[:2]] == [("planned", "a"), ("planned", "b")]
+    assert events[1].total == 2
+    blocked = [e for e in events if e.blocked]
+    assert len(blocked) == 1 and blocked[0].stage == "b" and blocked[0].result.reason == "a said no"
+    # Again: everything stored is reused, the follow-up units included; nothing runs.
+    events.clear()
+    again = run_units(first, out, InlineExecutor(), progress=events.append, follow=follow, following={"b": 2})
+    assert list(again) == list(results) and len(_calls(log)) == 3
+    assert [e.kind for e in events].count("started") == 0
+    assert [(e.stage, e.reused_result) for e in events if e.kind == "finished" and not e.blocked] == [("b", True)]

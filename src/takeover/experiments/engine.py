@@ -133,8 +133,12 @@ def guard_worker(coordinator: int) -> None:
     Three ways in: the kernel sends SIGTERM when the coordinator dies (Linux ``PR_SET_PDEATHSIG``), a
     thread looks every :data:`PARENT_WATCH_INTERVAL` seconds whether the coordinator is still the parent
     (any platform), and the pool's own ``terminate`` sends SIGTERM. Each kills every process below this
-    worker (and the sessions they lead, :func:`takeover.processes.end_descendants`), then exits.
+    worker (and the sessions they lead, :func:`takeover.processes.end_descendants`), then exits. Ctrl-C on
+    a terminal is the coordinator's to handle (it ends the workers this way): a worker lets SIGINT pass, so
+    that no unit is recorded as failed because of it. (A handler, not SIG_IGN: an ignored signal would stay
+    ignored in the commands the unit runs, tests included.)
     """
+    signal.signal(signal.SIGINT, _let_pass)
     signal.signal(signal.SIGTERM, _end_worker)
     end_with_parent(coordinator, signal.SIGTERM)
 
@@ -144,6 +148,10 @@ def guard_worker(coordinator: int) -> None:
         _end_worker()
 
     threading.Thread(target=watch, name="takeover-coordinator-watch", daemon=True).start()
+
+
+def _let_pass(signum: int, frame: Any) -> None:
+    """SIGINT in a worker: nothing (the coordinator decides)."""
 
 
 def _end_worker(signum: int | None = None, frame: Any = None) -> None:
