@@ -217,7 +217,7 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
                               "--mirror", str(tmp_path / "mirror"), "--offline", "--json",
                               "--log-dir", str(tmp_path / "logs")])
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     assert out["handoff_state"] == "invalid" and out["resolved"] is False
     assert set(out) >= {"instance_id", "FAIL_TO_PASS", "PASS_TO_PASS", "backend", "env_seconds", "test_seconds",
                         "log_path"}
