@@ -185,10 +185,10 @@ def test_cli_says_reused_and_force_grades_again(calc, tmp_path):
     runner = CliRunner()
     first = runner.invoke(app, [*args, "--json"])
     assert first.exit_code == 0, first.output
-    assert json.loads(first.output)["reused"] is False
+    assert json.loads(first.stdout)["reused"] is False
     again = runner.invoke(app, args)
     assert again.exit_code == 0, again.output
     assert "reused the result graded at" in " ".join(again.output.split())
     forced = runner.invoke(app, [*args, "--force", "--json"])
-    out = json.loads(forced.output)
+    out = json.loads(forced.stdout)
     assert out["reused"] is False and "--force" in out["reuse_note"] and out["resolved"] is True
