@@ -62,11 +62,6 @@ def test_count_changed_lines():
     assert count_changed_lines(BINARY) == 0
 
 
-FOLDER_BUG = ("patches._target_path strips a/ or b/ that unidiff already removed, so a file under a top-level "
-              "folder a/ or b/ loses that folder")
-
-
-@pytest.mark.xfail(strict=True, reason=FOLDER_BUG)
 @pytest.mark.parametrize("folder", ["a", "b"])
 def test_a_top_level_folder_named_a_or_b_is_kept(folder):
     path = f"{folder}/x.py"

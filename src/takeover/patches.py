@@ -16,9 +16,9 @@ _DIFF_HEADER = re.compile(r"^diff --git a/(.+?) b/(.+?)$", re.MULTILINE)
 
 
 def _target_path(pf) -> str:
+    # unidiff already drops git's a/ and b/ prefixes: stripping them again would lose a top-level folder a/ or b/.
     # Some dumps store diffs with CRLF line ends (SWE-Gym, SWE-agent 1.x); the "\r" is not part of the path.
-    path = pf.path.rstrip("\r")
-    return path[2:] if path.startswith(("a/", "b/")) else path
+    return pf.path.rstrip("\r")
 
 
 def patch_files(patch: str) -> list[str]:
