@@ -127,6 +127,14 @@ def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
     assert not (tmp_path / "mirror" / "acme__calc.git" / "calc.py").exists()
 
 
+def test_a_relative_log_dir_is_read_from_the_current_folder(calc_task, tmp_path, monkeypatch):
+    task, source = calc_task
+    monkeypatch.chdir(tmp_path)
+    gold = grade(task, GOLD, repo_source=source, log_dir="logs", timeout=120)
+    assert gold.applied and gold.resolved and gold.handoff_state == "resolved_preserve"
+    assert Path(gold.log_path).is_absolute() and Path(gold.log_path).is_relative_to(tmp_path / "logs")
+
+
 def test_patch_that_does_not_apply_is_invalid_with_the_hunk(calc_task, tmp_path):
     task, source = calc_task
     r = grade(task, DOES_NOT_APPLY, repo_source=source, log_dir=tmp_path / "logs")

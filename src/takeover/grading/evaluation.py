@@ -133,7 +133,8 @@ def grade_predictions(
         if p.instance_id not in by_id:
             raise InputError("predictions", f"instance {p.instance_id!r} is not in the dataset", record=f"index {i}",
                              field="instance_id")
-    root = Path(log_dir) if log_dir is not None else cache_dir() / "grading"
+    # Absolute: the patch and logs are handed to commands that run in the task workspace, not here.
+    root = Path(log_dir).resolve() if log_dir is not None else cache_dir() / "grading"
     source = repo_source or RepoSource()
     results = []
     for p in preds:
