@@ -232,9 +232,9 @@ def test_failure_hints_name_what_is_missing():
 
 # A PEP 517 backend inside the project (no requirements: an isolated build needs no index). Its editable
 # wheel holds a .pth naming the checkout, the metadata and a console script; like setuptools-scm it also
-# writes a generated file into the checkout, and with COMPILED set a stand-in for a compiled extension.
+# writes a generated file into the checkout (and the config settings it was given into its egg-info), and with COMPILED set a stand-in for a compiled extension.
 _BACKEND = '''
-import base64, hashlib, os, pathlib, zipfile
+import base64, hashlib, json, os, pathlib, zipfile
 
 NAME, VERSION = "mylib", "1.0"
 DIST = f"{NAME}-{VERSION}.dist-info"
@@ -275,6 +275,7 @@ def build_editable(wheel_directory, config_settings=None, metadata_directory=Non
     (root / NAME / "_version.py").write_text(f"version = {VERSION!r}\\n")
     (root / f"{NAME}.egg-info").mkdir(exist_ok=True)  # as setuptools does: a new top-level name
     (root / f"{NAME}.egg-info" / "PKG-INFO").write_text(f"Name: {NAME}\\n")
+    (root / f"{NAME}.egg-info" / "config_settings.json").write_text(json.dumps(config_settings or {}))
     if os.environ.get("COMPILED") or (root / "COMPILED").exists():
         (root / NAME / "_speedups.so").write_bytes(b"\\x7fELF not really")
     files = _metadata()
@@ -351,6 +352,22 @@ def test_a_new_workspace_reuses_the_project_install_and_imports_its_own_sources(
     third = prepare_environment(task, ws3)
     assert not third.project_reused
     assert _where(third, tmp_path)[0] == (ws3 / "mylib" / "__init__.py").resolve()
+
+
+@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+def test_an_editable_install_asks_the_backend_for_a_path_entry(tmp_path, monkeypatch):
+    # setuptools' default editable install is an import hook, which pylint's plugin loader cannot see
+    # through; SWE-bench's images have the checkout on sys.path.
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    whl = _wheel(tmp_path)
+    spec = {"python": None, "packages": [str(whl)], "install": ["python -m pip install -e ."], "seed": False}
+    repo, sha = _editable_project(tmp_path)
+    task = as_task({"instance_id": "me__mylib-1", "repo": "me/mylib", "base_commit": sha, "takeover_env_spec": spec})
+    ws = _workspace(tmp_path, repo, "ws")
+    prepare_environment(task, ws)
+    given = json.loads((ws / "mylib.egg-info" / "config_settings.json").read_text())
+    assert given == {"editable_mode": "compat"}
 
 
 @pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")

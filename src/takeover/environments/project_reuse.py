@@ -81,7 +81,8 @@ def checkout_fingerprint(spec: EnvSpec, workspace: Path) -> dict | None:
     names at the top of the tree and of ``src/``; None when it is no git checkout.
 
     Taken after the ``pre_install`` steps and before anything is installed (an install adds folders such
-    as ``<name>.egg-info``). Reads a few files (milliseconds).
+    as ``<name>.egg-info``). Reads a few files (milliseconds). ``layout`` counts the ways takeover has
+    installed projects (2: editable installs as a path entry), so a template of an older way is not reused.
     """
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workspace, capture_output=True, text=True, check=False)
     if head.returncode != 0:
@@ -93,7 +94,7 @@ def checkout_fingerprint(spec: EnvSpec, workspace: Path) -> dict | None:
     tops = {folder: sorted(p.name for p in (workspace / folder).iterdir() if p.name != ".git")
             for folder in (".", "src") if (workspace / folder).is_dir()}
     return {"commit": head.stdout.strip(), "install": spec.install, "pre_install": spec.pre_install,
-            "metadata": metadata, "tops": tops, "layout": 1}
+            "metadata": metadata, "tops": tops, "layout": 2}
 
 
 def project_key(fingerprint: dict, env_hash: str) -> str:

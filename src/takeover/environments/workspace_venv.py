@@ -6,7 +6,7 @@ workspace's ``.git`` folder (``.git/takeover/venv``: never tracked, never in ``g
 with the workspace). Its site-packages holds a ``.pth`` line ``import site; site.addsitedir(<shared
 site-packages>)`` (so the shared venv's own ``.pth`` files work too), copies of the shared venv's console
 scripts re-pointed at the workspace interpreter, and the project installed by the spec's install step
-with ``--no-deps``. Dependencies that this checkout declares but the shared venv lacks are then
+with ``--no-deps`` (an editable install as a ``sys.path`` entry, :data:`EDITABLE_MODE`). Dependencies that this checkout declares but the shared venv lacks are then
 installed into the workspace venv only. The spec's ``pre_install`` steps run once per workspace
 (:func:`run_pre_install`). After the first install of a checkout state the whole venv is usually copied
 instead (:mod:`takeover.environments.project_reuse`).
@@ -154,6 +154,17 @@ def install_project(log: BuildLog, spec: EnvSpec, python: Path, workspace: Path,
             pip_install(log, python, ["--no-deps", *missing], what="installing missing dependencies", env=env)
 
 
+#: The setuptools editable mode of the checkout's install: a ``.pth`` path entry for the project root, as
+#: ``setup.py develop`` gives in SWE-bench's images. setuptools' default PEP 660 install is an import hook
+#: that finds only the packages it lists, and code that imports by file path (pylint's plugin loader,
+#: through astroid's ``modpath_from_file``) then finds no module. Other build backends ignore the setting.
+EDITABLE_MODE = "editable_mode=compat"
+
+
+def _is_editable(args: list[str]) -> bool:
+    return any(a in ("-e", "--editable") or a.startswith("--editable=") for a in args)
+
+
 # SWE-bench install steps are "python -m pip install ..."; in a workspace venv the project goes in
 # without dependencies (they live in the shared venv).
 def _install_step_for_workspace(cmd: str, python: Path, *, use_uv: bool = True) -> tuple[str, list[str]]:
@@ -172,6 +183,8 @@ def _install_step_for_workspace(cmd: str, python: Path, *, use_uv: bool = True) 
         args.insert(0, "--no-deps")
     if uv and "--no-use-pep517" not in args:
         args = [a for a in args if a not in ("--verbose",)]
+        if _is_editable(args) and not any("editable_mode" in a for a in args):
+            args += ["--config-setting", EDITABLE_MODE]
         return shlex.join([uv, "pip", "install", "--python", str(python), *args]), extras
     return shlex.join([str(python), "-m", "pip", "install", *args]), extras
 
