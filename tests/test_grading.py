@@ -260,3 +260,81 @@ def test_handoff_state_of_a_checkpoint_patch(calc_task, tmp_path):
     unbuildable = SourceTask.model_validate({**task, "takeover_env_spec": {**SPEC, "python": "2.5"}})
     with pytest.raises(EnvironmentUnavailable, match="did not finish: environment: no Python 2.5"):
         grade_handoff_state(unbuildable, GOLD, repo_source=source, log_dir=tmp_path / "logs2")
+
+
+# The specification's pre_install steps edit tracked files (a sed pin, as for sphinx-doc/sphinx 3.x); the
+# order file says whether they ran before the candidate patch (which adds fix.py).
+PRE_INSTALL = ["sed -i 's/lib/lib<=1.0/' deps.txt",
+               "if [ -e fix.py ]; then echo after > order.txt; else echo before > order.txt; fi"]
+SETUP_TESTS = "def test_true():\n    assert True\n"
+SETUP_TEST_PATCH = """diff --git a/tests/test_setup.py b/tests/test_setup.py
+--- a/tests/test_setup.py
++++ b/tests/test_setup.py
+@@ -1,2 +1,10 @@
+ def test_true():
+     assert True
++
++
++def test_fixed_in_the_starting_state():
++    from pathlib import Path
++    import fix
++    assert fix.FIXED
++    assert Path('deps.txt').read_text() == 'lib<=1.0\\n'
++    assert Path('order.txt').read_text() == 'before\\n'
+"""
+FIX_ONLY = """diff --git a/fix.py b/fix.py
+new file mode 100644
+--- /dev/null
++++ b/fix.py
+@@ -0,0 +1 @@
++FIXED = True
+"""
+# The same fix made in an image that left the setup's edits in the working tree: the submission carries them.
+FIX_WITH_SETUP_EDITS = FIX_ONLY + """diff --git a/deps.txt b/deps.txt
+--- a/deps.txt
++++ b/deps.txt
+@@ -1 +1 @@
+-lib
++lib<=1.0
+diff --git a/order.txt b/order.txt
+--- a/order.txt
++++ b/order.txt
+@@ -1 +1 @@
+-unknown
++before
+"""
+
+
+@pytest.mark.parametrize("patch", [FIX_ONLY, FIX_WITH_SETUP_EDITS], ids=["committed", "working_tree"])
+def test_pre_install_steps_run_before_the_candidate_patch_and_never_twice(patch, tmp_path, monkeypatch):
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    mirror = tmp_path / "mirror"
+    _, sha = make_repo(tmp_path / "src" / "setup", {"deps.txt": "lib\n", "order.txt": "unknown\n",
+                                                    "tests/test_setup.py": SETUP_TESTS, "conftest.py": ""},
+                       bare_mirror=mirror / "acme__setup.git")
+    task = {
+        "instance_id": "acme__setup-1", "repo": "acme/setup", "base_commit": sha, "problem_statement": "fix",
+        "version": "0.1", "patch": FIX_ONLY, "test_patch": SETUP_TEST_PATCH,
+        "FAIL_TO_PASS": ["tests/test_setup.py::test_fixed_in_the_starting_state"],
+        "PASS_TO_PASS": ["tests/test_setup.py::test_true"],
+        "takeover_env_spec": {**SPEC, "pre_install": PRE_INSTALL},
+    }
+    result = grade(task, patch, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", timeout=120)
+    assert result.error is None, result.error
+    assert result.FAIL_TO_PASS.success == ["tests/test_setup.py::test_fixed_in_the_starting_state"]
+    assert result.resolved
+    assert result.setup_commit == sha and result.setup_commit_source == "base_commit"
+    assert result.summary()["setup_commit"] == sha
+    log = (tmp_path / "logs" / "takeover" / "acme__setup-1" / "run_instance.log").read_text()
+    assert log.index("environment setup steps (2) change deps.txt, order.txt") < log.index("candidate patch:")
+
+
+def test_an_environment_this_host_cannot_build_is_said_before_the_repository_is_cloned(calc_task, tmp_path):
+    task, _ = calc_task
+    nowhere = RepoSource(tmp_path / "empty-mirror", offline=True)  # cloning would fail: no repository there
+    old = {**task, "takeover_env_spec": {**SPEC, "python": "2.5"}}
+    result = grade(old, GOLD, repo_source=nowhere, log_dir=tmp_path / "logs", timeout=120)
+    assert result.error is not None and "cannot be built on this host" in result.error
+    assert "--backend docker" in result.error and "not in the mirror" not in result.error
+    log = (tmp_path / "logs" / "takeover" / "acme__calc-1" / "run_instance.log").read_text()
+    assert "candidate patch" not in log

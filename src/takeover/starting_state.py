@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from takeover import sandbox
-from takeover.environments.spec import env_spec_for
+from takeover.environments.spec import EnvSpec, env_spec_for
 from takeover.errors import TakeoverError
 from takeover.patches import split_patch
 from takeover.processes import run_process
@@ -79,10 +79,12 @@ class StartingState(BaseModel):
         return join_diffs(self.diffs)
 
 
-def setup_steps(task: SourceTask) -> tuple[list[str], list[str]]:
-    """``(steps, notes)``: the shell steps of the task environment's specification that run in the checkout
-    before the agent starts (SWE-bench's ``pre_install``, system steps removed), and a note when the task
-    has no specification (then there are no steps)."""
+def setup_steps(task: SourceTask, spec: EnvSpec | None = None) -> tuple[list[str], list[str]]:
+    """``(steps, notes)``: the shell steps of the task environment's specification (``spec``, default the
+    task's own) that run in the checkout before the agent starts (SWE-bench's ``pre_install``, system steps
+    removed), and a note when the task has no specification (then there are no steps)."""
+    if spec is not None:
+        return list(spec.pre_install), []
     try:
         return list(env_spec_for(task).pre_install), []
     except TakeoverError as exc:
@@ -98,9 +100,11 @@ def _git(workspace: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
-def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: bool = True) -> StartingState:
-    """Run the task environment's setup steps (:func:`setup_steps`) in ``workspace`` (a fresh checkout of
-    ``task.base_commit``), record what they changed, and put the changed files back to ``base_commit``.
+def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: bool = True,
+                      spec: EnvSpec | None = None) -> StartingState:
+    """Run the task environment's setup steps (:func:`setup_steps` of ``spec``, default the task's own
+    specification) in ``workspace`` (a fresh checkout of ``task.base_commit``), record what they changed,
+    and put the changed files back to ``base_commit``.
 
     The steps run with ``bash -c`` in the workspace, confined by the sandbox when available (no network,
     writes only in the workspace), each under :data:`SETUP_STEP_TIMEOUT` seconds; a failing step is noted
@@ -113,7 +117,7 @@ def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: b
         TakeoverError: git fails in the workspace.
     """
     workspace = Path(workspace).resolve()
-    steps, notes = setup_steps(task)
+    steps, notes = setup_steps(task, spec)
     base_tree = _git(workspace, "rev-parse", f"{task.base_commit}^{{tree}}").strip()
     if not steps:
         return StartingState(base_commit=task.base_commit, tree=base_tree, notes=notes)

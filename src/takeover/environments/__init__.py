@@ -38,6 +38,7 @@ from takeover.environments.spec import (
     load_spec_file,
     spec_from_swebench,
 )
+from takeover.environments.workspace_venv import record_pre_install
 
 __all__ = [
     "BUILD_TIMEOUT",
@@ -58,6 +59,7 @@ __all__ = [
     "prepare_environment",
     "read_environment_yml",
     "read_requirements",
+    "record_pre_install",
     "setup_commit_for",
     "spec_from_swebench",
     "unbuildable_environments",

@@ -99,24 +99,36 @@ def make_workspace_venv(log: BuildLog, interpreter: Path, venv: Path, shared: Sh
     return python
 
 
+def _pre_install_marker(workspace: Path) -> Path:
+    return workspace_state_dir(workspace) / "pre_install.json"
+
+
+def record_pre_install(spec: EnvSpec, workspace: Path) -> None:
+    """Remember that the spec's ``pre_install`` steps have been run in ``workspace`` by the caller (grading
+    runs them before the candidate patch, as the steps of SWE-bench's image); :func:`run_pre_install`
+    then leaves them out."""
+    marker = _pre_install_marker(workspace)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(json.dumps({"hash": stable_hash(spec.pre_install), "steps": spec.pre_install}))
+
+
 def run_pre_install(log: BuildLog, spec: EnvSpec, workspace: Path, env: Mapping[str, str]) -> bool:
     """Run the spec's ``pre_install`` steps in ``workspace`` once: they edit tracked files (``sed -i`` on
     ``setup.py``), and a second run would edit them again (``<=1.0.7<=1.0.7``). A marker in the
-    workspace's state folder remembers the steps that ran; returns whether they ran now.
+    workspace's state folder remembers the steps that ran (:func:`record_pre_install`); returns whether
+    they ran now.
 
     Raises:
         EnvironmentUnavailable: a step failed (see :meth:`BuildLog.run`).
     """
     if not spec.pre_install:
         return False
-    marker = workspace_state_dir(workspace) / "pre_install.json"
-    done = stable_hash(spec.pre_install)
-    if marker.exists() and json.loads(marker.read_text()).get("hash") == done:
+    marker = _pre_install_marker(workspace)
+    if marker.exists() and json.loads(marker.read_text()).get("hash") == stable_hash(spec.pre_install):
         return False
     for cmd in spec.pre_install:
         log.run(cmd, cwd=workspace, env=env, what=f"pre-install step {cmd!r}")
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(json.dumps({"hash": done, "steps": spec.pre_install}))
+    record_pre_install(spec, workspace)
     return True
 
 

@@ -1,12 +1,15 @@
 """The ``local`` grading backend: SWE-bench's evaluation of one prediction without Docker.
 
-Per prediction: a fresh workspace at ``base_commit`` (a shared-object clone from the repository
-source); the candidate patch applied with SWE-bench's fallbacks; the task's environment prepared
-(:mod:`takeover.environments`, which runs the install step after the patch, as SWE-bench's eval script
-does); ``test_patch`` applied and the eval script run in the sandbox with a time limit and a fixed
-environment (:mod:`takeover.grading.harness`, :mod:`takeover.grading.hermetic`); the log parsed and
-graded (:mod:`takeover.grading.verdict`). The folder ``log_dir`` receives ``test_output.txt``,
-``run_instance.log`` (with the test environment), ``eval.sh`` and the patches.
+Per prediction: the specification looked up and what this host cannot build said before any work
+(:func:`takeover.environments.check_buildable`); a fresh workspace at ``base_commit`` (a shared-object
+clone from the repository source) put into the task's starting state (the specification's ``pre_install``
+edits, in the form the candidate patch was made in: :mod:`takeover.starting_state`); the candidate patch
+applied with SWE-bench's fallbacks; the task's environment prepared (:mod:`takeover.environments`, which
+runs the install step after the patch, as SWE-bench's eval script does); ``test_patch`` applied and the
+eval script run in the sandbox with a time limit and a fixed environment (:mod:`takeover.grading.harness`,
+:mod:`takeover.grading.hermetic`); the log parsed and graded (:mod:`takeover.grading.verdict`). The
+folder ``log_dir`` receives ``test_output.txt``, ``run_instance.log`` (with the test environment),
+``eval.sh`` and the patches.
 
 The tests run without network unless asked (SWE-bench's Docker harness leaves it on): the suites of
 :data:`NETWORK_REPOS` then cannot pass, and their results carry a warning.
@@ -22,7 +25,13 @@ from pathlib import Path
 
 from takeover import sandbox
 from takeover._io import atomic_write_text, sha256_text
-from takeover.environments import EnvSpec, env_spec_for, prepare_environment
+from takeover.environments import (
+    EnvSpec,
+    check_buildable,
+    env_spec_for,
+    prepare_environment,
+    record_pre_install,
+)
 from takeover.errors import TakeoverError
 from takeover.grading.harness import (
     apply_test_patch,
@@ -36,6 +45,7 @@ from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction
 from takeover.grading.verdict import GradeResult, handoff_state, report_outcomes
 from takeover.repos import RepoSource
+from takeover.starting_state import apply_starting_state, environment_edits, recorded_form
 from takeover.tasks import SourceTask
 
 # Repositories whose SWE-bench tests need the internet. Known from running the gold patches offline.
@@ -58,6 +68,34 @@ def _append(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def _environment_setup_edits(task: SourceTask, spec: EnvSpec, workspace: Path, model_patch: str,
+                             run_log: Path) -> None:
+    """Put the fresh checkout ``workspace`` into the task's starting state before the candidate patch, in
+    the form the patch was made in (:mod:`takeover.starting_state`, docs/protocol.md section 6).
+
+    The specification's ``pre_install`` steps are part of the environment's image, never the patch's
+    work. A patch made in an image that committed their edits (SWE-bench's ``git commit -am SWE-bench``)
+    does not carry them: the edits are committed here too and the patch goes on top. A patch made in an
+    image that left them in the working tree carries them (``git diff`` shows them): it goes onto
+    ``base_commit`` as it is, and brings the edits itself. Either way the steps are marked as done, so
+    the environment's preparation never runs them a second time after the patch (a ``sed`` pin applied
+    twice breaks the install).
+    """
+    if not spec.pre_install:
+        return
+    state = environment_edits(task, workspace, spec=spec)
+    form = recorded_form(state, model_patch)
+    if form == "committed":
+        apply_starting_state(workspace, state, form)
+    record_pre_install(spec, workspace)
+    changed = ", ".join(state.files) or "nothing"
+    where = ("committed before the candidate patch" if form == "committed"
+             else "carried by the candidate patch, which applies to base_commit")
+    _append(run_log, f"environment setup steps ({len(state.steps)}) change {changed}: {where}\n")
+    for note in state.notes:
+        _append(run_log, f"environment setup: {note}\n")
 
 
 def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float, log_dir: Path,
@@ -99,29 +137,44 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
     try:
         for path in (test_log, run_log):
             path.unlink(missing_ok=True)
+        spec, spec_error = None, None
+        try:
+            spec = env_spec_for(task, spec_file)  # outside the timer: the first call imports swebench
+            resolve_log_parser(spec.log_parser, task.repo)  # a wrong parser name fails before any work
+        except TakeoverError as exc:
+            spec_error = exc  # reported once the patch is known to apply (a patch that does not is invalid)
+        if spec is not None and spec_error is None and spec.needs_build:
+            try:
+                check_buildable(spec)  # before any work: why this host cannot, and what to use instead
+            except TakeoverError as exc:
+                result.error = f"environment: {exc}"
+                _append(run_log, f"environment: {exc}\n")
+                return result
         repo_source.workspace(task.repo, task.base_commit, workspace)
+        start = time.monotonic()
+        if spec is not None:
+            _environment_setup_edits(task, spec, workspace, prediction.model_patch or "", run_log)
+        setup_seconds = time.monotonic() - start
         result.applied, message = apply_with_fallbacks(workspace, prediction.model_patch or "", scratch=log_dir)
         _append(run_log, f"candidate patch: {message}\n")
         if not result.applied:
             result.apply_error = message
             return result
-        try:
-            spec = env_spec_for(task, spec_file)  # outside the timer: the first call imports swebench
-            resolve_log_parser(spec.log_parser, task.repo)  # a wrong parser name fails before any work
-        except TakeoverError as exc:
-            result.error = f"environment: {exc}"
+        if spec is None or spec_error is not None:
+            result.error = f"environment: {spec_error}"
             return result
         start = time.monotonic()
         try:
             env = prepare_environment(task, workspace, spec=spec)
         except TakeoverError as exc:
-            result.env_seconds = time.monotonic() - start
+            result.env_seconds = setup_seconds + time.monotonic() - start
             result.error = f"environment: {exc}"
             _append(run_log, f"environment failed: {exc}\n")
             return result
-        result.env_seconds = time.monotonic() - start
+        result.env_seconds = setup_seconds + time.monotonic() - start
         result.env_cached = env.cached
         result.env_build_seconds = env.build_seconds
+        result.setup_commit, result.setup_commit_source = env.setup_commit, env.setup_commit_source
         result.notes += env.notes
         _append(run_log, f"environment: python {env.interpreter_version} at {env.python} (shared {env.shared_venv}, "
                          f"cached {env.cached}, build {env.build_seconds:.1f} s, setup {env.setup_seconds:.1f} s)\n")

@@ -53,6 +53,10 @@ class GradeResult(BaseModel):
         graded_at: when the grading finished (UTC, ISO 8601, seconds).
         reused: this result was read back from an earlier grading (``graded_at`` says when), not graded now.
         reuse_note: what happened to a stored result: reused, or graded again and why; None without one.
+        setup_commit: the commit the environment's requirement files were read at (``local`` backend;
+            None when no environment was built), and ``setup_commit_source`` how it was chosen:
+            ``environment_setup_commit`` (the task's own), ``stand-in`` (the shipped table, when the dataset
+            lacks it) or ``base_commit`` (:mod:`takeover.environments.setup_commit`).
     """
 
     model_config = ConfigDict(populate_by_name=True)
@@ -82,13 +86,16 @@ class GradeResult(BaseModel):
     graded_at: str | None = None
     reused: bool = False
     reuse_note: str | None = None
+    setup_commit: str | None = None
+    setup_commit_source: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
         return self.model_dump(mode="json", include={
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
-            "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note"})
+            "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note", "setup_commit",
+            "setup_commit_source"})
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:
