@@ -141,3 +141,56 @@ def test_cli_default_log_dir_is_under_the_current_folder_and_warning_is_printed(
     log = here / "takeover-grades" / "patch" / "psf__requests-1" / "test_output.txt"
     assert log.read_text().startswith("no tests were run: candidate patch does not apply")
     assert not (tmp_path / "cache" / "grading").exists()  # nothing in the shared cache folder
+
+
+# A suite like psf/requests before 2.9: its tests read HTTPBIN_URL and fall back to httpbin.org.
+HTTPBIN_TESTS = "def test_true():\n    assert True\n"
+HTTPBIN_TEST_PATCH = """diff --git a/tests/test_http.py b/tests/test_http.py
+--- a/tests/test_http.py
++++ b/tests/test_http.py
+@@ -1,2 +1,15 @@
+ def test_true():
+     assert True
++
++
++def test_get_with_params():
++    import json
++    import os
++    import urllib.request
++
++    base = os.environ.get('HTTPBIN_URL', 'http://httpbin.org/')
++    with urllib.request.urlopen(base + 'get?token=42', timeout=10) as reply:
++        assert json.load(reply)['args'] == {'token': '42'}
++    with urllib.request.urlopen(base + 'status/200', timeout=10) as reply:
++        assert reply.status == 200
++    assert base.startswith('http://127.0.0.1:')
+"""
+
+
+def test_a_suite_reading_httpbin_url_is_served_a_local_httpbin_without_network(tmp_path, monkeypatch):
+    from takeover.environments.local_httpbin import httpbin_venv
+    from takeover.errors import EnvironmentUnavailable
+
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")  # httpbin comes from uv's cache, never from the index
+    try:
+        httpbin_venv()
+    except EnvironmentUnavailable as exc:
+        pytest.skip(f"httpbin is not in uv's cache, and this test never uses the network: {exc}")
+    mirror = tmp_path / "mirror"
+    _, sha = make_repo(tmp_path / "src" / "requests",
+                       {"tests/test_http.py": HTTPBIN_TESTS, "conftest.py": "",
+                        "README": "tests read HTTPBIN_URL, else httpbin.org\n"},
+                       bare_mirror=mirror / "psf__requests.git")
+    task = {
+        "instance_id": "psf__requests-2", "repo": "psf/requests", "base_commit": sha, "problem_statement": "http",
+        "version": "0.1", "patch": "", "test_patch": HTTPBIN_TEST_PATCH,
+        "FAIL_TO_PASS": ["tests/test_http.py::test_get_with_params"], "PASS_TO_PASS": ["tests/test_http.py::test_true"],
+        "takeover_env_spec": SPEC,
+    }
+    result = grade(task, "", repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", timeout=120)
+    assert result.error is None and result.network is False
+    assert result.FAIL_TO_PASS.success == ["tests/test_http.py::test_get_with_params"]
+    assert result.resolved and result.warnings == []
+    assert any("local httpbin" in note for note in result.notes)
+    assert "export HTTPBIN_URL=" in (tmp_path / "logs" / "takeover" / "psf__requests-2" / "eval.sh").read_text()

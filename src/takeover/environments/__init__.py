@@ -12,6 +12,7 @@ Docker takeover builds the same thing as Python virtual environments, from the s
 - :mod:`.shared_venv`: the dependency venv, built once per specification and reused;
 - :mod:`.workspace_venv`: a small venv per checkout holding the project itself;
 - :mod:`.project_reuse`: the project's editable install made once and copied to new workspaces;
+- :mod:`.local_httpbin`: a local httpbin for test suites that read ``HTTPBIN_URL`` (psf/requests before 2.9);
 - :mod:`.build_steps` and :mod:`.hints`: the build's logged, time-limited commands and what a failed
   one lacks;
 - :mod:`.prepared`: :func:`prepare_environment`, the entry point, and :class:`PreparedEnvironment`.

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from unidiff import PatchSet
@@ -105,9 +106,11 @@ def test_directives(task: SourceTask) -> list[str]:
     return get_test_directives({"repo": task.repo, "test_patch": task.test_patch, "instance_id": task.instance_id})
 
 
-def eval_script(spec: EnvSpec, task: SourceTask) -> str:
-    """The bash script run in the sandbox: eval commands, the start marker, the test command on the
-    directives and the end marker (SWE-bench's constants); it exits with the test command's status.
+def eval_script(spec: EnvSpec, task: SourceTask, prologue: Sequence[str] = ()) -> str:
+    """The bash script run in the sandbox: ``prologue`` (services the tests need, e.g.
+    :func:`takeover.environments.local_httpbin.server_commands`), eval commands, the start marker, the test
+    command on the directives and the end marker (SWE-bench's constants); it exits with the test command's
+    status.
 
     The locale the eval commands export is one this machine has (:func:`~takeover.grading.hermetic.hermetic_locale`).
     """
@@ -119,7 +122,7 @@ def eval_script(spec: EnvSpec, task: SourceTask) -> str:
     cmds = spec.test_cmds
     directives = " ".join(test_directives(task))
     locale, _note = hermetic_locale(spec)
-    lines = ["#!/bin/bash", "set -uo pipefail", *hermetic_eval_commands(spec.eval_commands, locale),
+    lines = ["#!/bin/bash", "set -uo pipefail", *prologue, *hermetic_eval_commands(spec.eval_commands, locale),
              f"echo '{START_TEST_OUTPUT}'"]
     lines += cmds[:-1]
     lines.append(f"{cmds[-1]} {directives}".rstrip())
@@ -134,13 +137,14 @@ def home_folder(workspace: Path) -> Path:
 
 
 def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_path: Path, timeout: float,
-              network: bool = False) -> ProcessResult:
+              network: bool = False, readable: Sequence[Path] = ()) -> ProcessResult:
     """Run the eval ``script`` in ``workspace`` with the task's environment, inside the sandbox.
 
     Output is appended to ``log_path``; at ``timeout`` seconds the whole process group is killed and
     SWE-bench's ``TESTS_TIMEOUT`` marker is appended. The script's environment is
     :func:`~takeover.grading.hermetic.hermetic_environment` (``HOME`` = :func:`home_folder`), whatever this
-    process's holds. ``network`` lets the tests use the network.
+    process's holds. ``network`` lets the tests use the network; ``readable`` are further folders the
+    script reads (a service's venv in a cache under ``/tmp``).
 
     Raises:
         OSError: the script cannot start.
@@ -148,7 +152,7 @@ def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_pat
     from swebench.harness.constants import TESTS_TIMEOUT  # slow to import: only when needed
 
     # /tmp is private inside the sandbox: a cached environment under /tmp must be bound again.
-    argv = sandbox.wrap(["bash", "-c", script], workspace, readable=env.readable, network=network)
+    argv = sandbox.wrap(["bash", "-c", script], workspace, readable=[*env.readable, *readable], network=network)
     home = home_folder(workspace)
     home.mkdir(parents=True, exist_ok=True)
     test_env = hermetic_environment(env, home=home, locale=hermetic_locale(env.spec)[0])

@@ -4,15 +4,16 @@ Per prediction: the specification looked up and what this host cannot build said
 (:func:`takeover.environments.check_buildable`); a fresh workspace at ``base_commit`` (a shared-object
 clone from the repository source) put into the task's starting state (the specification's ``pre_install``
 edits, in the form the candidate patch was made in: :mod:`takeover.starting_state`); the candidate patch
-applied with SWE-bench's fallbacks; the task's environment prepared (:mod:`takeover.environments`, which
-runs the install step after the patch, as SWE-bench's eval script does); ``test_patch`` applied and the
-eval script run in the sandbox with a time limit and a fixed environment (:mod:`takeover.grading.harness`,
-:mod:`takeover.grading.hermetic`); the log parsed and graded (:mod:`takeover.grading.verdict`). The
-folder ``log_dir`` receives ``test_output.txt``, ``run_instance.log`` (with the test environment),
-``eval.sh`` and the patches.
+applied with SWE-bench's fallbacks; the task's environment prepared (:mod:`takeover.environments`, which runs the
+install step after the patch, as SWE-bench's eval script does); ``test_patch`` applied and the eval script run in the sandbox with a time limit and a fixed
+environment (:mod:`takeover.grading.harness`, :mod:`takeover.grading.hermetic`); the log parsed and
+graded (:mod:`takeover.grading.verdict`). The folder ``log_dir`` receives ``test_output.txt``,
+``run_instance.log`` (with the test environment), ``eval.sh`` and the patches.
 
-The tests run without network unless asked (SWE-bench's Docker harness leaves it on): the suites of
-:data:`NETWORK_REPOS` then cannot pass, and their results carry a warning.
+The tests run without network unless asked (SWE-bench's Docker harness leaves it on). A suite that
+reads ``HTTPBIN_URL`` (psf/requests before 2.9) gets a local httpbin inside the sandbox instead
+(:mod:`takeover.environments.local_httpbin`); otherwise the suites of :data:`NETWORK_REPOS` cannot pass
+offline, and their results carry a warning.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ from takeover.environments import (
     env_spec_for,
     prepare_environment,
     record_pre_install,
+)
+from takeover.environments.local_httpbin import (
+    HTTPBIN_PACKAGES,
+    HTTPBIN_VARIABLE,
+    httpbin_venv,
+    server_commands,
+    uses_httpbin_url,
 )
 from takeover.errors import TakeoverError
 from takeover.grading.harness import (
@@ -96,6 +104,24 @@ def _environment_setup_edits(task: SourceTask, spec: EnvSpec, workspace: Path, m
     _append(run_log, f"environment setup steps ({len(state.steps)}) change {changed}: {where}\n")
     for note in state.notes:
         _append(run_log, f"environment setup: {note}\n")
+
+
+def _local_services(workspace: Path, repo: str, network: bool, result: GradeResult) -> tuple[list[str], list[Path]]:
+    """``(script lines, folders they read)`` of the services the tests get in place of the internet: a
+    local httpbin for a checkout that reads ``HTTPBIN_URL`` when the network is off
+    (:mod:`takeover.environments.local_httpbin`, docs/protocol.md section 6). When one stands in, the
+    result's network warning gives way to a note saying so."""
+    if network or not uses_httpbin_url(workspace):
+        return [], []
+    try:
+        venv = httpbin_venv()
+    except TakeoverError as exc:
+        result.notes.append(f"no local httpbin for {HTTPBIN_VARIABLE}: {str(exc).splitlines()[0][:300]}")
+        return [], []
+    result.warnings = [w for w in result.warnings if w != network_warning(repo, network)]
+    result.notes.append(f"{HTTPBIN_VARIABLE} pointed at a local httpbin ({', '.join(HTTPBIN_PACKAGES)}) served "
+                        f"inside the sandbox, in place of httpbin.org")
+    return server_commands(venv, home_folder(workspace).parent), [venv]
 
 
 def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float, log_dir: Path,
@@ -182,7 +208,8 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
         if not ok:
             result.error = f"test_patch does not apply: {message}"
             return result
-        script = eval_script(env.spec, task)
+        prologue, readable = _local_services(workspace, task.repo, network, result)
+        script = eval_script(env.spec, task, prologue)
         atomic_write_text(log_dir / "eval.sh", script)
         locale, locale_note = hermetic_locale(env.spec)
         if locale_note:
@@ -194,7 +221,8 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
         result.sandboxed = st.available
         _append(run_log, f"{st.message}\n")
         _append(run_log, f"network for the tests: {'on' if network else 'off'}\n")
-        done = run_tests(script, workspace, env, log_path=test_log, timeout=timeout, network=network)
+        done = run_tests(script, workspace, env, log_path=test_log, timeout=timeout, network=network,
+                         readable=readable)
         result.test_seconds = done.seconds
         result.timed_out = done.timed_out
         status, _ = parse_test_log(test_log.read_text(encoding="utf-8", errors="replace"), task, env.spec.log_parser)
