@@ -8,6 +8,8 @@ harness's report of each submission (``eval_reports/<instance_id>.report.json``)
 and the status (pass or fail) of every FAIL_TO_PASS and PASS_TO_PASS test. Instances whose repository is not
 in the mirror are skipped, with the reason; they count neither as agreement nor as disagreement.
 
+Other runs with official reports in the same layout are compared with ``--runs FOLDER``.
+
 Each instance's reference patch is graded too (``--no-reference`` leaves it out): the official harness passes
 every listed test under the reference patch (SWE-bench's own validation), so a test that fails under it here
 fails because of this machine (a test that needs the internet, a missing system package), whatever the
@@ -70,6 +72,7 @@ def compare(task: SourceTask, official: dict[str, Any], local: GradeResult, refe
     env_tests = set()
     if reference is not None and reference.error is None:
         env_tests = {k for k, passed in local_statuses(reference).items() if not passed}
+    served_httpbin = any("local httpbin" in note for note in local.notes)
     disagreements = []
     for key, passed in sorted(want.items()):
         mine = got.get(key)
@@ -79,7 +82,9 @@ def compare(task: SourceTask, official: dict[str, Any], local: GradeResult, refe
             cause = "error"
         elif key in env_tests:
             cause = "env"
-            if task.repo in NETWORK_REPOS and not network:
+            if task.repo in NETWORK_REPOS and not network and served_httpbin:
+                cause = "env (network off: the test names an internet host itself, not HTTPBIN_URL)"
+            elif task.repo in NETWORK_REPOS and not network:
                 cause = "env (network off)"
             elif task.repo in NETWORK_REPOS:
                 cause = "env (network on, internet unreachable?)"

@@ -118,7 +118,8 @@ def grade_predictions(
         force: grade again even when a stored result could be reused.
         keep_workspace: keep the temporary workspaces (``local``).
         network: let the tests use the network (``local``; off by default. SWE-bench's Docker harness
-            always has it on, and a few suites need it, e.g. psf/requests calls httpbin.org).
+            always has it on, and a few suites need it, e.g. psf/requests calls httpbin.org; offline, a suite
+            that reads ``HTTPBIN_URL`` gets a local httpbin: :mod:`takeover.environments.local_httpbin`).
 
     Raises:
         InputError: an unknown backend, or a prediction names an ``instance_id`` that is not among ``tasks``.
