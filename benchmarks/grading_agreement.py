@@ -83,7 +83,7 @@ def compare(task: SourceTask, official: dict[str, Any], local: GradeResult, refe
         elif key in env_tests:
             cause = "env"
             if task.repo in NETWORK_REPOS and not network and served_httpbin:
-                cause = "env (network off: the test names an internet host itself, not HTTPBIN_URL)"
+                cause = "env (network off: the test reaches past HTTPBIN_URL, to https or another host)"
             elif task.repo in NETWORK_REPOS and not network:
                 cause = "env (network off)"
             elif task.repo in NETWORK_REPOS:
