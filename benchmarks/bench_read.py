@@ -3,7 +3,7 @@
     /work/venv/bin/python benchmarks/bench_read.py [DATA_DIR]
 
 Prints one line per file (format, runs, agent events, best-of-3 seconds) and the totals per format.
-Target (issue 2): the 16 mini-swe-agent files read in well under a second.
+Target: the 16 mini-swe-agent files are read in well under a second.
 """
 
 from __future__ import annotations

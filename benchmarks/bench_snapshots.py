@@ -2,7 +2,7 @@
 
     TAKEOVER_MIRROR=/work/mirror /work/venv/bin/python benchmarks/bench_snapshots.py [--events N]
 
-The agent runner (issue 6) takes a snapshot after every executed action, so its cost per event matters.
+The agent runner (`takeover.agents`) takes a snapshot after every executed action, so its cost per event matters.
 This script checks out sympy (sympy__sympy-15809's base commit) from the mirror, then simulates N events
 of a typical run: most events change nothing (reading, grepping, running tests), some edit one source
 file, some create or delete an untracked scratch file. It prints, in milliseconds: the first snapshot

@@ -351,8 +351,8 @@ def test_cli_agent_run_writes_a_run_directory(tmp_path, task_and_mirror):
 def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_with_a_replay(
     tmp_path, task_and_mirror
 ):
-    """Done criterion of issue 6: our runner's snapshots give exact checkpoints (docs/protocol.md section 5 (a))
-    and they match what a replay of the same recorded actions in a fresh checkout gives (section 5 (c))."""
+    """Our runner's snapshots give exact checkpoints (docs/protocol.md section 5.1, source (a)), and they
+    match what a replay of the same recorded actions in a fresh checkout gives (source (c))."""
     from takeover.checkpoints import materialize_checkpoint
     from takeover.points import analyze_run, checkpoint_method
     from takeover.repos import RepoSource

@@ -1,5 +1,5 @@
 """repo_only and raw_trace views and the takeover prompt, built from a real mini-swe-agent run
-(docs/protocol.md section 7; issue 5 items 2-3)."""
+(docs/protocol.md section 7)."""
 
 from __future__ import annotations
 

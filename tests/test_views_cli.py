@@ -1,4 +1,5 @@
-"""``takeover views``: files written, views.json sizes equal to the files, resume, no model (issue 5 item 6)."""
+"""``takeover views``: files written, views.json sizes equal to the files, resume, the notes views without a
+model, budgets, missing points, checkpoint folders."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The leak guard: no view may contain what the predecessor could not have seen at the handoff point
 (later events, the handoff state, hidden test names, the gold patch). Each test would fail if that
-information reached a view (issue 5 item 5)."""
+information reached a view (docs/protocol.md section 7.5)."""
 
 from __future__ import annotations
 

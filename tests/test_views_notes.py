@@ -1,6 +1,6 @@
 """Model-written notes (summary_notes, structured_notes) against the scripted server: the exact outcome of
 valid, broken, overconfident, contradicting and leaking answers, rate limits and timeouts
-(docs/protocol.md section 7; issue 5 item 4)."""
+(docs/protocol.md section 7)."""
 
 from __future__ import annotations
 
