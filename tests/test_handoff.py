@@ -28,6 +28,7 @@ from takeover.handoff import compose_handoff, handoff_markdown, repository_state
 from takeover.handoff.printout import PROMPT_MARKER
 from takeover.handoff.session import is_source_edit
 from takeover.llm import ModelSettings
+from takeover.report.transcript import read_transcripts
 from takeover.snapshots import snapshot_patch, take_snapshot, worktree_patch
 from takeover.trajectories.events import Event
 
@@ -78,6 +79,23 @@ def test_claude_code_session_without_a_model_prints_the_facts_and_the_raw_trace_
     assert "<task>\nFix sub() in calc.py: it adds. Use my token [REDACTED] if you need to push.\n</task>" in prompt
     assert "OPENAI_API_KEY=[REDACTED]" in prompt
     assert not any(secret in result.output for secret in SECRETS)
+
+
+def test_a_session_without_usage_has_unknown_token_counts_not_zero(claude, tmp_path):
+    session, _, _ = claude
+    records = [json.loads(line) for line in session.read_text().splitlines()]
+    for record in records:
+        (record.get("message") or {}).pop("usage", None)
+    bare = tmp_path / "no-usage.jsonl"
+    bare.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = cli("handoff", bare, "--repo", session.parent / "calc")
+    assert result.exit_code == 0, result.output
+    assert "6 model calls, prompt tokens not recorded" in result.stdout
+    # The drill-down of the same file: unknown, not 0.
+    (t,) = read_transcripts(bare)
+    assert (t.prompt_tokens, t.completion_tokens, t.calls_without_usage) == (None, None, 6)
+    (t,) = read_transcripts(session)
+    assert t.prompt_tokens is not None and t.prompt_tokens > 0
 
 
 def test_facts_are_the_studys_point_record_and_a_later_untested_edit_needs_verification(tmp_path):

@@ -41,7 +41,8 @@ class SessionInfo(BaseModel):
         session_id: the agent's own id of the session, when recorded; ``model``: the agent's model.
         working_dir: the folder the agent worked in.
         agent_events: actions + observations; ``llm_calls``: model calls; ``prompt_tokens`` /
-            ``completion_tokens``: sums over the calls (tokens; docs/protocol.md section 1).
+            ``completion_tokens``: sums over the calls (tokens; docs/protocol.md section 1), ``None`` when the
+            session records no usage at all.
         start_commit: the commit the session says it started from, when it records one.
     """
 
@@ -53,8 +54,8 @@ class SessionInfo(BaseModel):
     working_dir: str | None = None
     agent_events: int
     llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
     start_commit: str | None = None
 
 
@@ -165,7 +166,8 @@ def compose_handoff(
         path=str(session), format=trajectory.format, format_version=trajectory.format_version,
         session_id=meta.get("session_id"), model=trajectory.model, working_dir=trajectory.working_dir,
         agent_events=trajectory.agent_events, llm_calls=len(trajectory.llm_calls),
-        prompt_tokens=trajectory.prompt_tokens, completion_tokens=trajectory.completion_tokens,
+        prompt_tokens=trajectory.prompt_tokens if trajectory.usage_reported else None,
+        completion_tokens=trajectory.completion_tokens if trajectory.usage_reported else None,
         start_commit=str(start) if start else None,
     )
     return Handoff(

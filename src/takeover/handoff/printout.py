@@ -34,7 +34,7 @@ def handoff_markdown(h: Handoff) -> str:
         "",
         f"- Session: `{s.path}` ({agent}" + (f", session {s.session_id}" if s.session_id else "")
         + (f", model {s.model}" if s.model else "") + f"): {s.agent_events} events, {s.llm_calls} model calls, "
-        f"{s.prompt_tokens:,} prompt tokens",
+        + ("prompt tokens not recorded" if s.prompt_tokens is None else f"{s.prompt_tokens:,} prompt tokens"),
         f"- Task: {h.task_source}",
         f"- Repository: `{h.repository.root}`, changes against {_base(h)}",
         f"- Untracked files: {_files(h.repository.untracked)}",

@@ -56,7 +56,8 @@ class Transcript(BaseModel):
         prompt: the prompt the agent was given (for a takeover run, the view's takeover prompt).
         steps: in event order.
         final_patch: the run's submitted diff, where recorded.
-        agent_events, llm_calls: counts; prompt_tokens, completion_tokens: sums over calls with usage;
+        agent_events, llm_calls: counts; prompt_tokens, completion_tokens: sums over calls with usage (``None``
+            when no call records usage: unknown, not 0);
         cached_tokens: sum of cached prompt tokens (``None`` when no call reported it);
         reasoning_tokens: sum of completion tokens spent on reasoning (``None`` when no call reported it);
         estimated_calls: calls whose usage is a tokenizer estimate (the endpoint reported none);
@@ -74,8 +75,8 @@ class Transcript(BaseModel):
     final_patch: str | None = None
     agent_events: int = 0
     llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
     estimated_calls: int = 0
@@ -157,8 +158,9 @@ def transcript(traj: Trajectory) -> Transcript:
         final_patch=traj.final_patch,
         agent_events=traj.agent_events,
         llm_calls=len(traj.llm_calls),
-        prompt_tokens=traj.prompt_tokens,
-        completion_tokens=traj.completion_tokens,
+        # Unknown, not 0, when the trajectory records no usage at all (docs/protocol.md section 1).
+        prompt_tokens=traj.prompt_tokens if traj.usage_reported else None,
+        completion_tokens=traj.completion_tokens if traj.usage_reported else None,
         cached_tokens=traj.cached_tokens,
         reasoning_tokens=_sum(c.usage.reasoning_tokens for c in traj.llm_calls if c.usage is not None),
         estimated_calls=sum(1 for c in traj.llm_calls if c.usage is not None and c.usage.estimated),

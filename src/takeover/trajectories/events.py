@@ -148,8 +148,15 @@ class Trajectory(BaseModel):
         return len(self.events)
 
     @property
+    def usage_reported(self) -> bool:
+        """Whether any model call records token usage (reported or estimated). When none does, the token sums
+        below are 0 but unknown: show them as n/a (docs/protocol.md section 1)."""
+        return any(c.usage is not None for c in self.llm_calls)
+
+    @property
     def prompt_tokens(self) -> int:
-        """Cumulative prompt tokens: sum of ``usage.prompt_tokens`` over every call (section 1)."""
+        """Cumulative prompt tokens: sum of ``usage.prompt_tokens`` over every call (section 1); 0 also when no
+        call records usage (see :attr:`usage_reported`)."""
         return sum(c.usage.prompt_tokens for c in self.llm_calls if c.usage)
 
     @property
