@@ -126,6 +126,7 @@ def test_quickstart_to_a_pipe_prints_a_line_per_step_unit_and_stage(recorded):
         assert any(re.fullmatch(pattern, line) for line in err), (pattern, err)
     _no_live_display_or_library_info(done)
     assert "takeover runs per view (this quickstart)" in done.stderr  # the closing tables are still printed
+    assert f"open {root / 'qs' / 'report.html'} in a browser" in " ".join(done.stderr.split())
 
 
 @pytest.mark.slow

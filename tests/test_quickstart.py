@@ -162,3 +162,4 @@ def test_a_stage_that_cannot_run_stops_the_quickstart_with_its_name(tmp_path, mo
     text = (tmp_path / "console.txt").read_text()
     assert "quickstart stopped at stage 'inputs'" in text
     assert f"about {qs.BUDGET_MINUTES} minutes" in text and str(tmp_path / "out" / "report.md") in text
+    assert str(tmp_path / "out" / "report.html") in text

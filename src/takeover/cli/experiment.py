@@ -118,7 +118,7 @@ def register(app: typer.Typer) -> None:
         out_dir: Annotated[Path, typer.Argument(help="Output folder of `takeover run` (OUT_DIR).")],
         plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")] = True,
     ) -> None:
-        """Build results.csv, report.md, report.json and plots from the per-unit result files.
+        """Build results.csv, report.md, report.json, report.html and plots from the per-unit result files.
 
         Example:
 

@@ -126,7 +126,8 @@ class ConsoleDisplay(QuickstartDisplay):
                 f"These defaults are sized for about {BUDGET_MINUTES} minutes on an idle 2-core machine once "
                 "installed (the first run also fetches the model, ~480 MB, and builds the environment). The "
                 "model runs on the CPU: a busy machine takes longer; every stage prints its time.")
-        self.console.print(f"Report: [bold]{out_dir / 'report.md'}[/]")
+        self.console.print(f"Report: [bold]{out_dir / 'report.md'}[/] and, to open in a browser, "
+                           f"[bold]{out_dir / 'report.html'}[/]")
 
     @contextlib.contextmanager
     def working(self, text: str) -> Iterator[None]:
@@ -197,8 +198,9 @@ def print_results(console: Console, result: QuickstartResult) -> None:
             console.print(f"  {problem}")
     console.print(Markdown(result.notice))
     out = Path(result.out_dir)
-    console.print(f"Total {result.total_seconds / 60:.1f} min. Report: [bold]{result.report}[/] "
-                  f"(and {out / 'results.csv'}, {out / 'plots'}).")
+    console.print(f"Total {result.total_seconds / 60:.1f} min. Report: [bold]{result.report}[/]; open "
+                  f"[bold]{out / 'report.html'}[/] in a browser for every handoff side by side "
+                  f"(also {out / 'results.csv'}, {out / 'plots'}).")
 
 
 def register(app: typer.Typer) -> None:
