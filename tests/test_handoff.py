@@ -176,6 +176,10 @@ def test_an_invalid_note_is_retried_with_the_reason(claude, server):
     assert h.view.rejections == ["attempt 1: the answer is not a JSON object"]
     retry = server.requests[1]["messages"][-1]["content"]
     assert retry.startswith("Your answer could not be used: the answer is not a JSON object.")
+    # Every field named again: small models drop one on a retry when told only "the seven fields".
+    assert retry.endswith("each of them present, and nothing else: problem_understanding, work_completed, "
+                          "evidence_observed, observed_failures, remaining_uncertainty, rollback_notes, "
+                          "recommended_next_action.")
     assert "notes retried after 2 attempt(s)" in handoff_markdown(h)
 
 

@@ -325,6 +325,13 @@ def test_summary_notes_that_deny_the_failing_validation_are_retried(replay, run,
         ("work_completed", "Fixed the bug in requests/auth.py by quoting qop.", True),
         ("work_completed", "Tried to fix the bug in requests/auth.py by quoting qop.", False),
         ("problem_understanding", "It is done and solved.", True),
+        # A denial of the failure the predecessor saw is a contradiction in any field.
+        ("remaining_uncertainty", "No failures observed after the latest source change.", True),
+        ("rollback_notes", "No errors were seen, so nothing needs reverting.", True),
+        # A field that repeats its description from the instructions is not filled in.
+        ("evidence_observed", "Results the agent actually saw (test output, reproduction output)", True),
+        ("recommended_next_action", "One concrete next step.", True),
+        ("evidence_observed", "Results the agent saw: test_digest_auth failed with a TypeError.", False),
     ],
 )
 def test_content_checks_when_validation_failed(field, text, rejected):

@@ -47,6 +47,8 @@ from takeover.views.evidence import PACKET_CLIP, evidence_packet
 from takeover.views.leak import LeakGuard
 from takeover.views.prompt import render
 from takeover.views.structured import (
+    FIELD_DESCRIPTIONS,
+    MODEL_FIELDS,
     DeterministicFields,
     ModelNotes,
     compute_fields,
@@ -152,6 +154,7 @@ def write_notes(
         earlier=earlier,
         clip=PACKET_CLIP,
         facts=facts,
+        fields=FIELD_DESCRIPTIONS,
     )
     messages = [
         {"role": "system", "content": render("notes_system.md.j2", template_dir)},
@@ -223,6 +226,6 @@ def write_notes(
             *messages,
             {"role": "assistant", "content": answer},  # without thinking, as chat templates replay history
             {"role": "user", "content": render("notes_retry.md.j2", template_dir, reasons=sorted(set(feedback)),
-                                              structured=structured)},
+                                              structured=structured, fields=MODEL_FIELDS)},
         ]
     raise NotesFailed(view, "rejected", rejections, spent(), max_retries + 1)

@@ -32,15 +32,17 @@ UNKNOWN = "UNKNOWN"
 NONE_OBSERVED = "NONE OBSERVED"
 EVIDENCE_LIMIT = 240
 FIELD_LIMIT = 1500
-MODEL_FIELDS = (
-    "problem_understanding",
-    "work_completed",
-    "evidence_observed",
-    "observed_failures",
-    "remaining_uncertainty",
-    "rollback_notes",
-    "recommended_next_action",
-)
+#: The model-filled fields of 7.4 in prompt order, each with the description the note writer is given.
+FIELD_DESCRIPTIONS: dict[str, str] = {
+    "problem_understanding": "what the task requires, in one or two sentences",
+    "work_completed": "what the agent changed or built so far, naming files",
+    "evidence_observed": "results the agent actually saw (test output, reproduction output)",
+    "observed_failures": "errors or failing checks seen in the log",
+    "remaining_uncertainty": "what is not yet known or not yet checked",
+    "rollback_notes": "which changes might need to be undone, and why",
+    "recommended_next_action": "one concrete next step",
+}
+MODEL_FIELDS = tuple(FIELD_DESCRIPTIONS)
 
 
 class DeterministicFields(BaseModel):
@@ -237,8 +239,6 @@ _NO_CHANGE = re.compile(
     r"\bnothing (?:was|has been) (?:changed|modified)\b|\bcode (?:is|was|remains) unchanged\b",
     re.IGNORECASE,
 )
-#: Fields that report what the predecessor saw: they must not deny a failure it saw.
-_OBSERVATION_FIELDS = ("evidence_observed", "observed_failures")
 
 
 def bare_done(text: str) -> bool:
@@ -321,14 +321,19 @@ def summary_problems(text: str, facts: DeterministicFields) -> list[str]:
     return problems
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
 def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]:
     """Protocol rejection reasons other than leaks (docs/protocol.md section 7.4); empty when acceptable.
 
     - overconfident: a field that is only "fixed/done/solved"; or an unhedged success claim
       (:func:`unhedged_success_claims`) in any field when the predecessor saw no passing validation after
       its latest source change;
-    - contradiction: ``evidence_observed`` or ``observed_failures`` denies failures
-      (:func:`failure_denials`; ``NONE OBSERVED`` in ``observed_failures``) while the predecessor saw one
+    - a field that repeats its description (:data:`FIELD_DESCRIPTIONS`) instead of filling it in;
+    - contradiction: a field denies failures (:func:`failure_denials`; ``NONE OBSERVED`` in
+      ``observed_failures``) while the predecessor saw one
       (:func:`observed_failure`); claims that no code changed (or ``NONE OBSERVED``/``UNKNOWN`` work)
       while source files changed;
     - no next action: ``recommended_next_action`` is ``UNKNOWN``/``NONE OBSERVED`` (the protocol asks for
@@ -339,6 +344,8 @@ def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]
     for name, value in values.items():
         if bare_done(value):
             problems.append(f"overconfident: field {name} only says {value!r}; describe what was observed")
+        elif _words(value) == _words(FIELD_DESCRIPTIONS[name]):
+            problems.append(f"field {name} repeats its description from the instructions instead of filling it in")
     if facts.validation_status != "passed":
         for name in MODEL_FIELDS:
             claims = unhedged_success_claims(values[name])
@@ -346,7 +353,8 @@ def content_problems(notes: ModelNotes, facts: DeterministicFields) -> list[str]
                 problems.append(f"overconfident: field {name} claims {claims[0]!r} but {_no_success(facts)}")
     failure = observed_failure(facts)
     if failure:
-        for name in _OBSERVATION_FIELDS:
+        # Every field: a small writer puts "no failures observed" under remaining_uncertainty as well.
+        for name in MODEL_FIELDS:
             denials = failure_denials(values[name], whole_field=name == "observed_failures")
             if denials:
                 problems.append(f"contradiction: field {name} says {denials[0]!r} but {failure}")
