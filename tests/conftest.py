@@ -1,5 +1,11 @@
 """Shared fixtures: paths to the real data in ../shared/data, small git repositories, the scripted model
-server, and the mirror of real repositories (tests that need it skip with a reason when it is absent)."""
+server, and the mirror of real repositories.
+
+What a test needs from the machine is declared with ``prerequisites.requires`` and checked here before the
+test runs: a missing prerequisite skips the test naming it, and fails it under CI (``CI=true``); see
+``tests/prerequisites.py``. The CLI invocations of the whole session are recorded for
+``test_cli_parameters.py`` (``tests/cli_invocations.py``).
+"""
 
 from __future__ import annotations
 
@@ -7,11 +13,13 @@ import os
 import subprocess
 from pathlib import Path
 
+import cli_invocations
 import pytest
+from prerequisites import SHARED as DATA
+from prerequisites import need
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("TAKEOVER_SHARED", ROOT.parent / "shared"))
-DATA = SHARED / "data"
+SHARED = DATA.parent
 DATASET = DATA / "swebench_verified.jsonl"
 TRAJ = DATA / "trajectories"
 
@@ -53,20 +61,40 @@ def make_repo(root: Path, files: dict[str, str], *, bare_mirror: Path | None = N
     return root, sha
 
 
-@pytest.fixture
-def data_dir() -> Path:
-    if not DATA.exists():
-        pytest.skip(f"shared data not found at {DATA} (set TAKEOVER_SHARED)")
-    return DATA
+def pytest_configure(config: pytest.Config) -> None:
+    cli_invocations.start_recording()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers("requires"):
+        need(*marker.args, counterpart=marker.kwargs.get("counterpart"))
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    cli_invocations.run_parameter_check_last(items)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    cli_invocations.note_deselected(items)
 
 
 @pytest.fixture
-def mirror_dir() -> Path:
-    """The user's mirror of real SWE-bench repositories (TAKEOVER_MIRROR); skips when not configured."""
-    value = os.environ.get("TAKEOVER_MIRROR")
-    if not value or not Path(value).is_dir():
-        pytest.skip("TAKEOVER_MIRROR is not set to a folder of bare repositories (owner__name.git)")
-    return Path(value)
+def mirror_dir(request: pytest.FixtureRequest) -> Path:
+    """The user's mirror of real SWE-bench repositories (TAKEOVER_MIRROR), for a test marked
+    ``@requires("mirror", counterpart=...)`` (it skips, also under CI, when no mirror is configured)."""
+    if not any("mirror" in m.args for m in request.node.iter_markers("requires")):
+        pytest.fail('a test using mirror_dir is marked @requires("mirror", counterpart="file.py::test") '
+                    "(the counterpart runs in CI on a repository built in the test)", pytrace=False)
+    return Path(os.environ["TAKEOVER_MIRROR"])
+
+
+@pytest.fixture(scope="module")
+def checkpoint_patch() -> str:
+    """The checkpoint patch of the real psf__requests-1766 run at ``after_first_source_edit`` (the view
+    tests; it needs that shared run)."""
+    from _views_support import requests_1766_patches
+
+    return requests_1766_patches()["after_first_source_edit"]
 
 
 # A one-file calculator repository with a bug and its test: the task the agent tests run on.

