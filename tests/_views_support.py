@@ -1,15 +1,17 @@
 """Helpers shared by the view tests: one scripted server per module whose script each test replaces
-(a server costs ~0.5 s to shut down), and the real shared trajectories with their tasks."""
+(a server costs ~0.5 s to shut down), and the real shared run of psf__requests-1766 with its task.
+
+Only the tests that read the shared run need it: :func:`real_run` and :func:`real_task` skip (fail under
+CI) naming the file when it is absent, through ``prerequisites.shared``."""
 
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 
-import pytest
 from _replay import Replay  # noqa: F401 - the view tests import it from here
+from prerequisites import shared
 
 from takeover.points import HandoffPoint
 from takeover.tasks import SourceTask
@@ -17,23 +19,24 @@ from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
 
 # -- the real shared data ---------------------------------------------------------------------------
-_SHARED = Path(os.environ.get("TAKEOVER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")) / "data"
-if not (_SHARED / "trajectories").is_dir():
-    # The view tests are built on the real shared runs; without them a module is skipped, not broken.
-    pytest.skip(f"shared data not found at {_SHARED} (set TAKEOVER_SHARED)", allow_module_level=True)
+
+
+def real_run_path(instance_id: str) -> Path:
+    """The shared mini-swe-agent run of ``instance_id`` (skips, or fails under CI, when it is absent)."""
+    return shared(f"trajectories/mini-swe-agent/{instance_id}.json")
 
 
 @lru_cache(maxsize=32)
-def real_run(instance_id: str, data: str = str(_SHARED)) -> Trajectory:
+def real_run(instance_id: str) -> Trajectory:
     """The real mini-swe-agent run of ``instance_id`` from the shared data (read with our reader)."""
-    return read_trajectories(Path(data) / "trajectories" / "mini-swe-agent" / f"{instance_id}.json")[0]
+    return read_trajectories(real_run_path(instance_id))[0]
 
 
 @lru_cache(maxsize=32)
-def real_task(instance_id: str, data: str = str(_SHARED)) -> SourceTask:
+def real_task(instance_id: str) -> SourceTask:
     """The SWE-bench Verified row of ``instance_id`` (only that line is parsed)."""
     needle = f'"instance_id": "{instance_id}"'
-    with open(Path(data) / "swebench_verified.jsonl", encoding="utf-8") as fh:
+    with open(shared("swebench_verified.jsonl"), encoding="utf-8") as fh:
         for line in fh:
             if needle in line:
                 return SourceTask.model_validate(json.loads(line))
@@ -111,7 +114,7 @@ def requests_1766_points_file(folder: Path) -> Path:
     run, task = real_run(ID_1766), real_task(ID_1766)
     point = requests_1766_points()["after_first_source_edit"]
     record = RunPoints(
-        instance_id=ID_1766, repo=task.repo, base_commit=task.base_commit, trajectory=str(_SHARED / "trajectories" / "mini-swe-agent" / f"{ID_1766}.json"),
+        instance_id=ID_1766, repo=task.repo, base_commit=task.base_commit, trajectory=str(real_run_path(ID_1766)),
         format=run.format, events=len(run.events), replay=ReplayVerdict(verified=True, method="verified_replay"),
         points=[point], patches={point.type: requests_1766_patches()[point.type]},
     )

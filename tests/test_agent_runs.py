@@ -7,6 +7,7 @@ import json
 
 import pytest
 from conftest import git, make_repo
+from prerequisites import requires
 from test_agents import BUGGY, FIXED, SUBMIT, TEST, _checkpoint, bash, events_of, settings
 
 from takeover import sandbox
@@ -33,9 +34,8 @@ def _checkpoint_folder(tmp_path, task):
     return _checkpoint(tmp_path, task, patch, prompt)
 
 
+@requires("bubblewrap")  # without a sandbox the prompt names the host folder (run.json says so)
 def test_the_same_takeover_in_two_output_folders_has_identical_prompts_and_numbers(tmp_path, task_and_mirror):
-    if not sandbox.status().available:
-        pytest.skip("without a sandbox the prompt names the host folder (run.json says so)")
     task, mirror = task_and_mirror
     folder = _checkpoint_folder(tmp_path, task)
     script = [bash("pwd && cat calc.py"), bash("git diff -- calc.py > patch.txt"), bash(SUBMIT)]

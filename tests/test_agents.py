@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from conftest import CALC_BUGGY, CALC_ENV_SPEC, CALC_TEST, git, make_repo
+from prerequisites import missing, requires
 
-from takeover import sandbox
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
@@ -80,7 +80,7 @@ def test_predecessor_run_records_exact_events_tokens_snapshots_and_patch(tmp_pat
     assert acc.initial_prompt_tokens == prompt_words(srv.requests[0])
     assert acc.initial_prompt_chars == len(first[0]["content"]) + len(first[1]["content"])
     # With bubblewrap the workspace is mounted at /testbed: the prompt never names the host folder.
-    root = "/testbed" if sandbox.status().available else str(ws.resolve())
+    root = "/testbed" if missing("bubblewrap") is None else str(ws.resolve())
     assert record.command_root == root and (record.path_note is None) == (root == "/testbed")
     assert task.problem_statement in first[1]["content"] and f"files in {root} (this is" in first[1]["content"]
     assert root == str(ws.resolve()) or str(ws.resolve()) not in first[1]["content"]
@@ -273,12 +273,8 @@ def test_takeover_run_starts_from_the_checkpoint_with_the_view_prompt(tmp_path, 
         run_takeover(folder, "raw_trace", settings(srv), tmp_path / "run3", repo_source=RepoSource(mirror))
 
 
+@requires("bubblewrap")
 def test_sandbox_blocks_writes_outside_the_workspace_and_the_network(tmp_path, task_and_mirror):
-    from takeover import sandbox
-
-    st = sandbox.status()
-    if not st.available:
-        pytest.skip(f"no usable sandbox here: {st.message}")
     task, mirror = task_and_mirror
     outside = Path("/var/tmp") / f"takeover-escape-{uuid.uuid4().hex}"
     with ScriptedServer([]) as probe:
@@ -460,12 +456,11 @@ def test_reported_cached_tokens_are_summed_and_no_secret_reaches_the_agent_or_th
     assert "[REDACTED]" in events[0]["text"]
 
 
-def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mirror):
+def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mirror, monkeypatch):
     from takeover.errors import EnvironmentUnavailable
-    from takeover.sandbox import docker_status
 
-    if docker_status().available:
-        pytest.skip("a Docker daemon answers here")
+    # No daemon listens on this socket, whether or not this machine runs one.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     task, mirror = task_and_mirror
     with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable, match="Docker daemon"):
         run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), backend="docker")

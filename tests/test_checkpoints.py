@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 from conftest import git, make_repo
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover.checkpoints import materialize_checkpoint
@@ -108,6 +109,29 @@ def test_unreplayable_run_has_no_qualifying_points(mirror, tmp_path):
     assert all(m.reason.startswith("run is unreplayable: ") for m in rp.missing)
     with pytest.raises(ValueError, match="not exact"):
         checkpoint_method(rp.replay)
+
+
+def test_a_run_without_an_edit_after_its_failure_reports_that_point_missing(mirror, tmp_path):
+    """On a repository built here, what the real psf__requests-2317 run shows with the mirror: a source edit,
+    a failed verification, and no source edit after it (docs/protocol.md section 4)."""
+    mirror_dir, task = mirror
+    final = _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 3\n",
+                                    "reproduce.py": "from pkg.mod import f\nassert f() == 2, f()\n"})
+    events = []
+    for command, output, code in [_steps()[0], _steps()[2], _steps()[3], (SUBMIT, final, None)]:
+        i = len(events)
+        events.append(Event(index=i, kind="action", source="agent", type="command", command=command))
+        events.append(Event(index=i + 1, kind="observation", source="environment", type="command", text=output,
+                            exit_code=code, cause=i))
+    t = Trajectory(format="mini-swe-agent", instance_id=task.instance_id, events=events, final_patch=final,
+                   working_dir="/testbed")
+    rp = analyze_run(t, task, RepoSource(mirror_dir, offline=True), use_environment=False, timeout=30)
+    assert rp.replay.verified, rp.replay
+    assert [(p.type, p.event_index) for p in rp.points] == [
+        ("after_first_source_edit", 2), ("after_first_verification_result", 5)]
+    assert rp.points[0].changed_source_files == ["pkg/mod.py"]
+    assert [m.type for m in rp.missing] == ["after_first_post_failure_edit"]
+    assert "first failed verification (event 5)" in rp.missing[0].reason
 
 
 def test_stored_diffs_are_used_directly(mirror, tmp_path):
@@ -242,7 +266,7 @@ def test_cli_points_json_and_checkpoint(mirror, tmp_path, monkeypatch):
     assert "return 3" in (tmp_path / "cp" / "workspace" / "pkg/mod.py").read_text()
 
 
-@pytest.mark.skipif(not __import__("takeover.sandbox").sandbox.status().available, reason="no bubblewrap sandbox")
+@requires("bubblewrap")
 def test_replayed_commands_cannot_modify_the_mirror(mirror, tmp_path):
     mirror_dir, task = mirror
     bare = mirror_dir / "acme__widget.git"

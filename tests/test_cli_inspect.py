@@ -6,13 +6,12 @@ import json
 import subprocess
 import sys
 
-import pytest
 from conftest import TRAJ
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover.cli import app
 
-pytestmark = pytest.mark.usefixtures("data_dir")
 KEYS = [
     "format",
     "instance_id",
@@ -32,6 +31,9 @@ KEYS = [
 ]
 MINI = TRAJ / "mini-swe-agent" / "psf__requests-1766.json"
 V0 = TRAJ / "openhands" / "v0" / "multi_swe_bench_examples.output.jsonl"
+#: Every test here reads the real mini-swe-agent run; some the OpenHands v0 file too.
+pytestmark = requires("shared:trajectories/mini-swe-agent/psf__requests-1766.json")
+NEEDS_V0 = requires("shared:trajectories/openhands/v0/multi_swe_bench_examples.output.jsonl")
 
 
 def runner() -> CliRunner:
@@ -41,6 +43,7 @@ def runner() -> CliRunner:
         return CliRunner()
 
 
+@NEEDS_V0
 def test_inspect_json_lines():
     result = runner().invoke(app, ["inspect", "--json", str(MINI), str(V0)])
     assert result.exit_code == 0, result.output
@@ -81,6 +84,7 @@ def test_inspect_table():
     assert "mini-swe-agent" in result.stdout and "Submitted" in result.stdout
 
 
+@NEEDS_V0
 def test_bad_files_are_reported_and_good_ones_still_printed(tmp_path):
     cut = tmp_path / "cut.json"
     text = MINI.read_text()

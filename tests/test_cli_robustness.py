@@ -8,6 +8,7 @@ import json
 import pytest
 import typer
 from conftest import DATASET, TRAJ, make_repo
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover import __version__
@@ -53,7 +54,6 @@ def test_version_option_and_command_agree():
     assert option.stdout.strip() == command.stdout.strip() == __version__
 
 
-@pytest.mark.usefixtures("data_dir")
 def test_an_apply_error_with_rich_markup_prints_as_text(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     mirror = tmp_path / "mirror"
@@ -77,7 +77,7 @@ def test_an_apply_error_with_rich_markup_prints_as_text(tmp_path, monkeypatch):
     assert "[/red] [bold" in result.stdout  # printed literally, not parsed as markup
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:trajectories/mini-swe-agent")
 def test_inspect_a_folder_reads_every_run_and_skips_other_json():
     assert len(MINI_IDS) == 16
     result = runner(env={"COLUMNS": "80"}).invoke(app, ["inspect", str(MINI_DIR)])
@@ -95,7 +95,7 @@ def test_inspect_a_folder_reads_every_run_and_skips_other_json():
     assert sorted(json.loads(line)["instance_id"] for line in as_json.stdout.splitlines()) == MINI_IDS
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:trajectories/mini-swe-agent")
 def test_expand_paths_keeps_files_and_walks_folders(tmp_path):
     files = expand_paths([MINI_DIR])
     assert sorted(p.stem for p in files if p.parent == MINI_DIR and "__" in p.name) == MINI_IDS
@@ -114,7 +114,8 @@ def test_a_named_non_trajectory_file_is_still_an_error(tmp_path):
     assert "unknown trajectory format" in result.stderr
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:trajectories/openhands/v0-messages/swe-gym_openhands_sampled_trajectories.sample_raw.json",
+          "shared:trajectories/swe-agent/pydicom__pydicom-1458.gpt4-0x.traj")
 def test_unknown_token_usage_is_null_not_zero():
     v0_messages = TRAJ / "openhands" / "v0-messages" / "swe-gym_openhands_sampled_trajectories.sample_raw.json"
     rows = [json.loads(line) for line in
@@ -131,7 +132,7 @@ def test_unknown_token_usage_is_null_not_zero():
     assert f"{stats['tokens_sent']}*" in runner().invoke(app, ["inspect", str(swe)]).stdout
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:swebench_verified.jsonl")
 def test_tasks_select_rejects_a_mistyped_bucket_and_a_negative_limit(tmp_path):
     out = tmp_path / "sel.jsonl"
     bad = runner().invoke(app, ["tasks", "select", "--dataset", str(DATASET), "--difficulty", "15 min-1 hour",
@@ -154,7 +155,8 @@ def test_malformed_json_message_says_at_once(tmp_path):
     assert "at at" not in str(info.value)
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:swebench_verified.jsonl",
+          "shared:trajectories/openhands/v0/alibaba__fastjson2-2775.output.jsonl")
 def test_points_exits_1_when_every_run_is_skipped():
     other = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"  # not a SWE-bench Verified task
     result = runner().invoke(app, ["points", str(other), "--dataset", str(DATASET), "--offline"])
@@ -166,7 +168,8 @@ def test_points_exits_1_when_every_run_is_skipped():
     assert "ponylang__ponyc-4593" in folder.stderr and "alibaba__fastjson2-2775" in folder.stderr
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:swebench_verified.jsonl",
+          "shared:trajectories/openhands/v0/alibaba__fastjson2-2775.output.jsonl")
 def test_views_of_a_run_outside_the_dataset_says_so(tmp_path):
     other = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"
     result = runner().invoke(app, ["views", str(other), "--dataset", str(DATASET), "--point-type",
@@ -177,7 +180,7 @@ def test_views_of_a_run_outside_the_dataset_says_so(tmp_path):
     assert "github.com" not in result.output + result.stderr
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:swebench_verified.jsonl")
 def test_tasks_select_default_buckets_tolerate_a_subset_missing_one(tmp_path):
     lines = [line for line in DATASET.read_text().splitlines() if '"1-4 hours"' in line][:3]
     subset = tmp_path / "subset.jsonl"
@@ -187,7 +190,8 @@ def test_tasks_select_default_buckets_tolerate_a_subset_missing_one(tmp_path):
     assert "selected 3 of 3 tasks" in result.stdout
 
 
-@pytest.mark.usefixtures("data_dir")
+@requires("shared:trajectories/mini-swe-agent",
+          "shared:trajectories/openhands/v1/openagentsafety.v1.output.jsonl")
 def test_a_run_folder_is_kept_whole_inside_a_folder_and_given_alone(tmp_path):
     row = json.loads((TRAJ / "openhands" / "v1" / "openagentsafety.v1.output.jsonl").read_text().splitlines()[0])
     root = tmp_path / "runs"

@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from prerequisites import requires
 
 from takeover import embedded_model as em
 from takeover.embedded_model import ModelPart, ModelSpec, ModelUnavailable
@@ -186,11 +187,10 @@ def test_default_spec_pins_six_parts_and_the_whole_file():
     assert spec.size == 491_400_064 and len(spec.sha256) == 64
 
 
+@requires("embedded model weights", counterpart="test_embedded_model.py::test_ensure_model_assembles_local_parts_verifies_and_caches")
 def test_cached_real_model_matches_its_pinned_sha256_when_present():
     """Hashes the real model if this machine has it cached (never downloads or loads it): the pinned sha256
     of the whole file is what proves the file, its GGUF header included."""
-    if not em.is_cached():
-        pytest.skip(f"embedded model not cached at {em.model_path()}")
     digest = hashlib.sha256()
     with em.model_path().open("rb") as fh:
         while chunk := fh.read(1 << 22):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, make_repo
+from prerequisites import requires
 
 from takeover.environments import (
     MARKER,
@@ -26,7 +27,6 @@ from takeover.environments import (
     prepare_environment,
     read_requirements,
     spec_from_swebench,
-    uv_binary,
 )
 from takeover.environments.conda import adapt_steps
 from takeover.errors import EnvironmentUnavailable, InputError
@@ -145,7 +145,7 @@ _INSTALL = ("python -c \"import pathlib, sysconfig; "
             "pathlib.Path(sysconfig.get_paths()['purelib'], 'mylib_ws.pth').write_text(str(pathlib.Path.cwd()))\"")
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_shared_venv_is_built_once_and_reused_by_workspaces(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")  # no network in tests: everything comes from the local wheel
@@ -183,7 +183,7 @@ def test_shared_venv_is_built_once_and_reused_by_workspaces(tmp_path, monkeypatc
         assert status.stdout == ""  # the workspace venv lives in .git: the checkout stays clean
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_concurrent_builders_build_once_and_failures_leave_no_marker(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")

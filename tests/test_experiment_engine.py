@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import DATA
+from prerequisites import requires
 
 from takeover.errors import InputError
 from takeover.experiments import ExperimentConfig, load_experiment
@@ -100,8 +102,8 @@ def test_process_executor_respects_resource_caps(tmp_path):
 
 
 @pytest.mark.slow
+@requires("ray")
 def test_ray_executor_runs_the_same_units(tmp_path):
-    pytest.importorskip("ray", reason="the optional extra 'ray' is not installed")
     out, log = tmp_path / "out", tmp_path / "calls.jsonl"
     ex = make_executor("ray", 2)
     try:
@@ -182,7 +184,9 @@ def test_bad_toml_and_missing_file(tmp_path):
 # --- selection over the real dataset and imported real trajectories ---------------------------------
 
 
-def test_import_index_and_selection_over_real_trajectories(tmp_path, data_dir):
+@requires("shared:trajectories/mini-swe-agent", "shared:swebench_verified.jsonl")
+def test_import_index_and_selection_over_real_trajectories(tmp_path):
+    data_dir = DATA
     from takeover.experiments.selection import index_trajectories
     from takeover.experiments.selection import select_source_tasks as select
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import DATA
+from prerequisites import requires
 
 from takeover.errors import InputError
 from takeover.grading import (
@@ -188,14 +190,15 @@ def test_read_predictions_formats(tmp_path):
     assert "line 1" in str(err.value) and "instance_id" in str(err.value)
 
 
-def test_eval_script_for_a_real_task_uses_swebench_command_and_directives(data_dir):
+@requires("shared:swebench_verified.jsonl")
+def test_eval_script_for_a_real_task_uses_swebench_command_and_directives():
     from swebench.harness.constants import END_TEST_OUTPUT, MAP_REPO_VERSION_TO_SPECS, START_TEST_OUTPUT
 
     from takeover.environments import env_spec_for
     from takeover.grading import eval_script, test_directives
     from takeover.tasks import load_tasks
 
-    task = {t.instance_id: t for t in load_tasks(data_dir / "swebench_verified.jsonl")}["sympy__sympy-13480"]
+    task = {t.instance_id: t for t in load_tasks(DATA / "swebench_verified.jsonl")}["sympy__sympy-13480"]
     assert test_directives(task) == ["sympy/functions/elementary/tests/test_hyperbolic.py"]
     script = eval_script(env_spec_for(task), task)
     test_cmd = MAP_REPO_VERSION_TO_SPECS["sympy/sympy"]["1.1"]["test_cmd"]

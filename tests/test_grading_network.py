@@ -4,13 +4,12 @@ they see (only ``lo`` inside the offline sandbox)."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from conftest import make_repo
+from prerequisites import requires
 
-from takeover import sandbox
 from takeover.grading import NETWORK_REPOS, grade, network_warning
 from takeover.repos import RepoSource
 
@@ -54,9 +53,8 @@ def test_network_warning_only_for_known_repositories_without_network():
     assert network_warning("pallets/flask", False) is None
 
 
+@requires("bubblewrap")  # without it the tests would see the host network either way
 def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, tmp_path):
-    if not sandbox.status().available or shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not available: the tests would see the host network either way")
     task, source = requests_task
     offline = grade(task, "", repo_source=source, log_dir=tmp_path / "off", timeout=120)
     assert offline.error is None and offline.network is False

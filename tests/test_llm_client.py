@@ -3,8 +3,6 @@ reply shape a real endpoint sends (docs/protocol.md section 8: usage on every ca
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from _replay import Replay
 
@@ -141,7 +139,6 @@ def test_transport_choice():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("TAKEOVER_SLOW_TESTS"), reason="imports litellm (10+ s); set TAKEOVER_SLOW_TESTS=1")
 def test_litellm_transport_has_the_same_retry_accounting(replay):
     with replay.script([{"status": 429, "error": "rate limited"}, {"content": "via litellm"}]) as srv:
         client = ModelClient(settings(srv, name="openai/m", backoff=0.01, extra={"client": "litellm"}))

@@ -7,7 +7,7 @@ points asserted here were checked by hand against the trajectories.
 from __future__ import annotations
 
 import pytest
-from conftest import DATASET, TRAJ
+from prerequisites import requires, shared
 
 from takeover.checkpoints import materialize_checkpoint
 from takeover.points import analyze_run, checkpoint_method
@@ -19,15 +19,16 @@ from takeover.trajectories import read_trajectories
 pytestmark = pytest.mark.mirror
 
 
-def _run(instance_id, mirror_dir, data_dir):
-    traj = read_trajectories(TRAJ / "mini-swe-agent" / f"{instance_id}.json")[0]
-    task = next(t for t in load_tasks(DATASET) if t.instance_id == instance_id)
+def _run(instance_id, mirror_dir):
+    traj = read_trajectories(shared(f"trajectories/mini-swe-agent/{instance_id}.json"))[0]
+    task = next(t for t in load_tasks(shared("swebench_verified.jsonl")) if t.instance_id == instance_id)
     source = RepoSource(mirror_dir, offline=True)
     return traj, task, source, analyze_run(traj, task, source, use_environment=False)
 
 
-def test_requests_1766_replays_and_has_all_three_points(mirror_dir, data_dir, tmp_path):
-    traj, task, source, rp = _run("psf__requests-1766", mirror_dir, data_dir)
+@requires("mirror", counterpart="test_checkpoints.py::test_analyze_run_by_verified_replay")
+def test_requests_1766_replays_and_has_all_three_points(mirror_dir, tmp_path):
+    traj, task, source, rp = _run("psf__requests-1766", mirror_dir)
     assert rp.replay.verified and rp.replay.method == "verified_replay", rp.replay
     got = {p.type: p for p in rp.points}
     first = got["after_first_source_edit"]
@@ -49,8 +50,9 @@ def test_requests_1766_replays_and_has_all_three_points(mirror_dir, data_dir, tm
     assert 'qop="auth"' in (tmp_path / "cp" / "workspace" / "requests" / "auth.py").read_text()
 
 
-def test_requests_2317_replays_and_reports_the_missing_point(mirror_dir, data_dir):
-    _, _, _, rp = _run("psf__requests-2317", mirror_dir, data_dir)
+@requires("mirror", counterpart="test_checkpoints.py::test_a_run_without_an_edit_after_its_failure_reports_that_point_missing")
+def test_requests_2317_replays_and_reports_the_missing_point(mirror_dir):
+    _, _, _, rp = _run("psf__requests-2317", mirror_dir)
     assert rp.replay.verified, rp.replay
     assert [(p.type, p.event_index) for p in rp.points] == [
         ("after_first_source_edit", 38), ("after_first_verification_result", 41)]

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from prerequisites import requires
 
 from takeover.processes import run_process
 
@@ -73,13 +74,12 @@ def test_a_command_that_cannot_start_raises(tmp_path):
         run_process(["true"], timeout=10, cwd=tmp_path / "missing")
 
 
+@requires("uv")
 def test_environment_build_step_leaves_no_child(tmp_path, monkeypatch):
-    from takeover.environments import prepare_environment, uv_binary
+    from takeover.environments import prepare_environment
     from takeover.errors import EnvironmentUnavailable
     from takeover.tasks import SourceTask
 
-    if uv_binary() is None:
-        pytest.skip("uv is not installed")
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     token = unique_sleep()
     started = tmp_path / "started"

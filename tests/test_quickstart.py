@@ -6,6 +6,7 @@ import shutil
 
 import pytest
 from conftest import DATASET, TRAJ
+from prerequisites import requires
 
 from takeover import quickstart as qs
 from takeover.errors import InputError, TakeoverError
@@ -46,7 +47,9 @@ def test_missing_paths_are_named(tmp_path):
         qs.QuickstartOptions(trajectories=[tmp_path / "none.json"]).checked()
 
 
-def test_pins_match_the_real_public_files(data_dir):
+@requires("shared:swebench_verified.jsonl",
+          "shared:trajectories/mini-swe-agent/pytest-dev__pytest-7521.json")
+def test_pins_match_the_real_public_files():
     from takeover._io import sha256_file
     from takeover.tasks import load_tasks
 
@@ -58,7 +61,9 @@ def test_pins_match_the_real_public_files(data_dir):
     assert "d12a71affd95403b036b2bdbd827349b77bfffb9" in pin.trajectory_url
 
 
-def test_local_paths_win_and_offline_without_cache_explains(tmp_path, monkeypatch, data_dir):
+@requires("shared:swebench_verified.jsonl",
+          "shared:trajectories/mini-swe-agent/pytest-dev__pytest-7521.json")
+def test_local_paths_win_and_offline_without_cache_explains(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     local = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ]).checked()
     assert qs.resolve_dataset(local) == DATASET.resolve()
@@ -70,7 +75,8 @@ def test_local_paths_win_and_offline_without_cache_explains(tmp_path, monkeypatc
         qs.resolve_dataset(offline)
 
 
-def test_cached_trajectory_is_used_only_when_its_hash_matches(tmp_path, monkeypatch, data_dir):
+@requires("shared:trajectories/mini-swe-agent/pytest-dev__pytest-7521.json")
+def test_cached_trajectory_is_used_only_when_its_hash_matches(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     dest = qs.quickstart_cache() / "trajectories" / "pytest-dev__pytest-7521.traj.json"
     dest.parent.mkdir(parents=True)
@@ -94,7 +100,9 @@ def test_download_checks_sha256(tmp_path):
     assert got.read_text() == '{"a": 1}'
 
 
-def test_experiment_config_is_built_from_the_flags(tmp_path, data_dir):
+@requires("shared:swebench_verified.jsonl",
+          "shared:trajectories/mini-swe-agent/pytest-dev__pytest-7521.json")
+def test_experiment_config_is_built_from_the_flags(tmp_path):
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ], views=["repo_only", "raw_trace"],
                              step_limit=5, wall_time_limit_seconds=60, out_dir=tmp_path / "out", mirror=tmp_path).checked()
     model = ModelSettings(name="openai/demo", base_url="http://127.0.0.1:1/v1", api_key_env=None)

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from conftest import git, make_repo
+from prerequisites import requires
 
 from takeover import sandbox
 from takeover.patches import first_difference
@@ -15,7 +16,7 @@ from takeover.replay import replay_trajectory
 from takeover.trajectories.events import Event, Trajectory
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"
-needs_sandbox = pytest.mark.skipif(not sandbox.status().available, reason="bubblewrap sandbox not available")
+needs_sandbox = requires("bubblewrap")
 
 
 def traj(steps, *, final_patch=None, working_dir="/testbed", fmt="mini-swe-agent") -> Trajectory:

@@ -1,15 +1,13 @@
 """report.html in a real browser: headless Chromium (Debian's package, driven by Playwright without any
 browser download) opens the report of the end-to-end synthetic experiment from disk, runs its scripts
 without a console error, and its screenshot and rendered DOM show the summary table and an expanded
-drill-down. Skipped where no browser is installed; in CI (CI=true) a missing browser fails instead."""
+drill-down. Skipped where no browser is installed; in CI (CI=true) a missing browser fails instead
+(tests/prerequisites.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
+from prerequisites import chromium_path, requires
 from test_experiment_e2e import _experiment, script, synthetic  # noqa: F401  (synthetic is a fixture)
 
 from takeover.experiments import load_experiment, run_experiment
@@ -20,30 +18,10 @@ CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-network
                   "--no-first-run", "--disable-sync"]
 
 
-def _chromium() -> str:
-    """Path of a Chromium binary (TAKEOVER_CHROMIUM, else Debian's), or skip/fail saying what is missing."""
-    given = os.environ.get("TAKEOVER_CHROMIUM")
-    candidates = [given] if given else ["/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")]
-    found = next((c for c in candidates if c and Path(c).is_file()), None)
-    reason = None
-    if not found:
-        reason = (f"TAKEOVER_CHROMIUM={given} is not a file" if given
-                  else "no Chromium found (apt-get install chromium, or set TAKEOVER_CHROMIUM)")
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            reason = "the Python package playwright is not installed (pip install 'takeover[browser]')"
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser test cannot run in CI: {reason}")
-        pytest.skip(reason)
-    return found
-
-
 @pytest.mark.slow
+@requires("chromium", "playwright")
 def test_report_html_in_headless_chromium(synthetic):  # noqa: F811
-    chromium = _chromium()
+    chromium = chromium_path()
     from playwright.sync_api import sync_playwright
 
     with ScriptedServer(script) as srv:

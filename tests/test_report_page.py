@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import DATA
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover.cli import app
@@ -267,7 +269,9 @@ def test_report_html_is_one_self_contained_file(experiment):
     assert Path(report.files["report.html"]).read_bytes() == first
 
 
-def test_show_a_takeover_run_folder_and_imported_trajectories(experiment, tmp_path, data_dir):
+@requires("shared:trajectories/mini-swe-agent/psf__requests-1766.json", "shared:trajectories/openhands/v0-messages")
+def test_show_a_takeover_run_folder_and_imported_trajectories(experiment, tmp_path):
+    data_dir = DATA
     run_dir = experiment / "work" / "takeover" / "t-repo_only-p1" / "run"
     out = write_run_page(run_dir, tmp_path / "run.html")
     html = out.read_text(encoding="utf-8")

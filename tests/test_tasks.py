@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import DATASET
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover.cli import app
@@ -27,7 +28,6 @@ from takeover.tasks import (
     select_tasks,
 )
 
-pytestmark = pytest.mark.usefixtures("data_dir")
 BUCKETS = ["15 min - 1 hour", "1-4 hours"]
 
 
@@ -35,6 +35,7 @@ def raw_rows() -> list[dict]:
     return [json.loads(line) for line in DATASET.read_text().splitlines() if line.strip()]
 
 
+@requires("shared:swebench_verified.jsonl")
 def test_load_jsonl_keeps_every_row_and_field():
     rows = raw_rows()
     tasks = load_tasks(DATASET)
@@ -44,6 +45,7 @@ def test_load_jsonl_keeps_every_row_and_field():
     assert tasks[0].model_extra["docker_image"] == rows[0]["docker_image"]  # unknown fields are kept
 
 
+@requires("shared:swebench_verified.jsonl")
 def test_json_parquet_and_hf_string_encoding_load_the_same(tmp_path):
     rows = raw_rows()[:20]
     hf_style = [
@@ -61,6 +63,7 @@ def test_json_parquet_and_hf_string_encoding_load_the_same(tmp_path):
         assert [(t.instance_id, t.FAIL_TO_PASS, t.PASS_TO_PASS, t.difficulty) for t in got] == base
 
 
+@requires("shared:swebench_verified.jsonl")
 def test_bad_rows_name_file_line_and_field(tmp_path):
     lines = DATASET.read_text().splitlines()[:5]
     row = json.loads(lines[3])
@@ -106,6 +109,7 @@ def test_dataset_name_offline_is_a_clear_error(tmp_path):
     assert "Pass a local .jsonl/.json/.parquet file instead" in proc.stderr
 
 
+@requires("shared:swebench_verified.jsonl")
 def test_select_tasks_follows_protocol_section_2():
     tasks = load_tasks(DATASET)
     chosen = select_tasks(tasks, BUCKETS, PAPER_SEED, PAPER_LIMIT)
@@ -121,6 +125,7 @@ def test_select_tasks_follows_protocol_section_2():
     assert tuple(BUCKETS) == PAPER_DIFFICULTIES
 
 
+@requires("shared:swebench_verified.jsonl")
 def test_tasks_select_command_is_reproducible(tmp_path):
     runner = CliRunner()
     outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]

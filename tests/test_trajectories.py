@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import TRAJ
+from prerequisites import requires, shared_files
 
 from takeover.errors import InputError
 from takeover.trajectories import (
@@ -29,13 +30,12 @@ from takeover.trajectories import (
 HERE = Path(__file__).parent
 MINI_11 = HERE / "data" / "mini_swe_agent_11.traj.json"
 
-MINI_FILES = sorted((TRAJ / "mini-swe-agent").glob("*__*.json"))
-V0_FILES = sorted((TRAJ / "openhands" / "v0").glob("*.jsonl"))
-V0M_FILES = sorted((TRAJ / "openhands" / "v0-messages").glob("*.json"))
-V1_FILES = sorted((TRAJ / "openhands" / "v1").glob("*.jsonl"))
-SWE_FILES = sorted((TRAJ / "swe-agent").glob("*.traj"))
+MINI_FILES = shared_files("trajectories/mini-swe-agent", "*__*.json")
+V0_FILES = shared_files("trajectories/openhands/v0", "*.jsonl")
+V0M_FILES = shared_files("trajectories/openhands/v0-messages", "*.json")
+V1_FILES = shared_files("trajectories/openhands/v1", "*.jsonl")
+SWE_FILES = shared_files("trajectories/swe-agent", "*.traj")
 
-pytestmark = pytest.mark.usefixtures("data_dir")
 
 
 def counts(t: Trajectory) -> dict:
@@ -163,6 +163,7 @@ def expected_swe(doc: dict, name: str) -> dict:
 # ---------------------------------------------------------------- every real file
 
 
+@requires("shared:trajectories")
 def test_every_shared_trajectory_file_is_covered():
     covered = set(MINI_FILES + V0_FILES + V0M_FILES + V1_FILES + SWE_FILES)
     support = {"index.json", "run_results_summary.json"}
@@ -197,6 +198,7 @@ def test_mini_swe_agent_counts(path):
     assert [e.exit_code for e in traj.events if e.exit_code is not None] == raw_codes
 
 
+@requires("shared:trajectories/mini-swe-agent/django__django-11066.json")
 def test_mini_swe_agent_format_errors_and_submission():
     path = TRAJ / "mini-swe-agent" / "django__django-11066.json"
     doc = json.loads(path.read_text())
@@ -292,6 +294,8 @@ def test_openhands_v0_counts(path):
         assert [e.cwd for e in traj.events if e.kind == "action" and e.type == "command"] == cwds
 
 
+@requires("shared:trajectories/openhands/v0/alibaba__fastjson2-2775.output.jsonl",
+          "shared:trajectories/openhands/v0/multi_swe_bench_examples.output.jsonl")
 def test_openhands_v0_event_details():
     path = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"
     row = json.loads(path.read_text().splitlines()[0])
@@ -358,6 +362,7 @@ def test_openhands_v1_counts(path):
         ] == raw_codes
 
 
+@requires("shared:trajectories/openhands/v1/openagentsafety.v1_with_file_editor.output.jsonl")
 def test_openhands_v1_file_editor_and_folder_form(tmp_path):
     path = TRAJ / "openhands" / "v1" / "openagentsafety.v1_with_file_editor.output.jsonl"
     row = json.loads(path.read_text().splitlines()[0])
@@ -416,6 +421,8 @@ def test_swe_agent_counts(path):
     ]
 
 
+@requires("shared:trajectories/swe-agent/pydicom__pydicom-1458.gpt4-0x.traj",
+          "shared:trajectories/swe-agent/sweagenttestrepo-1c2844.gpt4.traj")
 def test_swe_agent_action_parsing():
     (old,) = read_trajectories(TRAJ / "swe-agent" / "pydicom__pydicom-1458.gpt4-0x.traj")
     edits = [e for e in old.events if e.kind == "action" and e.type == "file_edit"]
@@ -434,6 +441,7 @@ def test_swe_agent_action_parsing():
     assert summarize(new).prompt_tokens == 7141 and summarize(new).usage_per_call is False
 
 
+@requires("shared:trajectories/swe-agent/sweagenttestrepo-1c2844.gpt4.traj")
 def test_swe_agent_state_diff(tmp_path):
     doc = json.loads((TRAJ / "swe-agent" / "sweagenttestrepo-1c2844.gpt4.traj").read_text())
     doc["trajectory"][2]["state"]["diff"] = "diff --git a/x b/x\n"
@@ -446,6 +454,11 @@ def test_swe_agent_state_diff(tmp_path):
 # ---------------------------------------------------------------- registry and detection
 
 
+@requires("shared:trajectories/mini-swe-agent",
+          "shared:trajectories/openhands/v0",
+          "shared:trajectories/openhands/v0-messages",
+          "shared:trajectories/openhands/v1",
+          "shared:trajectories/swe-agent")
 def test_detection_is_by_content_not_name(tmp_path):
     for src, fmt in (
         (MINI_FILES[0], "mini-swe-agent"),
@@ -486,6 +499,9 @@ def test_register_reader_plugs_in_a_format(tmp_path):
         unregister_reader("toy")
 
 
+@requires("shared:trajectories/mini-swe-agent",
+          "shared:trajectories/openhands/v0",
+          "shared:trajectories/swe-agent")
 def test_iter_trajectories_many_files():
     paths = [MINI_FILES[0], V0_FILES[1], SWE_FILES[0]]
     got = [(t.format, t.instance_id) for t in iter_trajectories(paths)]
@@ -501,6 +517,7 @@ def test_iter_trajectories_many_files():
 # ---------------------------------------------------------------- bad input
 
 
+@requires("shared:trajectories/mini-swe-agent")
 def test_truncated_json_names_file_and_line(tmp_path):
     text = MINI_FILES[0].read_text()
     cut = text[: len(text) // 2]
@@ -516,6 +533,7 @@ def test_truncated_json_names_file_and_line(tmp_path):
     assert "truncated or malformed" in str(info.value)
 
 
+@requires("shared:trajectories/openhands/v1")
 def test_truncated_jsonl_names_the_broken_line(tmp_path):
     lines = V1_FILES[1].read_text().splitlines()
     path = tmp_path / "cut.jsonl"
@@ -525,6 +543,9 @@ def test_truncated_jsonl_names_the_broken_line(tmp_path):
     assert (info.value.path, info.value.record) == (str(path), "line 3")
 
 
+@requires("shared:trajectories/openhands/v0",
+          "shared:trajectories/mini-swe-agent",
+          "shared:trajectories/swe-agent")
 def test_missing_field_names_record_and_field(tmp_path):
     rows = [json.loads(line) for line in V0_FILES[1].read_text().splitlines()]
     k = next(i for i, ev in enumerate(rows[1]["history"]) if ev.get("action") == "edit")
@@ -552,6 +573,7 @@ def test_missing_field_names_record_and_field(tmp_path):
     assert (info.value.record, info.value.field) == ("trajectory[3]", "action")
 
 
+@requires("shared:trajectories/mini-swe-agent/index.json")
 def test_unknown_format(tmp_path):
     path = tmp_path / "index.json"
     shutil.copyfile(TRAJ / "mini-swe-agent" / "index.json", path)
@@ -562,6 +584,7 @@ def test_unknown_format(tmp_path):
         read_trajectories(tmp_path)
 
 
+@requires("shared:trajectories/openhands/v0")
 def test_openhands_v0_early_pair_history(tmp_path):
     row = json.loads(V0_FILES[1].read_text().splitlines()[0])
     hist = row["history"]
@@ -640,6 +663,7 @@ def test_swe_agent_parse_action(action, open_file, expected):
     assert parse_action(action, open_file) == expected
 
 
+@requires("shared:trajectories/openhands/v1")
 def test_openhands_v1_newer_tool_names(tmp_path):
     """Newer SDK builds call the tools terminal/file_editor (FORMATS.md); the events must read the same."""
     path = V1_FILES[1]

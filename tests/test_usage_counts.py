@@ -8,6 +8,7 @@ import json
 
 import pytest
 from conftest import TRAJ
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover.cli import app
@@ -78,10 +79,9 @@ def test_openhands_usage_details_and_a_zero_prompt_count(tmp_path):
     assert summary["usage_estimated"] is True
 
 
-def test_real_openhands_run_keeps_reasoning_and_cached_tokens(data_dir):
+@requires("shared:trajectories/openhands/v0/alibaba__fastjson2-2775.output.jsonl")
+def test_real_openhands_run_keeps_reasoning_and_cached_tokens():
     path = TRAJ / "openhands" / "v0" / "alibaba__fastjson2-2775.output.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
     row = json.loads(path.read_text().splitlines()[0])
     usages = {}
     for ev in row["history"]:

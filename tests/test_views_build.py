@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _views_support import real_run, real_task, requests_1766_patches, requests_1766_points
+from _views_support import real_run, real_task, requests_1766_points
 
 from takeover.errors import InputError
 from takeover.llm import estimate_tokens
@@ -14,7 +14,6 @@ from takeover.views import ModelRequired, build_view, task_prompt
 from takeover.views.evidence import render_event
 
 ID = "psf__requests-1766"
-PATCH = requests_1766_patches()["after_first_source_edit"]
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +42,8 @@ def test_task_prompt_renders_the_problem_statement(task):
     assert text.count("<issue>") == 1
 
 
-def test_repo_only_is_preamble_plus_original_task(run, task, points):
-    result = build_view("repo_only", run, points["after_first_source_edit"], task, PATCH)
+def test_repo_only_is_preamble_plus_original_task(run, task, points, checkpoint_patch):
+    result = build_view("repo_only", run, points["after_first_source_edit"], task, checkpoint_patch)
     assert sections(result.prompt) == ["takeover_instructions", "original_task"]
     assert result.block == ""
     assert result.prompt.rstrip().endswith("</original_task>")
@@ -56,9 +55,9 @@ def test_repo_only_is_preamble_plus_original_task(run, task, points):
     assert (result.validation, result.attempts, result.note_usage) == ("not_applicable", 0, None)
 
 
-def test_raw_trace_has_every_event_up_to_and_including_the_handoff_event(run, task, points):
+def test_raw_trace_has_every_event_up_to_and_including_the_handoff_event(run, task, points, checkpoint_patch):
     point = points["after_first_source_edit"]
-    result = build_view("raw_trace", run, point, task, PATCH)
+    result = build_view("raw_trace", run, point, task, checkpoint_patch)
     assert sections(result.prompt) == ["takeover_instructions", "previous_agent", "original_task"]
     assert "historical evidence" in result.prompt and "not" in result.prompt
     headers = re.findall(r"^\[step (\d+) \| (agent|environment|user) \| (\w+)\]$", result.block, re.MULTILINE)
@@ -70,10 +69,10 @@ def test_raw_trace_has_every_event_up_to_and_including_the_handoff_event(run, ta
     assert "(15 events)" in result.block and result.dropped_events == 0
 
 
-def test_raw_trace_budget_keeps_the_newest_events_and_says_how_many_were_dropped(run, task, points):
+def test_raw_trace_budget_keeps_the_newest_events_and_says_how_many_were_dropped(run, task, points, checkpoint_patch):
     point = points["after_first_post_failure_edit"]
-    full = build_view("raw_trace", run, point, task, PATCH)
-    cut = build_view("raw_trace", run, point, task, PATCH, max_chars=4000)
+    full = build_view("raw_trace", run, point, task, checkpoint_patch)
+    cut = build_view("raw_trace", run, point, task, checkpoint_patch, max_chars=4000)
     steps = [int(s) for s in re.findall(r"^\[step (\d+) \|", cut.block, re.MULTILINE)]
     assert steps[-1] == point.event_index + 1 and steps == list(range(steps[0], steps[-1] + 1))
     assert cut.dropped_events == steps[0] - 1 > 0
@@ -81,7 +80,7 @@ def test_raw_trace_budget_keeps_the_newest_events_and_says_how_many_were_dropped
     entries = sum(len(render_event(e)) + 2 for e in run.events[steps[0] - 1 : point.event_index + 1])
     assert entries <= 4000
     assert cut.characters < full.characters
-    by_tokens = build_view("raw_trace", run, point, task, PATCH, max_tokens=500)
+    by_tokens = build_view("raw_trace", run, point, task, checkpoint_patch, max_tokens=500)
     assert by_tokens.dropped_events > 0 and "500 estimated tokens" in by_tokens.block
 
 

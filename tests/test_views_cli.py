@@ -16,6 +16,7 @@ from _views_support import (
     requests_1766_points_file,
 )
 from conftest import DATASET, TRAJ
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover._io import atomic_write_json, sha256_text
@@ -117,6 +118,8 @@ def test_unknown_view_is_a_usage_error(tmp_path, points_file):
 
 @pytest.mark.mirror
 @pytest.mark.slow
+@requires("mirror", f"shared:trajectories/mini-swe-agent/{ID}.json", "shared:swebench_verified.jsonl",
+          counterpart="test_experiment_e2e.py::test_experiment_end_to_end_then_killed_and_resumed")
 def test_detected_point_with_the_mirror_equals_the_hand_checked_one(tmp_path, mirror_dir):
     """Real detection (replay in the mirror) finds the points the other tests use without the mirror."""
     out = tmp_path / "views"

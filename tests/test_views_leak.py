@@ -5,14 +5,13 @@ information reached a view (docs/protocol.md section 7.5)."""
 from __future__ import annotations
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
+from _views_support import Replay, real_run, real_task, requests_1766_points
 
 from takeover.llm import ModelSettings
 from takeover.views import LeakGuard, ViewLeakError, build_view
 from takeover.views.raw_trace import raw_trace_block
 
 ID = "psf__requests-1766"
-PATCH = requests_1766_patches()["after_first_source_edit"]
 HIDDEN_TEST = "test_requests.py::RequestsTestCase::test_DIGESTAUTH_QUOTES_QOP_VALUE"  # a FAIL_TO_PASS test
 LATER_LINE = (  # a line of event 23's output (the failing test run, after the point)
     "TypeError: 'requests.post(url, data=\\'[{\"some\": \"data\"}]\\', files={\\'some\\': f})' object "
@@ -36,13 +35,13 @@ def point():
 
 
 @pytest.fixture(scope="module")
-def guard(run, task, point):
-    return LeakGuard(run, point.event_index, task, PATCH, handoff_state="needs_completion")
+def guard(run, task, point, checkpoint_patch):
+    return LeakGuard(run, point.event_index, task, checkpoint_patch, handoff_state="needs_completion")
 
 
-def test_the_real_views_are_clean(run, task, point, guard):
+def test_the_real_views_are_clean(run, task, point, guard, checkpoint_patch):
     for name in ("repo_only", "raw_trace"):
-        assert guard.find(build_view(name, run, point, task, PATCH).prompt) == []
+        assert guard.find(build_view(name, run, point, task, checkpoint_patch).prompt) == []
 
 
 def test_a_later_event_in_a_view_is_a_leak(run, task, point, guard):
@@ -67,11 +66,11 @@ def test_the_handoff_state_is_a_leak(run, task, point, guard):
     assert [leak.kind for leak in guard.find("label: resolved_preserve")] == ["handoff_state"]
 
 
-def test_a_template_that_names_the_handoff_state_is_refused_for_every_view(tmp_path, run, task, point):
+def test_a_template_that_names_the_handoff_state_is_refused_for_every_view(tmp_path, run, task, point, checkpoint_patch):
     (tmp_path / "preamble.md.j2").write_text("The official grading label of this repository is needs_completion.\n")
     for name in ("repo_only", "raw_trace"):
         with pytest.raises(ViewLeakError, match="needs_completion"):
-            build_view(name, run, point, task, PATCH, template_dir=tmp_path, handoff_state="needs_completion")
+            build_view(name, run, point, task, checkpoint_patch, template_dir=tmp_path, handoff_state="needs_completion")
 
 
 def test_hidden_test_names_are_leaks_unless_the_predecessor_saw_them(run, task, point, guard):
@@ -90,24 +89,24 @@ def test_hidden_test_names_are_leaks_unless_the_predecessor_saw_them(run, task, 
     assert LeakGuard(run, 25, seen).find("test_conflicting_post_params errors") == []
 
 
-def test_gold_patch_lines_the_predecessor_never_wrote_are_leaks(run, task, point):
+def test_gold_patch_lines_the_predecessor_never_wrote_are_leaks(run, task, point, checkpoint_patch):
     gold = task.patch + (
         "diff --git a/requests/utils.py b/requests/utils.py\n--- a/requests/utils.py\n+++ b/requests/utils.py\n"
         "@@ -1,1 +1,2 @@\n import os\n+QOP_QUOTING_ENABLED = quote_qop_values(True)\n"
     )
-    guard = LeakGuard(run, point.event_index, task.model_copy(update={"patch": gold}), PATCH)
+    guard = LeakGuard(run, point.event_index, task.model_copy(update={"patch": gold}), checkpoint_patch)
     assert [leak.kind for leak in guard.find("add QOP_QUOTING_ENABLED = quote_qop_values(True) to utils")] == ["gold_patch"]
     # the gold line the predecessor wrote itself (qop="auth") is not hidden
     assert guard.find("base += ', qop=\"auth\", nc=%s, cnonce=\"%s\"' % (ncvalue, cnonce)") == []
 
 
-def test_leaking_notes_are_rejected_and_the_retry_does_not_repeat_the_hidden_text(run, task, point):
+def test_leaking_notes_are_rejected_and_the_retry_does_not_repeat_the_hidden_text(run, task, point, checkpoint_patch):
     leaking = f"- The test run failed with: {LATER_LINE}\n- More notes."
     clean = "- The agent quoted qop in requests/auth.py.\n- Nothing was re-run after the edit."
     replay = Replay().script([{"content": leaking}, {"content": f"- Run {HIDDEN_TEST}.\n- Done."},
                               {"content": clean}])
     with replay.server:
-        result = build_view("summary_notes", run, point, task, PATCH,
+        result = build_view("summary_notes", run, point, task, checkpoint_patch,
                             model=ModelSettings(name="m", base_url=replay.base_url, api_key_env=None))
     assert (result.validation, result.attempts) == ("retried", 3)
     assert "leak (later_event)" in result.rejections[0] and "leak (hidden_test)" in result.rejections[1]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
+from _views_support import Replay, real_run, real_task, requests_1766_points
 
 from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import count_words, prompt_words
@@ -16,7 +16,6 @@ from takeover.views import NotesFailed, build_view
 from takeover.views.evidence import strip_code
 
 ID = "psf__requests-1766"
-PATCH = requests_1766_patches()["after_first_source_edit"]
 
 SUMMARY = """- The issue asks requests to send the Digest auth qop value in double quotes, as RFC 2617 and curl do.
 - The agent located the header construction in requests/auth.py, in build_digest_header.
@@ -67,10 +66,10 @@ def model(replay: Replay, **kw) -> ModelSettings:
                             "timeout": 5.0, **kw})
 
 
-def test_summary_notes_valid_first_answer(replay, run, task, points):
+def test_summary_notes_valid_first_answer(replay, run, task, points, checkpoint_patch):
     point = points["after_first_source_edit"]
     replay.script([{"content": SUMMARY}])
-    result = build_view("summary_notes", run, point, task, PATCH, model=model(replay))
+    result = build_view("summary_notes", run, point, task, checkpoint_patch, model=model(replay))
     assert (result.validation, result.attempts, result.rejections) == ("valid", 1, [])
     assert result.block == SUMMARY
     assert f'<previous_agent view="summary_notes">\n{SUMMARY}\n</previous_agent>' in result.prompt
@@ -88,9 +87,9 @@ def test_summary_notes_valid_first_answer(replay, run, task, points):
     assert result.summary_shape == {"bullets": 6, "words": len(SUMMARY.split())}
 
 
-def test_structured_notes_valid_answer_and_deterministic_fields(replay, run, task, points):
+def test_structured_notes_valid_answer_and_deterministic_fields(replay, run, task, points, checkpoint_patch):
     replay.script([{"content": answer(), "usage": {"prompt_tokens": 3000, "completion_tokens": 200}}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, checkpoint_patch,
                         model=model(replay))
     assert (result.validation, result.attempts) == ("valid", 1)
     assert (result.note_usage.prompt_tokens, result.note_usage.completion_tokens) == (3000, 200)
@@ -107,12 +106,12 @@ def test_structured_notes_valid_answer_and_deterministic_fields(replay, run, tas
     assert "$ sed -i 's/qop=auth/qop=\"auth\"/' requests/auth.py" in evidence
 
 
-def test_broken_json_is_retried_and_usage_sums_every_attempt(replay, run, task, points):
+def test_broken_json_is_retried_and_usage_sums_every_attempt(replay, run, task, points, checkpoint_patch):
     replay.script([
         {"content": '{"problem_understanding": "quote qop", "work_completed": ', "usage": {"prompt_tokens": 100, "completion_tokens": 7}},
         {"content": answer(), "usage": {"prompt_tokens": 130, "completion_tokens": 90, "cached_tokens": 100}},
     ])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, checkpoint_patch,
                         model=model(replay))
     assert (result.validation, result.attempts) == ("retried", 2)
     assert result.rejections == ["attempt 1: the answer is not a JSON object"]
@@ -123,9 +122,9 @@ def test_broken_json_is_retried_and_usage_sums_every_attempt(replay, run, task, 
     assert "not a JSON object" in retry[3]["content"]
 
 
-def test_json_in_a_code_fence_with_trailing_text_is_repaired_without_a_retry(replay, run, task, points):
+def test_json_in_a_code_fence_with_trailing_text_is_repaired_without_a_retry(replay, run, task, points, checkpoint_patch):
     replay.script([{"content": f"Here are the notes:\n```json\n{answer()}\n```\nLet me know if you need more."}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, checkpoint_patch,
                         model=model(replay))
     assert (result.validation, result.attempts, replay.served) == ("repaired", 1, 1)
     assert result.structured["notes"]["rollback_notes"] == "NONE OBSERVED"
@@ -142,34 +141,34 @@ def test_json_in_a_code_fence_with_trailing_text_is_repaired_without_a_retry(rep
         ({"remaining_uncertainty": "FAIL_TO_PASS tests were not run."}, "leak (grading_vocabulary): fail_to_pass"),
     ],
 )
-def test_rejected_answers_are_retried_with_the_reason(replay, run, task, points, bad, reason):
+def test_rejected_answers_are_retried_with_the_reason(replay, run, task, points, bad, reason, checkpoint_patch):
     replay.script([{"content": answer(**bad)}, {"content": answer()}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, checkpoint_patch,
                         model=model(replay))
     assert (result.validation, result.attempts, result.note_usage.calls) == ("retried", 2, 2)
     assert len(result.rejections) == 1 and reason in result.rejections[0]
 
 
-def test_a_success_claim_is_accepted_when_the_predecessor_saw_validation_pass(replay, run, task, points):
+def test_a_success_claim_is_accepted_when_the_predecessor_saw_validation_pass(replay, run, task, points, checkpoint_patch):
     point = points["after_first_verification_result"]  # reproduce_issue.py passed after the edit
     replay.script([{"content": answer(evidence_observed="After the edit the reproduction works as expected.")}])
-    result = build_view("structured_notes", run, point, task, PATCH, model=model(replay))
+    result = build_view("structured_notes", run, point, task, checkpoint_patch, model=model(replay))
     assert (result.validation, result.attempts) == ("valid", 1)
     assert result.structured["facts"]["continuation_label"] == "validated by predecessor"
 
 
-def test_hedged_claims_are_not_overconfidence(replay, run, task, points):
+def test_hedged_claims_are_not_overconfidence(replay, run, task, points, checkpoint_patch):
     text = "Whether all tests pass is UNKNOWN; the fix is not verified yet."
     replay.script([{"content": answer(evidence_observed=text)}])
-    result = build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
+    result = build_view("structured_notes", run, points["after_first_source_edit"], task, checkpoint_patch,
                         model=model(replay))
     assert result.validation == "valid"
 
 
-def test_three_invalid_answers_fail_with_the_usage_spent(replay, run, task, points):
+def test_three_invalid_answers_fail_with_the_usage_spent(replay, run, task, points, checkpoint_patch):
     replay.script([{"content": "Done."}, {"content": "not json"}, {"content": answer(work_completed="Solved!")}])
     with pytest.raises(NotesFailed) as info:
-        build_view("structured_notes", run, points["after_first_source_edit"], task, PATCH,
+        build_view("structured_notes", run, points["after_first_source_edit"], task, checkpoint_patch,
                    model=model(replay))
     exc = info.value
     assert (exc.outcome, exc.attempts, exc.usage.calls, replay.served) == ("rejected", 3, 3, 3)
@@ -238,10 +237,10 @@ def test_strip_code_removes_fenced_blocks_and_diffs():
         ("observed_failures", "UNKNOWN", False),
     ],
 )
-def test_content_checks_on_single_fields(field, text, rejected):
+def test_content_checks_on_single_fields(field, text, rejected, checkpoint_patch):
     from takeover.views.structured import ModelNotes, compute_fields, content_problems
 
-    facts = compute_fields(requests_1766_points()["after_first_source_edit"], PATCH)
+    facts = compute_fields(requests_1766_points()["after_first_source_edit"], checkpoint_patch)
     notes = ModelNotes.model_validate({**GOOD, field: text})
     assert bool(content_problems(notes, facts)) is rejected
 
