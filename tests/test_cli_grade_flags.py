@@ -1,0 +1,68 @@
+"""``takeover grade`` flags on the calculator task built in test_grading.py: each flag changes what is
+graded or how, and the JSON line (or the log) shows it (docs/protocol.md section 6)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+from prerequisites import requires
+from test_grading import BREAKS_MUL, SPEC, _hang_patch, calc_task  # noqa: F401  (calc_task is a fixture)
+from typer.testing import CliRunner
+
+from takeover.cli import app
+
+
+def grade_cli(tmp_path: Path, task: dict, *args: str, logs: str = "logs") -> list[dict]:
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps(task) + "\n")
+    result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
+                                      "--offline", "--json", "--log-dir", str(tmp_path / logs), *args])
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_gold_grades_the_reference_patch_and_predictions_grade_each_line(calc_task, tmp_path):
+    task, _ = calc_task
+    (gold,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--gold")
+    assert (gold["resolved"], gold["handoff_state"]) == (True, "resolved_preserve")
+    assert "/gold/acme__calc-1/" in gold["log_path"]
+
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(json.dumps({"instance_id": "acme__calc-1", "model_name_or_path": "mine",
+                                       "model_patch": BREAKS_MUL}) + "\n")
+    (mine,) = grade_cli(tmp_path, task, "--predictions", str(predictions))
+    assert (mine["resolved"], mine["handoff_state"]) == (False, "broke_existing")
+    assert mine["PASS_TO_PASS"]["failure"] == ["tests/test_calc.py::test_mul"]
+    assert "/mine/acme__calc-1/" in mine["log_path"]
+
+
+def test_timeout_limits_each_test_run(calc_task, tmp_path):
+    task, _ = calc_task
+    patch = tmp_path / "hang.diff"
+    patch.write_text(_hang_patch(f"{uuid.uuid4().int % 10**6 + 10**6}.7"))
+    (row,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--patch", str(patch), "--timeout", "5")
+    assert row["timed_out"] is True and row["handoff_state"] == "needs_completion"
+    assert 5 <= row["test_seconds"] < 120
+
+
+def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tmp_path):
+    task, _ = calc_task
+    bare = {k: v for k, v in task.items() if k != "takeover_env_spec"}
+    spec = tmp_path / "specs.json"
+    spec.write_text(json.dumps({"acme/calc": {**SPEC, "test_cmd": "echo SPEC-FROM-FILE && " + SPEC["test_cmd"]}}))
+    (row,) = grade_cli(tmp_path, bare, "--instance-id", "acme__calc-1", "--gold", "--env-spec", str(spec))
+    assert row["error"] is None and row["resolved"] is True
+    assert "SPEC-FROM-FILE" in Path(row["log_path"]).read_text()
+
+
+@requires("bubblewrap")  # without the sandbox the tests see the host network either way
+def test_network_lets_the_tests_use_the_network(calc_task, tmp_path):
+    task, _ = calc_task
+    (off,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--empty", logs="off")
+    (on,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--empty", "--network", logs="on")
+    assert (off["network"], on["network"]) == (False, True)
+    log = Path(on["log_path"]).parent / "run_instance.log"
+    assert "network for the tests: on" in log.read_text()
+    assert "network for the tests: off" in (Path(off["log_path"]).parent / "run_instance.log").read_text()
