@@ -23,7 +23,7 @@ def grade_cli(tmp_path: Path, task: dict, *args: str, logs: str = "logs") -> lis
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
-def test_gold_grades_the_reference_patch_and_predictions_grade_each_line(calc_task, tmp_path):
+def test_gold_grades_the_reference_patch_and_predictions_grade_each_line(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     (gold,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--gold")
     assert (gold["resolved"], gold["handoff_state"]) == (True, "resolved_preserve")
@@ -38,7 +38,7 @@ def test_gold_grades_the_reference_patch_and_predictions_grade_each_line(calc_ta
     assert "/mine/acme__calc-1/" in mine["log_path"]
 
 
-def test_timeout_limits_each_test_run(calc_task, tmp_path):
+def test_timeout_limits_each_test_run(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     patch = tmp_path / "hang.diff"
     patch.write_text(_hang_patch(f"{uuid.uuid4().int % 10**6 + 10**6}.7"))
@@ -47,7 +47,7 @@ def test_timeout_limits_each_test_run(calc_task, tmp_path):
     assert 5 <= row["test_seconds"] < 120
 
 
-def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tmp_path):
+def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     bare = {k: v for k, v in task.items() if k != "takeover_env_spec"}
     spec = tmp_path / "specs.json"
@@ -58,7 +58,7 @@ def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tm
 
 
 @requires("bubblewrap")  # without the sandbox the tests see the host network either way
-def test_network_lets_the_tests_use_the_network(calc_task, tmp_path):
+def test_network_lets_the_tests_use_the_network(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     (off,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--empty", logs="off")
     (on,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--empty", "--network", logs="on")
