@@ -89,6 +89,11 @@ def _max_overlap(calls: list[dict], resource: str | None = None) -> int:
 def test_process_executor_respects_resource_caps(tmp_path):
     out, log = tmp_path / "out", tmp_path / "calls.jsonl"
     specs = _specs(log, [1, 2, 3, 4], sleep=0.4, resources=["env"]) + _specs(log, [5, 6], sleep=0.4)
+    # Units 5 and 6 wait for each other to start: they can only finish if they run at the same time,
+    # however slowly the worker processes start on a loaded machine.
+    (tmp_path / "meet").mkdir()
+    for spec, peer in zip(specs[4:], (6, 5), strict=True):
+        spec.inputs.update(meet=str(tmp_path / "meet"), peers=[peer])
     ex = ProcessExecutor(3)
     try:
         results = run_units(specs, out, ex, caps={"env": 1})

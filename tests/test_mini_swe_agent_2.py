@@ -99,10 +99,10 @@ def test_responses_api_run_reads_exactly_and_replays(tmp_path):
         turn(response(1, text="Look first.", calls=["cat a.py"], usage=(1200, 0, 40, 16))),
         format_error(response(2, text="I think I am done.", usage=(1300, 1024, 25, 10)),
                      "No tool calls found in the response. Every response MUST include at least one tool call."),
-        turn(response(3, calls=["sed -i s/1/2/ a.py", "sleep 2"], usage=(0, 0, 60, 32))),  # prompt 0: cached
+        turn(response(3, calls=["sed -i s/1/2/ a.py", "sleep 6"], usage=(0, 0, 60, 32))),  # prompt 0: cached
         turn(response(4, calls=[SUBMIT], usage=(1500, 1280, 20, 0))),
     ]
-    doc = run_mini(scripted(DeterministicResponseAPIToolcallModel)(outputs=script), repo, tmp_path / "run.traj.json", timeout=1)
+    doc = run_mini(scripted(DeterministicResponseAPIToolcallModel)(outputs=script), repo, tmp_path / "run.traj.json", timeout=3)
     msgs = doc["messages"]
     assert doc["trajectory_format"] == "mini-swe-agent-1.1"
     assert [m.get("object") or m.get("type") or m["role"] for m in msgs[2:]] == [
@@ -120,7 +120,7 @@ def test_responses_api_run_reads_exactly_and_replays(tmp_path):
         ("action", "agent", "command", None, False, False),
         ("action", "agent", "command", None, False, False),
         ("observation", "environment", "command", 0, False, False),
-        ("observation", "environment", "command", -1, False, True),  # killed at the harness's 1 s limit
+        ("observation", "environment", "command", -1, False, True),  # killed at the harness's 3 s limit (sed and cat need far less)
         ("action", "agent", "finish", None, False, False),
         ("observation", "environment", "finish", None, False, False),
     ]
@@ -146,7 +146,7 @@ def test_responses_api_run_reads_exactly_and_replays(tmp_path):
     result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
     assert result.verdict.verified, result.verdict
     assert [list(d) for d in result.diffs] == [[]] * 4 + [["a.py"]] * 6
-    assert result.steps[5].action == "command" and result.steps[5].detail == "sleep 2"
+    assert result.steps[5].action == "command" and result.steps[5].detail == "sleep 6"
     assert (ws / "a.py").read_text() == "x = 2\n"
     assert git(repo, "rev-parse", "HEAD").strip() == base
 

@@ -18,8 +18,25 @@ from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 def record_call(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Sleep ``inputs["sleep"]`` seconds, append ``{key, pid, start, end, resources}`` to the JSON Lines
     file ``inputs["log"]``, and return ``{"double": 2 * inputs["value"]}`` with ``value`` prompt tokens
-    and 1 completion token."""
+    and 1 completion token.
+
+    With ``inputs["meet"]`` (a folder), the unit also writes ``<meet>/<value>`` when it starts and waits
+    (at most 120 seconds) until every file named in ``inputs["peers"]`` exists there: units that meet
+    prove they ran at the same time, whatever the machine's load.
+
+    Raises:
+        UnitFailure: a peer did not start within 120 seconds (``infrastructure``).
+    """
     start = time.time()
+    if inputs.get("meet"):
+        meet = inputs["meet"]
+        with open(os.path.join(meet, str(inputs.get("value"))), "w", encoding="utf-8"):
+            pass
+        deadline = time.monotonic() + 120
+        while not all(os.path.exists(os.path.join(meet, str(p))) for p in inputs.get("peers", [])):
+            if time.monotonic() > deadline:
+                raise UnitFailure(f"peers {inputs.get('peers')} did not start within 120 s", "infrastructure")
+            time.sleep(0.05)
     time.sleep(float(inputs.get("sleep", 0)))
     end = time.time()
     line = json.dumps({"key": ctx.key, "pid": os.getpid(), "start": start, "end": end,
