@@ -172,6 +172,10 @@ def prerequisite(name: str) -> Prerequisite:
         raise ValueError(f"unknown prerequisite {name!r}; known: {', '.join(PREREQUISITES)}") from None
 
 
+#: Prerequisites that made a test skip in this session (CLI invocations of those tests were never made).
+SKIPPED_FOR: set[str] = set()
+
+
 @functools.cache
 def missing(name: str) -> str | None:
     """Why the prerequisite ``name`` is missing on this machine, or ``None`` (checked once per session)."""
@@ -199,6 +203,7 @@ def need(*names: str, counterpart: str | None = None) -> None:
         message = f"needs {item.name}: {reason} (install: {item.install})"
         if in_ci() and not item.allowed_in_ci:
             pytest.fail(f"CI=true and a prerequisite is missing: {message}", pytrace=False)
+        SKIPPED_FOR.add(name)
         pytest.skip(message + (f"; its counterpart {counterpart} runs in CI" if counterpart else ""))
 
 
