@@ -204,7 +204,9 @@ def need(*names: str, counterpart: str | None = None) -> None:
         if in_ci() and not item.allowed_in_ci:
             pytest.fail(f"CI=true and a prerequisite is missing: {message}", pytrace=False)
         SKIPPED_FOR.add(name)
-        pytest.skip(message + (f"; its counterpart {counterpart} runs in CI" if counterpart else ""))
+        # Reported at the test's own location (as a skipif mark is), not at this line.
+        raise pytest.skip.Exception(message + (f"; its counterpart {counterpart} runs in CI" if counterpart else ""),
+                                    _use_item_location=True)
 
 
 def requires(*names: str, counterpart: str | None = None) -> pytest.MarkDecorator:
