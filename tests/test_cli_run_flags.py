@@ -1,6 +1,7 @@
 """``takeover run`` flags on the synthetic experiment of test_experiment_e2e.py, cut to one point type and
 one view: --mirror fills in a file that names none, --workers/--executor run units in worker processes,
---no-report/--report, and --retry-failed redoes the units that failed (docs/protocol.md section 9)."""
+--no-report/--report, and --retry-failed redoes the units that failed (docs/protocol.md section 10: every
+stage runs as resumable units of work)."""
 
 from __future__ import annotations
 
