@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATASET, make_repo
+from conftest import DATASET, git, make_repo
+from prerequisites import requires
 
 from takeover.environments import (
     EnvSpec,
@@ -99,10 +100,9 @@ def test_scikit_learn_builds_from_source_with_pip_and_numpy_wheels():
         assert host_blockers(old) == host_blockers(new) == []  # with a C compiler, both build here
 
 
+@requires("shared:swebench_verified.jsonl")
 def test_every_verified_environment_is_buildable_or_listed_with_a_reason():
-    rows = [json.loads(line) for line in DATASET.read_text().splitlines()] if DATASET.exists() else []
-    if not rows:
-        pytest.skip(f"shared dataset not found at {DATASET}")
+    rows = [json.loads(line) for line in DATASET.read_text().splitlines()]
     blocked = {(u.repo, u.version): u.reasons for u in unbuildable_environments()}
     for repo, version in sorted({(r["repo"], r["version"]) for r in rows}):
         spec = spec_from_swebench(repo, version)
@@ -163,10 +163,30 @@ def test_setup_commit_is_the_task_own_else_the_stand_in_else_base_commit(tmp_pat
     assert chosen.source == "stand-in" and chosen.commit == sha and entry["instance_id"] in chosen.detail
 
 
+def test_stand_ins_read_commit_dates_from_a_mirror(tmp_path):
+    """What the mirror test checks on the real repositories, on a mirror built here: the stand-in of a
+    version is its newest base commit by commit date, read from the bare clone."""
+    repo, old = make_repo(tmp_path / "src", {"a.txt": "1\n"})
+    (repo / "a.txt").write_text("2\n")
+    git(repo, "commit", "-qam", "two")  # committed at the same fixed date
+    dated = {**os.environ, "GIT_COMMITTER_DATE": "2026-06-01T00:00:00Z"}
+    (repo / "a.txt").write_text("3\n")
+    subprocess.run(["git", "commit", "-qam", "three"], cwd=repo, env=dated, check=True, capture_output=True)
+    newest = git(repo, "rev-parse", "HEAD").strip()
+    middle = git(repo, "rev-parse", "HEAD~1").strip()
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "mirror" / "o__r.git"))
+    # The newest commit by date has the lowest instance number: the date decides, not the number.
+    tasks = [task_of(instance_id=f"o__r-{n}", repo="o/r", version="1.0", base_commit=c)
+             for n, c in ((3, old), (9, middle), (1, newest))]
+    table = stand_ins_from_tasks(tasks, mirror_commit_time(tmp_path / "mirror"))
+    assert table["o/r"]["1.0"] == {"commit": newest, "instance_id": "o__r-1", "rule": BY_DATE}
+    assert mirror_commit_time(tmp_path / "mirror")("other/repo", newest) is None  # no bare clone: no date
+
+
 @pytest.mark.mirror
+@requires("mirror", "shared:swebench_verified.jsonl",
+          counterpart="test_environment_specs.py::test_stand_ins_read_commit_dates_from_a_mirror")
 def test_shipped_stand_ins_match_the_dataset_and_the_mirror(mirror_dir):
-    if not DATASET.exists():
-        pytest.skip(f"shared dataset not found at {DATASET}")
     table = stand_ins_from_tasks(load_tasks(DATASET), mirror_commit_time(mirror_dir))
     assert table == stand_in_table()
     # xarray 0.12's oldest tasks predate ci/requirements/environment.yml; its stand-in has it.

@@ -317,7 +317,7 @@ def _where(prepared, cwd: Path) -> tuple[Path, Path]:
     return Path(imported).resolve(), Path(script.stdout.strip())
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_a_new_workspace_reuses_the_project_install_and_imports_its_own_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")
@@ -354,7 +354,7 @@ def test_a_new_workspace_reuses_the_project_install_and_imports_its_own_sources(
     assert _where(third, tmp_path)[0] == (ws3 / "mylib" / "__init__.py").resolve()
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_an_editable_install_asks_the_backend_for_a_path_entry(tmp_path, monkeypatch):
     # setuptools' default editable install is an import hook, which pylint's plugin loader cannot see
     # through; SWE-bench's images have the checkout on sys.path.
@@ -370,7 +370,7 @@ def test_an_editable_install_asks_the_backend_for_a_path_entry(tmp_path, monkeyp
     assert given == {"editable_mode": "compat"}
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_compiled_parts_are_reused_only_for_the_same_build_inputs(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")
@@ -394,7 +394,7 @@ def test_compiled_parts_are_reused_only_for_the_same_build_inputs(tmp_path, monk
         assert imported == by_script == (ws / "mylib" / "__init__.py").resolve()
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_a_project_installed_as_a_copy_is_installed_in_every_workspace(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")
@@ -422,7 +422,7 @@ def test_pre_install_steps_run_once_per_workspace(tmp_path):
     assert (repo / "setup.py").read_text() == "install_requires=['pkg<=1.0']\n"
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_wheels_first_and_a_source_build_only_when_no_wheel_fits(tmp_path, monkeypatch):
     from takeover.environments.build_steps import BuildLog, make_venv, needs_pip, pip_install
 
@@ -443,7 +443,7 @@ def test_wheels_first_and_a_source_build_only_when_no_wheel_fits(tmp_path, monke
     assert not needs_pip("error: No solution found when resolving dependencies")
 
 
-@pytest.mark.skipif(uv_binary() is None, reason="uv is not installed")
+@requires("uv")
 def test_environment_yml_packages_that_cannot_install_or_import_are_left_out_and_said(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")

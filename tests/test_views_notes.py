@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _views_support import Replay, real_run, real_task, requests_1766_points
+from _views_support import Replay, real_run, real_task, requests_1766_patches, requests_1766_points
 
 from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import count_words, prompt_words
@@ -261,11 +261,11 @@ CONSISTENT = {
 }
 
 
-def test_notes_that_deny_the_failing_validation_are_retried_with_the_reasons(replay, run, task):
+def test_notes_that_deny_the_failing_validation_are_retried_with_the_reasons(replay, run, task, checkpoint_patch):
     contradicting = answer(observed_failures="No failures observed in the log",
                            remaining_uncertainty="The task is fixed and done.")
     replay.script([{"content": contradicting}, {"content": answer(**CONSISTENT)}])
-    result = build_view("structured_notes", run, failing_point(), task, PATCH, model=model(replay))
+    result = build_view("structured_notes", run, failing_point(), task, checkpoint_patch, model=model(replay))
     assert (result.validation, result.attempts, result.note_usage.calls) == ("retried", 2, 2)
     assert result.structured["facts"]["validation_status"] == "failed"
     [rejection] = result.rejections
@@ -284,14 +284,14 @@ def test_notes_that_deny_the_failing_validation_are_retried_with_the_reasons(rep
         assert reason in retry
 
 
-def test_summary_notes_that_deny_the_failing_validation_are_retried(replay, run, task):
+def test_summary_notes_that_deny_the_failing_validation_are_retried(replay, run, task, checkpoint_patch):
     head = ("- Digest auth must send the qop value in double quotes.\n"
             "- The agent edited requests/auth.py with sed so that the header writes qop=\"auth\".\n")
     bad = head + "- No failures were observed.\n- The issue is fixed."
     good = head + ("- python3 test_requests.py then ran 90 tests and ended with FAILED (errors=1).\n"
                    "- Whether that error comes from the edit is not yet known.")
     replay.script([{"content": bad}, {"content": good}])
-    result = build_view("summary_notes", run, failing_point(), task, PATCH, model=model(replay))
+    result = build_view("summary_notes", run, failing_point(), task, checkpoint_patch, model=model(replay))
     assert (result.validation, result.attempts, result.block) == ("retried", 2, good)
     [rejection] = result.rejections
     reasons = [
@@ -333,10 +333,10 @@ def test_summary_notes_that_deny_the_failing_validation_are_retried(replay, run,
         ("evidence_observed", "Results the agent saw: test_digest_auth failed with a TypeError.", False),
     ],
 )
-def test_content_checks_when_validation_failed(field, text, rejected):
+def test_content_checks_when_validation_failed(field, text, rejected, checkpoint_patch):
     from takeover.views.structured import ModelNotes, compute_fields, content_problems
 
-    facts = compute_fields(failing_point(), PATCH)
+    facts = compute_fields(failing_point(), checkpoint_patch)
     notes = ModelNotes.model_validate({**GOOD, **CONSISTENT, field: text})
     assert bool(content_problems(notes, facts)) is rejected
 
