@@ -83,7 +83,8 @@ def test_snapshot_repo_reads_the_recorded_snapshots_of_a_moved_run(tmp_path, tas
     lost = CliRunner().invoke(app, ["points", *common, "--json"])
     assert lost.exit_code == 1 and "skipped" in lost.stderr
     row = points_json(*common, "--snapshot-repo", str(moved))
-    assert row["replay"] == {"verified": True, "method": "recorded_snapshot", "first_mismatch": None}
+    replay = {key: row["replay"][key] for key in ("verified", "method", "first_mismatch", "reason")}
+    assert replay == {"verified": True, "method": "recorded_snapshot", "first_mismatch": None, "reason": None}
     assert [(p["type"], p["changed_source_files"]) for p in row["points"]] == [("after_first_source_edit", ["calc.py"])]
 
     out = tmp_path / "cp"

@@ -22,6 +22,7 @@ from _printed_repos import (
     submitted_files,
 )
 from _views_support import Replay, requests_1766_patches, requests_1766_points, requests_1766_points_file
+from prerequisites import requires
 from typer.testing import CliRunner
 
 from takeover.cli import app
@@ -281,6 +282,7 @@ def test_views_from_detection_equal_the_views_from_the_hand_checked_point(printe
 
 @pytest.mark.mirror
 @pytest.mark.slow
+@requires("mirror", counterpart="test_points_printed_repos.py::test_detection_on_the_printed_repository_finds_the_hand_checked_points")
 def test_the_real_repository_gives_the_points_and_patches_of_the_printed_one(printed, mirror_dir, tmp_path):
     """The counterpart with the real pytest repository (TAKEOVER_MIRROR): the same points and, byte for
     byte, the same checkpoint patches as the repository rebuilt from the run's printouts."""
