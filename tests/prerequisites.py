@@ -137,6 +137,29 @@ def _tiktoken_vocabulary() -> str | None:
     return None if vocabulary and vocabulary.is_file() else "litellm's bundled cl100k_base vocabulary is missing"
 
 
+def _httpbin_packages() -> str | None:
+    # Built in a scratch cache with uv offline: the packages must already be in uv's own cache.
+    import tempfile
+
+    from takeover.environments.local_httpbin import httpbin_venv
+    from takeover.errors import EnvironmentUnavailable
+
+    saved = {name: os.environ.get(name) for name in ("TAKEOVER_CACHE", "UV_OFFLINE")}
+    with tempfile.TemporaryDirectory() as scratch:
+        os.environ.update(TAKEOVER_CACHE=scratch, UV_OFFLINE="1")
+        try:
+            httpbin_venv()
+        except EnvironmentUnavailable as exc:
+            return f"httpbin's packages are not in uv's cache ({str(exc).splitlines()[0]})"
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return None
+
+
 PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("git", _which("git"), "apt-get install git"),
     Prerequisite("bubblewrap", _bubblewrap, "apt-get install bubblewrap"),
@@ -144,6 +167,9 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("playwright", _module("playwright"), "pip install -e '.[browser]'"),
     Prerequisite("ray", _module("ray"), "pip install -e '.[ray]'"),
     Prerequisite("uv", _uv, "pip install uv (a dependency of takeover)"),
+    Prerequisite("httpbin packages", _httpbin_packages,
+                 "python -c 'from takeover.environments.local_httpbin import httpbin_venv; httpbin_venv()' "
+                 "(once, with access to the package index; .ci/run does it)"),
     Prerequisite("tiktoken vocabulary", _tiktoken_vocabulary, "pip install litellm tiktoken (dependencies)"),
     Prerequisite("mirror", _mirror, "set TAKEOVER_MIRROR to a mirror of the real SWE-bench repositories",
                  allowed_in_ci=True),

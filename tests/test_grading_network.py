@@ -165,16 +165,10 @@ HTTPBIN_TEST_PATCH = """diff --git a/tests/test_http.py b/tests/test_http.py
 """
 
 
+@requires("uv", "httpbin packages")
 def test_a_suite_reading_httpbin_url_is_served_a_local_httpbin_without_network(tmp_path, monkeypatch):
-    from takeover.environments.local_httpbin import httpbin_venv
-    from takeover.errors import EnvironmentUnavailable
-
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("UV_OFFLINE", "1")  # httpbin comes from uv's cache, never from the index
-    try:
-        httpbin_venv()
-    except EnvironmentUnavailable as exc:
-        pytest.skip(f"httpbin is not in uv's cache, and this test never uses the network: {exc}")
     mirror = tmp_path / "mirror"
     _, sha = make_repo(tmp_path / "src" / "requests",
                        {"tests/test_http.py": HTTPBIN_TESTS, "conftest.py": "",
