@@ -79,6 +79,9 @@ def test_claude_code_session_without_a_model_prints_the_facts_and_the_raw_trace_
     assert "<task>\nFix sub() in calc.py: it adds. Use my token [REDACTED] if you need to push.\n</task>" in prompt
     assert "OPENAI_API_KEY=[REDACTED]" in prompt
     assert not any(secret in result.output for secret in SECRETS)
+    # The raw trace holds each file edit whole: the replaced and the new text, a written file's content.
+    assert f"Edit {root}/calc.py\nold text:\n    return a + b  # sub\nnew text:\n    return a - b  # sub" in prompt
+    assert f"Write {root}/NOTES.md\nfile text:\nsub fixed" in prompt
 
 
 def test_a_session_without_usage_has_unknown_token_counts_not_zero(claude, tmp_path):

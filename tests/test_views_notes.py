@@ -356,3 +356,18 @@ def test_content_checks_when_the_latest_evidence_is_a_failure_line(field, text, 
     notes = ModelNotes.model_validate({**GOOD, "work_completed": "Reverted the qop quoting in requests/auth.py.",
                                        field: text})
     assert bool(content_problems(notes, facts)) is rejected
+
+
+def test_a_file_edit_is_whole_in_the_raw_trace_and_without_code_in_the_notes_evidence():
+    from takeover.trajectories.events import Event
+    from takeover.views.evidence import packet_entry, render_event
+
+    edit = Event(index=4, kind="action", source="agent", type="file_edit", text="Edit /repo/calc.py",
+                 path="/repo/calc.py", edit="str_replace", old_text="return a + b", new_text="return a - b")
+    assert render_event(edit) == ("[step 5 | agent | file_edit]\nEdit /repo/calc.py\n"
+                                  "old text:\nreturn a + b\nnew text:\nreturn a - b")
+    assert packet_entry(edit, remove_code=True) == "[step 5 | agent | file_edit]\nEdit /repo/calc.py"
+    # A reader that left the text empty: the same labels, built from the fields.
+    bare = edit.model_copy(update={"text": "", "old_text": None, "new_text": None, "file_text": "x = 1\n"})
+    assert render_event(bare) == "[step 5 | agent | file_edit]\nstr_replace /repo/calc.py\nfile text:\nx = 1"
+    assert packet_entry(bare, remove_code=True) == "[step 5 | agent | file_edit]\nstr_replace /repo/calc.py"

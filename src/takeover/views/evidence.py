@@ -27,10 +27,20 @@ _DIFF_START = re.compile(r"^(diff --git |--- a/|--- /dev/null|\+\+\+ b/|@@ -\d)"
 _DIFF_BODY = re.compile(r"^([+\- \\]|@@|index |new file mode|deleted file mode|similarity index|rename (from|to) |old mode|new mode)")
 
 
-def event_body(event: Event) -> str:
-    """The readable text of an event; built from its fields when the reader left ``text`` empty."""
+def event_body(event: Event, *, edit_text: bool = True) -> str:
+    """The readable text of an event; built from its fields when the reader left ``text`` empty.
+
+    A file edit's text (the replaced and the new text, or a written file's content) is part of the event
+    (docs/protocol.md section 7: the raw trace holds every event whole): readers that keep only a short
+    ``text`` such as ``Edit path`` get it appended under labels. ``edit_text=False`` leaves it out, for the
+    note writer's evidence packet, which carries no code (section 7.4)."""
+    edits = [(label, value.rstrip()) for label, value in
+             (("old text", event.old_text), ("new text", event.new_text), ("file text", event.file_text))
+             if value and value.strip()] if edit_text else []
     if event.text and event.text.strip():
-        return event.text.rstrip()
+        body = event.text.rstrip()
+        missing = [(label, value) for label, value in edits if value.strip() not in body]
+        return "\n".join([body, *(f"{label}:\n{value}" for label, value in missing)])
     parts: list[str] = []
     if event.thought:
         parts.append(event.thought.strip())
@@ -38,9 +48,7 @@ def event_body(event: Event) -> str:
         parts.append(event.command.rstrip())
     if event.path:
         parts.append(f"{event.edit or event.type} {event.path}")
-    for value in (event.old_text, event.new_text, event.file_text):
-        if value:
-            parts.append(value.rstrip())
+    parts += [f"{label}:\n{value}" for label, value in edits]
     return "\n".join(parts)
 
 
@@ -89,7 +97,7 @@ def clip(text: str, limit: int = PACKET_CLIP) -> str:
 
 def packet_entry(event: Event, *, remove_code: bool) -> str:
     """One event of the evidence packet (header + body, code removed when asked, clipped)."""
-    body = event_body(event)
+    body = event_body(event, edit_text=not remove_code)
     if remove_code:
         body = strip_code(body)
         if event.kind == "action" and event.command:
