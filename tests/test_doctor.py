@@ -99,3 +99,16 @@ def test_cli_json_and_strict(tmp_path, monkeypatch):
     strict = runner.invoke(app, ["doctor", "--strict", "--mirror", str(tmp_path / "absent")])
     assert strict.exit_code == 1
     assert "takeover doctor" in strict.stdout and "failing" in strict.stdout
+
+
+def test_the_table_prints_pip_extras_as_written():
+    import io
+
+    from rich.console import Console
+
+    from takeover.doctor import Check, render
+
+    out = io.StringIO()
+    render([Check(name="llama-cpp-python", status="warn", detail="not installed",
+                  fix="pip install -e '.[quickstart]'")], Console(file=out, width=200))
+    assert "pip install -e '.[quickstart]'" in out.getvalue()

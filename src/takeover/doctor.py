@@ -246,6 +246,7 @@ def run_checks(*, mirror: Path | str | None = None, base_url: str | None = None,
 def render(checks: list[Check], console=None) -> None:
     """Print the checks as a rich table (status, check, what was found, how to fix)."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
@@ -256,7 +257,8 @@ def render(checks: list[Check], console=None) -> None:
     table.add_column("found")
     table.add_column("how to fix")
     for c in checks:
-        table.add_row(style[c.status], c.name, c.detail, c.fix)
+        # Checks hold literal text such as pip extras ([quickstart]), which rich would read as markup.
+        table.add_row(style[c.status], escape(c.name), escape(c.detail), escape(c.fix))
     console.print(table)
     counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
     console.print(f"{counts['ok']} ok, {counts['warn']} optional missing, {counts['fail']} failing")
