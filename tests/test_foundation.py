@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import urllib.request
+
+import pytest
 
 from takeover import _io, patches, redact
 from takeover.tasks import SourceTask
@@ -87,3 +91,16 @@ def _post(base_url: str, body: dict) -> dict:
     )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o077, 0o600)])
+def test_results_get_the_mode_of_any_new_file(tmp_path, umask, mode):
+    previous = os.umask(umask)
+    _io._file_mode.cache_clear()
+    try:
+        written = [_io.atomic_write_text(tmp_path / "report.md", "x"),
+                   _io.atomic_write_chunks(tmp_path / "results.csv", ["a,b\n"])]
+    finally:
+        os.umask(previous)
+        _io._file_mode.cache_clear()
+    assert [stat.S_IMODE(p.stat().st_mode) for p in written] == [mode, mode]

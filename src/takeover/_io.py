@@ -6,6 +6,7 @@ leaves a half-written record, and a re-run can trust every file it finds.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -19,11 +20,28 @@ from pydantic import BaseModel
 from takeover.errors import InputError
 
 
+@functools.cache
+def _file_mode() -> int:
+    # mkstemp creates files 0600; a result file gets the mode any new file would get (0666 less the umask),
+    # so that reports and unit records on a shared folder are readable by whoever the umask allows.
+    # Read once: os.umask can only be read by setting it.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A temporary file beside ``path`` (same folder, so the rename is atomic), with a new file's mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, _file_mode())
+    return fd, tmp
+
+
 def atomic_write_bytes(path: Path | str, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; parent folders are created. Returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temporary(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -48,8 +66,7 @@ def atomic_write_chunks(path: Path | str, chunks: Iterable[str]) -> Path:
     """Write the UTF-8 text of ``chunks`` to ``path`` atomically, one chunk at a time (a large file is
     never held in memory whole). Returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             for chunk in chunks:
