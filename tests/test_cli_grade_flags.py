@@ -38,6 +38,22 @@ def test_gold_grades_the_reference_patch_and_predictions_grade_each_line(calc_ta
     assert "/mine/acme__calc-1/" in mine["log_path"]
 
 
+def test_predictions_for_an_unknown_instance_are_refused_before_anything_is_graded(calc_task, tmp_path):  # noqa: F811
+    task, _ = calc_task
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps(task) + "\n")
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps({"instance_id": iid, "model_name_or_path": "mine", "model_patch": ""})
+                                   + "\n" for iid in ("acme__calc-1", "x__y-1")))
+    result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
+                                      "--offline", "--log-dir", str(tmp_path / "logs"), "--predictions",
+                                      str(predictions)])
+    assert result.exit_code == 2
+    assert f"{predictions}: line 2: field 'instance_id': instance 'x__y-1' is not in the dataset" in (
+        " ".join(result.stderr.split()))
+    assert not (tmp_path / "logs").exists()  # the first line was not graded
+
+
 def test_timeout_limits_each_test_run(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     patch = tmp_path / "hang.diff"

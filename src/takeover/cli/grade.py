@@ -95,7 +95,7 @@ def grade_command(
             if iid not in by_id:
                 raise InputError(dataset, f"no task with instance_id {iid!r}", field="instance_id")
         if predictions is not None:
-            preds = read_predictions(predictions)
+            preds = read_predictions(predictions, instance_ids=by_id)
             if instance_id:
                 preds = [p for p in preds if p.instance_id in set(instance_id)]
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,16 @@ class Prediction(BaseModel):
     model_patch: str | None = ""
 
 
-def read_predictions(path: Path | str) -> list[Prediction]:
+def read_predictions(path: Path | str, instance_ids: Collection[str] | None = None) -> list[Prediction]:
     """Read SWE-bench predictions: ``preds.json`` (a list, or a dict keyed by ``instance_id``) or JSONL.
 
+    Args:
+        instance_ids: when given, the dataset's instance ids: a prediction for any other instance is bad input,
+            found here before anything is graded.
+
     Raises:
-        InputError: bad JSON or a record without ``instance_id`` (names file, record and field).
+        InputError: bad JSON, a record without ``instance_id``, or one outside ``instance_ids`` (names file,
+            record and field).
     """
     path = Path(path)
     rows: list[tuple[str, Any]] = []
@@ -49,6 +55,9 @@ def read_predictions(path: Path | str) -> list[Prediction]:
             raise InputError(path, "a prediction must be an object", record=where)
         if not isinstance(row.get("instance_id"), str):
             raise InputError(path, "missing or non-string instance_id", record=where, field="instance_id")
+        if instance_ids is not None and row["instance_id"] not in instance_ids:
+            raise InputError(path, f"instance {row['instance_id']!r} is not in the dataset", record=where,
+                             field="instance_id")
         if row.get("model_patch") is not None and not isinstance(row.get("model_patch"), str):
             raise InputError(path, "model_patch must be a string", record=where, field="model_patch")
         preds.append(Prediction.model_validate(row))
