@@ -60,11 +60,15 @@ def readers() -> list[Reader]:
 
 
 def get_reader(name: str) -> Reader:
-    """The reader called ``name``; ``KeyError`` lists the known names."""
+    """The reader called ``name``.
+
+    Raises:
+        InputError: no reader has that name (the message lists the known names).
+    """
     try:
         return _READERS[name]
     except KeyError:
-        raise KeyError(f"unknown trajectory format {name!r}; known: {', '.join(sorted(_READERS))}") from None
+        raise InputError("--format", f"unknown trajectory format {name!r}; known: {', '.join(sorted(_READERS))}") from None
 
 
 def _unknown(source: Source) -> InputError:
