@@ -73,3 +73,17 @@ def test_show_format_names_the_reader(tmp_path):
     unknown = CliRunner().invoke(app, ["show", str(run), "--format", "swe_agent", "--out", str(tmp_path / "c.html")])
     assert isinstance(unknown.exception, InputError)  # the console entry point prints it as "error: ...", exit 2
     assert "unknown trajectory format 'swe_agent'; known: claude-code, codex-cli, mini-swe-agent" in str(unknown.exception)
+
+
+@pytest.mark.parametrize(("name", "page"), [
+    ("m__m-1867.demo-default.traj", "m__m-1867.demo-default"),
+    ("m__m-1867.demo-xml_window100.traj", "m__m-1867.demo-xml_window100"),
+    ("psf__requests-1766.traj.json", "psf__requests-1766"),
+    ("openagentsafety.v1_with_file_editor.output.jsonl", "openagentsafety.v1_with_file_editor.output"),
+    ("session", "session"),
+])
+def test_show_names_its_page_after_the_file_without_its_extensions(tmp_path, name, page):
+    from takeover.cli.show import page_name
+
+    (tmp_path / name).write_text("{}")
+    assert page_name(tmp_path / name) == page

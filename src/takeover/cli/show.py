@@ -10,6 +10,19 @@ import typer
 from takeover.report import write_run_page
 
 
+#: Extensions of trajectory files, dropped from the default page name (``x.traj.json`` -> ``x``).
+_EXTENSIONS = (".json", ".jsonl", ".traj")
+
+
+def page_name(path: Path) -> str:
+    """The default page name of ``path``: the file's name without its trajectory extensions. Dots inside
+    the name stay (``m-1867.demo-default.traj`` and ``m-1867.demo-xml.traj`` give two pages)."""
+    name = path.name
+    while path.is_file() and name.endswith(_EXTENSIONS) and "." in name:
+        name = name[: name.rindex(".")]
+    return name or "run"
+
+
 def show(
     path: Annotated[Path, typer.Argument(help="A takeover run folder, or a trajectory file or run folder of any "
                                                "supported format (detected by content).")],
@@ -29,8 +42,7 @@ def show(
 
         takeover show trajs/psf__requests-1766.traj.json --out requests-1766.html
     """
-    name = path.name[: -len("".join(path.suffixes))] if path.is_file() and path.suffixes else path.name
-    target = out or Path(f"{name or 'run'}.html")
+    target = out or Path(f"{page_name(path)}.html")
     print(write_run_page(path, target, format=format))
 
 
