@@ -57,6 +57,9 @@ def test_an_old_flag_is_read_as_the_new_one_with_a_warning(tmp_path):
                                 "--out-dir", str(tmp_path / "cp"), "--dataset", str(tmp_path / "d.jsonl")])
     assert isinstance(res.exception, InputError) and "unknown point type 'after_lunch'" in str(res.exception)
     assert "warning: --point is deprecated; use --point-type" in res.stderr
+    res = runner().invoke(app, ["views", str(tmp_path / "run.json"), "--point-type", "after_lunch",
+                                "--dataset", str(tmp_path / "d.jsonl"), "--out-dir", str(tmp_path / "v")])
+    assert res.exit_code == 2 and "--point-type: unknown point type 'after_lunch'" in " ".join(res.output.split())
 
 
 def test_the_new_flags_give_no_warning(tmp_path):

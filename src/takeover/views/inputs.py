@@ -73,8 +73,7 @@ def load_inputs(
                              f"checkpoint is at a {checkpoint.point.type} point, not {point_type}", field="point.type")
         point_type = checkpoint.point.type
     if point_type not in POINT_TYPES:
-        raise InputError(file, f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}",
-                         field="--point")
+        raise InputError("--point-type", f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}")
     trajectory = read_trajectory(file, record=record)
     notes: list[str] = []
     task = task_by_id(dataset, trajectory.instance_id) if trajectory.instance_id is not None else None
