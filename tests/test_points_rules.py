@@ -99,3 +99,14 @@ def test_a_point_at_an_event_before_any_source_edit():
     assert (point.type, point.event_index, point.non_source_artifacts) == ("session_end", 1, ["notes.md"])
     assert (point.latest_verification_result, point.validation_after_latest_source_change) == ("passed", "none")
     assert point_at("session_end", 1, {}, [3], checks).validation_after_latest_source_change == "none"
+
+
+def test_a_replay_failure_reason_is_one_line_without_the_temporary_workspace(tmp_path):
+    from takeover.points.event_states import _reason
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    exc = RuntimeError(f"git apply failed in {ws.resolve()}/pkg/a.py\nsecond line")
+    assert _reason(exc, ws) == "RuntimeError: git apply failed in <workspace>/pkg/a.py"
+    assert _reason(OSError(f"{ws}/x: " + "y" * 400), ws) == "OSError: <workspace>/x: " + "y" * (300 - 15)
+    assert _reason(ValueError(), ws) == "ValueError: "
