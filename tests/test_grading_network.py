@@ -11,6 +11,7 @@ from conftest import make_repo
 from prerequisites import requires
 
 from takeover.grading import NETWORK_REPOS, grade, network_warning
+from takeover.grading.local_backend import PAST_HTTPBIN_WARNING
 from takeover.repos import RepoSource
 
 NET = "import socket\n\n\ndef has_network():\n    return len(socket.if_nameindex()) > 1\n"
@@ -141,6 +142,9 @@ def test_cli_default_log_dir_is_under_the_current_folder_and_warning_is_printed(
     assert not (tmp_path / "cache" / "grading").exists()  # nothing in the shared cache folder
 
 
+PAST_HTTPBIN_PATCH = "diff --git a/conftest.py b/conftest.py\n--- a/conftest.py\n+++ b/conftest.py\n@@ -0,0 +1,9 @@\n+import urllib.request\n+\n+import pytest\n+\n+\n+@pytest.fixture(autouse=True)\n+def _internet(request):\n+    if request.node.name == 'test_true':  # a test that calls a host itself\n+        urllib.request.urlopen('https://example.invalid/', timeout=5)\n"
+
+
 # A suite like psf/requests before 2.9: its tests read HTTPBIN_URL and fall back to httpbin.org.
 HTTPBIN_TESTS = "def test_true():\n    assert True\n"
 HTTPBIN_TEST_PATCH = """diff --git a/tests/test_http.py b/tests/test_http.py
@@ -186,3 +190,8 @@ def test_a_suite_reading_httpbin_url_is_served_a_local_httpbin_without_network(t
     assert result.resolved and result.warnings == []
     assert any("local httpbin" in note for note in result.notes)
     assert "export HTTPBIN_URL=" in (tmp_path / "logs" / "takeover" / "psf__requests-2" / "eval.sh").read_text()
+    # A test that calls an internet host itself still fails offline: the warning says it may be one of those.
+    past = grade(task, PAST_HTTPBIN_PATCH, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs2",
+                 timeout=120)
+    assert past.PASS_TO_PASS.failure == ["tests/test_http.py::test_true"] and not past.resolved
+    assert past.warnings == [PAST_HTTPBIN_WARNING.format(repo="psf/requests")]
