@@ -9,7 +9,6 @@ import typer
 
 from takeover.report import write_run_page
 
-
 #: Extensions of trajectory files, dropped from the default page name (``x.traj.json`` -> ``x``).
 _EXTENSIONS = (".json", ".jsonl", ".traj")
 
