@@ -24,6 +24,7 @@ How steps map to events (decided here):
 - Usage: the format keeps only run totals (``info.model_stats``: ``tokens_sent``, ``tokens_received``,
   ``api_calls``). Per-call usage is unknown, so every :class:`LLMCall` has ``usage=None``; the totals are
   kept honestly in ``metadata["usage_totals"]`` with ``per_call: false`` (``takeover inspect`` shows them).
+  Totals that are all 0 (demonstrations replayed without a model) are no usage: none are kept (n/a).
 - ``state.diff``, when present, is the cumulative diff after the step: it is stored as
   :attr:`Event.state_diff` on both the action and its observation (docs/protocol.md section 5, source (b)).
 
@@ -253,7 +254,8 @@ def read(source: Source) -> list[Trajectory]:
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     totals = None
-    if stats:
+    # All zeros (demonstrations replayed without a model record them so) means no usage was recorded.
+    if stats and any(as_int(stats.get(key)) for key in ("tokens_sent", "tokens_received", "api_calls")):
         totals = {
             "prompt_tokens": as_int(stats.get("tokens_sent")) or 0,
             "completion_tokens": as_int(stats.get("tokens_received")) or 0,
