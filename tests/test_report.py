@@ -242,6 +242,30 @@ def test_report_and_run_commands(tmp_path):
     assert proc.stderr.strip() == f"error: {bad}: field 'successors[0].temprature': unknown key"
 
 
+def test_an_unusable_unit_file_is_said_and_counts_as_missing(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from takeover.cli import app
+
+    out = tmp_path / "exp"
+    _write_experiment(out)
+    assert CliRunner().invoke(app, ["report", str(out), "--no-plots"]).exit_code == 0
+    missing_before = json.loads((out / "report.json").read_text())["units"]["grade"].get("missing", 0)
+    graded = sorted((out / "units" / "grade").glob("*.json"))[0]
+    graded.write_text('{"bad')
+    result = CliRunner().invoke(app, ["report", str(out), "--no-plots"])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "1 unit file(s) could not be used and count as missing (rerun takeover run to redo them), e.g. " \
+           "unreadable unit file" in said
+    assert str(graded) in result.output.replace("\n", "")  # the console folds the long path
+    data = json.loads((out / "report.json").read_text())
+    assert [u.split(":")[0] for u in data["unusable_unit_files"]] == [f"unreadable unit file {graded}"]
+    assert data["units"]["grade"]["missing"] == missing_before + 1
+
+
 def test_solved_change_is_na_without_comparable_pairs_and_warnings_are_listed(tmp_path):
     """Every run of both views failed for infrastructure reasons: no point compares them, so the
     solved-rate change is n/a (null in report.json), not "+0.0 pp (p=1)". Grading warnings (tests that

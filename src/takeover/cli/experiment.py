@@ -132,5 +132,9 @@ def register(app: typer.Typer) -> None:
             console.print(f"{len(warned)} instance(s) have grading warnings (see Warnings in report.md), e.g. "
                           f"{next(iter(warned))}: {warned[next(iter(warned))][0]}", style="yellow", markup=False,
                           highlight=False)
+        unusable = report.data.get("unusable_unit_files") or []
+        if unusable:
+            console.print(f"{len(unusable)} unit file(s) could not be used and count as missing (rerun takeover run "
+                          f"to redo them), e.g. {unusable[0]}", style="yellow", markup=False, highlight=False)
         for name, path in report.files.items():
             console.print(f"{name}: {path}")

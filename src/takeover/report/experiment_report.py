@@ -78,6 +78,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "note_writing": note_tokens(units),
         "warnings": grading_warnings(units),
         "units": units.status,
+        "unusable_unit_files": units.unusable,
     }
     # Built without validation: the rows and tables are made above, and validating would copy every row.
     report = Report.model_construct(out_dir=str(out), rows=rows, data=data, markdown=render_markdown(data))

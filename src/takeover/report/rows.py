@@ -131,6 +131,8 @@ class ExperimentUnits:
         status: ``{stage: {"done": n, "failed": n, "failed_<kind>": n, "missing": n, "blocked": n}}``, the
             ``units`` section of ``report.json`` (keys in the order first seen).
         problems: every failed, missing or blocked unit, in plan order.
+        unusable: the unit files that exist but cannot be used (not JSON, or another unit's record), each
+            with why; their units count as missing.
     """
 
     out: Path
@@ -138,6 +140,7 @@ class ExperimentUnits:
     units: dict[str, dict[str, UnitRecord | None]] = field(default_factory=dict)
     status: dict[str, dict[str, int]] = field(default_factory=dict)
     problems: list[UnitProblem] = field(default_factory=list)
+    unusable: list[str] = field(default_factory=list)
 
     def entries(self, stage: str) -> list[dict]:
         """The planned entries of ``stage`` (``{"key", "labels", "blocked"?}``) in plan order."""
@@ -168,16 +171,20 @@ def load_plan(out_dir: Path | str) -> dict:
         raise InputError(path, f"not valid JSON: {exc}") from None
 
 
-def _read_unit(out: Path, stage: str, key: str, labels: dict) -> UnitRecord | None:
+def _read_unit(out: Path, stage: str, key: str, labels: dict) -> tuple[UnitRecord | None, str | None]:
+    """``(record, None)``, ``(None, None)`` when there is no file, ``(None, why)`` when the file cannot be used."""
     # Plain string paths: with tens of thousands of unit files, pathlib's overhead dominates.
+    path = f"{out}/units/{stage}/{key}.json"
     try:
-        with open(f"{out}/units/{stage}/{key}.json", "rb") as fh:
+        with open(path, "rb") as fh:
             unit = json.loads(fh.read())
-    except (FileNotFoundError, ValueError):
-        return None
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"unreadable unit file {path}: {' '.join(str(exc).split())[:200]}"
     # A file whose content is another unit's (copied or renamed) counts as missing, as in the runner.
     if not isinstance(unit, dict) or unit.get("stage", stage) != stage or unit.get("key", key) != key:
-        return None
+        return None, f"unit file {path} holds another unit's record"
     inputs = unit.get("inputs") or {}
     output = unit.get("output") or {}
     return UnitRecord(
@@ -192,13 +199,14 @@ def _read_unit(out: Path, stage: str, key: str, labels: dict) -> UnitRecord | No
         prompt_tokens=unit.get("prompt_tokens", 0),
         completion_tokens=unit.get("completion_tokens", 0),
         inputs={k: inputs[k] for k in _KEPT_INPUTS.get(stage, ()) if k in inputs},
-    )
+    ), None
 
 
 def read_units(out_dir: Path | str, plan: dict | None = None) -> ExperimentUnits:
     """Read every planned unit's result file once (see :class:`ExperimentUnits`).
 
-    A file that is missing, not JSON, or holds another unit's record counts as missing.
+    A file that is missing, not JSON, or holds another unit's record counts as missing; the problem says
+    which (``not run yet``, or the unusable file and why).
 
     Raises:
         InputError: ``out_dir`` has no readable ``plan.json`` (when ``plan`` is not given).
@@ -213,7 +221,9 @@ def read_units(out_dir: Path | str, plan: dict | None = None) -> ExperimentUnits
             # Interned label values: the same instance ids, views and keys repeat across every stage.
             labels = entry["labels"] = {k: sys.intern(v) if isinstance(v, str) else v
                                         for k, v in entry.get("labels", {}).items()}
-            unit = _read_unit(out, stage, entry["key"], labels)
+            unit, unusable = _read_unit(out, stage, entry["key"], labels)
+            if unusable:
+                found.unusable.append(unusable)
             if unit is None and entry.get("blocked"):
                 counts["blocked"] += 1
                 found.problems.append(UnitProblem(stage, entry["key"], labels, "blocked", "infrastructure",
@@ -221,7 +231,7 @@ def read_units(out_dir: Path | str, plan: dict | None = None) -> ExperimentUnits
             elif unit is None:
                 counts["missing"] += 1
                 found.problems.append(UnitProblem(stage, entry["key"], labels, "missing", "infrastructure",
-                                                  "not run yet"))
+                                                  unusable or "not run yet"))
             else:
                 counts[unit.status] += 1
                 if unit.status == "failed":
