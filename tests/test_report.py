@@ -253,7 +253,7 @@ def test_an_unusable_unit_file_is_said_and_counts_as_missing(tmp_path):
     _write_experiment(out)
     assert CliRunner().invoke(app, ["report", str(out), "--no-plots"]).exit_code == 0
     missing_before = json.loads((out / "report.json").read_text())["units"]["grade"].get("missing", 0)
-    graded = sorted((out / "units" / "grade").glob("*.json"))[0]
+    graded = min((out / "units" / "grade").glob("*.json"))
     graded.write_text('{"bad')
     result = CliRunner().invoke(app, ["report", str(out), "--no-plots"])
     assert result.exit_code == 0, result.output
