@@ -54,6 +54,18 @@ def test_predictions_for_an_unknown_instance_are_refused_before_anything_is_grad
     assert not (tmp_path / "logs").exists()  # the first line was not graded
 
 
+def test_a_grading_error_shows_no_test_counts(calc_task, tmp_path):  # noqa: F811
+    task, _ = calc_task
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps(task) + "\n")
+    (tmp_path / "empty-mirror").mkdir()
+    result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "empty-mirror"),
+                                      "--offline", "--log-dir", str(tmp_path / "logs"), "--instance-id", "acme__calc-1",
+                                      "--gold"])
+    (row,) = [line for line in result.stdout.splitlines() if line.startswith("│ acme__calc-1")]
+    assert [cell.strip() for cell in row.strip("│ ").split("│")][2:5] == ["error", "-", "-"]
+
+
 def test_timeout_limits_each_test_run(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     patch = tmp_path / "hang.diff"

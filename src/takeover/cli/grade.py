@@ -35,8 +35,9 @@ DEFAULT_LOG_DIR = Path("takeover-grades")
 RENAMED = {"--instance": "--instance-id"}
 
 
-def _outcome(o) -> str:
-    return f"{len(o.success)}/{len(o.success) + len(o.failure)}"
+def _outcome(o, graded: bool) -> str:
+    # No tests ran (an error, or a patch that did not apply): no count, rather than a misleading 0/0.
+    return f"{len(o.success)}/{len(o.success) + len(o.failure)}" if graded else "-"
 
 
 def grade_command(
@@ -138,7 +139,8 @@ def grade_command(
             table.add_column(col, overflow="fold")
         for r in results:
             table.add_row(escape(r.instance_id), "yes" if r.resolved else "no", r.handoff_state or "error",
-                          _outcome(r.FAIL_TO_PASS), _outcome(r.PASS_TO_PASS), f"{r.env_seconds:.1f}",
+                          _outcome(r.FAIL_TO_PASS, not r.error), _outcome(r.PASS_TO_PASS, not r.error),
+                          f"{r.env_seconds:.1f}",
                           f"{r.test_seconds:.1f}")
         console.print(table)
         if results and results[0].backend == "local" and not results[0].sandboxed:
