@@ -77,6 +77,9 @@ def test_raw_trace_budget_keeps_the_newest_events_and_says_how_many_were_dropped
     assert steps[-1] == point.event_index + 1 and steps == list(range(steps[0], steps[-1] + 1))
     assert cut.dropped_events == steps[0] - 1 > 0
     assert f"[... {cut.dropped_events} earlier events omitted ...]" in cut.block
+    # A budgeted trace does not call itself complete; the whole one does.
+    assert "The most recent part of the previous agent's event log" in cut.block and "complete" not in cut.block
+    assert full.block.split("\n", 1)[0].startswith("The complete event log of the previous agent")
     entries = sum(len(render_event(e)) + 2 for e in run.events[steps[0] - 1 : point.event_index + 1])
     assert entries <= 4000
     assert cut.characters < full.characters
