@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from conftest import make_repo
 from test_agents import FIX, bash, settings
 from test_checkpoints import SUBMIT, _final_patch, mirror  # noqa: F401  (mirror is a fixture)
@@ -130,3 +131,9 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
 
     missing = CliRunner().invoke(app, ["checkpoint", *common, "--record", "1", "--out-dir", str(tmp_path / "none")])
     assert isinstance(missing.exception, InputError) and "has no run 1 (it holds 1)" in str(missing.exception)
+
+
+@pytest.mark.parametrize("flag", [("--timeout", "0"), ("--memory-mb", "0")])
+def test_limits_that_no_command_could_meet_are_refused(flag, tmp_path):
+    result = CliRunner().invoke(app, ["points", str(tmp_path / "runs"), "--dataset", str(tmp_path / "d.jsonl"), *flag])
+    assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output

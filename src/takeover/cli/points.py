@@ -115,8 +115,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOption = False,
         out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Also save each run's full result as DIR/<instance_id>.points.json (for --points-file).")] = None,
         snapshot_repo: SnapshotRepoOption = None,
-        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP)] = 300.0,
-        memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).")] = 4096,
+        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP, min=1)] = 300.0,
+        memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).", min=64)] = 4096,
         use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
         offline: OfflineOption = False,
         verbose: VerboseOption = False,
@@ -212,7 +212,7 @@ def register(app: typer.Typer) -> None:
         points_file: PointsFileOption = None,
         snapshot_repo: SnapshotRepoOption = None,
         workspace: Annotated[bool, typer.Option("--workspace/--no-workspace", help="Also write the workspace (base_commit + the patch), or only checkpoint.json and checkpoint.patch.")] = True,
-        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP)] = 300.0,
+        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP, min=1)] = 300.0,
         offline: OfflineOption = False,
     ) -> None:
         """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
