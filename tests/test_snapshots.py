@@ -140,3 +140,17 @@ def test_the_same_change_has_the_same_patch_in_any_repository_and_any_git_config
     assert f"index {blob}.." in patches[0]  # full 40-character ids
     assert '+++ b/new file.py' in patches[0] and "@@ -1,6 +1,6 @@" in patches[0]  # a/ b/, 3 lines of context
     assert "\x1b[" not in patches[0]
+
+
+def test_generated_output_is_left_out_only_when_the_diff_creates_the_file():
+    from takeover.snapshots import is_new_file, without_generated
+
+    created = ("diff --git a/build/x.txt b/build/x.txt\nnew file mode 100644\nindex 0000000..e69de29\n"
+               "--- /dev/null\n+++ b/build/x.txt\n@@ -0,0 +1 @@\n+x\n")
+    changed = ("diff --git a/build/y.txt b/build/y.txt\nindex e69de29..587be6b 100644\n--- a/build/y.txt\n"
+               "+++ b/build/y.txt\n@@ -1 +1 @@\n-x\n+new file mode 100644\n")
+    assert is_new_file(created) and is_new_file("new file mode 100644\n")
+    assert not is_new_file(changed)  # the words in a hunk are content, not the header
+    source = created.replace("build/x.txt", "pkg/x.py")
+    kept, left_out = without_generated({"build/x.txt": created, "build/y.txt": changed, "pkg/x.py": source})
+    assert (sorted(kept), left_out) == (["build/y.txt", "pkg/x.py"], ["build/x.txt"])
