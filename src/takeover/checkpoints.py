@@ -105,7 +105,12 @@ def apply_patch(workspace: Path | str, patch: str) -> None:
 
 def checkpoint_workspace(checkpoint_dir: Path | str, dest: Path, *, repo_source: RepoSource | None = None) -> Path:
     """A fresh copy of a checkpoint's repository in the new folder ``dest``: ``base_commit`` plus
-    ``checkpoint.patch`` (docs/protocol.md section 5: the predecessor's later events are never visible).
+    ``checkpoint.patch`` (docs/protocol.md section 5.5: the predecessor's later events are never visible).
+
+    The patch is against the task's starting state and never holds the environment's setup edits
+    (docs/protocol.md section 5.2): preparing the task's environment in ``dest`` makes them, and the agent
+    runner (:func:`takeover.agents.run_agent`) then commits them as the starting state, so that a
+    successor's final patch is the checkpoint's edits plus its own.
 
     Raises:
         InputError: the checkpoint is invalid or its patch does not apply.

@@ -12,16 +12,19 @@ two ways, both seen in real runs:
 
 :func:`environment_edits` finds the edits by running the setup steps in a fresh checkout (in the sandbox,
 without network, each step under a time limit), so they never depend on whether the task's environment
-is built or cached. :func:`recorded_form` reads from a run's submission which way its image kept them, and
-:func:`apply_starting_state` puts a replay workspace into that state (for ``committed`` with a commit like
-the harness's, so that the agent's ``git diff``, ``git stash`` or ``git checkout`` behave as they did).
-Every per-event diff is then taken against :attr:`StartingState.tree`.
+is built or cached; :func:`find_environment_edits` does so in a scratch checkout of any repository that
+holds ``base_commit`` (an agent run's workspace). :func:`recorded_form` reads from a run's submission which
+way its image kept them, and :func:`apply_starting_state` puts a replay workspace into that state (for
+``committed`` with a commit like the harness's, made by :func:`commit_starting_state`, so that the agent's
+``git diff``, ``git stash`` or ``git checkout`` behave as they did). Every per-event diff, and the final
+patch of takeover's own agent runs, is then taken against :attr:`StartingState.tree`.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -140,6 +143,37 @@ def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: b
     return StartingState(base_commit=task.base_commit, tree=tree, diffs=diffs, steps=steps, notes=notes)
 
 
+def find_environment_edits(task: SourceTask, repository: Path | str, *, work_dir: Path | str | None = None,
+                           use_sandbox: bool = True) -> StartingState:
+    """The starting state of ``task`` (docs/protocol.md section 5.2) for a repository whose working tree is
+    not a fresh checkout (an agent run's workspace, where the environment has been prepared and a checkpoint
+    patch may be applied): :func:`environment_edits` runs in a scratch checkout of ``task.base_commit`` that
+    shares ``repository``'s objects (under ``work_dir``, a temporary folder by default, removed afterwards),
+    and the starting state's tree is then written into ``repository``'s object store. ``repository`` itself
+    is only read, apart from the new objects.
+
+    Returns:
+        The :class:`StartingState`; its ``tree`` is in ``repository``'s object store (``base_commit``'s tree
+        when the task's environment has no setup steps or they change nothing).
+    Raises:
+        TakeoverError: git fails (``repository`` lacks ``base_commit``, or the scratch checkout fails).
+    """
+    repository = Path(repository).resolve()
+    steps, notes = setup_steps(task)
+    if not steps:
+        tree = _git(repository, "rev-parse", f"{task.base_commit}^{{tree}}").strip()
+        return StartingState(base_commit=task.base_commit, tree=tree, notes=notes)
+    with tempfile.TemporaryDirectory(prefix="takeover-setup-", dir=work_dir) as tmp:
+        scratch = Path(tmp) / "checkout"
+        _git(repository, "clone", "--shared", "--no-checkout", "--quiet", str(repository), str(scratch))
+        _git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", task.base_commit)
+        state = environment_edits(task, scratch, use_sandbox=use_sandbox)
+    if not state.diffs:
+        tree = _git(repository, "rev-parse", f"{task.base_commit}^{{tree}}").strip()
+        return state.model_copy(update={"tree": tree})
+    return state.model_copy(update={"tree": tree_with_patch(repository, task.base_commit, state.patch)})
+
+
 def tree_with_patch(repository: Path | str, base_commit: str, patch: str) -> str:
     """The git tree id of ``base_commit`` with ``patch`` applied, written into ``repository``'s object store
     through a private index (the repository's own index and working tree are untouched).
@@ -198,7 +232,27 @@ def apply_starting_state(workspace: Path | str, state: StartingState, form: Reco
     workspace = Path(workspace)
     _restore(workspace, state.tree, state.files)
     if form == "committed":
-        commit = _git(workspace, "commit-tree", state.tree, "-p", state.base_commit, "-m", "SWE-bench",
-                      env=_COMMIT_ENV).strip()
-        _git(workspace, "update-ref", "--no-deref", "HEAD", commit)
-        _git(workspace, "reset", "--quiet", "--", *state.files)
+        commit_starting_state(workspace, state)
+
+
+def commit_starting_state(workspace: Path | str, state: StartingState) -> str | None:
+    """Make the starting state ``HEAD`` of ``workspace`` the way SWE-bench's harness does
+    (docs/protocol.md section 5.2, form ``committed``): a commit of ``state.tree`` on top of
+    ``state.base_commit`` (author and committer ``SWE-bench <setup@swebench.config>``, date
+    1970-01-01T00:00:00Z, so the same starting state always gives the same commit id), with the index entries
+    of the setup's files at that commit. The working tree is not touched: whatever is in it (the setup's
+    edits, a checkpoint patch) stays, and ``git diff`` shows only what differs from the starting state.
+
+    Returns:
+        The commit id, or ``None`` when the setup changes nothing (``HEAD`` stays at ``base_commit``).
+    Raises:
+        TakeoverError: git fails in the workspace (``state.tree`` must be in its object store).
+    """
+    if not state.diffs:
+        return None
+    workspace = Path(workspace)
+    commit = _git(workspace, "commit-tree", state.tree, "-p", state.base_commit, "-m", "SWE-bench",
+                  env=_COMMIT_ENV).strip()
+    _git(workspace, "update-ref", "--no-deref", "HEAD", commit)
+    _git(workspace, "reset", "--quiet", "--", *state.files)
+    return commit

@@ -30,11 +30,12 @@ from takeover.agents.recorder import RunRecorder
 from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
 from takeover.environments import prepare_environment
-from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.redact import redact, redact_obj
 from takeover.repos import RepoSource, alternates
+from takeover.starting_state import StartingState, commit_starting_state, find_environment_edits
 from takeover.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.versions import package_versions
@@ -56,13 +57,38 @@ def _task_environment(task: SourceTask | None, workspace: Path) -> tuple[dict[st
     return dict(prepared.env_vars()), prepared.model_dump(mode="json")
 
 
+def _starting_state(task: SourceTask | None, base_commit: str, workspace: Path, out_dir: Path) -> StartingState:
+    """The run's starting state (docs/protocol.md section 5.2), made ``HEAD`` of ``workspace``.
+
+    Preparing the task's environment in the workspace ran its setup steps there (SWE-bench's
+    ``pre_install``: ``sed`` pins in ``setup.py``, ``tox.ini``...): those edits are the environment's, never
+    the agent's. They are found as replay finds them (:func:`takeover.starting_state.find_environment_edits`,
+    in a scratch checkout under ``out_dir``) and committed on top of ``base_commit`` as SWE-bench's images
+    commit them, so the agent's ``git diff`` does not show them either. Without a task record no setup ran:
+    the starting state is ``base_commit``.
+
+    Raises:
+        TakeoverError: git fails in the workspace.
+    """
+    if task is None:
+        found = git(workspace, "rev-parse", "--verify", f"{base_commit}^{{tree}}")
+        if found.returncode != 0:
+            raise TakeoverError(f"{workspace} lacks base_commit {base_commit}: {found.stderr.strip()[:300]}")
+        return StartingState(base_commit=base_commit, tree=found.stdout.strip())
+    start = find_environment_edits(task, workspace, work_dir=out_dir)
+    commit_starting_state(workspace, start)
+    return start
+
+
 def run_agent(
     spec: RunSpec, out_dir: Path, workspace: Path, *, setup_started: float | None = None
 ) -> RunRecord:
     """Run mini-swe-agent on a prepared ``workspace`` as ``spec`` says and write the run folder ``out_dir``.
 
     ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
-    inside ``out_dir``. run.json records :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with
+    inside ``out_dir``. Once the task's environment is prepared in it, its starting state (``base_commit``
+    plus the environment's setup edits, docs/protocol.md section 5.2) becomes ``HEAD``, and ``patch.diff``
+    is the final state's diff against it (run.json's ``starting_state``). run.json records :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with
     its key. ``setup_started`` (a ``time.perf_counter()`` value, seconds) starts the setup clock (default:
     now). When bubblewrap is available the commands see the workspace at ``/testbed`` (as in SWE-bench
     images), so the prompt is the same whatever the output folder; without a sandbox the prompt names the
@@ -107,6 +133,10 @@ def run_agent(
     atomic_write_json(out_dir / "run.json", redact_obj(record.model_dump(mode="json")))
     task_env, described = _task_environment(spec.task, workspace)
     record.environment = described
+    start = _starting_state(spec.task, spec.base_commit, workspace, out_dir)
+    record.starting_state, record.environment_files = start.tree, start.files
+    if start.notes:
+        record.environment["starting_state_notes"] = start.notes
     tmp_dir = out_dir / "tmp"
     tmp_dir.mkdir(exist_ok=True)
     env = make_command_sandbox(
@@ -166,9 +196,11 @@ def run_agent(
         try:
             final = snapshots.take_snapshot(workspace)
             record.final_snapshot = final
-            patch = snapshots.snapshot_patch(workspace, spec.base_commit, final)
+            # Against the starting state: the environment's setup edits are not the agent's, and grading
+            # makes them again (docs/protocol.md section 5.2).
+            patch = snapshots.snapshot_patch(workspace, start.tree, final)
             atomic_write_bytes(out_dir / "patch.diff", snapshots.patch_bytes(redact(patch)))
-            trees = {e.snapshot for e in recorder.events if e.snapshot} | {final, initial}
+            trees = {e.snapshot for e in recorder.events if e.snapshot} | {final, initial, start.tree}
             git(
                 workspace,
                 "update-ref",

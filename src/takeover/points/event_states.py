@@ -92,6 +92,13 @@ def recorded_diffs(
     return out
 
 
+def _recorded_start(snapshot_repo: Path | str, base_commit: str, tree: str) -> StartingState:
+    """The starting state our runner recorded (run.json's ``starting_state``, a tree in ``snapshot_repo``):
+    exactly the state the run's agent started from, so nothing is recomputed."""
+    diffs = without_generated(snapshot_diff(snapshot_repo, base_commit, tree))[0]
+    return StartingState(base_commit=base_commit, tree=tree, diffs=diffs)
+
+
 def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str | None,
                  use_sandbox: bool) -> tuple[StartingState | None, list[str]]:
     """The environment's edits, found in a scratch checkout, for states that were not replayed: ``(None, [])``
@@ -142,7 +149,9 @@ def event_states(
     """The per-event diffs of one run and the verdict on them, from the best source available.
 
     Recorded snapshots are read from ``snapshot_repo`` (by default the workspace our runner names in
-    ``trajectory.metadata["snapshot_repo"]``); else stored per-step diffs; else the run is replayed in a
+    ``trajectory.metadata["snapshot_repo"]``), against the starting state the run recorded
+    (``trajectory.metadata["starting_state"]``) or, for runs that recorded none, the one the task's setup
+    steps give; else stored per-step diffs; else the run is replayed in a
     fresh workspace of ``task`` from ``repo_source`` (under ``work_dir``, a temporary folder by default,
     removed afterwards).
 
@@ -171,7 +180,11 @@ def event_states(
     repo_source = repo_source or RepoSource()
     stored = any(ev.state_diff is not None for ev in trajectory.events)
     if (snapshot_repo and any(ev.snapshot for ev in trajectory.events)) or stored:
-        start, notes = _setup_edits(task, repo_source, work_dir, use_sandbox)
+        recorded_start = trajectory.metadata.get("starting_state")
+        if snapshot_repo and recorded_start:
+            start, notes = _recorded_start(snapshot_repo, task.base_commit, recorded_start), []
+        else:
+            start, notes = _setup_edits(task, repo_source, work_dir, use_sandbox)
         diffs = recorded_diffs(trajectory, snapshot_repo, task.base_commit, start) if snapshot_repo else None
         verdict = ReplayVerdict(verified=True, method="recorded_snapshot", notes=notes)
         if diffs is None:

@@ -8,7 +8,8 @@ Run folder::
     events.jsonl          one takeover.trajectories.events.Event per line
     calls.jsonl           one LLMCall per line (usage of every model call)
     <instance_id>.traj.json  mini-swe-agent's native trajectory (format mini-swe-agent-1.1)
-    patch.diff            final diff of the workspace against base_commit (untracked files included)
+    patch.diff            final diff of the workspace against the run's starting state (base_commit plus
+                          the task environment's setup edits; untracked files included)
     workspace/            the repository; its .git keeps every snapshot tree (refs/takeover/snapshots/*)
 
 ``run.json`` is rewritten atomically after every step, so a reader always finds a complete record:
@@ -22,7 +23,8 @@ instead of replaying (docs/protocol.md section 5 source (a)):
 - ``takeover``: the ``events.jsonl`` file itself (its folder must hold ``run.json``).
 
 The trajectory's ``metadata`` carries ``snapshot_repo`` (the run's workspace, whose git objects hold every
-``Event.snapshot`` tree), ``run_dir``, ``repo``, ``base_commit``, ``kind``, ``usage``, ``finished``, the
+``Event.snapshot`` tree), ``starting_state`` (the tree every diff of the run is taken against; ``None`` for
+runs of earlier versions), ``run_dir``, ``repo``, ``base_commit``, ``kind``, ``usage``, ``finished``, the
 accounting and the origin. ``final_patch`` is ``patch.diff``; ``task_prompt`` is ``prompt.md``.
 """
 
@@ -137,7 +139,12 @@ class RunRecord(BaseModel):
         exit_detail: the error message for ``model_error``/``environment_error``, redacted.
         submission: what the agent submitted (mini-swe-agent's ``submission``), redacted.
         final_snapshot: tree id of the workspace at the end; ``patch.diff`` is its diff against
-            ``base_commit``.
+            ``starting_state``.
+        starting_state: tree id of the run's starting state in ``workspace``: ``base_commit`` plus the edits
+            the task environment's setup made there (docs/protocol.md section 5.2), committed on top of
+            ``base_commit`` as ``HEAD``; ``None`` in records of earlier versions, whose ``patch.diff`` is
+            against ``base_commit`` and may hold those edits.
+        environment_files: the files the environment's setup changed (sorted).
         snapshots: ``recorded`` (every event carries the snapshot taken after it).
         origin: for takeover runs, the checkpoint and view.
         versions: :func:`takeover.versions.package_versions` when the run started.
@@ -167,6 +174,8 @@ class RunRecord(BaseModel):
     exit_detail: str | None = None
     submission: str | None = None
     final_snapshot: str | None = None
+    starting_state: str | None = None
+    environment_files: list[str] = Field(default_factory=list)
     snapshots: Literal["recorded", "unavailable"] = "recorded"
     origin: TakeoverOrigin | None = None
     versions: dict[str, str] = Field(default_factory=dict)
@@ -240,6 +249,7 @@ def read_run(run_dir: Path | str) -> Trajectory:
         metadata={
             "run_dir": str(run_dir),
             "snapshot_repo": record.workspace,
+            "starting_state": record.starting_state,
             "repo": record.repo,
             "base_commit": record.base_commit,
             "kind": record.kind,
