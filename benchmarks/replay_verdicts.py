@@ -107,7 +107,8 @@ def _one(traj: Trajectory, task: SourceTask, source: RepoSource, args) -> dict:
         v = result.verdict
         record.update(verified=v.verified, rule=v.rule, reason=v.reason, notes=v.notes, interpreter=v.interpreter,
                       environment_files=v.environment_files)
-        record["points"] = len(detect_points(traj.events, result.diffs)[0]) if v.verified else 0
+        record["points"] = (len(detect_points(traj.events, result.diffs, base_top_level=result.base_top_level)[0])
+                            if v.verified else 0)
     if not args.no_floor:
         with tempfile.TemporaryDirectory(prefix="replay-floor-") as tmp:
             ws, _, _, env, _, _ = _workspace(traj, task, source, Path(tmp) / "floor", not args.no_environment)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection
 
 from takeover.vocabulary import FileClass, VerificationResult
 
@@ -16,8 +17,8 @@ SOURCE_SUFFIXES: frozenset[str] = frozenset(
     {".py", ".js", ".jsx", ".ts", ".tsx", ".java", ".go", ".rs", ".c", ".cc", ".cpp", ".h", ".hpp", ".cs",
      ".rb", ".php", ".scala", ".kt"}
 )
-#: docs/protocol.md section 3: a path whose first component (a top-level file or folder) starts with one of
-#: these is a scratch file.
+#: docs/protocol.md section 3.2: a top-level file, or a file in a top-level folder the agent created, whose
+#: name starts with one of these is a scratch file.
 SCRATCH_PREFIXES: tuple[str, ...] = ("reproduce", "repro", "scratch", "tmp", "debug")
 #: docs/protocol.md section 3.3: folders of generated output, wherever they are in a path.
 GENERATED_FOLDERS: frozenset[str] = frozenset(
@@ -48,12 +49,26 @@ def is_test_file(path: str) -> bool:
     return bool(_TEST_PATH.search(path) or _TEST_NAME.match(name))
 
 
-def is_scratch_file(path: str) -> bool:
-    """A path whose first component (a top-level file, or the top-level folder it is in) starts with
-    ``reproduce``/``repro``/``scratch``/``tmp``/``debug``: ``reproduce.py``, ``reproduce_issue/run.py``
-    (docs/protocol.md section 3.2; the match is case-insensitive, an extension)."""
+def is_scratch_file(path: str, *, base_top_level: Collection[str] | None = None) -> bool:
+    """Scratch file rule of docs/protocol.md section 3.2: the path's first component (a top-level file, or the
+    top-level folder it is in) starts with ``reproduce``/``repro``/``scratch``/``tmp``/``debug``
+    (case-insensitively, an extension) and ``base_commit`` has no top-level entry of that name.
+
+    ``reproduce.py`` and ``reproduce_issue/run.py`` are scratch files when the agent created them. A file of
+    a folder the repository has at ``base_commit`` (``debug_toolbar/``, ``tmp_utils/``, ``scratchpad/`` in
+    some projects) never is, and neither is a top-level file ``base_commit`` has: both extensions of the
+    paper's top-level file rule.
+
+    Args:
+        path: repository-relative path.
+        base_top_level: names of the top-level files and folders of ``base_commit``'s tree
+            (:func:`takeover.snapshots.top_level_names`); ``None`` when unknown, then the name alone decides
+            (a repository folder named like scratch counts as scratch).
+    """
     first = _normalize_path(path).split("/", 1)[0]
-    return first.lower().startswith(SCRATCH_PREFIXES)
+    if not first.lower().startswith(SCRATCH_PREFIXES):
+        return False
+    return base_top_level is None or first not in base_top_level
 
 
 def _suffix(path: str) -> str:
@@ -78,18 +93,24 @@ def is_generated_output(path: str) -> bool:
     return _suffix(parts[-1]) in GENERATED_SUFFIXES
 
 
-def file_class(path: str) -> FileClass:
+def file_class(path: str, *, base_top_level: Collection[str] | None = None) -> FileClass:
     """Class of a repository-relative path (docs/protocol.md section 3).
 
     Returns ``"test"`` when the test-file rule matches (whatever the suffix), else ``"source"`` when the
-    suffix is a source suffix and the path is neither a scratch file nor generated output
-    (:func:`is_generated_output`), else ``"artifact"`` (non-source artifact: scratch scripts, notes, logs,
-    build output, data files).
+    suffix is a source suffix and the path is neither a scratch file (:func:`is_scratch_file`, which
+    ``base_top_level`` informs) nor generated output (:func:`is_generated_output`), else ``"artifact"``
+    (non-source artifact: scratch scripts, notes, logs, build output, data files).
+
+    Args:
+        path: repository-relative path.
+        base_top_level: names of the top-level files and folders of ``base_commit``'s tree, or ``None``
+            when unknown (see :func:`is_scratch_file`).
     """
     path = _normalize_path(path)
     if is_test_file(path):
         return "test"
-    if _suffix(path) in SOURCE_SUFFIXES and not is_scratch_file(path) and not is_generated_output(path):
+    if (_suffix(path) in SOURCE_SUFFIXES and not is_scratch_file(path, base_top_level=base_top_level)
+            and not is_generated_output(path)):
         return "source"
     return "artifact"
 

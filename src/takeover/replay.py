@@ -151,13 +151,16 @@ class ReplayStep(BaseModel):
 
 class ReplayResult(BaseModel):
     """States after every event: ``trees[i]`` (snapshot tree id) and ``diffs[i]`` ({path: diff against the
-    starting state}); ``start`` is that starting state when it was determined (docs/protocol.md section 5.2)."""
+    starting state}); ``start`` is that starting state when it was determined (docs/protocol.md section 5.2);
+    ``base_top_level`` the names of ``base_commit``'s top-level files and folders, which the scratch rule
+    needs (docs/protocol.md section 3.2; ``None`` when no copy of the repository was at hand)."""
 
     trees: list[str] = Field(default_factory=list)
     diffs: list[dict[str, str]] = Field(default_factory=list)
     steps: list[ReplayStep] = Field(default_factory=list)
     verdict: ReplayVerdict
     start: StartingState | None = None
+    base_top_level: list[str] | None = None
 
     @property
     def final_patch(self) -> str:

@@ -136,6 +136,17 @@ def snapshot_diff(workspace: Path | str, base_commit: str, tree: str) -> dict[st
     return split_patch(snapshot_patch(workspace, base_commit, tree))
 
 
+def top_level_names(repository: Path | str, commit: str) -> list[str]:
+    """Names of the top-level files and folders of ``commit``'s tree in ``repository`` (sorted): what the
+    scratch rule needs to know of ``base_commit`` (docs/protocol.md section 3.2). Read-only.
+
+    Raises:
+        SnapshotError: ``repository`` is not a git repository or lacks ``commit``.
+    """
+    out = _run(["ls-tree", "--name-only", "-z", f"{commit}^{{tree}}"], repository)
+    return sorted(p for p in out.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
 def untracked_files(workspace: Path | str) -> list[str]:
     """Repository-relative paths of the untracked, not ignored files of ``workspace`` (sorted).
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 
 from takeover._io import atomic_write_text, sha256_file, sha256_text
@@ -47,6 +48,7 @@ from takeover.results import (
     ViewOutput,
     ViewUnitInputs,
 )
+from takeover.snapshots import SnapshotError, top_level_names
 from takeover.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
@@ -311,9 +313,19 @@ def checkpoint_diff_preserved(checkpoint_patch: str, final_patch: str) -> bool:
     return True
 
 
-def only_source_files_changed(final_patch: str) -> bool:
-    """Whether every file the final diff changes is a source file (docs/protocol.md section 3)."""
-    return all(file_class(p) == "source" for p in patch_files(final_patch))
+def only_source_files_changed(final_patch: str, base_top_level: Collection[str] | None = None) -> bool:
+    """Whether every file the final diff changes is a source file (docs/protocol.md section 3);
+    ``base_top_level``: the top-level names of ``base_commit``, which the scratch rule needs (``None``:
+    unknown, the names alone decide)."""
+    return all(file_class(p, base_top_level=base_top_level) == "source" for p in patch_files(final_patch))
+
+
+def _base_top_level(record: RunRecord) -> list[str] | None:
+    """The top-level names of ``base_commit`` in a run's workspace, ``None`` when it is unreadable."""
+    try:
+        return top_level_names(record.workspace, record.base_commit)
+    except SnapshotError:
+        return None
 
 
 def takeover_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
@@ -332,7 +344,7 @@ def takeover_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         **shared,
         checkpoint_diff_preserved=checkpoint_diff_preserved(_read(Path(args.checkpoint_dir) / "checkpoint.patch"),
                                                             final),
-        only_source_files_changed=only_source_files_changed(final),
+        only_source_files_changed=only_source_files_changed(final, _base_top_level(record)),
     )
     _fail_on_infrastructure("takeover", out)
     return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)

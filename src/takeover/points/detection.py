@@ -6,7 +6,7 @@ The rules for file classes, verification commands and their results are :mod:`ta
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -103,16 +103,25 @@ def verifications(events: Sequence[Event]) -> list[Verification]:
     return found
 
 
-def source_edits(events: Sequence[Event], diffs: Sequence[Mapping[str, str]]) -> list[int]:
+def source_edits(
+    events: Sequence[Event], diffs: Sequence[Mapping[str, str]], *, base_top_level: Collection[str] | None = None
+) -> list[int]:
     """Indices of source edits: events after which the per-file diff of at least one source file differs
-    from its diff after the previous event (docs/protocol.md section 3). Test and artifact changes never count."""
+    from its diff after the previous event (docs/protocol.md section 3.4). Test and artifact changes never
+    count. ``base_top_level``: the top-level names of ``base_commit``, which the scratch rule needs
+    (:func:`takeover.classify.is_scratch_file`; ``None`` when unknown).
+
+    Raises:
+        ValueError: ``diffs`` and ``events`` differ in length.
+    """
     if len(diffs) != len(events):
         raise ValueError(f"diffs has {len(diffs)} entries for {len(events)} events")
     edits = []
     previous: Mapping[str, str] = {}
     for i, current in enumerate(diffs):
         changed = set(previous) | set(current)
-        if any(file_class(p) == "source" and previous.get(p) != current.get(p) for p in changed):
+        if any(file_class(p, base_top_level=base_top_level) == "source" and previous.get(p) != current.get(p)
+               for p in changed):
             edits.append(i)
         previous = current
     return edits
@@ -120,20 +129,21 @@ def source_edits(events: Sequence[Event], diffs: Sequence[Mapping[str, str]]) ->
 
 def point_at(
     kind: PointType | SessionEnd, index: int, diff: Mapping[str, str], edits: Sequence[int],
-    checks: Sequence[Verification],
+    checks: Sequence[Verification], *, base_top_level: Collection[str] | None = None,
 ) -> HandoffPoint:
     """What a point at event ``index`` records (docs/protocol.md section 4.4).
 
     Args:
         kind: the point's type.
         index: the handoff event (0-based).
-        diff: ``{path: cumulative diff against base_commit}`` after that event.
+        diff: ``{path: cumulative diff against the starting state}`` after that event.
         edits: indices of the run's source edits (:func:`source_edits`), in order.
         checks: the run's verification observations (:func:`verifications`), in order.
+        base_top_level: the top-level names of ``base_commit`` for the scratch rule (``None``: unknown).
     """
     classes: dict[str, list[str]] = {"source": [], "test": [], "artifact": []}
     for path in sorted(diff):
-        classes[file_class(path)].append(path)
+        classes[file_class(path, base_top_level=base_top_level)].append(path)
     seen = [v for v in checks if v.event_index <= index]
     latest = seen[-1] if seen else None
     last_edit = max((e for e in edits if e <= index), default=None)
@@ -155,13 +165,16 @@ def point_at(
 
 
 def detect_points(
-    events: Sequence[Event], diffs: Sequence[Mapping[str, str]]
+    events: Sequence[Event], diffs: Sequence[Mapping[str, str]], *, base_top_level: Collection[str] | None = None
 ) -> tuple[list[HandoffPoint], list[MissingPoint]]:
     """The three handoff points of a run (docs/protocol.md section 4), and the reason for each missing one.
 
     Args:
         events: the run's events (``Trajectory.events``).
-        diffs: ``diffs[i]`` = ``{path: cumulative diff against base_commit}`` after event ``i``.
+        diffs: ``diffs[i]`` = ``{path: cumulative diff against the starting state}`` after event ``i``.
+        base_top_level: names of the top-level files and folders of ``base_commit``
+            (:func:`takeover.snapshots.top_level_names`): a folder the repository has is never a scratch
+            folder (docs/protocol.md section 3.2). ``None`` when unknown: the names alone decide.
 
     Rules:
         - ``after_first_source_edit``: the first source edit (section 3 definition).
@@ -177,8 +190,12 @@ def detect_points(
     Raises:
         ValueError: ``diffs`` and ``events`` differ in length.
     """
-    edits = source_edits(events, diffs)
+    edits = source_edits(events, diffs, base_top_level=base_top_level)
     checks = verifications(events)
+
+    def at(kind: PointType, index: int) -> HandoffPoint:
+        return point_at(kind, index, diffs[index], edits, checks, base_top_level=base_top_level)
+
     points: list[HandoffPoint] = []
     missing: list[MissingPoint] = []
     if not edits:
@@ -188,12 +205,12 @@ def detect_points(
             reason += f" (only test files or non-source artifacts changed: {', '.join(touched[:5])})"
         return [], [MissingPoint(type=t, reason=reason) for t in POINT_TYPES]
     first_edit = edits[0]
-    points.append(point_at("after_first_source_edit", first_edit, diffs[first_edit], edits, checks))
+    points.append(at("after_first_source_edit", first_edit))
 
     after_edit = [v for v in checks if v.event_index > first_edit]
     if after_edit:
         first_check = after_edit[0].event_index
-        points.append(point_at("after_first_verification_result", first_check, diffs[first_check], edits, checks))
+        points.append(at("after_first_verification_result", first_check))
     else:
         missing.append(MissingPoint(
             type="after_first_verification_result",
@@ -207,7 +224,7 @@ def detect_points(
     else:
         later = [e for e in edits if e > failed.event_index and not is_git_restore_command(command_of(events, e))]
         if later:
-            points.append(point_at("after_first_post_failure_edit", later[0], diffs[later[0]], edits, checks))
+            points.append(at("after_first_post_failure_edit", later[0]))
         else:
             missing.append(MissingPoint(
                 type="after_first_post_failure_edit",

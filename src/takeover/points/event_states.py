@@ -25,12 +25,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from takeover.classify import SCRATCH_PREFIXES
 from takeover.environments import prepare_environment
 from takeover.errors import RepositoryUnavailable, TakeoverError
 from takeover.patches import first_difference, split_patch
 from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict, replay_trajectory
 from takeover.repos import RepoSource
-from takeover.snapshots import join_diffs, snapshot_diff, without_generated
+from takeover.snapshots import join_diffs, snapshot_diff, top_level_names, without_generated
 from takeover.starting_state import (
     StartingState,
     apply_starting_state,
@@ -99,6 +100,37 @@ def _recorded_start(snapshot_repo: Path | str, base_commit: str, tree: str) -> S
     return StartingState(base_commit=base_commit, tree=tree, diffs=diffs)
 
 
+def _top_level(repository: Path | str | None, base_commit: str) -> list[str] | None:
+    """``base_commit``'s top-level names in ``repository``, or ``None`` when it cannot tell."""
+    if repository is None:
+        return None
+    try:
+        return top_level_names(repository, base_commit)
+    except TakeoverError:
+        return None
+
+
+def _local_repository(task: SourceTask, repo_source: RepoSource) -> Path | None:
+    """A copy of the task's repository on this machine (the mirror or the cache), never a download: stored
+    diffs need no repository, only the scratch rule's top-level names (docs/protocol.md section 3.2)."""
+    try:
+        return RepoSource(repo_source.mirror, offline=True).bare_repo(task.repo, task.base_commit)
+    except TakeoverError:
+        return None
+
+
+def _unknown_top_level_note(diffs: Sequence[dict[str, str]]) -> list[str]:
+    """A note naming the top-level folders judged by their name alone, when ``base_commit``'s top-level
+    names are unknown and it matters: some changed path lies in a folder named like scratch."""
+    folders = sorted({p.split("/", 1)[0] for d in diffs for p in d
+                      if "/" in p and p.lower().startswith(SCRATCH_PREFIXES)})
+    if not folders:
+        return []
+    note = (f"base_commit's top-level names are unknown (no copy of the repository on this machine): "
+            f"{', '.join(folders[:5])} counted as scratch folders by name (docs/protocol.md section 3.2)")
+    return [note]
+
+
 def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str | None,
                  use_sandbox: bool) -> tuple[StartingState | None, list[str]]:
     """The environment's edits, found in a scratch checkout, for states that were not replayed: ``(None, [])``
@@ -165,7 +197,9 @@ def event_states(
     Returns:
         :class:`ReplayResult`: ``diffs[i]`` is ``{path: cumulative diff against the starting state}`` after
         event ``i`` (``trees`` and ``steps`` only for a replay); ``verdict.verified`` says whether they are
-        exact; ``start`` holds the environment's own edits. A replay that fails for any reason of its own
+        exact; ``start`` holds the environment's own edits; ``base_top_level`` the top-level names of
+        ``base_commit`` (read from the run's repository, the replay workspace or, for stored diffs, a copy on
+        this machine; ``None`` and a note when there is none). A replay that fails for any reason of its own
         (git, the environment's setup, a file it cannot write) is an unreplayable verdict with that reason.
 
     Raises:
@@ -187,9 +221,11 @@ def event_states(
             start, notes = _setup_edits(task, repo_source, work_dir, use_sandbox)
         diffs = recorded_diffs(trajectory, snapshot_repo, task.base_commit, start) if snapshot_repo else None
         verdict = ReplayVerdict(verified=True, method="recorded_snapshot", notes=notes)
+        top_level = _top_level(snapshot_repo, task.base_commit)
         if diffs is None:
             diffs = stored_diffs(trajectory, start)
             verdict = ReplayVerdict(verified=True, method="stored_diff", notes=notes)
+            top_level = _top_level(_local_repository(task, repo_source), task.base_commit)
         if diffs is not None:
             if start is not None and start.diffs:
                 verdict.environment_files = start.files
@@ -197,7 +233,9 @@ def event_states(
                 # Informational: a stored source is exact by construction (docs/protocol.md section 5).
                 verdict.first_mismatch = first_difference(join_diffs(diffs[-1]) if diffs else "",
                                                           _without_setup(trajectory.final_patch, start))
-            return ReplayResult(diffs=diffs, verdict=verdict, start=start)
+            if top_level is None:
+                verdict.notes += _unknown_top_level_note(diffs)
+            return ReplayResult(diffs=diffs, verdict=verdict, start=start, base_top_level=top_level)
     with tempfile.TemporaryDirectory(prefix="takeover-points-", dir=work_dir) as tmp:
         ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
         try:
@@ -216,6 +254,7 @@ def event_states(
             return ReplayResult(verdict=ReplayVerdict(verified=False, method="replay",
                                                       reason=f"replay failed: {_reason(exc, ws)}"))
         result.start = start
+        result.base_top_level = _top_level(ws, task.base_commit)
         return result
 
 

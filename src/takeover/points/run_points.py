@@ -134,6 +134,6 @@ def analyze_run(
     base["environment_patch"] = result.start.patch if result.start is not None else ""
     if not result.verdict.verified:
         return RunPoints(**base, replay=result.verdict, missing=_unqualified(result.verdict))
-    points, missing = detect_points(trajectory.events, result.diffs)
+    points, missing = detect_points(trajectory.events, result.diffs, base_top_level=result.base_top_level)
     patches = {p.type: join_diffs(result.diffs[p.event_index]) for p in points}
     return RunPoints(**base, replay=result.verdict, points=points, missing=missing, patches=patches)
