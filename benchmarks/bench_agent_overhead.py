@@ -72,7 +72,7 @@ def main() -> None:
         t0 = time.perf_counter()
         record = run_predecessor(
             task,
-            ModelSettings(name="scripted", base_url=srv.base_url, api_key_env=None, retries=0),
+            ModelSettings(model="scripted", base_url=srv.base_url, api_key_env=None, retries=0),
             Path(tmp) / "run",
             limits=RunLimits(step_limit=args.steps),
             repo_source=RepoSource(os.environ["TAKEOVER_MIRROR"], offline=True),

@@ -105,7 +105,7 @@ def write_experiment(out: Path, runs: int, seed: int = 7) -> None:
         (out / "units" / stage).mkdir(parents=True, exist_ok=True)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     template = json.loads(RunRecord(run_id="run", kind="takeover", instance_id="x", repo="acme/x", base_commit="0" * 40,
-                                    workspace="w", model={"name": "m"}, limits=RunLimits(), started_at="t",
+                                    workspace="w", model={"model": "m"}, limits=RunLimits(), started_at="t",
                                     finished=True, exit_status="submitted").model_dump_json())
     plan: dict = {"name": "page-benchmark", "bootstrap": {"resamples": 1000, "seed": 1},
                   "stages": {s: [] for s in ("checkpoint", "handoff_state", "view", "takeover", "grade")}}

@@ -3,7 +3,7 @@
 
 Usage:
 
-    takeover points TRAJ... --dataset D --mirror M --out POINTS/      # detection (replay needs the mirror)
+    takeover points TRAJ... --dataset D --mirror M --out-dir POINTS/      # detection (replay needs the mirror)
     python benchmarks/views_sizes.py POINTS/ --dataset D [--model NAME --base-url URL] [--out DIR]
 
 Without ``--model`` a scripted server stands in for the note writer and answers with fixed notes of a
@@ -79,7 +79,7 @@ def _trajectory(record: RunPoints):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("points", type=Path, help="folder of *.points.json (takeover points --out)")
+    parser.add_argument("points", type=Path, help="folder of *.points.json (takeover points --out-dir)")
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--model")
     parser.add_argument("--base-url")
@@ -88,10 +88,10 @@ def main(argv: list[str] | None = None) -> int:
     tasks = {t.instance_id: t for t in load_tasks(args.dataset)}
     server = None
     if args.model:
-        settings = ModelSettings(name=args.model, base_url=args.base_url)
+        settings = ModelSettings(model=args.model, base_url=args.base_url)
     else:
         server = ScriptedServer(_answer).start()
-        settings = ModelSettings(name="scripted", base_url=server.base_url, api_key_env=None)
+        settings = ModelSettings(model="scripted", base_url=server.base_url, api_key_env=None)
     sizes: dict[str, list[tuple[int, int]]] = {v: [] for v in VIEWS}
     failures: list[str] = []
     points = 0

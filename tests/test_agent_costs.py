@@ -32,7 +32,7 @@ def test_run_cost_is_the_cost_map_price_of_each_calls_usage(tmp_path, task_and_m
                     + cached["completion_tokens"] * price["output_cost_per_token"])
     task, mirror = task_and_mirror
     with ScriptedServer([{**bash("ls"), "usage": u} for u in USAGE]) as srv:
-        model = ModelSettings(name="gpt-4o", base_url=srv.base_url, api_key_env=None, retries=0)
+        model = ModelSettings(model="gpt-4o", base_url=srv.base_url, api_key_env=None, retries=0)
         record = run_predecessor(task, model, tmp_path / "run", repo_source=RepoSource(mirror),
                                  limits=RunLimits(step_limit=2))
     assert record.exit_status is ExitStatus.step_limit
@@ -50,7 +50,7 @@ def test_a_cost_limit_below_the_first_calls_price_stops_after_it(tmp_path, task_
     first = USAGE[0]["prompt_tokens"] * price["input_cost_per_token"] + USAGE[0]["completion_tokens"] * price["output_cost_per_token"]
     task, mirror = task_and_mirror
     with ScriptedServer([{**bash("ls"), "usage": u} for u in USAGE]) as srv:
-        model = ModelSettings(name="gpt-4o", base_url=srv.base_url, api_key_env=None, retries=0)
+        model = ModelSettings(model="gpt-4o", base_url=srv.base_url, api_key_env=None, retries=0)
         record = run_predecessor(task, model, tmp_path / "run", repo_source=RepoSource(mirror),
                                  limits=RunLimits(cost_limit=first * 0.99))
     assert record.exit_status is ExitStatus.cost_limit

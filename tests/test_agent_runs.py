@@ -70,9 +70,9 @@ def test_a_finished_run_is_reused_only_for_the_same_inputs(tmp_path, task_and_mi
     with ScriptedServer([]) as srv:
         assert run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1)) == first
         assert srv.requests == []
-        with pytest.raises(InputError, match=r"holds a different run .*differs in limits.*use another --out"):
+        with pytest.raises(InputError, match=r"holds a different run .*differs in limits.*use another --out-dir"):
             run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2))
-        other = settings(srv).model_copy(update={"name": "other-model"})
+        other = settings(srv).model_copy(update={"model": "other-model"})
         with pytest.raises(InputError, match=r"differs in model\).*model other-model"):
             run_predecessor(task, other, out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
         with pytest.raises(InputError, match="differs in prompt_sha256"):
@@ -152,7 +152,7 @@ def test_takeover_rerun_with_another_view_is_refused_by_the_cli_with_exit_2(tmp_
         refused = _cli([*base, "--view", "raw_trace"])
     assert refused.exit_code == 2, refused.output
     assert "holds a different run (view repo_only, model scripted" in refused.output
-    assert "use another --out or delete it" in refused.output
+    assert "use another --out-dir or delete it" in refused.output
     assert json.loads((out / "run.json").read_text())["origin"]["view"] == "repo_only"
 
 

@@ -46,7 +46,7 @@ SOLVE = [
 
 
 def settings(srv: ScriptedServer, **kw) -> ModelSettings:
-    return ModelSettings(name="scripted", base_url=srv.base_url, api_key_env=None, retries=0, **kw)
+    return ModelSettings(model="scripted", base_url=srv.base_url, api_key_env=None, retries=0, **kw)
 
 
 def events_of(run_dir: Path) -> list[dict]:
@@ -164,7 +164,7 @@ LIMIT_CASES = {
     # The first answer comes after the limit, whatever the load: the second call is never made.
     "time_limit": (RunLimits(wall_time_limit_seconds=3), [{**bash("ls"), "delay": 4}, bash("ls")], {}, (1, 2)),
     "token_limit": (RunLimits(prompt_token_limit=1), [bash("ls")] * 2, {}, (1, 2)),
-    "cost_limit": (RunLimits(cost_limit=1e-9), [bash("ls")] * 2, {"name": "gpt-4o"}, (1, 2)),
+    "cost_limit": (RunLimits(cost_limit=1e-9), [bash("ls")] * 2, {"model": "gpt-4o"}, (1, 2)),
     "format_errors": (RunLimits(max_consecutive_format_errors=3), [{"content": "no action"}] * 4, {}, (3, 6)),
     "model_error": (
         RunLimits(),
@@ -181,10 +181,10 @@ LIMIT_CASES = {
 def test_each_limit_stops_the_run_with_its_own_status(tmp_path, task_and_mirror, status):
     task, mirror = task_and_mirror
     limits, script, model_kw, (calls, n_events) = LIMIT_CASES[status]
-    name = model_kw.pop("name", "scripted")
+    name = model_kw.pop("model", "scripted")
     with ScriptedServer(script) as srv:
         model = ModelSettings(
-            name=name, base_url=srv.base_url, api_key_env=None, **{"retries": 0, **model_kw}
+            model=name, base_url=srv.base_url, api_key_env=None, **{"retries": 0, **model_kw}
         )
         record = run_predecessor(task, model, tmp_path / "run", repo_source=RepoSource(mirror), limits=limits)
     assert record.exit_status == ExitStatus(status)
@@ -441,7 +441,7 @@ def test_reported_cached_tokens_are_summed_and_no_secret_reaches_the_agent_or_th
     script = [{**bash("env | grep -c TAKEOVER_TEST_API_KEY; echo leak sk-" + "x7" * 20), "usage": usage}] * 2
     with ScriptedServer(script) as srv:
         model = ModelSettings(
-            name="scripted", base_url=srv.base_url, api_key_env="TAKEOVER_TEST_API_KEY", retries=0
+            model="scripted", base_url=srv.base_url, api_key_env="TAKEOVER_TEST_API_KEY", retries=0
         )
         record = run_predecessor(task, model, tmp_path / "run", repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2))
     acc = record.accounting

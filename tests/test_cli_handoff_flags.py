@@ -44,7 +44,7 @@ def test_handoff_raw_trace_budgets_in_characters_and_tokens(claude):
     full = cli("handoff", session, "--repo", root, "--record", "0")
     assert full.exit_code == 0, full.output
     assert "earlier events omitted" not in full.stdout
-    for flag, value in (("--max-chars", "600"), ("--max-tokens", "150")):
+    for flag, value in (("--raw-trace-max-chars", "600"), ("--raw-trace-max-tokens", "150")):
         cut = cli("handoff", session, "--repo", root, flag, value)
         assert cut.exit_code == 0, cut.output
         assert "earlier events omitted" in cut.stdout and len(cut.stdout) < len(full.stdout)
@@ -114,7 +114,7 @@ def test_resume_tool_protocol_and_command_timeout(claude, tmp_path):
 
 def test_resume_budgets_note_cap_timeout_and_record(claude, tmp_path):
     session, root = claude
-    for flag, value in (("--max-chars", "600"), ("--max-tokens", "150")):
+    for flag, value in (("--raw-trace-max-chars", "600"), ("--raw-trace-max-tokens", "150")):
         out = tmp_path / flag.strip("-")
         with ScriptedServer([SUBMIT]) as srv:
             result = cli("resume", session, "--repo", root, "--model", "scripted", *endpoint(srv, "--retries", "0"),

@@ -16,7 +16,7 @@ from takeover.errors import InputError
 from takeover.experiments import load_experiment
 from takeover.repos import RepoSource
 
-ENDPOINT = '[[successors]]\nname = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+ENDPOINT = '[[successors]]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
 BASE = '[dataset]\npath = "tasks.jsonl"\ninstance_ids = ["a__b-1"]\n[predecessor]\ntrajectories = ["t/"]\n' + ENDPOINT
 
 

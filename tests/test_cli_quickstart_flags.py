@@ -62,7 +62,7 @@ def test_quickstart_with_the_embedded_model_and_its_flags(synthetic, tmp_path): 
     assert config["notes"]["note_max_tokens"] == 300 and config["execution"]["workers"] == 2
     assert config["mirror"] == str((synthetic / "mirror").resolve()) and config["offline"] is True
     result = json.loads((out / "quickstart.json").read_text())
-    assert result["ok"] is True and result["model"]["name"] == "openai/qwen2.5-coder-0.5b-instruct"
+    assert result["ok"] is True and result["model"]["model"] == "openai/qwen2.5-coder-0.5b-instruct"
     assert "Notes were capped at 300 completion tokens" in (out / "report.md").read_text()
 
     parts = tmp_path / "parts"
@@ -87,6 +87,6 @@ def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
     assert srv.served >= 2 and all(r["model"] == "scripted" for r in srv.requests)  # the successor's calls
     config = json.loads((out / "config.resolved.json").read_text())
     successor = config["successors"][0]
-    assert (successor["name"], successor["base_url"], successor["api_key_env"]) == (
+    assert (successor["model"], successor["base_url"], successor["api_key_env"]) == (
         "openai/scripted", srv.base_url, "QUICKSTART_TEST_KEY")
-    assert json.loads((out / "quickstart.json").read_text())["model"]["name"] == "openai/scripted"
+    assert json.loads((out / "quickstart.json").read_text())["model"]["model"] == "openai/scripted"

@@ -19,7 +19,7 @@ from takeover.testing.scripted_server import ScriptedServer
 
 def small_experiment(root: Path, port: int) -> Path:
     """One point type, one view, no mirror named in the file (``--mirror`` gives it)."""
-    model = f'name = "scripted"\nbase_url = "http://127.0.0.1:{port}/v1"\napi_key_env = "SCRIPTED_KEY"\nretries = 0\n'
+    model = f'model = "scripted"\nbase_url = "http://127.0.0.1:{port}/v1"\napi_key_env = "SCRIPTED_KEY"\nretries = 0\n'
     path = root / "small.toml"
     path.write_text(f"""
 name = "small"

@@ -1,5 +1,5 @@
 """``takeover views`` flags on a run of a repository built here: the point detected by replay in --mirror,
-the run chosen by --record, the raw_trace budget in tokens (--max-tokens), and the note writer's request
+the run chosen by --record, the raw_trace budget in tokens (--raw-trace-max-tokens), and the note writer's request
 timeout and retries (--timeout, --retries) read back from views.json (docs/protocol.md section 7)."""
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ def test_mirror_lets_detection_replay_the_run_and_record_picks_it(widget_run, tm
     assert other.exit_code == 2 and "has no run 1 (it holds 1)" in other.stderr
 
 
-def test_max_tokens_cuts_the_raw_trace_to_its_newest_events(widget_run, tmp_path):
+def test_raw_trace_max_tokens_cuts_the_raw_trace_to_its_newest_events(widget_run, tmp_path):
     run, dataset, mirror_dir = widget_run
     common = ["--view", "raw_trace", "--mirror", str(mirror_dir)]
     assert views(run, dataset, tmp_path / "full", *common).exit_code == 0
-    result = views(run, dataset, tmp_path / "cut", *common, "--max-tokens", "120")
+    result = views(run, dataset, tmp_path / "cut", *common, "--raw-trace-max-tokens", "120")
     assert result.exit_code == 0, result.output
     full = json.loads((tmp_path / "full" / "views.json").read_text())["views"]["raw_trace"]
     cut = json.loads((tmp_path / "cut" / "views.json").read_text())["views"]["raw_trace"]

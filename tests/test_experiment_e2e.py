@@ -109,7 +109,7 @@ def synthetic(tmp_path):
 
 
 def _experiment(root: Path, name: str, base_url: str) -> Path:
-    model = f'name = "scripted"\nbase_url = "{base_url}"\napi_key_env = "SCRIPTED_KEY"\nretries = 0\n'
+    model = f'model = "scripted"\nbase_url = "{base_url}"\napi_key_env = "SCRIPTED_KEY"\nretries = 0\n'
     text = f"""
 name = "{name}"
 out_dir = "{name}"

@@ -133,7 +133,7 @@ instance_ids = ["a__b-1"]
 [predecessor]
 trajectories = ["trajs/"]
 [[successors]]
-name = "scripted"
+model = "scripted"
 base_url = "http://127.0.0.1:9/v1"
 [execution]
 workers = 2
@@ -147,14 +147,14 @@ def test_load_experiment_resolves_paths_and_writes_defaults(tmp_path):
     assert c.out == tmp_path / "out"
     assert c.trajectory_paths == [tmp_path / "trajs"]
     assert c.dataset_path == tmp_path / "tasks.jsonl"
-    assert c.notes_model.name == "scripted"  # no predecessor model: the first successor writes notes
+    assert c.notes_model.model == "scripted"  # no predecessor model: the first successor writes notes
     r = c.resolved()
     assert r["execution"]["model_concurrency"] == 2 and r["limits"]["step_limit"] == 500
     assert r["point_types"] == ["after_first_source_edit", "after_first_verification_result",
                                 "after_first_post_failure_edit"]
     # Constructible in Python too (what the quickstart does).
     c2 = ExperimentConfig(out_dir=str(tmp_path / "o"), dataset={"path": "d.jsonl"},
-                          predecessor={"trajectories": ["t"]}, successors=[{"name": "m"}])
+                          predecessor={"trajectories": ["t"]}, successors=[{"model": "m"}])
     assert c2.views == ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
 
 
@@ -202,7 +202,7 @@ def test_import_index_and_selection_over_real_trajectories(tmp_path):
         dataset={"path": str(data_dir / "swebench_verified.jsonl"), "difficulties": [], "limit": 100,
                  "repos": ["psf/requests", "pallets/flask", "pytest-dev/pytest", "sympy/sympy"]},
         predecessor={"trajectories": [str(folder)]},
-        successors=[{"name": "m"}],
+        successors=[{"model": "m"}],
     )
     notes: list[str] = []
     index = index_trajectories(config, notes)

@@ -188,7 +188,7 @@ path = "tasks.jsonl"
 [predecessor]
 trajectories = ["trajs/"]
 [[successors]]
-name = "scripted"
+model = "scripted"
 base_url = "http://127.0.0.1:9/v1"
 """)
     with hold_out_dir(out):

@@ -46,7 +46,7 @@ def test_a_spec_names_its_function_and_keeps_records_as_json(tmp_path):
 
 def _config(tmp_path, **execution) -> ExperimentConfig:
     return ExperimentConfig(out_dir=str(tmp_path / "out"), dataset={"path": "d.jsonl"},
-                            predecessor={"trajectories": ["t"]}, successors=[{"name": "m"}], execution=execution)
+                            predecessor={"trajectories": ["t"]}, successors=[{"model": "m"}], execution=execution)
 
 
 def _result(spec: UnitSpec, status: str, output: dict | None = None, reason: str | None = None) -> UnitResult:

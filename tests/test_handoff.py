@@ -47,7 +47,7 @@ def claude(tmp_path):
 
 
 def settings(server: Replay) -> ModelSettings:
-    return ModelSettings(name="scripted", base_url=server.base_url, api_key_env=None, retries=0)
+    return ModelSettings(model="scripted", base_url=server.base_url, api_key_env=None, retries=0)
 
 
 def cli(*args: str):

@@ -43,7 +43,7 @@ def claude(tmp_path):
 
 
 def settings(srv: ScriptedServer) -> ModelSettings:
-    return ModelSettings(name="scripted", base_url=srv.base_url, api_key_env=None, retries=0)
+    return ModelSettings(model="scripted", base_url=srv.base_url, api_key_env=None, retries=0)
 
 
 def test_resume_runs_a_successor_on_a_copy_and_leaves_the_repository_as_it_was(claude, tmp_path):

@@ -26,7 +26,7 @@ def replay():
 
 
 def settings(srv: Replay, **kw) -> ModelSettings:
-    base = {"name": "notes-model", "base_url": srv.base_url, "api_key_env": "TAKEOVER_TEST_API_KEY",
+    base = {"model": "notes-model", "base_url": srv.base_url, "api_key_env": "TAKEOVER_TEST_API_KEY",
             "timeout": 5.0, "retries": 3, "backoff": 0.5}
     return ModelSettings(**{**base, **kw})
 
@@ -127,22 +127,22 @@ def test_missing_usage_is_estimated_and_marked(replay):
 
 def test_openai_prefix_is_stripped_for_the_endpoint(replay):
     with replay.script([{"content": "x"}]) as srv:
-        ModelClient(settings(srv, name="openai/qwen3")).complete(MESSAGES)
+        ModelClient(settings(srv, model="openai/qwen3")).complete(MESSAGES)
     assert srv.requests[0]["model"] == "qwen3"
 
 
 def test_transport_choice():
-    assert transport_for(ModelSettings(name="qwen", base_url="http://h/v1")) == "http"
-    assert transport_for(ModelSettings(name="openai/qwen", base_url="http://h/v1")) == "http"
-    assert transport_for(ModelSettings(name="anthropic/claude-x")) == "litellm"
-    assert transport_for(ModelSettings(name="gpt-4o")) == "litellm"
-    assert transport_for(ModelSettings(name="qwen", base_url="http://h/v1", extra={"client": "litellm"})) == "litellm"
+    assert transport_for(ModelSettings(model="qwen", base_url="http://h/v1")) == "http"
+    assert transport_for(ModelSettings(model="openai/qwen", base_url="http://h/v1")) == "http"
+    assert transport_for(ModelSettings(model="anthropic/claude-x")) == "litellm"
+    assert transport_for(ModelSettings(model="gpt-4o")) == "litellm"
+    assert transport_for(ModelSettings(model="qwen", base_url="http://h/v1", extra={"client": "litellm"})) == "litellm"
 
 
 @pytest.mark.slow
 def test_litellm_transport_has_the_same_retry_accounting(replay):
     with replay.script([{"status": 429, "error": "rate limited"}, {"content": "via litellm"}]) as srv:
-        client = ModelClient(settings(srv, name="openai/m", backoff=0.01, extra={"client": "litellm"}))
+        client = ModelClient(settings(srv, model="openai/m", backoff=0.01, extra={"client": "litellm"}))
         answer = client.complete(MESSAGES)
     assert answer.content == "via litellm"
     assert [a.status for a in answer.attempts] == ["http_429", "ok"]

@@ -92,10 +92,10 @@ def test_token_estimates_match_the_counts_openai_publishes():
 
 def test_settings_refuse_unknown_keys_with_the_key_named():
     with pytest.raises(ValidationError, match="base_ur"):
-        ModelSettings.model_validate({"name": "m", "base_ur": "http://h/v1"})
+        ModelSettings.model_validate({"model": "m", "base_ur": "http://h/v1"})
     with pytest.raises(ValidationError, match="unknown key 'top_p' in extra"):
-        ModelSettings(name="m", extra={"top_p": 0.9})
+        ModelSettings(model="m", extra={"top_p": 0.9})
     with pytest.raises(ValidationError, match="extra.client is 'grpc'"):
-        ModelSettings(name="m", extra={"client": "grpc"})
-    settings = ModelSettings(name="m", extra={"client": "http", "params": {"top_p": 0.9}})
+        ModelSettings(model="m", extra={"client": "grpc"})
+    settings = ModelSettings(model="m", extra={"client": "http", "params": {"top_p": 0.9}})
     assert settings.public()["max_retry_wait"] == 60.0 and "api_key" not in settings.public()

@@ -82,7 +82,7 @@ def recorded(tmp_path):
                       takeover_env_spec={"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"})
     (tmp_path / "tasks.jsonl").write_text(task.model_dump_json() + "\n")
     with ScriptedServer(_script) as srv:
-        model = ModelSettings(name="openai/scripted", base_url=srv.base_url, api_key_env=None, retries=0)
+        model = ModelSettings(model="openai/scripted", base_url=srv.base_url, api_key_env=None, retries=0)
         run_predecessor(task, model, tmp_path / "runs" / "acme__calc-1", repo_source=RepoSource(tmp_path / "mirror"),
                         limits=RunLimits(step_limit=8))
         yield tmp_path, srv

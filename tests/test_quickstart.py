@@ -105,7 +105,7 @@ def test_download_checks_sha256(tmp_path):
 def test_experiment_config_is_built_from_the_flags(tmp_path):
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ], views=["repo_only", "raw_trace"],
                              step_limit=5, wall_time_limit_seconds=60, out_dir=tmp_path / "out", mirror=tmp_path).checked()
-    model = ModelSettings(name="openai/demo", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    model = ModelSettings(model="openai/demo", base_url="http://127.0.0.1:1/v1", api_key_env=None)
     cfg = qs.build_config(o, DATASET, [PYTEST_TRAJ], model)
     assert cfg.dataset.instance_ids == ["pytest-dev__pytest-7521"]
     assert cfg.predecessor.trajectories == [str(PYTEST_TRAJ)]
@@ -120,7 +120,7 @@ def test_experiment_config_is_built_from_the_flags(tmp_path):
 def test_embedded_model_notes_are_capped_and_the_notice_says_so():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
     assert o.embedded and o.notes_cap == 512
-    model = ModelSettings(name="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    model = ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
     assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).notes.note_max_tokens == 512
     assert "capped at 512 completion tokens" in qs.warning_text(o, model)
     assert qs.QuickstartOptions(note_max_tokens=1600).notes_cap == 1600
@@ -130,7 +130,7 @@ def test_embedded_model_notes_are_capped_and_the_notice_says_so():
 
 def test_report_notice_says_the_rates_mean_nothing_and_how_to_rerun():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
-    text = qs.warning_text(o, ModelSettings(name="openai/qwen2.5-coder-0.5b-instruct", api_key_env=None))
+    text = qs.warning_text(o, ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", api_key_env=None))
     assert "A 0.5B model's solved rates mean nothing" in text
     cmd = qs.rerun_command(o)
     assert cmd in text

@@ -235,7 +235,7 @@ def test_report_and_run_commands(tmp_path):
     # Through the console entry point, bad input is one line on stderr and exit status 2.
     bad = tmp_path / "bad.toml"
     bad.write_text('out_dir = "o"\n[dataset]\npath = "d.jsonl"\n[predecessor]\ntrajectories = ["t"]\n'
-                   '[[successors]]\nname = "m"\ntemprature = 0.5\n')
+                   '[[successors]]\nmodel = "m"\ntemprature = 0.5\n')
     proc = subprocess.run([sys.executable, "-m", "takeover", "run", str(bad)], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 2

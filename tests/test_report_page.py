@@ -56,7 +56,7 @@ def _run_folder(folder: Path, *, view: str, checkpoint_dir: Path, estimated: boo
     (folder / "prompt.md").write_text(f"prompt of {view} (redacted copy)")
     (folder / "patch.diff").write_text(FINAL_PATCH)
     record = RunRecord(run_id="run", kind="takeover", instance_id="acme__calc-1", repo="acme/calc",
-                       base_commit="abc", workspace=str(folder / "workspace"), model={"name": "m"},
+                       base_commit="abc", workspace=str(folder / "workspace"), model={"model": "m"},
                        limits=RunLimits(), accounting=RunAccounting(agent_events=5, llm_calls=3),
                        exit_status="submitted", started_at="t", finished=True,
                        origin=TakeoverOrigin(checkpoint_dir=str(checkpoint_dir), instance_id="acme__calc-1",

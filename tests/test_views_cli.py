@@ -98,7 +98,7 @@ def test_without_a_model_the_notes_views_say_a_model_is_needed(tmp_path, points_
 def test_one_view_with_a_budget(tmp_path, points_file):
     out = tmp_path / "v"
     result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out),
-                    "--view", "raw_trace", "--max-chars", "3000")
+                    "--view", "raw_trace", "--raw-trace-max-chars", "3000")
     assert result.exit_code == 0, result.output
     row = json.loads((out / "views.json").read_text())["views"]["raw_trace"]
     assert row["dropped_events"] > 0 and "earlier events omitted" in (out / "raw_trace.md").read_text()

@@ -107,7 +107,7 @@ def test_leaking_notes_are_rejected_and_the_retry_does_not_repeat_the_hidden_tex
                               {"content": clean}])
     with replay.server:
         result = build_view("summary_notes", run, point, task, checkpoint_patch,
-                            model=ModelSettings(name="m", base_url=replay.base_url, api_key_env=None))
+                            model=ModelSettings(model="m", base_url=replay.base_url, api_key_env=None))
     assert (result.validation, result.attempts) == ("retried", 3)
     assert "leak (later_event)" in result.rejections[0] and "leak (hidden_test)" in result.rejections[1]
     assert LATER_LINE not in result.prompt and HIDDEN_TEST not in result.prompt

@@ -62,7 +62,7 @@ def points():
 
 
 def model(replay: Replay, **kw) -> ModelSettings:
-    return ModelSettings(**{"name": "writer", "base_url": replay.base_url, "api_key_env": None, "backoff": 0.01,
+    return ModelSettings(**{"model": "writer", "base_url": replay.base_url, "api_key_env": None, "backoff": 0.01,
                             "timeout": 5.0, **kw})
 
 
@@ -83,7 +83,7 @@ def test_summary_notes_valid_first_answer(replay, run, task, points, checkpoint_
     usage = result.note_usage
     assert (usage.calls, usage.failed_calls) == (1, 0)
     assert usage.prompt_tokens == prompt_words(request) and usage.completion_tokens == count_words(SUMMARY)
-    assert result.note_model["name"] == "writer"
+    assert result.note_model["model"] == "writer"
     assert result.summary_shape == {"bullets": 6, "words": len(SUMMARY.split())}
 
 

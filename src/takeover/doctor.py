@@ -155,7 +155,7 @@ def check_endpoint(base_url: str | None = None, api_key_env: str | None = None) 
     if not base_url:
         return Check(name="model endpoint", status="ok",
                      detail="none configured: the quickstart serves the embedded model itself")
-    settings = ModelSettings(name="doctor", base_url=base_url, api_key_env=api_key_env, timeout=10.0, retries=0)
+    settings = ModelSettings(model="doctor", base_url=base_url, api_key_env=api_key_env, timeout=10.0, retries=0)
     try:
         with ModelClient(settings) as client:
             names = client.list_models()

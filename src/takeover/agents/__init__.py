@@ -3,7 +3,7 @@
 Public API (importing it imports mini-swe-agent and litellm, quietly and offline: seconds, for litellm)::
 
     from takeover.agents import run_predecessor, run_takeover, RunLimits
-    record = run_predecessor(task, ModelSettings(name="qwen", base_url="http://127.0.0.1:8080/v1"), "runs/p1")
+    record = run_predecessor(task, ModelSettings(model="qwen", base_url="http://127.0.0.1:8080/v1"), "runs/p1")
     record = run_takeover("ckpt/", "raw_trace", settings, "runs/t1", limits=RunLimits(step_limit=500))
 
 Modules:

@@ -98,7 +98,7 @@ class RunRecorder:
         call = LLMCall(
             index=len(self.calls),
             usage=usage,
-            model=self.record.model.get("name"),
+            model=self.record.model.get("model"),
             format_error=format_error,
             seconds=round(seconds, 6),
             attempts=attempts,

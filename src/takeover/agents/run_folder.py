@@ -17,6 +17,7 @@ from takeover._io import sha256_text, stable_hash
 from takeover.errors import InputError
 from takeover.limits import EARLIER_FIELD_NAMES, RunLimits
 from takeover.llm import ModelSettings
+from takeover.llm.settings import EARLIER_FIELD_NAMES as EARLIER_MODEL_FIELD_NAMES
 from takeover.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.vocabulary import ActionProtocol, RunKind
@@ -54,12 +55,12 @@ class RunSpec(BaseModel):
     image: str | None = None
 
 
-_MODEL_INPUTS = ("name", "temperature", "max_tokens", "extra")
+_MODEL_INPUTS = ("model", "temperature", "max_tokens", "extra")
 
 
 def run_inputs(spec: RunSpec) -> dict[str, Any]:
     """What determines an agent run (its ``inputs_key`` is :func:`takeover._io.stable_hash` of this):
-    task, checkpoint patch and view, the prompt's sha256, the model settings that change answers (name,
+    task, checkpoint patch and view, the prompt's sha256, the model settings that change answers (model,
     temperature, max_tokens, extra), limits, protocol and backend. Host paths are left out, so that the
     same run in another folder has the same key."""
     return {
@@ -79,26 +80,31 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
 
 
 def _keys(inputs: dict[str, Any]) -> set[str]:
-    """The keys the same inputs have had: today's, and the one of earlier versions, whose limits had
-    their earlier names (:data:`takeover.limits.EARLIER_FIELD_NAMES`)."""
+    """The keys the same inputs have had: today's, and those of earlier versions, whose limits had their
+    earlier names (:data:`takeover.limits.EARLIER_FIELD_NAMES`) and whose model settings named the model
+    ``name`` (:data:`takeover.llm.settings.EARLIER_FIELD_NAMES`)."""
     earlier = {name: old for old, name in EARLIER_FIELD_NAMES.items()}
     limits = {earlier.get(k, k): v for k, v in (inputs.get("limits") or {}).items()}
-    return {stable_hash(inputs), stable_hash({**inputs, "limits": limits})}
+    earlier_model = {name: old for old, name in EARLIER_MODEL_FIELD_NAMES.items()}
+    model = {earlier_model.get(k, k): v for k, v in (inputs.get("model") or {}).items()}
+    return {stable_hash(inputs), stable_hash({**inputs, "limits": limits}), stable_hash({**inputs, "model": model}),
+            stable_hash({**inputs, "limits": limits, "model": model})}
 
 
 def _today(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Recorded inputs with their limits under today's names."""
+    """Recorded inputs with their limits and model settings under today's names."""
     try:
         limits = RunLimits.model_validate(inputs.get("limits"))
     except ValidationError:  # not limits at all: shown as they are
         return inputs
-    return {**inputs, "limits": limits.model_dump(mode="json")}
+    model = {EARLIER_MODEL_FIELD_NAMES.get(k, k): v for k, v in (inputs.get("model") or {}).items()}
+    return {**inputs, "limits": limits.model_dump(mode="json"), "model": model}
 
 
 def _describe(inputs: dict[str, Any]) -> str:
     model = inputs.get("model") or {}
     parts = [f"view {inputs['view']}"] if inputs.get("view") else [str(inputs.get("kind"))]
-    parts.append(f"model {model.get('name')}")
+    parts.append(f"model {model.get('model')}")
     limits = inputs.get("limits") or {}
     parts.append(f"{limits.get('step_limit')} steps")
     return ", ".join(parts)
@@ -131,14 +137,14 @@ def prepare_run_folder(out_dir: Path, inputs: dict[str, Any]) -> RunRecord | Non
                     out_dir,
                     f"holds a different run ({_describe(theirs) if theirs else 'other inputs'}"
                     + (f"; differs in {', '.join(changed)}" if changed else "")
-                    + f") than the one asked for ({_describe(inputs)}); use another --out or delete it",
+                    + f") than the one asked for ({_describe(inputs)}); use another --out-dir or delete it",
                 )
             return record
         shutil.rmtree(out_dir)
     elif out_dir.exists():
         if {p.name for p in out_dir.iterdir()} - {"workspace"}:
             raise InputError(
-                out_dir, "run directory exists, is not empty and holds no run.json; choose another --out"
+                out_dir, "run directory exists, is not empty and holds no run.json; choose another --out-dir"
             )
         shutil.rmtree(out_dir / "workspace", ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -111,7 +111,7 @@ def run(
             raise InputError("--checkpoint-dir/--view", "a takeover run needs both --checkpoint-dir and --view")
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
         settings = ModelSettings(
-            name=model,
+            model=model,
             base_url=base_url,
             api_key_env=api_key_env or None,
             temperature=temperature,

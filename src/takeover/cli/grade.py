@@ -32,7 +32,7 @@ from takeover.tasks import load_tasks, task_index
 # Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
 # logs of one run would overwrite another's).
 DEFAULT_LOG_DIR = Path("takeover-grades")
-RENAMED = {"--instance": "--instance-id"}
+RENAMED = {"--instance": "--instance-id", "--env-spec": "--spec-file"}
 
 
 def _outcome(o, graded: bool) -> str:
@@ -55,8 +55,9 @@ def grade_command(
         "--log-dir", help="Where logs and report.json go: DIR/<gold|empty|patch|model>/<instance_id>/ "
                           "(default ./takeover-grades in the current folder).")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed for each test run.")] = 1800,
-    env_spec: Annotated[
-        Path | None, typer.Option("--env-spec", help="JSON/TOML file: key 'owner/name' or 'owner/name/version' -> environment spec.")
+    spec_file: Annotated[
+        Path | None, typer.Option("--spec-file", help="Environment spec file (JSON/TOML): key 'owner/name' or "
+                                                      "'owner/name/version' -> environment spec.")
     ] = None,
     offline: OfflineOption = False,
     network: Annotated[
@@ -118,7 +119,7 @@ def grade_command(
         for number, pred in enumerate(preds, 1):
             results += grade_predictions(
                 tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline), timeout=timeout,
-                log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR, spec_file=env_spec,
+                log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR, spec_file=spec_file,
                 network=network, force=force)
             if lines:
                 r = results[-1]

@@ -12,17 +12,18 @@ import typer
 
 from takeover._io import atomic_write_text
 from takeover.cli.options import (
+    RAW_TRACE_RENAMED,
     ApiKeyEnvOption,
     BaseUrlOption,
     CommandTimeoutOption,
     CostLimitOption,
     JsonOption,
-    MaxCharsOption,
     MaxConsecutiveFormatErrorsOption,
-    MaxTokensOption,
     NoteMaxTokensOption,
     PromptTokenLimitOption,
     ProtocolOption,
+    RawTraceMaxCharsOption,
+    RawTraceMaxTokensOption,
     RecordOption,
     RequestTimeoutOption,
     RetriesOption,
@@ -37,7 +38,7 @@ from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.vocabulary import INFRA_EXIT_STATUSES
 
-RESUME_RENAMED = {"--out": "--out-dir"}
+RESUME_RENAMED = {"--out": "--out-dir", **RAW_TRACE_RENAMED}
 
 SessionArg = Annotated[Path, typer.Argument(
     help="Session file of the agent that stopped: Claude Code (~/.claude/projects/<project>/<id>.jsonl), "
@@ -50,7 +51,7 @@ def _settings(model: str | None, base_url: str | None, api_key_env: str | None, 
               retries: int) -> ModelSettings | None:
     if model is None:
         return None
-    return ModelSettings(name=model, base_url=base_url, api_key_env=api_key_env or None, timeout=timeout,
+    return ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env or None, timeout=timeout,
                          retries=retries)
 
 
@@ -62,7 +63,7 @@ def _fail(exc: Exception) -> typer.Exit:
 def register(app: typer.Typer) -> None:
     """Add ``takeover handoff`` and ``takeover resume`` to ``app``."""
 
-    @app.command("handoff")
+    @app.command("handoff", cls=renamed_flags(RAW_TRACE_RENAMED))
     def handoff(
         session: SessionArg,
         repo: RepoOpt = None,
@@ -73,8 +74,8 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path | None, typer.Option("--out", help="Also write the takeover prompt alone to this file.")] = None,
         as_json: JsonOption = False,
         record: RecordOption = None,
-        max_chars: MaxCharsOption = None,
-        max_tokens: MaxTokensOption = None,
+        raw_trace_max_chars: RawTraceMaxCharsOption = None,
+        raw_trace_max_tokens: RawTraceMaxTokensOption = None,
         note_max_tokens: NoteMaxTokensOption = 1600,
         timeout: RequestTimeoutOption = 300.0,
         retries: RetriesOption = 3,
@@ -101,7 +102,8 @@ def register(app: typer.Typer) -> None:
         try:
             result = compose_handoff(
                 session, repo, model=_settings(model, base_url, api_key_env, timeout, retries), view=view,
-                record=record, max_chars=max_chars, max_tokens=max_tokens, note_max_tokens=note_max_tokens,
+                record=record, raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
+                note_max_tokens=note_max_tokens,
             )
         except TakeoverError as exc:
             raise _fail(exc) from None
@@ -135,8 +137,8 @@ def register(app: typer.Typer) -> None:
         protocol: ProtocolOption = "text",
         as_json: JsonOption = False,
         record: RecordOption = None,
-        max_chars: MaxCharsOption = None,
-        max_tokens: MaxTokensOption = None,
+        raw_trace_max_chars: RawTraceMaxCharsOption = None,
+        raw_trace_max_tokens: RawTraceMaxTokensOption = None,
         note_max_tokens: NoteMaxTokensOption = 1600,
         timeout: RequestTimeoutOption = 300.0,
         retries: RetriesOption = 3,
@@ -167,8 +169,9 @@ def register(app: typer.Typer) -> None:
                                cost_limit=cost_limit, max_consecutive_format_errors=max_consecutive_format_errors)
             result = resume_session(
                 session, repo, _settings(model, base_url, api_key_env, timeout, retries), out_dir, view=view,
-                limits=limits, protocol=protocol, apply=apply, record=record, max_chars=max_chars,
-                max_tokens=max_tokens, note_max_tokens=note_max_tokens,
+                limits=limits, protocol=protocol, apply=apply, record=record,
+                raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
+                note_max_tokens=note_max_tokens,
             )
         except HandoffBlocked as exc:
             print(f"error: {exc}", file=sys.stderr)

@@ -48,8 +48,8 @@ WORKERS_HELP = "Units of work in flight at once."
 MAX_RETRY_WAIT_HELP = "Longest wait between two model attempts (seconds), the server's Retry-After included."
 REQUEST_TIMEOUT_HELP = "Seconds per model request."
 RETRIES_HELP = "Retries on 429/5xx/timeouts per model request."
-MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
-MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
+RAW_TRACE_MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
+RAW_TRACE_MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
 PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
 VERBOSE_HELP = ("Also print the INFO lines of the libraries takeover uses (httpx, litellm, matplotlib, swebench); "
@@ -87,13 +87,20 @@ WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP
 MaxRetryWaitOption = Annotated[float, typer.Option("--max-retry-wait", help=MAX_RETRY_WAIT_HELP)]
 RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP)]
 RetriesOption = Annotated[int, typer.Option("--retries", help=RETRIES_HELP)]
-MaxCharsOption = Annotated[int | None, typer.Option("--max-chars", help=MAX_CHARS_HELP)]
-MaxTokensOption = Annotated[int | None, typer.Option("--max-tokens", help=MAX_TOKENS_HELP)]
+RawTraceMaxCharsOption = Annotated[
+    int | None, typer.Option("--raw-trace-max-chars", help=RAW_TRACE_MAX_CHARS_HELP)
+]
+RawTraceMaxTokensOption = Annotated[
+    int | None, typer.Option("--raw-trace-max-tokens", help=RAW_TRACE_MAX_TOKENS_HELP)
+]
 NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP)]
 ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP)]
 
 # --- renamed flags ---------------------------------------------------------------------------------
+
+#: The raw_trace budget's flags of earlier versions (``--max-tokens`` read like a model's completion cap).
+RAW_TRACE_RENAMED = {"--max-chars": "--raw-trace-max-chars", "--max-tokens": "--raw-trace-max-tokens"}
 
 
 def renamed_flags(renamed: dict[str, str]) -> type[TyperCommand]:

@@ -264,14 +264,14 @@ def register(app: typer.Typer) -> None:
         try:
             with model_progress(console) as progress_fn:
                 model = EmbeddedModel(model_path, port=port, n_ctx=n_ctx, n_threads=n_threads, progress=progress_fn,
-                                      parts_source=model_parts)
+                                      model_parts=model_parts)
                 t0 = time.monotonic()
                 settings = model.start()
             console.print(
                 f"[green]serving[/] {model.spec.alias} at [bold]{settings.base_url}[/] "
                 f"(ready in {time.monotonic() - t0:.1f} s; usage check {model.usage_check}); log {model.log_path}"
             )
-            console.print(f"use it with: --model {settings.name} --base-url {settings.base_url}   (Ctrl-C stops)")
+            console.print(f"use it with: --model {settings.model} --base-url {settings.base_url}   (Ctrl-C stops)")
             while model.process is not None and model.process.poll() is None:
                 time.sleep(1)
             console.print("[red]the model server exited[/]; see its log")

@@ -19,16 +19,17 @@ from takeover.cli.console import is_watched, progress_line
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
     POINT_TYPE_HELP,
+    RAW_TRACE_RENAMED,
     ApiKeyEnvOption,
     BaseUrlOption,
     DatasetOption,
-    MaxCharsOption,
     MaxRetryWaitOption,
-    MaxTokensOption,
     MirrorOption,
     OfflineOption,
     OptionalModelOption,
     PointsFileOption,
+    RawTraceMaxCharsOption,
+    RawTraceMaxTokensOption,
     RecordOption,
     RequestTimeoutOption,
     RetriesOption,
@@ -43,7 +44,7 @@ from takeover.views import load_inputs, write_views
 from takeover.vocabulary import VIEWS
 
 RENAMED = {"--point": "--point-type", "--out": "--out-dir", "--checkpoint": "--checkpoint-dir",
-           "--templates": "--template-dir"}
+           "--templates": "--template-dir", **RAW_TRACE_RENAMED}
 
 
 def register(app: typer.Typer) -> None:
@@ -64,8 +65,8 @@ def register(app: typer.Typer) -> None:
         points_file: PointsFileOption = None,
         record: RecordOption = None,
         template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
-        max_chars: MaxCharsOption = None,
-        max_tokens: MaxTokensOption = None,
+        raw_trace_max_chars: RawTraceMaxCharsOption = None,
+        raw_trace_max_tokens: RawTraceMaxTokensOption = None,
         timeout: RequestTimeoutOption = 300.0,
         retries: RetriesOption = 3,
         max_retry_wait: MaxRetryWaitOption = 60.0,
@@ -107,7 +108,7 @@ def register(app: typer.Typer) -> None:
         settings = None
         if model:
             settings = ModelSettings(
-                name=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries,
+                model=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries,
                 max_retry_wait=max_retry_wait,
             )
         try:
@@ -127,8 +128,8 @@ def register(app: typer.Typer) -> None:
         lines = not is_watched(console)
         for number, name in enumerate(names, 1):
             started = time.monotonic()
-            summary = write_views(inputs, [name], out, model=settings, template_dir=template_dir, max_chars=max_chars,
-                                  max_tokens=max_tokens)
+            summary = write_views(inputs, [name], out, model=settings, template_dir=template_dir,
+                                  raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens)
             if lines:
                 row = summary["views"].get(name) or {}
                 note = row.get("note_tokens") or {}

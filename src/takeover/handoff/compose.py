@@ -114,8 +114,8 @@ def compose_handoff(
     model: ModelSettings | ModelClient | None = None,
     view: ViewName | None = None,
     record: int | None = None,
-    max_chars: int | None = None,
-    max_tokens: int | None = None,
+    raw_trace_max_chars: int | None = None,
+    raw_trace_max_tokens: int | None = None,
     note_max_tokens: int = NOTE_MAX_TOKENS,
 ) -> Handoff:
     """The handoff of ``session`` on the repository ``repo`` (see module docstring).
@@ -129,7 +129,7 @@ def compose_handoff(
         view: ``structured_notes``, ``summary_notes``, ``raw_trace`` or ``repo_only``; default
             ``structured_notes`` with a model, ``raw_trace`` without.
         record: which run, for a file holding several (0-based).
-        max_chars / max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
+        raw_trace_max_chars / raw_trace_max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
         note_max_tokens: completion cap per note-writing call (tokens; docs/protocol.md section 7.3).
 
     Raises:
@@ -158,7 +158,8 @@ def compose_handoff(
     try:
         built = build_view(
             name, trajectory, point, task, state.patch, model=model, template_dir=TEMPLATES,
-            max_chars=max_chars, max_tokens=max_tokens, note_max_tokens=note_max_tokens,
+            raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
+            note_max_tokens=note_max_tokens,
         )
     except NotesFailed as exc:
         failure = NotesFailure(outcome=exc.outcome, reasons=exc.reasons, attempts=exc.attempts, usage=exc.usage)

@@ -161,8 +161,8 @@ def resume_session(
     protocol: ActionProtocol = "text",
     apply: bool = False,
     record: int | None = None,
-    max_chars: int | None = None,
-    max_tokens: int | None = None,
+    raw_trace_max_chars: int | None = None,
+    raw_trace_max_tokens: int | None = None,
     note_max_tokens: int = NOTE_MAX_TOKENS,
 ) -> ResumeResult:
     """Hand ``session`` over to a successor on a copy of ``repo`` (see module docstring).
@@ -172,7 +172,7 @@ def resume_session(
     running again.
 
     Args:
-        session, repo, view, record, max_chars, max_tokens, note_max_tokens: as in
+        session, repo, view, record, raw_trace_max_chars, raw_trace_max_tokens, note_max_tokens: as in
             :func:`takeover.handoff.compose.compose_handoff`.
         out_dir: the run folder (default :func:`default_run_dir`); it must not be inside the repository.
         limits: the run's limits (default: the study's, :class:`takeover.limits.RunLimits`).
@@ -186,8 +186,9 @@ def resume_session(
             another run, a copy that does not reproduce the repository's state.
         takeover.errors.EnvironmentUnavailable: the sandboxed environment cannot start.
     """
-    handoff = compose_handoff(session, repo, model=model, view=view, record=record, max_chars=max_chars,
-                              max_tokens=max_tokens, note_max_tokens=note_max_tokens)
+    handoff = compose_handoff(session, repo, model=model, view=view, record=record,
+                              raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
+                              note_max_tokens=note_max_tokens)
     if handoff.view is None:
         reasons = "; ".join(handoff.failure.reasons[-1:]) if handoff.failure else "no view"
         raise HandoffBlocked(f"{view}: the notes were not accepted ({reasons}); nothing was run "

@@ -93,7 +93,7 @@ def transport_for(settings: ModelSettings) -> Transport:
         return forced
     if not settings.base_url:
         return "litellm"
-    prefix = _prefix(settings.name)
+    prefix = _prefix(settings.model)
     if prefix in ("", "openai") or prefix not in import_litellm().provider_list:
         return "http"
     return "litellm"
@@ -102,7 +102,7 @@ def transport_for(settings: ModelSettings) -> Transport:
 def litellm_model_name(settings: ModelSettings) -> str:
     """The name litellm routes and prices by: ``openai/<name>`` for an OpenAI-compatible ``base_url``
     when the name has no litellm provider prefix, else the name itself."""
-    name = settings.name
+    name = settings.model
     if settings.base_url and transport_for(settings) == "http":
         return "openai/" + name.removeprefix("openai/")
     return name
@@ -175,7 +175,7 @@ class ModelClient:
         try:
             completion = self._retried(attempt, attempts)
         except AttemptFailed as exc:
-            where = f"model {s.name!r} at {s.base_url or 'provider default'}"
+            where = f"model {s.model!r} at {s.base_url or 'provider default'}"
             if exc.status == "reasoning_only":
                 raise ReasoningOnlyReply(f"{where}: {exc}", status=exc.status, attempts=attempts) from None
             why = "not retryable" if not exc.retryable else f"gave up after {len(attempts)} attempts"
@@ -197,7 +197,7 @@ class ModelClient:
         """
         s = self.settings
         if not s.base_url:
-            raise ModelCallError(f"model {s.name!r}: listing models needs a base_url", status="error", attempts=[])
+            raise ModelCallError(f"model {s.model!r}: listing models needs a base_url", status="error", attempts=[])
 
         def attempt() -> tuple[list[str], dict[str, Any]]:
             data = self._request_http("GET", "/models").get("data")
@@ -293,7 +293,7 @@ class ModelClient:
 
     def _send_http(self, *, messages, temperature, max_tokens, tools) -> dict[str, Any]:
         s = self.settings
-        body: dict[str, Any] = {"model": s.name.removeprefix("openai/"), "messages": _api_messages(messages),
+        body: dict[str, Any] = {"model": s.model.removeprefix("openai/"), "messages": _api_messages(messages),
                                 "temperature": temperature}
         if max_tokens is not None:
             body["max_tokens"] = int(max_tokens)

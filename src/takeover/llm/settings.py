@@ -9,19 +9,24 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 #: Keys :attr:`ModelSettings.extra` may hold.
 EXTRA_KEYS = ("client", "params")
+#: Field names of earlier versions: earlier name -> name. Records written before the rename (``run.json``,
+#: unit records, experiment files) are still read; experiment files warn (``takeover.experiments.config``).
+EARLIER_FIELD_NAMES: dict[str, str] = {"name": "model"}
 
 
 class ModelSettings(BaseModel):
     """An OpenAI-compatible endpoint or any provider that ``litellm`` supports.
 
-    Unknown keys are refused (a typo in an experiment file must not fall back to a default silently).
+    Unknown keys are refused (a typo in an experiment file must not fall back to a default silently). The
+    earlier name of a field (:data:`EARLIER_FIELD_NAMES`: ``name`` for ``model``) is read too.
 
     Attributes:
-        name: model name as the endpoint knows it (``gpt-4o``, ``openai/qwen``, ``anthropic/claude-...``).
+        model: model name as the endpoint knows it (``gpt-4o``, ``openai/qwen``, ``anthropic/claude-...``):
+            the OpenAI request's ``model`` field, the ``--model`` flag and the experiment file's ``model`` key.
         base_url: endpoint root (``http://127.0.0.1:8080/v1``); ``None`` for the provider's default.
         api_key_env: name of the environment variable holding the key (never the key itself).
         temperature: sampling temperature.
@@ -39,7 +44,7 @@ class ModelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
+    model: str
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = 0.0
@@ -49,6 +54,19 @@ class ModelSettings(BaseModel):
     backoff: float = Field(1.0, ge=0)
     max_retry_wait: float = Field(60.0, ge=0)
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not EARLIER_FIELD_NAMES.keys() & data.keys():
+            return data
+        renamed = dict(data)
+        for earlier, name in EARLIER_FIELD_NAMES.items():
+            if earlier in renamed:
+                if name in renamed:
+                    raise ValueError(f"give {name!r} once (its earlier name {earlier!r} is given too)")
+                renamed[name] = renamed.pop(earlier)
+        return renamed
 
     @field_validator("extra")
     @classmethod

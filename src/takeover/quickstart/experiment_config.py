@@ -87,7 +87,7 @@ def warning_text(options: QuickstartOptions, model: ModelSettings) -> str:
             head += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
                      "is 1,600) to keep the demonstration short on a CPU.")
     else:
-        head = (f"Quickstart run with {model.name} under a {options.step_limit}-step limit on "
+        head = (f"Quickstart run with {model.model} under a {options.step_limit}-step limit on "
                 f"{len(options.instance_ids)} task(s): too few handoff points for the rates to be conclusive.")
     return (f"{head}\n\nRerun with a real model (any OpenAI-compatible endpoint: vLLM, Ollama, OpenAI):\n\n"
             f"```bash\n{rerun_command(options)}\n```\n\nand for a study, write an experiment file and use "

@@ -93,15 +93,15 @@ def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDispl
     """The endpoint the agents and the note writer call: the one given, or the embedded model, served."""
     t0 = time.monotonic()
     if not options.embedded:
-        model = ModelSettings(name=options.model, base_url=options.base_url, api_key_env=options.api_key_env)
-        done("model", t0, f"{model.name} at {model.base_url or 'provider default'}")
+        model = ModelSettings(model=options.model, base_url=options.base_url, api_key_env=options.api_key_env)
+        done("model", t0, f"{model.model} at {model.base_url or 'provider default'}")
         return model, None
     cached = is_cached(DEFAULT_MODEL) or options.model_path is not None
     with display.downloading_model() as progress:
         embedded = EmbeddedModel(options.model_path, n_ctx=options.n_ctx, progress=progress,
-                                 parts_source=options.model_parts, log_path=out / "model-server.log")
+                                 model_parts=options.model_parts, log_path=out / "model-server.log")
         if not cached:
-            embedded.model_path = ensure_model(DEFAULT_MODEL, parts_source=options.model_parts, progress=progress)
+            embedded.model_path = ensure_model(DEFAULT_MODEL, model_parts=options.model_parts, progress=progress)
             done("model download + assembly", t0, str(embedded.model_path))
             t0 = time.monotonic()
     try:

@@ -34,7 +34,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from takeover._io import iter_jsonl
 from takeover.errors import InputError
@@ -133,7 +133,8 @@ class RunRecord(BaseModel):
         inputs: the readable parts of ``inputs_key`` (for the refusal message).
         setup_seconds: time to prepare the run before the agent starts: checkout, task environment (seconds).
         environment: the task environment the commands used (its description, or why there is none).
-        model: :meth:`takeover.llm.ModelSettings.public` (no secrets).
+        model: :meth:`takeover.llm.ModelSettings.public` (no secrets); in records of earlier versions the
+            model's name is under ``name``, read as ``model``.
         limits, accounting, exit_status: see :class:`~takeover.limits.RunLimits`, :class:`RunAccounting`,
             :class:`~takeover.vocabulary.ExitStatus`.
         exit_detail: the error message for ``model_error``/``environment_error``, redacted.
@@ -182,6 +183,14 @@ class RunRecord(BaseModel):
     started_at: str
     ended_at: str | None = None
     finished: bool = False
+
+    @field_validator("model")
+    @classmethod
+    def _earlier_model_name(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # ModelSettings.name became ModelSettings.model: records of earlier versions keep the old key.
+        if "name" in value and "model" not in value:
+            value = {("model" if k == "name" else k): v for k, v in value.items()}
+        return value
 
 
 def _jsonl(path: Path, model: type[BaseModel]) -> list[Any]:
@@ -239,7 +248,7 @@ def read_run(run_dir: Path | str) -> Trajectory:
         format_version=FORMAT_VERSION,
         source_path=str(run_dir / "events.jsonl"),
         instance_id=record.instance_id,
-        model=record.model.get("name"),
+        model=record.model.get("model"),
         exit_status=record.exit_status.value if record.exit_status else None,
         task_prompt=prompt.read_text(encoding="utf-8") if prompt.exists() else None,
         final_patch=patch.read_bytes().decode("utf-8", "surrogateescape") if patch.exists() else None,

@@ -42,8 +42,8 @@ def write_views(
     *,
     model: ModelSettings | None = None,
     template_dir: Path | str | None = None,
-    max_chars: int | None = None,
-    max_tokens: int | None = None,
+    raw_trace_max_chars: int | None = None,
+    raw_trace_max_tokens: int | None = None,
     handoff_state: str | None = None,
 ) -> dict[str, Any]:
     """Build ``names`` for ``inputs.point`` and write ``out/<view>.md`` and ``out/views.json``.
@@ -77,8 +77,9 @@ def write_views(
                 "instance_id": task.instance_id, "point": point.model_dump(mode="json"),
                 "patch": sha256_text(inputs.checkpoint_patch), "view": name,
                 # the model's name, not its URL: the same model behind another port is the same writer
-                "model": model.name if model is not None and name in NOTE_VIEWS else None,
-                "templates": templates, "max_chars": max_chars, "max_tokens": max_tokens,
+                "model": model.model if model is not None and name in NOTE_VIEWS else None,
+                # The budget's names of earlier versions, so that views they built are still reused.
+                "templates": templates, "max_chars": raw_trace_max_chars, "max_tokens": raw_trace_max_tokens,
             })
             old = previous.get(name) or {}
             path = out / f"{name}.md"
@@ -89,7 +90,7 @@ def write_views(
             try:
                 result = build_view(
                     name, trajectory, point, task, inputs.checkpoint_patch, model=client, template_dir=template_dir,
-                    max_chars=max_chars, max_tokens=max_tokens, guard=guard,
+                    raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens, guard=guard,
                 )
             except ModelRequired as exc:
                 rows[name] = {"file": None, "validation": "model_required", "error": str(exc), "key": key}

@@ -1,8 +1,8 @@
 """The ``raw_trace`` view block: every predecessor event up to and including the handoff event.
 
 Each event is rendered as ``[step N | source | type]`` plus its text (:func:`takeover.views.evidence.render_event`).
-By default nothing is cut (as in the paper). With a budget (``max_chars`` characters or ``max_tokens``
-estimated tokens, counted over the event entries), the newest events that fit are kept, the oldest are
+By default nothing is cut (as in the paper). With a budget (``raw_trace_max_chars`` characters or
+``raw_trace_max_tokens`` estimated tokens, counted over the event entries), the newest events that fit are kept, the oldest are
 dropped, and the block says how many were dropped. The handoff event itself is always kept.
 """
 
@@ -30,40 +30,41 @@ def raw_trace_block(
     trajectory: Trajectory,
     event_index: int,
     *,
-    max_chars: int | None = None,
-    max_tokens: int | None = None,
+    raw_trace_max_chars: int | None = None,
+    raw_trace_max_tokens: int | None = None,
     template_dir: Path | str | None = None,
 ) -> RawTrace:
     """Render events ``0..event_index`` (see module docstring).
 
     Args:
-        max_chars: character budget over the entries (``None``: no limit).
-        max_tokens: estimated-token budget over the entries (``None``: no limit).
+        raw_trace_max_chars: character budget over the entries (``None``: no limit).
+        raw_trace_max_tokens: estimated-token budget over the entries (``None``: no limit).
 
     Raises:
         ValueError: ``event_index`` outside the trajectory, or a budget that is not positive.
     """
-    for value in (max_chars, max_tokens):
+    for value in (raw_trace_max_chars, raw_trace_max_tokens):
         if value is not None and value <= 0:
             raise ValueError("a raw_trace budget must be a positive number")
     entries = [render_event(e) for e in visible_events(trajectory, event_index)]
     keep = len(entries)
     budget = None
-    if max_chars is not None or max_tokens is not None:
+    if raw_trace_max_chars is not None or raw_trace_max_tokens is not None:
         used_chars = used_tokens = 0
         keep = 0
         for entry in reversed(entries):
             chars = used_chars + len(entry) + 2
-            tokens = used_tokens + (estimate_tokens(entry) if max_tokens is not None else 0)
-            over = (max_chars is not None and chars > max_chars) or (max_tokens is not None and tokens > max_tokens)
+            tokens = used_tokens + (estimate_tokens(entry) if raw_trace_max_tokens is not None else 0)
+            over = ((raw_trace_max_chars is not None and chars > raw_trace_max_chars)
+                    or (raw_trace_max_tokens is not None and tokens > raw_trace_max_tokens))
             if over and keep > 0:
                 break
             used_chars, used_tokens, keep = chars, tokens, keep + 1
         parts = []
-        if max_chars is not None:
-            parts.append(f"{max_chars} characters")
-        if max_tokens is not None:
-            parts.append(f"{max_tokens} estimated tokens")
+        if raw_trace_max_chars is not None:
+            parts.append(f"{raw_trace_max_chars} characters")
+        if raw_trace_max_tokens is not None:
+            parts.append(f"{raw_trace_max_tokens} estimated tokens")
         budget = " and ".join(parts)
     shown = entries[len(entries) - keep :]
     dropped = len(entries) - keep

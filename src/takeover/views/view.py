@@ -104,8 +104,8 @@ def build_view(
     *,
     model: ModelSettings | ModelClient | None = None,
     template_dir: Path | str | None = None,
-    max_chars: int | None = None,
-    max_tokens: int | None = None,
+    raw_trace_max_chars: int | None = None,
+    raw_trace_max_tokens: int | None = None,
     handoff_state: str | None = None,
     guard: LeakGuard | None = None,
     note_max_tokens: int = NOTE_MAX_TOKENS,
@@ -121,7 +121,7 @@ def build_view(
             treats it as visible).
         model: note writer for the notes views (settings, or a client whose usage keeps accumulating).
         template_dir: folder of user templates overriding the packaged ones.
-        max_chars / max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
+        raw_trace_max_chars / raw_trace_max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
         handoff_state: the checkpoint's grading label when known, so the guard can keep it out.
         guard: a prebuilt :class:`LeakGuard` for this point (saves work when building several views).
 
@@ -149,7 +149,8 @@ def build_view(
         return _result(name, trajectory, point, task, "", prompt)
     if name == "raw_trace":
         trace = raw_trace_block(
-            trajectory, point.event_index, max_chars=max_chars, max_tokens=max_tokens, template_dir=template_dir
+            trajectory, point.event_index, raw_trace_max_chars=raw_trace_max_chars,
+            raw_trace_max_tokens=raw_trace_max_tokens, template_dir=template_dir,
         )
         prompt = make_prompt(trace.block)
         guard.check(prompt, view=name)
