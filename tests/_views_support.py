@@ -107,7 +107,7 @@ ID_1766 = "psf__requests-1766"
 
 def requests_1766_points_file(folder: Path) -> Path:
     """A saved RunPoints record of psf__requests-1766 with the hand-checked ``after_first_source_edit``
-    point, in ``folder`` (what ``takeover points --out`` writes; detection itself needs the mirror)."""
+    point, in ``folder`` (what ``takeover points --out-dir`` writes; detection itself needs the mirror)."""
     from takeover.points import RunPoints
     from takeover.replay import ReplayVerdict
 

@@ -29,9 +29,9 @@ def run_cli(tmp_path: Path, task, mirror: Path, script: list[dict], *, steps: in
     out = tmp_path / "run"
     with ScriptedServer(script) as srv:
         done = CliRunner().invoke(app, [
-            "agent", "run", "--dataset", str(dataset), "--instance", task.instance_id, "--model", "scripted",
+            "agent", "run", "--dataset", str(dataset), "--instance-id", task.instance_id, "--model", "scripted",
             "--base-url", srv.base_url, "--api-key-env", "", "--mirror", str(mirror), "--offline",
-            "--step-limit", str(steps), "--max-retry-wait", str(CAP), "--out", str(out), "--json",
+            "--step-limit", str(steps), "--max-retry-wait", str(CAP), "--out-dir", str(out), "--json",
         ])
         served = srv.served
     record = json.loads((out / "run.json").read_text())

@@ -27,7 +27,7 @@ def views(tmp_path, points_file, script: list[dict], view: str = "summary_notes"
     out = tmp_path / "views"
     replay = Replay().script(script)
     with replay.server:
-        result = invoke("--point", "after_first_source_edit", "--points-file", str(points_file), "--out", str(out),
+        result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out),
                         "--view", view, "--model", "writer", "--base-url", replay.base_url,
                         "--api-key-env", "NO_SUCH_KEY_VAR", "--max-retry-wait", str(CAP))
     row = json.loads((out / "views.json").read_text())["views"][view]

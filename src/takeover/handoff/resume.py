@@ -200,7 +200,7 @@ def resume_session(
     out = Path(out_dir).expanduser().resolve() if out_dir else default_run_dir(handoff)
     if out == root or root in out.parents:
         raise InputError(out, f"the run folder is inside the repository {root}, which must stay as it is; "
-                         "choose a folder outside it (--out)")
+                         "choose a folder outside it (--out-dir)")
     spec = RunSpec(
         kind="takeover", instance_id=handoff.view.instance_id, repo=str(root), base_commit=state.base_commit,
         prompt=handoff.prompt, model=model, limits=limits or RunLimits(), protocol=protocol, backend="local",

@@ -102,7 +102,7 @@ def load_inputs(
                 file,
                 f"the run's instance {trajectory.instance_id or '(none recorded)'!r} is not in {dataset}, so its "
                 "repository and base commit are unknown and the point cannot be detected by replay; give "
-                "--checkpoint DIR or --points-file FILE (takeover points --out) instead",
+                "--checkpoint-dir DIR or --points-file FILE (takeover points --out-dir) instead",
                 field="instance_id",
             )
         run_points = analyze_run(trajectory, task, repo_source)

@@ -1,7 +1,7 @@
 """The takeover prompt and the task prompt, rendered from Jinja templates (docs/protocol.md section 7).
 
 Templates ship in ``takeover/views/templates/`` and any of them can be overridden by a file of the same
-name in a user folder (``template_dir`` / ``--templates DIR``); the rest keep the packaged version.
+name in a user folder (``template_dir`` / ``--template-dir DIR``); the rest keep the packaged version.
 Undefined variables fail loudly (``StrictUndefined``), so a user template with a typo is an error, not a
 silently empty prompt.
 
