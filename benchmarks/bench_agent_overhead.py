@@ -1,6 +1,6 @@
 """Harness overhead per agent step on a sympy-sized repository, with a scripted model.
 
-    TAKEOVER_MIRROR=/work/mirror /work/venv/bin/python benchmarks/bench_agent_overhead.py [--steps N]
+    TAKEOVER_MIRROR=/work/mirror /work/venv/bin/python benchmarks/bench_agent_overhead.py [--step-limit N]
 
 A real mini-swe-agent loop (text protocol) runs against the scripted OpenAI-compatible server on a fresh
 sympy workspace (sympy__sympy-15809's base commit, from the mirror). The script mixes what agents do:
@@ -57,7 +57,7 @@ def _task() -> SourceTask:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=60, help="model calls (each runs one command)")
+    parser.add_argument("--step-limit", type=int, default=60, help="model calls (each runs one command)")
     args = parser.parse_args()
     if not os.environ.get("TAKEOVER_MIRROR"):
         sys.exit("set TAKEOVER_MIRROR to a folder with sympy__sympy.git")
@@ -66,7 +66,7 @@ def main() -> None:
         {
             "content": f"THOUGHT: step {i}\n\n```mswea_bash_command\n{COMMANDS[i % len(COMMANDS)].format(i=i)}\n```"
         }
-        for i in range(args.steps)
+        for i in range(args.step_limit)
     ]
     with tempfile.TemporaryDirectory(prefix="takeover-bench-agent-") as tmp, ScriptedServer(script) as srv:
         t0 = time.perf_counter()
@@ -74,7 +74,7 @@ def main() -> None:
             task,
             ModelSettings(model="scripted", base_url=srv.base_url, api_key_env=None, retries=0),
             Path(tmp) / "run",
-            limits=RunLimits(step_limit=args.steps),
+            limits=RunLimits(step_limit=args.step_limit),
             repo_source=RepoSource(os.environ["TAKEOVER_MIRROR"], offline=True),
         )
         total = time.perf_counter() - t0

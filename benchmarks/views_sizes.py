@@ -4,13 +4,13 @@
 Usage:
 
     takeover points TRAJ... --dataset D --mirror M --out-dir POINTS/      # detection (replay needs the mirror)
-    python benchmarks/views_sizes.py POINTS/ --dataset D [--model NAME --base-url URL] [--out DIR]
+    python benchmarks/views_sizes.py POINTS/ --dataset D [--model NAME --base-url URL] [--out-dir DIR]
 
 Without ``--model`` a scripted server stands in for the note writer and answers with fixed notes of a
 typical length (a 7-bullet summary of about 330 words; structured fields of about 1,000 characters), so
 the notes views' sizes measure the prompt around the notes, not a real model's verbosity. With
 ``--model`` the notes are really written (and cost tokens). Prints, per view, how many points produced it
-and the median / min / max characters and estimated tokens; ``--out`` also writes every view.
+and the median / min / max characters and estimated tokens; ``--out-dir`` also writes every view.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", type=Path, required=True)
     parser.add_argument("--model")
     parser.add_argument("--base-url")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out-dir", type=Path)
     args = parser.parse_args(argv)
     tasks = {t.instance_id: t for t in load_tasks(args.dataset)}
     server = None
@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
                         failures.append(f"{record.instance_id} {point.type} {view}: {exc}")
                         continue
                     sizes[view].append((result.characters, result.estimated_tokens))
-                    if args.out:
-                        dest = args.out / record.instance_id / point.type / f"{view}.md"
+                    if args.out_dir:
+                        dest = args.out_dir / record.instance_id / point.type / f"{view}.md"
                         dest.parent.mkdir(parents=True, exist_ok=True)
                         dest.write_text(result.prompt, encoding="utf-8")
     finally:
