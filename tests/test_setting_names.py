@@ -135,3 +135,16 @@ def test_the_raw_trace_budget_flags_reach_the_view_under_either_spelling(tmp_pat
     assert f"oldest events were left out to fit a budget of {budget})" in new.stdout
     assert earlier.stdout == new.stdout and new.stderr == ""
     assert f"warning: {old} is deprecated; use {flag}" in earlier.stderr
+
+
+def test_unit_keys_are_those_of_folders_written_before_the_model_rename():
+    from takeover._io import stable_hash
+    from takeover.experiments.units import UnitSpec, key_form
+
+    settings = ModelSettings(model="openai/m", base_url="http://127.0.0.1:1/v1", api_key_env=None).model_dump()
+    inputs = {"instance_id": "a__b-1", "model": settings, "view": "raw_trace"}
+    spec = UnitSpec(stage="view", fn="takeover.experiments.stages:view_unit", inputs=inputs)
+    earlier = {**inputs, "model": {("name" if k == "model" else k): v for k, v in settings.items()}}
+    assert spec.key == stable_hash({"stage": "view", "fn": "takeover.experiments.stages:view_unit", "inputs": earlier})
+    assert spec.inputs["model"]["model"] == "openai/m"  # the unit file keeps today's names
+    assert key_form({"model": "x"}) == {"model": "x"}  # a plain field called model is not settings

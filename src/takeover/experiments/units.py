@@ -68,6 +68,19 @@ def _json_object(value: Any) -> Any:
     return to_jsonable(value)
 
 
+def key_form(value: Any) -> Any:
+    """``value`` with model endpoint settings under the field names they had when unit keys were first
+    written (``name``, now ``ModelSettings.model``), so that a folder written before a rename is resumed,
+    not redone with new model calls. Only the key uses this form; the unit file stores the inputs as they are."""
+    if isinstance(value, dict):
+        if {"model", "base_url", "api_key_env"} <= value.keys():
+            value = {("name" if k == "model" else k): v for k, v in value.items()}
+        return {k: key_form(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [key_form(v) for v in value]
+    return value
+
+
 class UnitSpec(BaseModel):
     """What to do for one unit. ``key`` is derived from ``stage``, ``fn`` and ``inputs`` only.
 
@@ -105,8 +118,9 @@ class UnitSpec(BaseModel):
 
     @property
     def key(self) -> str:
-        """16 hex characters: ``stable_hash({stage, fn, inputs})``; the unit file's name."""
-        return stable_hash({"stage": self.stage, "fn": self.fn, "inputs": self.inputs})
+        """16 hex characters: ``stable_hash({stage, fn, inputs})`` over the inputs' key form
+        (:func:`key_form`); the unit file's name."""
+        return stable_hash({"stage": self.stage, "fn": self.fn, "inputs": key_form(self.inputs)})
 
     @property
     def function(self) -> Callable[[dict, UnitContext], UnitOutcome | dict]:
