@@ -137,3 +137,11 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
 def test_limits_that_no_command_could_meet_are_refused(flag, tmp_path):
     result = CliRunner().invoke(app, ["points", str(tmp_path / "runs"), "--dataset", str(tmp_path / "d.jsonl"), *flag])
     assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output
+
+
+@pytest.mark.parametrize("flag", [("--raw-trace-max-chars", "0"), ("--raw-trace-max-tokens", "-5"), ("--max-chars", "0"),
+                                  ("--note-max-tokens", "0"), ("--timeout", "0")])
+def test_handoff_refuses_budgets_and_limits_below_one(flag, tmp_path):
+    result = CliRunner().invoke(app, ["handoff", str(tmp_path / "session.jsonl"), *flag])
+    new = {"--max-chars": "--raw-trace-max-chars"}.get(flag[0], flag[0])
+    assert result.exit_code == 2 and f"Invalid value for '{new}'" in result.output

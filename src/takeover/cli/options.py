@@ -85,15 +85,15 @@ PointsFileOption = Annotated[Path | None, typer.Option("--points-file", help=POI
 SnapshotRepoOption = Annotated[Path | None, typer.Option("--snapshot-repo", help=SNAPSHOT_REPO_HELP)]
 WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)]
 MaxRetryWaitOption = Annotated[float, typer.Option("--max-retry-wait", help=MAX_RETRY_WAIT_HELP)]
-RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP)]
+RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP, min=1)]
 RetriesOption = Annotated[int, typer.Option("--retries", help=RETRIES_HELP)]
 RawTraceMaxCharsOption = Annotated[
-    int | None, typer.Option("--raw-trace-max-chars", help=RAW_TRACE_MAX_CHARS_HELP)
+    int | None, typer.Option("--raw-trace-max-chars", help=RAW_TRACE_MAX_CHARS_HELP, min=1)
 ]
 RawTraceMaxTokensOption = Annotated[
-    int | None, typer.Option("--raw-trace-max-tokens", help=RAW_TRACE_MAX_TOKENS_HELP)
+    int | None, typer.Option("--raw-trace-max-tokens", help=RAW_TRACE_MAX_TOKENS_HELP, min=1)
 ]
-NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP)]
+NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP, min=1)]
 ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP)]
 
