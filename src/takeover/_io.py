@@ -153,3 +153,22 @@ def stable_hash(obj: Any, length: int = 16) -> str:
     """Short content hash of a JSON-able value (keys sorted): the key of a unit of work."""
     text = json.dumps(to_jsonable(obj), sort_keys=True, ensure_ascii=False, default=str)
     return sha256_text(text)[:length]
+
+
+def with_current_names(data: Any, earlier_names: dict[str, str]) -> Any:
+    """A record of an earlier version with its renamed fields under their current names (``earlier_names``:
+    earlier name -> current name); anything else is returned unchanged. For a pydantic ``mode="before"``
+    model validator, so that files written before a rename are still read.
+
+    Raises:
+        ValueError: a field is given under both names (pydantic reports it as a validation error).
+    """
+    if not isinstance(data, dict) or not earlier_names.keys() & data.keys():
+        return data
+    renamed = dict(data)
+    for earlier, name in earlier_names.items():
+        if earlier in renamed:
+            if name in renamed:
+                raise ValueError(f"give {name!r} once (its earlier name {earlier!r} is given too)")
+            renamed[name] = renamed.pop(earlier)
+    return renamed

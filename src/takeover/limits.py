@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
+from takeover._io import with_current_names
+
 #: Field names of earlier versions (run.json files written before the names followed mini-swe-agent):
 #: earlier name -> name. Such records are still read, so that their finished runs resume.
 EARLIER_FIELD_NAMES: dict[str, str] = {
@@ -58,12 +60,4 @@ class RunLimits(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _earlier_names(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not EARLIER_FIELD_NAMES.keys() & data.keys():
-            return data
-        renamed = dict(data)
-        for earlier, name in EARLIER_FIELD_NAMES.items():
-            if earlier in renamed:
-                if name in renamed:
-                    raise ValueError(f"give {name!r} once (its earlier name {earlier!r} is given too)")
-                renamed[name] = renamed.pop(earlier)
-        return renamed
+        return with_current_names(data, EARLIER_FIELD_NAMES)

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from takeover._io import with_current_names
+
 #: Keys :attr:`ModelSettings.extra` may hold.
 EXTRA_KEYS = ("client", "params")
 #: Field names of earlier versions: earlier name -> name. Records written before the rename (``run.json``,
@@ -58,15 +60,7 @@ class ModelSettings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _earlier_names(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not EARLIER_FIELD_NAMES.keys() & data.keys():
-            return data
-        renamed = dict(data)
-        for earlier, name in EARLIER_FIELD_NAMES.items():
-            if earlier in renamed:
-                if name in renamed:
-                    raise ValueError(f"give {name!r} once (its earlier name {earlier!r} is given too)")
-                renamed[name] = renamed.pop(earlier)
-        return renamed
+        return with_current_names(data, EARLIER_FIELD_NAMES)
 
     @field_validator("extra")
     @classmethod
