@@ -6,14 +6,10 @@ from __future__ import annotations
 import email.utils
 
 import pytest
-from prerequisites import requires
 from pydantic import ValidationError
 
 from takeover.llm import (
     ModelSettings,
-    estimate_prompt_tokens,
-    estimate_tokens,
-    estimator_name,
     retry_after_seconds,
     strip_thinking,
     usage_from_payload,
@@ -63,31 +59,6 @@ def test_usage_details_are_read_apart():
     assert (anthropic.cached_tokens, anthropic.reasoning_tokens) == (8, None)
     assert usage_from_payload({}) is None and usage_from_payload(None) is None
     assert usage_from_payload({"total_tokens": 5}) is None
-
-
-@requires("tiktoken vocabulary")
-def test_token_estimates_match_the_counts_openai_publishes():
-    """Counts from OpenAI's cookbook "How to count tokens with tiktoken" (cl100k_base): a sentence, and the
-    example conversation the API itself counted as 129 prompt tokens (gpt-3.5-turbo-0613, gpt-4)."""
-    assert estimator_name() == "tiktoken:cl100k_base"  # the vocabulary is there: no fallback to chars/4
-    assert estimate_tokens("tiktoken is great!") == 6
-    assert estimate_tokens("") == 0
-    example = [
-        {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate "
-                                      "jargon into plain English."},
-        {"role": "system", "name": "example_user", "content": "New synergies will help drive top-line growth."},
-        {"role": "system", "name": "example_assistant",
-         "content": "Things working well together will increase revenue."},
-        {"role": "system", "name": "example_user",
-         "content": "Let's circle back when we have more bandwidth to touch base on opportunities for increased "
-                    "leverage."},
-        {"role": "system", "name": "example_assistant",
-         "content": "Let's talk later when we're less busy about how to do better."},
-        {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client "
-                                    "deliverable."},
-    ]
-    assert estimate_prompt_tokens(example) == 129
-    assert estimate_prompt_tokens([]) == 0
 
 
 def test_settings_refuse_unknown_keys_with_the_key_named():

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from prerequisites import requires
 
 from takeover.llm import estimate_prompt_tokens, estimate_tokens, estimator_name
 
@@ -21,15 +22,18 @@ COOKBOOK = [
 ]
 
 
+@requires("tiktoken vocabulary")
 def test_the_estimator_is_cl100k_base():
     assert estimator_name() == "tiktoken:cl100k_base"
 
 
+@requires("tiktoken vocabulary")
 @pytest.mark.parametrize(("text", "tokens"), COOKBOOK)
 def test_estimates_equal_the_cookbook_counts(text, tokens):
     assert estimate_tokens(text) == tokens
 
 
+@requires("tiktoken vocabulary")
 def test_the_cookbook_conversation_is_129_prompt_tokens():
     example = [
         {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate "
