@@ -46,10 +46,19 @@ OBJECT_STORE_BYTES = 100 * 1024 * 1024
 NODE_IP = "127.0.0.2"
 
 
+_TAKEN: set[int] = set()
+
+
 def _ports(*names: str) -> list[str]:
+    """``--name PORT`` for each name, every port distinct from the others this module chose: two free
+    ports asked for one after the other can be the same number, and Ray refuses a port used twice."""
     flags = []
     for name in names:
-        flags += [f"--{name}", str(free_port())]
+        port = free_port()
+        while port in _TAKEN:
+            port = free_port()
+        _TAKEN.add(port)
+        flags += [f"--{name}", str(port)]
     return flags
 
 
@@ -99,6 +108,7 @@ def ray_cluster():
            "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     temp_dir = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must stay short
     port = free_port()
+    _TAKEN.add(port)
     address = f"{NODE_IP}:{port}"
     agent_ports = ("node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
                    "dashboard-agent-grpc-port", "runtime-env-agent-port", "metrics-export-port")
