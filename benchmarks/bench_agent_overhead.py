@@ -26,8 +26,8 @@ from pathlib import Path
 
 from takeover.agents import RunLimits, run_predecessor
 from takeover.llm import ModelSettings
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
 
 ROOT = Path(__file__).resolve().parents[1]

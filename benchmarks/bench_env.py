@@ -63,8 +63,8 @@ def main() -> None:
     os.environ["TAKEOVER_CACHE"] = str(cache)
 
     from takeover.environments import env_spec_for
-    from takeover.repos import RepoSource
-    from takeover.tasks import load_tasks
+    from takeover.sources.repos import RepoSource
+    from takeover.sources.tasks import load_tasks
 
     by_id = {t.instance_id: t for t in load_tasks(args.dataset)}
     tasks = [by_id[i] for i in (args.instance_ids or DEFAULT_INSTANCES)]

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from takeover.checkpoints import materialize_checkpoint
 from takeover.points import HandoffPoint
-from takeover.repos import RepoSource
-from takeover.snapshots import snapshot_diff, snapshot_patch, take_snapshot
-from takeover.tasks import SourceTask
+from takeover.repository_states.snapshots import snapshot_diff, snapshot_patch, take_snapshot
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT.parent / "shared" / "data" / "swebench_verified.jsonl"

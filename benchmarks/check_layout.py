@@ -49,22 +49,22 @@ COMMAND_FOLDER = "cli"
 #: Entries name the first component under ``takeover`` (a module or a package with everything inside it);
 #: ``""`` is the package root (``takeover/__init__.py``, which holds only the version).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # 0 foundation: the vocabulary, errors, files, processes, sandbox, secrets, diffs, run limits, the model
-    # endpoint (``llm``: settings, the one client, the token estimator), package versions of records, the
-    # level of third-party loggers (``logs``)
-    ("", "vocabulary", "errors", "_io", "logs", "processes", "sandbox", "redact", "patches", "limits", "llm",
-     "versions"),
-    ("tasks", "repos"),  # 1
+    # 0 foundation: the package root (the version), the vocabulary, errors, run limits, the machinery behind
+    # ``_util`` (files, processes, the sandbox, secrets, diffs, package versions, loggers) and the model
+    # endpoint (``llm``: settings, the one client, the token estimator)
+    ("", "vocabulary", "errors", "_util", "limits", "llm"),
+    ("sources",),  # 1: source tasks and where repositories come from (docs/protocol.md section 2)
     ("trajectories",),  # 2: the event model and every format's reader, takeover's own run format included
-    ("classify", "snapshots", "environments", "starting_state", "replay", "replay_editors", "replay_verification"),  # 3
-    ("points",),  # 4
-    ("checkpoints",),  # 5
-    ("views",),  # 6
-    ("agents",),  # 7
-    ("grading",),  # 8
-    ("report", "results"),  # 9: results = the typed records stages write and the report reads
-    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff"),  # 10 (testing: test support)
-    ("cli", "__main__"),  # 11
+    ("environments",),  # 3: per-task test environments
+    ("repository_states",),  # 4: file classes, snapshots, the starting state, replay and its verification (section 5)
+    ("points",),  # 5: verification commands and results, the handoff points (section 4)
+    ("checkpoints",),  # 6
+    ("views",),  # 7
+    ("agents",),  # 8
+    ("grading",),  # 9
+    ("report", "results"),  # 10: results = the typed records stages write and the report reads
+    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff"),  # 11 (testing: test support)
+    ("cli", "__main__"),  # 12
 )
 
 #: Calls that load a module chosen at run time.

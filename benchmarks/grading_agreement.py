@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from takeover.grading import NETWORK_REPOS, GradeResult, Prediction, grade_predictions
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask, load_tasks
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

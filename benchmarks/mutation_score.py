@@ -31,14 +31,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # full run (it records which test reaches which function) stays short; each mutant then runs only the
 # selected tests that reach the mutated function.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "classify": (["src/takeover/classify.py"],
+    "classify": (["src/takeover/repository_states/file_classes.py", "src/takeover/points/verification.py"],
                  ["tests/test_classify.py", "tests/test_classify_protocol.py", "tests/test_points.py"]),
     "points": (
         ["src/takeover/points/detection.py", "src/takeover/points/event_states.py", "src/takeover/points/run_points.py"],
         ["tests/test_points.py", "tests/test_points_rules.py", "tests/test_points_sources.py", "tests/test_checkpoints.py"],
     ),
-    "patches": (["src/takeover/patches.py"], ["tests/test_patches.py", "tests/test_snapshots.py", "tests/test_foundation.py"]),
-    "snapshots": (["src/takeover/snapshots.py"],
+    "patches": (["src/takeover/_util/patches.py"], ["tests/test_patches.py", "tests/test_snapshots.py",
+    "tests/test_foundation.py"]),
+    "snapshots": (["src/takeover/repository_states/snapshots.py"],
                   ["tests/test_snapshots.py", "tests/test_snapshot_states.py", "tests/test_checkpoints.py"]),
     "report.stats": (["src/takeover/report/stats.py"], ["tests/test_report.py", "tests/test_report_stats_edges.py"]),
     "grading.verdict": (["src/takeover/grading/verdict.py"],

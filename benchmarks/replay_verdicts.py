@@ -33,14 +33,14 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from takeover._util.processes import run_process
 from takeover.environments import prepare_environment
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.points import detect_points
-from takeover.processes import run_process
-from takeover.replay import DEFAULT_TIMEOUT, RECORDED_TIMEOUT_LIMIT, replay_trajectory
-from takeover.repos import RepoSource
-from takeover.starting_state import apply_starting_state, environment_edits, recorded_form
-from takeover.tasks import SourceTask, load_tasks
+from takeover.repository_states.replay import DEFAULT_TIMEOUT, RECORDED_TIMEOUT_LIMIT, replay_trajectory
+from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask, load_tasks
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format

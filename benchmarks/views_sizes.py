@@ -23,7 +23,7 @@ from pathlib import Path
 
 from takeover.llm import ModelSettings
 from takeover.points import RunPoints
-from takeover.tasks import SourceTask, load_tasks
+from takeover.sources.tasks import SourceTask, load_tasks
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories
 from takeover.views import build_view

@@ -14,7 +14,7 @@ from _replay import Replay  # noqa: F401 - the view tests import it from here
 from prerequisites import shared
 
 from takeover.points import HandoffPoint
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
 
@@ -109,7 +109,7 @@ def requests_1766_points_file(folder: Path) -> Path:
     """A saved RunPoints record of psf__requests-1766 with the hand-checked ``after_first_source_edit``
     point, in ``folder`` (what ``takeover points --out-dir`` writes; detection itself needs the mirror)."""
     from takeover.points import RunPoints
-    from takeover.replay import ReplayVerdict
+    from takeover.repository_states.replay import ReplayVerdict
 
     run, task = real_run(ID_1766), real_task(ID_1766)
     point = requests_1766_points()["after_first_source_edit"]

@@ -106,7 +106,7 @@ CALC_ENV_SPEC = {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest
 @pytest.fixture
 def task_and_mirror(tmp_path):
     """``(SourceTask acme__calc-1, mirror folder)``: the buggy calculator in a one-repository mirror."""
-    from takeover.tasks import SourceTask
+    from takeover.sources.tasks import SourceTask
 
     _, sha = make_repo(
         tmp_path / "src" / "calc",

@@ -13,7 +13,8 @@ that runs in CI and checks the same behaviour on a repository or file built in t
 
 Every check here is independent of the code under test: it asks the machine (is ``bwrap`` on PATH and can
 it run ``true``; is ``/usr/bin/chromium`` executable), never a probe of ``takeover`` such as
-``takeover.sandbox.status()``, so that a regression in the product's probe fails a test instead of turning
+``takeover._util.sandbox.status()``, so that a regression in the product's probe fails a test instead of
+turning
 it into a skip.
 """
 

@@ -9,7 +9,7 @@ import pytest
 
 from takeover.agents import ExitStatus, RunLimits, run_predecessor
 from takeover.llm import ModelSettings
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer
 
 USAGE = [{"prompt_tokens": 1000, "completion_tokens": 100},

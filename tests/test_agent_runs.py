@@ -10,10 +10,10 @@ from conftest import git, make_repo
 from prerequisites import requires
 from test_agents import BUGGY, FIXED, SUBMIT, TEST, _checkpoint, bash, events_of, settings
 
-from takeover import sandbox
+from takeover._util import sandbox
 from takeover.agents import ExitStatus, RunLimits, run_predecessor, run_takeover
 from takeover.errors import InputError
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer
 
 
@@ -83,7 +83,7 @@ def test_a_finished_run_is_reused_only_for_the_same_inputs(tmp_path, task_and_mi
 
 
 def test_a_finished_run_of_an_earlier_version_with_earlier_limit_names_resumes(tmp_path, task_and_mirror):
-    from takeover._io import stable_hash
+    from takeover._util.io import stable_hash
     from takeover.limits import EARLIER_FIELD_NAMES
     from takeover.trajectories import read_trajectories
 
@@ -230,7 +230,7 @@ def test_no_token_shape_survives_in_any_file_of_a_run(tmp_path, task_and_mirror)
 
 
 def test_redact_masks_common_token_shapes_and_private_keys():
-    from takeover.redact import MASK, redact, redact_obj
+    from takeover._util.redact import MASK, redact, redact_obj
 
     pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
     text = (

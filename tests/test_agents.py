@@ -19,8 +19,8 @@ from prerequisites import missing, requires
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer, count_words, prompt_words
 
 BUGGY = CALC_BUGGY
@@ -219,7 +219,7 @@ def test_missing_usage_is_estimated_with_a_local_tokenizer(tmp_path, task_and_mi
 
 
 def _checkpoint(tmp_path: Path, task: SourceTask, patch: str, prompt: str) -> Path:
-    from takeover._io import atomic_write_json, sha256_text
+    from takeover._util.io import atomic_write_json, sha256_text
     from takeover.checkpoints import Checkpoint
     from takeover.points import HandoffPoint
 
@@ -352,7 +352,7 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
     match what a replay of the same recorded actions in a fresh checkout gives (source (c))."""
     from takeover.checkpoints import materialize_checkpoint
     from takeover.points import analyze_run, checkpoint_method
-    from takeover.repos import RepoSource
+    from takeover.sources.repos import RepoSource
 
     task, mirror = task_and_mirror
     script = [

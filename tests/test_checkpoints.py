@@ -17,9 +17,9 @@ from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run, checkpoint_method
-from takeover.repos import RepoSource
-from takeover.snapshots import snapshot_patch, take_snapshot
-from takeover.tasks import SourceTask
+from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
 
 BASE_FILES = {"pkg/mod.py": "def f():\n    return 1\n", "tests/test_mod.py": "def test_f():\n    pass\n"}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from takeover.classify import (
+from takeover.points.verification import (
     failure_evidence,
-    file_class,
-    is_generated_output,
     is_git_restore_command,
     is_verification_command,
     verification_result,
 )
+from takeover.repository_states.file_classes import file_class, is_generated_output
 
 # --- section 3: file classes -------------------------------------------------------------------------
 

@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from takeover.classify import (
-    SOURCE_SUFFIXES,
-    failure_evidence,
-    file_class,
-    is_generated_output,
-    is_git_restore_command,
-    is_verification_command,
-)
+from takeover.points.verification import failure_evidence, is_git_restore_command, is_verification_command
+from takeover.repository_states.file_classes import SOURCE_SUFFIXES, file_class, is_generated_output
 
 # docs/protocol.md section 3.2, copied: ".py .js .jsx .ts .tsx .java .go .rs .c .cc .cpp .h .hpp .cs .rb .php
 # .scala .kt"

@@ -11,7 +11,7 @@ import pytest
 from conftest import git, make_repo
 
 from takeover.errors import InputError
-from takeover.replay import replay_trajectory
+from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import detect_format, read_trajectories, summarize
 
 SESSION = "0d6f3c52-8a41-4d7e-9b0e-3f1c2a7e5b10"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from takeover.cli import agent, app, experiment, grade, handoff, points, quickstart, views
 from takeover.errors import InputError
 from takeover.experiments import load_experiment
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 
 ENDPOINT = '[[successors]]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
 BASE = '[dataset]\npath = "tasks.jsonl"\ninstance_ids = ["a__b-1"]\n[predecessor]\ntrajectories = ["t/"]\n' + ENDPOINT

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from takeover.agents import run_predecessor
 from takeover.cli import app
 from takeover.errors import InputError
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer
 
 RETURN_2 = {"pkg/mod.py": "def f():\n    return 2\n"}

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from takeover.cli import app
 
-# Written out rather than read from takeover.logs: these are the libraries whose INFO lines users saw.
+# Written out rather than read from takeover._util.logs: these are the libraries whose INFO lines users saw.
 LIBRARY_LOGGERS = ("httpx", "LiteLLM", "matplotlib.font_manager")
 
 

@@ -10,7 +10,7 @@ import pytest
 from conftest import make_repo
 
 from takeover.errors import InputError
-from takeover.replay import replay_trajectory
+from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import detect_format, read_trajectories, summarize
 from takeover.trajectories.codex_patch import heredoc, sections
 

@@ -38,7 +38,7 @@ from takeover.environments.setup_commit import (
 from takeover.environments.spec import SWEBENCH_PACKAGES_DATE
 from takeover.environments.workspace_venv import _install_step_for_workspace
 from takeover.errors import EnvironmentUnavailable
-from takeover.tasks import SourceTask, load_tasks
+from takeover.sources.tasks import SourceTask, load_tasks
 
 
 def task_of(**fields) -> SourceTask:

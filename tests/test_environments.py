@@ -30,7 +30,7 @@ from takeover.environments import (
 )
 from takeover.environments.conda import adapt_steps
 from takeover.errors import EnvironmentUnavailable, InputError
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 
 def as_task(fields: dict) -> SourceTask:

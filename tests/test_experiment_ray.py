@@ -28,10 +28,10 @@ from pathlib import Path
 import pytest
 from test_experiment_e2e import _experiment, _rows, script, synthetic  # noqa: F401 - synthetic is a fixture
 
+from takeover._util.processes import descendants
 from takeover.embedded_model.server import free_port
 from takeover.experiments import load_experiment, run_experiment
 from takeover.experiments.units import UnitSpec, load_results, unit_path
-from takeover.processes import descendants
 from takeover.testing.engine_units import wait_for_release
 from takeover.testing.scripted_server import ScriptedServer
 

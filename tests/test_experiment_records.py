@@ -15,8 +15,8 @@ from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.planning import Planner, stages_of
 from takeover.experiments.stages import environment_unit, import_unit
 from takeover.experiments.units import UnitContext, UnitFailure, UnitResult, UnitSpec
-from takeover.repos import RepoSource
 from takeover.results import EnvironmentOutput, PlanEntry, TaskInputs, TrajectoryFile, UnitLabels
+from takeover.sources.repos import RepoSource
 from takeover.testing.engine_units import fail_unless_file, record_call
 
 

@@ -9,8 +9,9 @@ import urllib.request
 
 import pytest
 
-from takeover import _io, patches, redact
-from takeover.tasks import SourceTask
+from takeover._util import io as _io
+from takeover._util import patches, redact
+from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
 
 PATCH = """diff --git a/pkg/mod.py b/pkg/mod.py

@@ -15,7 +15,7 @@ from conftest import make_repo
 from typer.testing import CliRunner
 
 from takeover.grading import grade, grade_predictions
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
 TESTS = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
@@ -252,7 +252,7 @@ def test_unbuildable_environment_is_reported_and_other_tasks_go_on(calc_task, tm
 def test_handoff_state_of_a_checkpoint_patch(calc_task, tmp_path):
     from takeover.errors import EnvironmentUnavailable
     from takeover.grading import grade_handoff_state
-    from takeover.tasks import SourceTask
+    from takeover.sources.tasks import SourceTask
 
     task, source = calc_task
     assert grade_handoff_state(SourceTask.model_validate(task), BREAKS_MUL, repo_source=source,

@@ -22,7 +22,7 @@ from takeover.grading.docker_backend import (
     read_harness_report,
     result_from_harness,
 )
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 F2P = "testing/test_x.py::test_new"
 P2P = "testing/test_x.py::test_old"

@@ -23,8 +23,8 @@ from takeover.grading.hermetic import (
     hermetic_locale,
     host_has_locale,
 )
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask, load_tasks
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask, load_tasks
 
 HOSTILE = {"PY_COLORS": "1", "FORCE_COLOR": "1", "PYTEST_ADDOPTS": "--color=yes", "COLUMNS": "40",
            "LC_ALL": "xx_XX.UTF-8"}

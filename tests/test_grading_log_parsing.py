@@ -8,7 +8,7 @@ import pytest
 from takeover.errors import EnvironmentUnavailable
 from takeover.grading import parse_test_log, resolve_log_parser
 from takeover.grading.log_parsing import parser_test_spec
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 

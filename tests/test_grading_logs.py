@@ -19,7 +19,7 @@ from takeover.grading import (
     resolve_log_parser,
     swebench_report,
 )
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 START = ">>>>> Start Test Output"
 END = ">>>>> End Test Output"
@@ -196,7 +196,7 @@ def test_eval_script_for_a_real_task_uses_swebench_command_and_directives():
 
     from takeover.environments import env_spec_for
     from takeover.grading import eval_script, test_directives
-    from takeover.tasks import load_tasks
+    from takeover.sources.tasks import load_tasks
 
     task = {t.instance_id: t for t in load_tasks(DATA / "swebench_verified.jsonl")}["sympy__sympy-13480"]
     assert test_directives(task) == ["sympy/functions/elementary/tests/test_hyperbolic.py"]

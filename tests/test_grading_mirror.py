@@ -7,8 +7,8 @@ import pytest
 from prerequisites import requires, shared
 
 from takeover.grading import grade
-from takeover.repos import RepoSource
-from takeover.tasks import load_tasks
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import load_tasks
 
 # The first run builds the environment from PyPI: longer than the suite's 600 s guard per test.
 pytestmark = [pytest.mark.mirror, pytest.mark.slow, pytest.mark.timeout(1800),

@@ -12,7 +12,7 @@ from prerequisites import requires
 
 from takeover.grading import NETWORK_REPOS, grade, network_warning
 from takeover.grading.local_backend import PAST_HTTPBIN_WARNING
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 
 NET = "import socket\n\n\ndef has_network():\n    return len(socket.if_nameindex()) > 1\n"
 TESTS = "def test_true():\n    assert True\n"

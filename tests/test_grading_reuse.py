@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from takeover.environments import EnvSpec
 from takeover.errors import EnvironmentUnavailable
 from takeover.grading import GradeResult, grade, grading_key
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 
 CALC = "def add(a, b):\n    return a - b\n"
 TESTS = "from calc import add\n\n\ndef test_add_zero():\n    assert add(1, 0) == 1\n"

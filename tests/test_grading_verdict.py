@@ -4,7 +4,7 @@ records (docs/protocol.md section 6; swebench's report shape)."""
 from __future__ import annotations
 
 from takeover.grading import GradeResult, TestOutcome, grade_log, swebench_report
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
 LOG = f"""{START}

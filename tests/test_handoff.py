@@ -29,7 +29,7 @@ from takeover.handoff.printout import PROMPT_MARKER
 from takeover.handoff.session import is_source_edit
 from takeover.llm import ModelSettings
 from takeover.report.transcript import read_transcripts
-from takeover.snapshots import snapshot_patch, take_snapshot, worktree_patch
+from takeover.repository_states.snapshots import snapshot_patch, take_snapshot, worktree_patch
 from takeover.trajectories.events import Event
 
 

@@ -107,7 +107,7 @@ def test_hidden_imports_fallbacks_and_references_are_reported(tmp_path):
 
 
 def test_the_command_line_prints_figures_and_exits_1_on_violations(tmp_path, capsys):
-    src = _package(tmp_path, {"tasks.py": "from takeover.report import Z\n", "report.py": "Z = 1\n"})
+    src = _package(tmp_path, {"sources.py": "from takeover.report import Z\n", "report.py": "Z = 1\n"})
     assert check_layout.main([str(src)]) == 1
     out = capsys.readouterr().out
     assert "largest modules" in out and "== layer: no import from a later layer (1)" in out

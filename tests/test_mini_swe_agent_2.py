@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
-from takeover.replay import replay_trajectory
+from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import read_trajectories
 
 os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from takeover.patches import count_changed_lines, first_difference, normalize_patch, patch_files, split_patch
+from takeover._util.patches import (
+    count_changed_lines,
+    first_difference,
+    normalize_patch,
+    patch_files,
+    split_patch,
+)
 
 EDIT = "diff --git a/x.py b/x.py\nindex 1111111..2222222 100644\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
 NEW = ("diff --git a/docs/INDEX b/docs/INDEX\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n"

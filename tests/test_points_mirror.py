@@ -11,9 +11,9 @@ from prerequisites import requires, shared
 
 from takeover.checkpoints import materialize_checkpoint
 from takeover.points import analyze_run, checkpoint_method
-from takeover.repos import RepoSource
-from takeover.snapshots import patch_sha256
-from takeover.tasks import load_tasks
+from takeover.repository_states.snapshots import patch_sha256
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import load_tasks
 from takeover.trajectories import read_trajectories
 
 pytestmark = pytest.mark.mirror

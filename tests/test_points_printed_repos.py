@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from takeover.cli import app
 from takeover.points import RunPoints
-from takeover.snapshots import patch_sha256
+from takeover.repository_states.snapshots import patch_sha256
 
 ID_1766 = "psf__requests-1766"
 FAST = (ID_1766, "django__django-12193", "django__django-13551")

@@ -12,9 +12,9 @@ from conftest import CALC_BUGGY, CALC_TEST, git, make_repo
 
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run
-from takeover.repos import RepoSource
-from takeover.snapshots import snapshot_patch, take_snapshot
-from takeover.tasks import SourceTask
+from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
 
 FIXED = "def add(a, b):\n    return a + b\n"

@@ -68,9 +68,9 @@ def test_names_are_checked_and_the_allowed_class_needs_a_counterpart():
 
 def test_checks_ask_the_machine_not_the_code_under_test(monkeypatch):
     """The sandbox check reads only bwrap and the switch that turns the sandbox off; it never calls
-    takeover.sandbox (a regression there must fail a test, not skip it)."""
+    takeover._util.sandbox (a regression there must fail a test, not skip it)."""
     source = (TESTS / "prerequisites.py").read_text()
-    assert "takeover.sandbox" not in source.replace('``takeover.sandbox.status()``', "")
+    assert "takeover._util.sandbox" not in source.replace('``takeover._util.sandbox.status()``', "")
     monkeypatch.setenv("TAKEOVER_NO_SANDBOX", "1")
     assert PREREQUISITES["bubblewrap"].check() == "TAKEOVER_NO_SANDBOX is set (the sandbox is turned off on purpose)"
     monkeypatch.setenv("PATH", "/nonexistent")

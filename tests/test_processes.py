@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from prerequisites import requires
 
-from takeover.processes import run_process
+from takeover._util.processes import run_process
 
 
 def unique_sleep() -> str:
@@ -78,7 +78,7 @@ def test_a_command_that_cannot_start_raises(tmp_path):
 def test_environment_build_step_leaves_no_child(tmp_path, monkeypatch):
     from takeover.environments import prepare_environment
     from takeover.errors import EnvironmentUnavailable
-    from takeover.tasks import SourceTask
+    from takeover.sources.tasks import SourceTask
 
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     token = unique_sleep()
@@ -96,7 +96,7 @@ def test_environment_build_step_leaves_no_child(tmp_path, monkeypatch):
 def test_replayed_command_leaves_no_child(tmp_path):
     from conftest import make_repo
 
-    from takeover.replay import replay_trajectory
+    from takeover.repository_states.replay import replay_trajectory
     from takeover.trajectories.events import Event, Trajectory
 
     ws, sha = make_repo(tmp_path / "ws", {"a.py": "x = 1\n"})

@@ -23,8 +23,8 @@ from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.progress import ProgressLines
 from takeover.experiments.units import UnitSpec
 from takeover.llm import ModelSettings
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.testing.engine_units import fail_unless_file, record_call
 from takeover.testing.scripted_server import ScriptedServer
 

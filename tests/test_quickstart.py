@@ -50,8 +50,8 @@ def test_missing_paths_are_named(tmp_path):
 @requires("shared:swebench_verified.jsonl",
           "shared:trajectories/mini-swe-agent/pytest-dev__pytest-7521.json")
 def test_pins_match_the_real_public_files():
-    from takeover._io import sha256_file
-    from takeover.tasks import load_tasks
+    from takeover._util.io import sha256_file
+    from takeover.sources.tasks import load_tasks
 
     pin = qs.PINNED["pytest-dev__pytest-7521"]
     assert sha256_file(PYTEST_TRAJ) == pin.trajectory_sha256
@@ -94,7 +94,7 @@ def test_download_checks_sha256(tmp_path):
     with pytest.raises(TakeoverError, match="differs from the pinned"):
         qs.download(src.as_uri(), tmp_path / "out.json", "0" * 64)
     assert not (tmp_path / "out.json").exists()
-    from takeover._io import sha256_file
+    from takeover._util.io import sha256_file
 
     got = qs.download(src.as_uri(), tmp_path / "out.json", sha256_file(src))
     assert got.read_text() == '{"a": 1}'

@@ -9,10 +9,10 @@ import pytest
 from conftest import git, make_repo
 from prerequisites import requires
 
-from takeover import sandbox
-from takeover.patches import first_difference
+from takeover._util import sandbox
+from takeover._util.patches import first_difference
 from takeover.points import detect_points
-from takeover.replay import replay_trajectory
+from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories.events import Event, Trajectory
 
 SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"

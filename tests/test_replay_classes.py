@@ -18,10 +18,10 @@ from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.errors import RepositoryUnavailable
 from takeover.points import analyze_run, checkpoint_method
-from takeover.replay import replay_trajectory
-from takeover.repos import RepoSource
-from takeover.snapshots import snapshot_patch, take_snapshot
-from takeover.tasks import SourceTask
+from takeover.repository_states.replay import replay_trajectory
+from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Event, Trajectory
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
-from takeover.replay import replay_trajectory
+from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import read_trajectories
 
 ROOT = "/workspace/repo"

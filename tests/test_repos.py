@@ -8,7 +8,7 @@ import pytest
 from conftest import git, make_repo
 
 from takeover.errors import RepositoryUnavailable
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 
 
 def _tree_state(path):
@@ -55,7 +55,7 @@ def test_nonempty_destination_is_refused(tmp_path):
 
 def test_alternates_is_the_one_reader_of_a_shared_workspace_and_agent_runs_use_it(tmp_path):
     from takeover.agents import command_sandbox, runs
-    from takeover.repos import alternates
+    from takeover.sources.repos import alternates
 
     _src, sha = make_repo(tmp_path / "src", {"a.py": ""}, bare_mirror=tmp_path / "m" / "o__r.git")
     ws = RepoSource(tmp_path / "m", offline=True).workspace("o/r", sha, tmp_path / "ws")

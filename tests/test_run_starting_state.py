@@ -15,8 +15,8 @@ from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, ru
 from takeover.checkpoints import materialize_checkpoint
 from takeover.grading import grade
 from takeover.points import analyze_run, checkpoint_method
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
 
 TOX = "[tox]\nenvlist = py\n\n[testenv]\ncommands =\n    pytest {posargs}\n"

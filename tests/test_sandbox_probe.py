@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from takeover import sandbox
+from takeover._util import sandbox
 
 
 def bwrap_runs_true() -> bool:

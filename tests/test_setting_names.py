@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from test_agents import bash, settings
 from test_cli_names import _options, runner
 
-from takeover._io import stable_hash
+from takeover._util.io import stable_hash
 from takeover.agents import RunLimits, read_run, run_predecessor
 from takeover.cli import app, handoff, views
 from takeover.embedded_model import EmbeddedModel, ensure_model
@@ -28,7 +28,7 @@ from takeover.handoff import compose_handoff
 from takeover.handoff.resume import resume_session
 from takeover.llm import ModelClient, ModelSettings
 from takeover.quickstart import QuickstartOptions
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.views import build_view, write_views
 from takeover.views.raw_trace import raw_trace_block
@@ -138,7 +138,7 @@ def test_the_raw_trace_budget_flags_reach_the_view_under_either_spelling(tmp_pat
 
 
 def test_unit_keys_are_those_of_folders_written_before_the_model_rename():
-    from takeover._io import stable_hash
+    from takeover._util.io import stable_hash
     from takeover.experiments.units import UnitSpec, key_form
 
     settings = ModelSettings(model="openai/m", base_url="http://127.0.0.1:1/v1", api_key_env=None).model_dump()

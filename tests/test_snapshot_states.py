@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from conftest import git, make_repo
 
-from takeover.snapshots import (
+from takeover.repository_states.snapshots import (
     EMPTY_TREE,
     SnapshotError,
     git_dir,

@@ -7,8 +7,8 @@ import subprocess
 
 from conftest import git, make_repo
 
-from takeover.patches import first_difference
-from takeover.snapshots import (
+from takeover._util.patches import first_difference
+from takeover.repository_states.snapshots import (
     EMPTY_TREE,
     join_diffs,
     patch_bytes,
@@ -143,7 +143,7 @@ def test_the_same_change_has_the_same_patch_in_any_repository_and_any_git_config
 
 
 def test_generated_output_is_left_out_only_when_the_diff_creates_the_file():
-    from takeover.snapshots import is_new_file, without_generated
+    from takeover.repository_states.snapshots import is_new_file, without_generated
 
     created = ("diff --git a/build/x.txt b/build/x.txt\nnew file mode 100644\nindex 0000000..e69de29\n"
                "--- /dev/null\n+++ b/build/x.txt\n@@ -0,0 +1 @@\n+x\n")

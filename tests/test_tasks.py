@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from takeover.cli import app
 from takeover.errors import InputError
-from takeover.tasks import (
+from takeover.sources.tasks import (
     PAPER_DIFFICULTIES,
     PAPER_LIMIT,
     PAPER_SEED,
@@ -98,7 +98,7 @@ def test_a_missing_file_with_a_suffix_is_not_taken_for_a_dataset_name():
 
 @pytest.mark.slow
 def test_dataset_name_offline_is_a_clear_error(tmp_path):
-    code = "from takeover.tasks import load_tasks; load_tasks('princeton-nlp/SWE-bench_Verified')"
+    code = "from takeover.sources.tasks import load_tasks; load_tasks('princeton-nlp/SWE-bench_Verified')"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", code], env=env, check=False, capture_output=True, text=True)
     assert proc.returncode != 0

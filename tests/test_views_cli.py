@@ -19,7 +19,7 @@ from conftest import DATASET, TRAJ
 from prerequisites import requires
 from typer.testing import CliRunner
 
-from takeover._io import atomic_write_json, sha256_text
+from takeover._util.io import atomic_write_json, sha256_text
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.cli import app
 from takeover.llm import estimate_tokens

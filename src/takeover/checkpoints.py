@@ -19,13 +19,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from takeover._io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from takeover._util.io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from takeover._util.patches import first_difference, split_patch
 from takeover.errors import InputError
-from takeover.patches import first_difference, split_patch
 from takeover.points import HandoffPoint
-from takeover.repos import RepoSource
-from takeover.snapshots import patch_bytes, patch_sha256, snapshot_patch, take_snapshot
-from takeover.tasks import SourceTask
+from takeover.repository_states.snapshots import patch_bytes, patch_sha256, snapshot_patch, take_snapshot
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.vocabulary import CheckpointMethod, HandoffState
 

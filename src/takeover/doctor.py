@@ -16,10 +16,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from takeover import embedded_model, sandbox
+from takeover import embedded_model
+from takeover._util import sandbox
 from takeover.environments import interpreter_candidates, unbuildable_environments
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
-from takeover.repos import MIRROR_ENV, cache_dir
+from takeover.sources.repos import MIRROR_ENV, cache_dir
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -107,7 +108,7 @@ def check_git() -> Check:
 
 
 def check_sandbox() -> Check:
-    """bubblewrap confinement of agent commands (:func:`takeover.sandbox.status`)."""
+    """bubblewrap confinement of agent commands (:func:`takeover._util.sandbox.status`)."""
     st = sandbox.status()
     if st.available:
         return Check(name="sandbox", status="ok", detail=st.message)
@@ -116,7 +117,8 @@ def check_sandbox() -> Check:
 
 
 def check_docker() -> Check:
-    """Docker: the client on PATH and whether its daemon answers (:func:`takeover.sandbox.docker_status`;
+    """Docker: the client on PATH and whether its daemon answers
+    (:func:`takeover._util.sandbox.docker_status`;
     needed only for the docker backends)."""
     st = sandbox.docker_status(timeout=15)
     if st.client is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from takeover._io import with_current_names
+from takeover._util.io import with_current_names
 
 #: Field names of earlier versions (run.json files written before the names followed mini-swe-agent):
 #: earlier name -> name. Such records are still read, so that their finished runs resume.

@@ -260,7 +260,8 @@ class MissingEntry(_Record):
 
 
 class ReplaySummary(_Record):
-    """How the run's per-event states were obtained (:class:`takeover.replay.ReplayVerdict` as JSON)."""
+    """How the run's per-event states were obtained (:class:`takeover.repository_states.replay.ReplayVerdict`
+    as JSON)."""
 
     model_config = ConfigDict(extra="allow")
 

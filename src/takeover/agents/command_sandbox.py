@@ -4,7 +4,8 @@
 runs the commands with that environment's variables.)
 
 - ``local`` (default): :class:`SandboxedLocalEnvironment`, mini-swe-agent's ``LocalEnvironment`` with every
-  command wrapped by :func:`takeover.sandbox.wrap` (no network, writes only in the workspace and the run's
+  command wrapped by :func:`takeover._util.sandbox.wrap` (no network, writes only in the workspace and the
+  run's
   private ``/tmp``) when a sandbox is available; unconfined otherwise, and ``run.json`` says so.
 - ``docker``: mini-swe-agent's ``DockerEnvironment`` on the official SWE-bench image of the instance, with
   the run's workspace mounted at ``/testbed`` (so snapshots are taken on the host) and no network.
@@ -26,11 +27,11 @@ from typing import Any
 
 from pydantic import Field
 
-from takeover import sandbox
+from takeover._util import sandbox
+from takeover._util.processes import run_process
 from takeover.agents import _mswea
 from takeover.agents._mswea import TESTBED
 from takeover.errors import EnvironmentUnavailable
-from takeover.processes import run_process
 
 _mswea.load()
 
@@ -62,7 +63,8 @@ class SandboxedLocalEnvironmentConfig(LocalEnvironmentConfig):
         tmp_dir: the run's folder mounted at ``/tmp`` (kept between commands); ``None`` for a fresh tmpfs.
         readable: folders the commands must still read when they lie under the replaced ``/tmp`` (the
             mirror objects behind the workspace's git alternates, the task's shared venv).
-        use_sandbox: wrap commands with :func:`takeover.sandbox.wrap` (it falls back to unconfined itself).
+        use_sandbox: wrap commands with :func:`takeover._util.sandbox.wrap` (it falls back to unconfined
+        itself).
         mount_at: path at which the sandbox mounts the workspace (``/testbed``); ``cwd`` is then a path
             inside the sandbox. Only set when the sandbox is available (:func:`command_root`).
     """
@@ -150,7 +152,8 @@ def command_root(backend: str, workspace: Path) -> str:
     """The path at which an agent's commands (and its prompt) see the workspace.
 
     ``/testbed`` for the docker backend and for the local backend when bubblewrap can mount the workspace
-    there (:func:`takeover.sandbox.can_mount_at`), so that prompts, commands and token counts do not depend
+    there (:func:`takeover._util.sandbox.can_mount_at`), so that prompts, commands and token counts do not
+    depend
     on the host folder of the run; otherwise the workspace's host path (unavoidable without a sandbox).
     """
     if backend != "local":

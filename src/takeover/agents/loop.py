@@ -8,7 +8,8 @@ mini-swe-agent runs the loop (query the model, parse one action, execute it, ren
   :class:`~takeover.vocabulary.ExitStatus`; timing of every model call; usage of every call, format-error
   turns included; an endpoint failure ends the run with ``model_error`` instead of an exception.
 - ``execute_actions``: per-command time limit (never more than the wall time left); timing; a snapshot
-  of the workspace after every executed action (:func:`takeover.snapshots.take_snapshot`, docs/protocol.md
+  of the workspace after every executed action (:func:`takeover.repository_states.snapshots.take_snapshot`,
+  docs/protocol.md
   section 5 source (a)).
 - ``save`` (called by mini-swe-agent after every step): the recorder writes the step
   (:class:`~takeover.agents.recorder.RunRecorder`); the native trajectory (rewritten whole, its cost grows
@@ -21,14 +22,14 @@ import subprocess
 import time
 from pathlib import Path
 
-from takeover import snapshots
+from takeover._util.redact import redact
 from takeover.agents import _mswea
 from takeover.agents.command_sandbox import EnvironmentFailure
 from takeover.agents.mswea_model import call_usage
 from takeover.agents.recorder import RunRecorder
 from takeover.limits import RunLimits
 from takeover.llm import ReasoningOnlyReply, Usage
-from takeover.redact import redact
+from takeover.repository_states import snapshots
 from takeover.vocabulary import ExitStatus
 
 _mswea.load()

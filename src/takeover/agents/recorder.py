@@ -8,7 +8,7 @@ command is an action of type ``finish`` and its observation holds the submitted 
 
 Writing: new events and calls are appended to ``events.jsonl``/``calls.jsonl`` (each line flushed to disk)
 and ``run.json`` is rewritten atomically after every step, so a crash loses at most the current step.
-Everything written is redacted (:func:`takeover.redact.redact_obj`).
+Everything written is redacted (:func:`takeover._util.redact.redact_obj`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import re
 import time
 from pathlib import Path
 
-from takeover._io import append_jsonl, atomic_write_json, atomic_write_text
+from takeover._util.io import append_jsonl, atomic_write_json, atomic_write_text
+from takeover._util.redact import redact_obj
 from takeover.llm import CallAttempt, Usage
-from takeover.redact import redact_obj
 from takeover.trajectories.events import Event, LLMCall
 from takeover.trajectories.takeover_run import RunAccounting, RunRecord
 from takeover.vocabulary import ActionProtocol

@@ -13,12 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from takeover._io import sha256_text, stable_hash
+from takeover._util.io import sha256_text, stable_hash
 from takeover.errors import InputError
 from takeover.limits import EARLIER_FIELD_NAMES, RunLimits
 from takeover.llm import ModelSettings
 from takeover.llm.settings import EARLIER_FIELD_NAMES as EARLIER_MODEL_FIELD_NAMES
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.vocabulary import ActionProtocol, RunKind
 
@@ -59,7 +59,7 @@ _MODEL_INPUTS = ("model", "temperature", "max_tokens", "extra")
 
 
 def run_inputs(spec: RunSpec) -> dict[str, Any]:
-    """What determines an agent run (its ``inputs_key`` is :func:`takeover._io.stable_hash` of this):
+    """What determines an agent run (its ``inputs_key`` is :func:`takeover._util.io.stable_hash` of this):
     task, checkpoint patch and view, the prompt's sha256, the model settings that change answers (model,
     temperature, max_tokens, extra), limits, protocol and backend. Host paths are left out, so that the
     same run in another folder has the same key."""

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from takeover import sandbox, snapshots
-from takeover._io import atomic_write_bytes, atomic_write_json, atomic_write_text, stable_hash
+from takeover._util import sandbox
+from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text, stable_hash
+from takeover._util.redact import redact, redact_obj
+from takeover._util.versions import package_versions
 from takeover.agents import _mswea
 from takeover.agents.command_sandbox import (
     TESTBED,
@@ -33,12 +35,15 @@ from takeover.environments import prepare_environment
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.redact import redact, redact_obj
-from takeover.repos import RepoSource, alternates
-from takeover.starting_state import StartingState, commit_starting_state, find_environment_edits
-from takeover.tasks import SourceTask
+from takeover.repository_states import snapshots
+from takeover.repository_states.starting_state import (
+    StartingState,
+    commit_starting_state,
+    find_environment_edits,
+)
+from takeover.sources.repos import RepoSource, alternates
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
-from takeover.versions import package_versions
 from takeover.views import task_prompt
 from takeover.vocabulary import ActionProtocol, ExitStatus
 
@@ -62,7 +67,8 @@ def _starting_state(task: SourceTask | None, base_commit: str, workspace: Path, 
 
     Preparing the task's environment in the workspace ran its setup steps there (SWE-bench's
     ``pre_install``: ``sed`` pins in ``setup.py``, ``tox.ini``...): those edits are the environment's, never
-    the agent's. They are found as replay finds them (:func:`takeover.starting_state.find_environment_edits`,
+    the agent's. They are found as replay finds them
+    (:func:`takeover.repository_states.starting_state.find_environment_edits`,
     in a scratch checkout under ``out_dir``) and committed on top of ``base_commit`` as SWE-bench's images
     commit them, so the agent's ``git diff`` does not show them either. Without a task record no setup ran:
     the starting state is ``base_commit``.

@@ -14,10 +14,10 @@ from typing import Annotated
 import typer
 
 from takeover import __version__
+from takeover._util.logs import third_party_logging
 from takeover.cli import agent, experiment, grade, handoff, inspect, points, quickstart, show, tasks, views
 from takeover.cli.console import PIPE_WIDTH, output_console
 from takeover.errors import TakeoverError
-from takeover.logs import third_party_logging
 
 __all__ = ["PIPE_WIDTH", "app", "main", "output_console"]
 

@@ -33,8 +33,8 @@ from takeover.cli.options import (
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.repos import RepoSource
-from takeover.tasks import task_by_id
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import task_by_id
 from takeover.vocabulary import INFRA_EXIT_STATUSES
 
 agent_app = typer.Typer(

@@ -12,10 +12,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from takeover._util.logs import third_party_logging
 from takeover.cli.console import output_console
 from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
-from takeover.logs import third_party_logging
 from takeover.report import build_report
 
 

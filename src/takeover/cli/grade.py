@@ -11,6 +11,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from takeover._util.logs import third_party_logging
+from takeover._util.sandbox import status
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     BackendOption,
@@ -24,10 +26,8 @@ from takeover.cli.options import (
 )
 from takeover.errors import InputError, TakeoverError
 from takeover.grading import Prediction, grade_predictions, read_predictions
-from takeover.logs import third_party_logging
-from takeover.repos import RepoSource
-from takeover.sandbox import status
-from takeover.tasks import load_tasks, task_index
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import load_tasks, task_index
 
 # Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
 # logs of one run would overwrite another's).

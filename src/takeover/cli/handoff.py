@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from takeover._io import atomic_write_text
+from takeover._util.io import atomic_write_text
 from takeover.cli.options import (
     RAW_TRACE_RENAMED,
     ApiKeyEnvOption,

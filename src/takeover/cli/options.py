@@ -18,7 +18,7 @@ import click
 import typer
 from typer.core import TyperCommand
 
-from takeover.repos import MIRROR_ENV
+from takeover.sources.repos import MIRROR_ENV
 from takeover.vocabulary import POINT_TYPES, VIEWS
 
 # --- help texts ------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from takeover import sandbox
+from takeover._util import sandbox
+from takeover._util.logs import third_party_logging
 from takeover.checkpoints import materialize_checkpoint
 from takeover.cli.console import is_watched, progress_line
 from takeover.cli.options import (
@@ -34,10 +35,9 @@ from takeover.cli.options import (
 )
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.grading import grade_handoff_state
-from takeover.logs import third_party_logging
 from takeover.points import RunPoints, analyze_run, checkpoint_method
-from takeover.repos import RepoSource
-from takeover.tasks import load_tasks, task_index
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import load_tasks, task_index
 from takeover.trajectories import read_trajectories, read_trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 from takeover.vocabulary import POINT_TYPES

@@ -26,6 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from takeover._util.logs import third_party_logging
 from takeover.cli.console import output_console
 from takeover.cli.options import (
     POINT_TYPE_HELP,
@@ -44,7 +45,6 @@ from takeover.cli.options import (
 from takeover.doctor import render, run_checks
 from takeover.embedded_model import EmbeddedModel, ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
-from takeover.logs import third_party_logging
 from takeover.quickstart import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,

@@ -13,7 +13,13 @@ from rich.table import Table
 
 from takeover.cli.options import DatasetOption
 from takeover.errors import InputError, TakeoverError
-from takeover.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED, make_selection, write_selection
+from takeover.sources.tasks import (
+    PAPER_DIFFICULTIES,
+    PAPER_LIMIT,
+    PAPER_SEED,
+    make_selection,
+    write_selection,
+)
 
 tasks_app = typer.Typer(
     help="Source tasks: load SWE-bench instances and make the seeded selection.", no_args_is_help=True

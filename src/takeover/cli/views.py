@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from takeover._util.logs import third_party_logging
 from takeover.cli.console import is_watched, progress_line
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
@@ -38,8 +39,7 @@ from takeover.cli.options import (
 )
 from takeover.errors import TakeoverError
 from takeover.llm import ModelSettings
-from takeover.logs import third_party_logging
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 from takeover.views import load_inputs, write_views
 from takeover.vocabulary import VIEWS
 

@@ -10,7 +10,7 @@ text action protocol (no native tool calls).
 The server runs as the leader of a session and process group of its own, so that :meth:`EmbeddedModel.stop`
 can end it together with anything it started, at any moment: a server busy evaluating a prompt does not
 end on SIGTERM (its web server waits for the request), so after :data:`STOP_GRACE` seconds the whole group
-is killed (:func:`takeover.processes.kill_group`).
+is killed (:func:`takeover._util.processes.kill_group`).
 
 Sizes: 0.5B parameters, 24 layers, 2 KV heads of 64 dimensions, so a context of 16,384 tokens costs about
 200 MB of KV cache (f16) on top of the 491 MB of weights.
@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from takeover._util.processes import ending_with_parent, kill_group
 from takeover.embedded_model.weights import (
     DEFAULT_MODEL,
     ModelSpec,
@@ -39,7 +40,6 @@ from takeover.embedded_model.weights import (
 )
 from takeover.errors import EnvironmentUnavailable
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
-from takeover.processes import ending_with_parent, kill_group
 
 MODEL_PATH_ENV = "TAKEOVER_MODEL_PATH"
 # llama.cpp's default native build (-march=native) compiles AMX kernels on CPUs that advertise AMX; some
@@ -282,7 +282,7 @@ class EmbeddedModel:
 
         SIGTERM goes to the server's process group; after at most :data:`STOP_GRACE` seconds the group is
         killed (SIGKILL) and this waits until none of its processes runs (at most
-        :data:`takeover.processes.KILL_WAIT` seconds more). Called from the main thread, the
+        :data:`takeover._util.processes.KILL_WAIT` seconds more). Called from the main thread, the
         :data:`STOP_SIGNALS` that arrive meanwhile are held back and delivered afterwards, so that a second
         Ctrl-C cannot cut the stop short and leave the server running.
         """

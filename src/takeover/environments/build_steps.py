@@ -1,6 +1,6 @@
 """The commands of an environment build: venv creation and installs, each one logged and time-limited.
 
-Every command runs through :func:`takeover.processes.run_process`, so a step that hits its time limit is
+Every command runs through :func:`takeover._util.processes.run_process`, so a step that hits its time limit is
 killed with every process it started (``pip`` and the compilers under it). Installs use ``uv pip`` when
 ``uv`` is available (fast), else the venv's own pip.
 """
@@ -15,10 +15,10 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
+from takeover._util.processes import run_process
 from takeover.environments.hints import failure_hint
 from takeover.environments.interpreters import uv_binary
 from takeover.errors import EnvironmentUnavailable
-from takeover.processes import run_process
 
 #: Seconds one build command may take before it is killed.
 BUILD_TIMEOUT = 3600.0

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from takeover._io import stable_hash
+from takeover._util.io import stable_hash
 from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog, make_venv, pip_install
-from takeover.repos import cache_dir
+from takeover.sources.repos import cache_dir
 
 #: The variable the test suites read.
 HTTPBIN_VARIABLE = "HTTPBIN_URL"

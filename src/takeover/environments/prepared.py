@@ -41,8 +41,8 @@ from takeover.environments.workspace_venv import (
     workspace_state_dir,
     workspace_venv_dir,
 )
-from takeover.repos import cache_dir
-from takeover.tasks import SourceTask
+from takeover.sources.repos import cache_dir
+from takeover.sources.tasks import SourceTask
 
 
 class PreparedEnvironment(BaseModel):

@@ -33,7 +33,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from takeover._io import atomic_write_json, stable_hash
+from takeover._util.io import atomic_write_json, stable_hash
 from takeover.environments.build_steps import site_packages
 from takeover.environments.spec import EnvSpec
 

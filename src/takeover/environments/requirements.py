@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from takeover.environments.conda import conda_packages_as_pip
 from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 
 def read_repo_file(workspace: Path, commit: str | None, rel: str) -> str | None:

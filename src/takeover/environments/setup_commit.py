@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 #: The shipped stand-in table: ``{repo: {version: {"commit", "instance_id", "rule"}}}``.
 STAND_IN_TABLE = Path(__file__).with_name("setup_commit_stand_ins.json")

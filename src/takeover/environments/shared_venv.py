@@ -1,7 +1,7 @@
 """The shared dependency venv of an environment: built once per specification, reused by every workspace.
 
 ``cache_dir()/envs/<hash>`` is a venv of the right interpreter holding the *dependencies* only.
-``<hash>`` is :func:`takeover._io.stable_hash` of the resolved specification (interpreter version and
+``<hash>`` is :func:`takeover._util.io.stable_hash` of the resolved specification (interpreter version and
 path, packages, requirement text read from the checkout, pip pins, install steps). It is built under a
 file lock (``<hash>.lock``); the marker ``<hash>/takeover-env.json`` is written atomically only after a
 successful build, so a reader that sees the marker can trust the folder and a crashed build is simply
@@ -27,14 +27,14 @@ from typing import Any
 from filelock import FileLock
 from pydantic import BaseModel
 
-from takeover._io import atomic_write_json, stable_hash
+from takeover._util.io import atomic_write_json, stable_hash
 from takeover.environments.build_steps import PIP_INSTALL, BuildLog, make_venv, pip_install, site_packages
 from takeover.environments.hints import skipped_steps_hint
 from takeover.environments.interpreters import uv_binary
 from takeover.environments.requirements import Dependencies
 from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
-from takeover.repos import cache_dir
+from takeover.sources.repos import cache_dir
 
 #: The marker file of a finished shared venv (inside its folder).
 MARKER = "takeover-env.json"
@@ -97,7 +97,7 @@ class SharedVenv(BaseModel):
 
 def shared_venv_key(spec: EnvSpec, interpreter: Path, interpreter_version: str | None,
                     deps: Dependencies, exclude_newer: str | None = None) -> dict[str, Any]:
-    """What the shared venv is built from; its :func:`~takeover._io.stable_hash` names the venv's folder
+    """What the shared venv is built from; its :func:`~takeover._util.io.stable_hash` names the venv's folder
     (and the workspace venv's, when it is outside a git checkout)."""
     key = {
         "interpreter": interpreter_version, "interpreter_path": str(interpreter), "packages": deps.packages,

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from takeover.environments.conda import adapt_steps, conda_packages_as_pip, tox_current_env_steps
 from takeover.errors import EnvironmentUnavailable, InputError
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 #: The task field that carries an environment spec of its own (an :class:`EnvSpec` as a dict).
 SPEC_FIELD = "takeover_env_spec"

@@ -23,7 +23,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from takeover._io import stable_hash
+from takeover._util.io import stable_hash
 from takeover.environments.build_steps import (
     PIP_INSTALL,
     BuildLog,
@@ -37,7 +37,7 @@ from takeover.environments.interpreters import uv_binary
 from takeover.environments.shared_venv import SharedVenv
 from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
-from takeover.repos import cache_dir
+from takeover.sources.repos import cache_dir
 
 # Run in the workspace venv after an install step: the requirements that no installed distribution
 # satisfies, of the checkout's own distribution (with the requested extras) and of every other

@@ -54,8 +54,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.repos import RepoSource
-from takeover.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import POINT_TYPES, VIEWS, ActionProtocol, PointType, ViewName
 

@@ -11,7 +11,7 @@ A worker that dies while it runs a unit (killed, out of memory, its Ray node los
 it is redone, up to :data:`LOST_UNIT_REDOS` times, then recorded as failed; every unit that finished
 before is in its result file already. Worker processes end with the coordinator: each one is told by the
 kernel when the coordinator dies, and watches it too, and then kills every command it started before it
-exits (:func:`takeover.processes.end_descendants`).
+exits (:func:`takeover._util.processes.end_descendants`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from takeover._io import atomic_write_json
+from takeover._util.io import atomic_write_json
+from takeover._util.processes import end_descendants, end_with_parent
 from takeover.errors import EnvironmentUnavailable
 from takeover.experiments.units import (
     UnitResult,
@@ -40,7 +41,6 @@ from takeover.experiments.units import (
     note_rejected,
     unit_path,
 )
-from takeover.processes import end_descendants, end_with_parent
 
 ProgressCallback = Callable[["ProgressEvent"], None]
 #: Units that become plannable when a unit ends: ``(runnable specs, blocked (spec, reason) pairs)``.
@@ -133,7 +133,8 @@ def guard_worker(coordinator: int) -> None:
     Three ways in: the kernel sends SIGTERM when the coordinator dies (Linux ``PR_SET_PDEATHSIG``), a
     thread looks every :data:`PARENT_WATCH_INTERVAL` seconds whether the coordinator is still the parent
     (any platform), and the pool's own ``terminate`` sends SIGTERM. Each kills every process below this
-    worker (and the sessions they lead, :func:`takeover.processes.end_descendants`), then exits. Ctrl-C on
+    worker (and the sessions they lead, :func:`takeover._util.processes.end_descendants`), then exits. Ctrl-C
+    on
     a terminal is the coordinator's to handle (it ends the workers this way): a worker lets SIGINT pass, so
     that no unit is recorded as failed because of it. (A handler, not SIG_IGN: an ignored signal would stay
     ignored in the commands the unit runs, tests included.)

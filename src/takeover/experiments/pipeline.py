@@ -32,7 +32,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 from rich.console import Console
 
-from takeover._io import atomic_write_json, atomic_write_text
+from takeover._util.io import atomic_write_json, atomic_write_text
+from takeover._util.versions import package_versions
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.engine import FollowUp, ProgressCallback, make_executor, run_units
 from takeover.experiments.folder_lock import hold_out_dir
@@ -41,7 +42,6 @@ from takeover.experiments.progress import show_progress
 from takeover.experiments.selection import index_trajectories, select_source_tasks, write_task_files
 from takeover.experiments.units import UnitResult, UnitSpec, read_result
 from takeover.report import build_report
-from takeover.versions import package_versions
 
 
 class Problem(BaseModel):

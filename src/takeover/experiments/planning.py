@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from takeover._io import atomic_write_json
+from takeover._util.io import atomic_write_json
 from takeover.experiments import stages
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.units import UnitResult, UnitSpec
-from takeover.repos import RepoSource
 from takeover.results import (
     AgentSettings,
     CheckpointInputs,
@@ -37,7 +36,8 @@ from takeover.results import (
     ViewOutput,
     ViewUnitInputs,
 )
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import NOTE_VIEWS
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from takeover._io import atomic_write_json, atomic_write_text, sha256_file, stable_hash
+from takeover._util.io import atomic_write_json, atomic_write_text, sha256_file, stable_hash
 from takeover.errors import InputError
 from takeover.experiments.config import ExperimentConfig
 from takeover.results import TaskInputs, TrajectoryFile
-from takeover.tasks import SourceTask, load_tasks, select_tasks, task_index
+from takeover.sources.tasks import SourceTask, load_tasks, select_tasks, task_index
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.registry import expand_paths
 
@@ -24,7 +24,8 @@ def select_source_tasks(config: ExperimentConfig, import_index: dict[str, Trajec
 
     Explicit ``dataset.instance_ids`` win. Otherwise the dataset is filtered to ``repos`` (when given) and,
     when trajectories are imported, to instances that have one; then the seeded selection of
-    :func:`takeover.tasks.select_tasks` keeps ``limit`` of the ``difficulties`` (an empty list keeps every
+    :func:`takeover.sources.tasks.select_tasks` keeps ``limit`` of the ``difficulties`` (an empty list keeps
+    every
     difficulty).
 
     Raises:

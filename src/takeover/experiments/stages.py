@@ -14,16 +14,17 @@ import tempfile
 from collections.abc import Collection
 from pathlib import Path
 
-from takeover._io import atomic_write_text, sha256_file, sha256_text
+from takeover._util.io import atomic_write_text, sha256_file, sha256_text
+from takeover._util.patches import patch_files, split_patch
 from takeover.agents import run_predecessor, run_takeover
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
-from takeover.classify import file_class
 from takeover.environments import prepare_environment
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 from takeover.grading import GradeResult, grade
 from takeover.limits import RunLimits
-from takeover.patches import patch_files, split_patch
 from takeover.points import HandoffPoint, RunPoints, analyze_run, checkpoint_method
+from takeover.repository_states.file_classes import file_class
+from takeover.repository_states.snapshots import SnapshotError, top_level_names
 from takeover.results import (
     AgentRunOutput,
     AgentSettings,
@@ -48,8 +49,7 @@ from takeover.results import (
     ViewOutput,
     ViewUnitInputs,
 )
-from takeover.snapshots import SnapshotError, top_level_names
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
 from takeover.trajectories.takeover_run import RunRecord, read_run

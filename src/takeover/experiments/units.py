@@ -5,7 +5,7 @@ A unit (a predecessor run, a checkpoint, a view, a takeover run, a grading) is d
 worker processes and Ray tasks receive it by reference; ``fn`` is its ``"module:function"`` name), its
 JSON inputs (:mod:`takeover.results` describes those of each stage), labels for progress and reports,
 the resources it holds (``model``: calls a model endpoint; ``env``: uses a test environment) and where
-repositories come from (:class:`~takeover.repos.RepoSource`). Its key is
+repositories come from (:class:`~takeover.sources.repos.RepoSource`). Its key is
 ``stable_hash({stage, fn, inputs})``: change any input (or an upstream result that is part of the
 inputs) and the unit is redone; leave them alone and a re-run skips it.
 
@@ -30,11 +30,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
-from takeover._io import append_jsonl, atomic_write_json, stable_hash, to_jsonable
+from takeover._util.io import append_jsonl, atomic_write_json, stable_hash, to_jsonable
+from takeover._util.logs import third_party_logging
+from takeover._util.redact import redact
 from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable, TakeoverError
-from takeover.logs import third_party_logging
-from takeover.redact import redact
-from takeover.repos import RepoSource
+from takeover.sources.repos import RepoSource
 
 FailureKind = Literal["infrastructure", "agent"]
 Resource = Literal["model", "env"]

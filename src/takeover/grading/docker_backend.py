@@ -1,6 +1,6 @@
 """The ``docker`` grading backend: swebench's official harness (``run_instances``) on its own images.
 
-It needs a Docker daemon (:func:`takeover.sandbox.docker_status`) and a SWE-bench (repo, version); a
+It needs a Docker daemon (:func:`takeover._util.sandbox.docker_status`) and a SWE-bench (repo, version); a
 prediction for any other task gets an error in its result.
 
 SWE-bench's ``run_instance`` returns the stored ``report.json`` of
@@ -23,13 +23,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from takeover import sandbox
-from takeover._io import sha256_text
+from takeover._util import sandbox
+from takeover._util.io import sha256_text
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey
 from takeover.grading.verdict import GradeResult, TestOutcome, handoff_state, report_outcomes
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 #: The files of the harness's instance folder copied to takeover's log folder.
 HARNESS_FILES = ("run_instance.log", "test_output.txt", "report.json", "eval.sh", "patch.diff")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from takeover._io import atomic_write_json, atomic_write_text
+from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.environments import EnvSpec
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.docker_backend import HARNESS_FILES, grade_docker
@@ -23,8 +23,8 @@ from takeover.grading.local_backend import grade_local
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey, grading_key
 from takeover.grading.verdict import GradeResult, swebench_report
-from takeover.repos import RepoSource, cache_dir
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource, cache_dir
+from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
 #: The grading backends: ``local`` (venv + sandbox) and ``docker`` (swebench's official harness).

@@ -4,8 +4,8 @@ As in SWE-bench's ``run_evaluation``: a patch is applied with ``git apply``, the
 --fuzz=5``; before ``test_patch`` the test files it touches are reset to ``base_commit`` (and files it
 creates are removed, so the task's own version is the one run); the eval script runs the eval commands
 and the spec's test command on swebench's test directives between SWE-bench's start and end markers.
-The script runs inside :func:`takeover.sandbox.wrap` (no network unless asked) through
-:func:`takeover.processes.run_process`, with the fixed environment of :mod:`takeover.grading.hermetic`
+The script runs inside :func:`takeover._util.sandbox.wrap` (no network unless asked) through
+:func:`takeover._util.processes.run_process`, with the fixed environment of :mod:`takeover.grading.hermetic`
 (nothing from the caller's): at the time limit its whole process group is killed and the log gets
 SWE-bench's time-out marker.
 """
@@ -22,12 +22,12 @@ from pathlib import Path
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from takeover import sandbox
+from takeover._util import sandbox
+from takeover._util.patches import patch_files
+from takeover._util.processes import ProcessResult, run_process
 from takeover.environments import EnvSpec, PreparedEnvironment
 from takeover.grading.hermetic import hermetic_environment, hermetic_eval_commands, hermetic_locale
-from takeover.patches import patch_files
-from takeover.processes import ProcessResult, run_process
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 # SWE-bench's own order of patch application commands (run_evaluation.GIT_APPLY_CMDS, without the
 # --reject variant, which leaves a half-applied tree).

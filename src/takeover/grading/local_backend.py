@@ -3,7 +3,8 @@
 Per prediction: the specification looked up and what this host cannot build said before any work
 (:func:`takeover.environments.check_buildable`); a fresh workspace at ``base_commit`` (a shared-object
 clone from the repository source) put into the task's starting state (the specification's ``pre_install``
-edits, in the form the candidate patch was made in: :mod:`takeover.starting_state`); the candidate patch
+edits, in the form the candidate patch was made in: :mod:`takeover.repository_states.starting_state`); the
+candidate patch
 applied with SWE-bench's fallbacks; the task's environment prepared (:mod:`takeover.environments`, which runs the
 install step after the patch, as SWE-bench's eval script does); ``test_patch`` applied and the eval script run in the sandbox with a time limit and a fixed
 environment (:mod:`takeover.grading.harness`, :mod:`takeover.grading.hermetic`); the log parsed and
@@ -24,8 +25,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from takeover import sandbox
-from takeover._io import atomic_write_text, sha256_text
+from takeover._util import sandbox
+from takeover._util.io import atomic_write_text, sha256_text
 from takeover.environments import (
     EnvSpec,
     check_buildable,
@@ -52,9 +53,9 @@ from takeover.grading.hermetic import hermetic_environment, hermetic_locale
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction
 from takeover.grading.verdict import GradeResult, handoff_state, report_outcomes
-from takeover.repos import RepoSource
-from takeover.starting_state import apply_starting_state, environment_edits, recorded_form
-from takeover.tasks import SourceTask
+from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 
 # Repositories whose SWE-bench tests need the internet. Known from running the gold patches offline.
 NETWORK_REPOS: dict[str, str] = {
@@ -86,7 +87,8 @@ def _append(path: Path, text: str) -> None:
 def _environment_setup_edits(task: SourceTask, spec: EnvSpec, workspace: Path, model_patch: str,
                              run_log: Path) -> None:
     """Put the fresh checkout ``workspace`` into the task's starting state before the candidate patch, in
-    the form the patch was made in (:mod:`takeover.starting_state`, docs/protocol.md section 6).
+    the form the patch was made in (:mod:`takeover.repository_states.starting_state`, docs/protocol.md
+    section 6).
 
     The specification's ``pre_install`` steps are part of the environment's image, never the patch's
     work. A patch made in an image that committed their edits (SWE-bench's ``git commit -am SWE-bench``)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from takeover.errors import EnvironmentUnavailable
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 #: A swebench log parser: ``(log text, TestSpec) -> {test name: status}``.
 LogParser = Callable[..., dict[str, str]]

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from takeover._io import iter_jsonl
+from takeover._util.io import iter_jsonl
 from takeover.errors import InputError
 
 

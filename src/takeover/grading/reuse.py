@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from takeover._io import sha256_text
+from takeover._util.io import sha256_text
+from takeover._util.versions import package_versions
 from takeover.environments import EnvSpec, env_spec_for
 from takeover.errors import TakeoverError
 from takeover.grading.hermetic import hermetic_locale
-from takeover.tasks import SourceTask
-from takeover.versions import package_versions
+from takeover.sources.tasks import SourceTask
 
 #: Dataset-row fields that do not decide a verdict: the text given to people and agents, the reference
 #: patch (graded as a patch of its own when asked), and labels. Every other field is in the key.

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from takeover.grading.log_parsing import parse_test_log
 from takeover.grading.reuse import GradingKey
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
 
@@ -42,7 +42,7 @@ class GradeResult(BaseModel):
         applied: the candidate patch applied; ``apply_error`` names the failing file/hunk when not.
         timed_out: the test command hit the limit and its process group was killed.
         error: why grading could not finish (environment build, test patch, repository), else None.
-        sandboxed: the tests ran inside the sandbox (:mod:`takeover.sandbox`).
+        sandboxed: the tests ran inside the sandbox (:mod:`takeover._util.sandbox`).
         patch_sha256: sha256 of the candidate patch.
         notes: the environment's adaptations (skipped system steps, conda to pip, a locale fallback).
         network: the tests ran with the network on (``local`` backend; SWE-bench's Docker harness has it on).

@@ -39,7 +39,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from takeover._io import atomic_write_bytes, atomic_write_json
+from takeover._util.io import atomic_write_bytes, atomic_write_json
+from takeover._util.patches import first_difference, patch_files
+from takeover._util.redact import redact
 from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
 from takeover.agents.runs import run_agent
 from takeover.errors import InputError, TakeoverError
@@ -47,10 +49,8 @@ from takeover.handoff.compose import Handoff, compose_handoff
 from takeover.handoff.worktree import RepositoryState, repository_state
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.patches import first_difference, patch_files
-from takeover.redact import redact
-from takeover.repos import cache_dir
-from takeover.snapshots import patch_bytes, snapshot_patch, take_snapshot, worktree_patch
+from takeover.repository_states.snapshots import patch_bytes, snapshot_patch, take_snapshot, worktree_patch
+from takeover.sources.repos import cache_dir
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import SESSION_END, ActionProtocol, ViewName

@@ -10,7 +10,8 @@ session itself:
   rejects grading vocabulary and handoff states (docs/protocol.md section 7.5).
 - The handoff point is the session's last event (``session_end``): every event is visible.
 - Secrets (keys, tokens, key-shaped strings and the values of this machine's credential variables) are
-  masked in every string of the session (:func:`takeover.redact.redact_obj`) before anything is built from
+  masked in every string of the session (:func:`takeover._util.redact.redact_obj`) before anything is built
+  from
   it, so no model and no output ever sees them.
 
 Source edits (**Extension** of docs/protocol.md section 3.4; reason: an interactive session records no
@@ -45,12 +46,13 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from takeover.classify import SOURCE_SUFFIXES, file_class, is_verification_command, strip_heredocs
+from takeover._util.patches import split_patch
+from takeover._util.redact import redact, redact_obj
 from takeover.errors import InputError
-from takeover.patches import split_patch
 from takeover.points import HandoffPoint, point_at, verifications
-from takeover.redact import redact, redact_obj
-from takeover.tasks import SourceTask
+from takeover.points.verification import is_verification_command, strip_heredocs
+from takeover.repository_states.file_classes import SOURCE_SUFFIXES, file_class
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories import Trajectory, read_trajectory
 from takeover.trajectories.events import Event
 from takeover.vocabulary import SESSION_END
@@ -82,7 +84,7 @@ _SOURCE_WORD = re.compile(
 
 
 def redacted_trajectory(trajectory: Trajectory) -> Trajectory:
-    """A copy of ``trajectory`` with every string masked by :func:`takeover.redact.redact_obj`."""
+    """A copy of ``trajectory`` with every string masked by :func:`takeover._util.redact.redact_obj`."""
     return Trajectory.model_validate(redact_obj(trajectory.model_dump(mode="json")))
 
 

@@ -1,7 +1,8 @@
 """The repository an interrupted session left behind, read without changing it (docs/protocol.md section 5).
 
 The state is what the study calls a checkpoint's diff: the working tree (tracked and untracked files,
-ignored files left out) against a base commit (:func:`takeover.snapshots.worktree_patch`). The base is the
+ignored files left out) against a base commit (:func:`takeover.repository_states.snapshots.worktree_patch`).
+The base is the
 session's starting commit when the session records one (Codex CLI rollouts do, ``git.commit_hash``;
 takeover's own runs do) and the repository has it; otherwise ``HEAD``; for a repository without any
 commit, the empty tree. Work the agent committed during the session is therefore part of the state when
@@ -21,7 +22,13 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from takeover.errors import InputError
-from takeover.snapshots import EMPTY_TREE, SnapshotError, patch_sha256, untracked_files, worktree_patch
+from takeover.repository_states.snapshots import (
+    EMPTY_TREE,
+    SnapshotError,
+    patch_sha256,
+    untracked_files,
+    worktree_patch,
+)
 
 BaseSource = Literal["session", "HEAD", "empty_tree"]
 

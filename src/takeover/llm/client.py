@@ -12,7 +12,7 @@ Contract:
 - A reply with no content and no tool call but reasoning the server split off raises
   :class:`ReasoningOnlyReply` at once (asking again would get the same reply).
 - The API key is read from the environment at call time and never appears in an error message, a log
-  line or a returned record (everything textual goes through :func:`takeover.redact.redact`).
+  line or a returned record (everything textual goes through :func:`takeover._util.redact.redact`).
 
 Two transports. For an OpenAI-compatible endpoint (a ``base_url`` with a bare model name, an ``openai/``
 prefix, or a prefix that is no litellm provider such as ``Qwen/...``) we send the request ourselves with
@@ -33,12 +33,12 @@ from typing import Any, Literal, Self, TypeVar
 
 import httpx
 
+from takeover._util.redact import redact
 from takeover.errors import TakeoverError
 from takeover.llm.replies import Completion, completion_from_payload
 from takeover.llm.retry import RETRYABLE_STATUSES, AttemptFailed, retry_after_seconds, retrying
 from takeover.llm.settings import ModelSettings
 from takeover.llm.usage import CallAttempt, ModelUsage, complete_usage, usage_from_payload
-from takeover.redact import redact
 
 Transport = Literal["http", "litellm"]
 REASONING_ONLY = ("the endpoint returned only reasoning_content; serve the model without a reasoning parser "

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from takeover._io import with_current_names
+from takeover._util.io import with_current_names
 
 #: Keys :attr:`ModelSettings.extra` may hold.
 EXTRA_KEYS = ("client", "params")

@@ -1,7 +1,9 @@
 """Handoff point detection (docs/protocol.md section 4): the three point types of one run, from its events
 and the repository state after each event, and the reason for each point type the run does not have.
 
-The rules for file classes, verification commands and their results are :mod:`takeover.classify`'s.
+The rules for file classes are :mod:`takeover.repository_states.file_classes`'s; those for verification
+commands and
+their results are :mod:`takeover.points.verification`'s.
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ from collections.abc import Collection, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
-from takeover.classify import (
+from takeover._util.patches import count_changed_lines
+from takeover.points.verification import (
     failure_evidence,
-    file_class,
     is_git_restore_command,
     is_verification_command,
     verification_result,
 )
-from takeover.patches import count_changed_lines
-from takeover.snapshots import join_diffs, patch_sha256
+from takeover.repository_states.file_classes import file_class
+from takeover.repository_states.snapshots import join_diffs, patch_sha256
 from takeover.trajectories.events import Event
 from takeover.vocabulary import POINT_TYPES, PointType, SessionEnd, ValidationStatus, VerificationResult
 
@@ -109,7 +111,7 @@ def source_edits(
     """Indices of source edits: events after which the per-file diff of at least one source file differs
     from its diff after the previous event (docs/protocol.md section 3.4). Test and artifact changes never
     count. ``base_top_level``: the top-level names of ``base_commit``, which the scratch rule needs
-    (:func:`takeover.classify.is_scratch_file`; ``None`` when unknown).
+    (:func:`takeover.repository_states.file_classes.is_scratch_file`; ``None`` when unknown).
 
     Raises:
         ValueError: ``diffs`` and ``events`` differ in length.
@@ -173,7 +175,8 @@ def detect_points(
         events: the run's events (``Trajectory.events``).
         diffs: ``diffs[i]`` = ``{path: cumulative diff against the starting state}`` after event ``i``.
         base_top_level: names of the top-level files and folders of ``base_commit``
-            (:func:`takeover.snapshots.top_level_names`): a folder the repository has is never a scratch
+            (:func:`takeover.repository_states.snapshots.top_level_names`): a folder the repository has is
+            never a scratch
             folder (docs/protocol.md section 3.2). ``None`` when unknown: the names alone decide.
 
     Rules:

@@ -6,13 +6,15 @@ Sources, best first:
 a. snapshot trees recorded by our own runner (``Event.snapshot``), read from the repository that keeps
    their objects;
 b. per-step diffs stored in the trajectory (``Event.state_diff``);
-c. a replay of the recorded actions in a fresh checkout of ``base_commit`` (:mod:`takeover.replay`),
+c. a replay of the recorded actions in a fresh checkout of ``base_commit``
+(:mod:`takeover.repository_states.replay`),
    inside the task's environment when it can be prepared, accepted only when it reproduces the run's
    final patch.
 
 The states are per-file diff maps ``{path: diff against the starting state}``, one per event, with a verdict
 that says which source gave them and whether they are exact. The starting state is ``base_commit`` plus the
-edits of the task environment's own setup (:mod:`takeover.starting_state`, docs/protocol.md section 5.2),
+edits of the task environment's own setup (:mod:`takeover.repository_states.starting_state`, docs/protocol.md
+section 5.2),
 whichever source the states come from: those edits are never the agent's work. Generated output
 (docs/protocol.md section 3.3) is left out of every state.
 """
@@ -25,14 +27,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from takeover.classify import SCRATCH_PREFIXES
+from takeover._util.patches import first_difference, split_patch
 from takeover.environments import prepare_environment
 from takeover.errors import RepositoryUnavailable, TakeoverError
-from takeover.patches import first_difference, split_patch
-from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict, replay_trajectory
-from takeover.repos import RepoSource
-from takeover.snapshots import join_diffs, snapshot_diff, top_level_names, without_generated
-from takeover.starting_state import (
+from takeover.repository_states.file_classes import SCRATCH_PREFIXES
+from takeover.repository_states.replay import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_TIMEOUT,
+    ReplayResult,
+    ReplayVerdict,
+    replay_trajectory,
+)
+from takeover.repository_states.snapshots import join_diffs, snapshot_diff, top_level_names, without_generated
+from takeover.repository_states.starting_state import (
     StartingState,
     apply_starting_state,
     environment_edits,
@@ -40,7 +47,8 @@ from takeover.starting_state import (
     setup_steps,
     tree_with_patch,
 )
-from takeover.tasks import SourceTask
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
 from takeover.vocabulary import CHECKPOINT_METHODS, CheckpointMethod
 

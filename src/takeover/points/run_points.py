@@ -13,14 +13,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from takeover._io import atomic_write_text
+from takeover._util.io import atomic_write_text
 from takeover.errors import InputError
 from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
-from takeover.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict
-from takeover.repos import RepoSource
-from takeover.snapshots import join_diffs
-from takeover.tasks import SourceTask
+from takeover.repository_states.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict
+from takeover.repository_states.snapshots import join_diffs
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.vocabulary import POINT_TYPES
 

@@ -16,12 +16,12 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from takeover._io import atomic_write_text, sha256_file
+from takeover._util.io import atomic_write_text, sha256_file
 from takeover.errors import TakeoverError
 from takeover.quickstart.options import QuickstartOptions
 from takeover.quickstart.pinned import HF_DATASET, PINNED, row_fingerprint
-from takeover.repos import cache_dir
-from takeover.tasks import load_tasks, task_index
+from takeover.sources.repos import cache_dir
+from takeover.sources.tasks import load_tasks, task_index
 
 
 def quickstart_cache() -> Path:

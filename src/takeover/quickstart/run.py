@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from takeover._io import atomic_write_json, atomic_write_text
+from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.embedded_model import DEFAULT_MODEL, EmbeddedModel, ProgressFn, ensure_model, is_cached
 from takeover.errors import TakeoverError
 from takeover.experiments import run_experiment

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from takeover._io import atomic_write_json, atomic_write_text
+from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
 from takeover.report.markdown import render_markdown
 from takeover.report.page import build_drilldown, build_page

@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from takeover._io import atomic_write_chunks
+from takeover._util.io import atomic_write_chunks
 from takeover.report.markdown import format_number
 from takeover.report.page import MAX_LISTED_PROBLEMS, ReportPage
 from takeover.report.rows import order_states

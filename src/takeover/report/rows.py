@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from takeover._io import atomic_write_chunks
+from takeover._util.io import atomic_write_chunks
 from takeover.errors import InputError
 from takeover.vocabulary import HANDOFF_STATES, VIEWS
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from takeover._io import atomic_write_text
+from takeover._util.io import atomic_write_text
 from takeover.report.drilldown import PointSection, RunCell, TestOutcome
 from takeover.report.html_page import render_run_page
 from takeover.report.page import encode_section

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from takeover._util.patches import patch_files
 from takeover.llm.usage import CallAttempt, Usage
-from takeover.patches import patch_files
 
 EventKind = Literal["action", "observation"]
 ActionType = Literal["command", "file_edit", "file_view", "message", "finish"]

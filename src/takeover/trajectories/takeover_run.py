@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from takeover._io import iter_jsonl
+from takeover._util.io import iter_jsonl
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.trajectories._common import Reader, Source
@@ -120,7 +120,7 @@ class RunRecord(BaseModel):
             with a view's takeover prompt).
         instance_id, repo, base_commit: the source task.
         protocol: ``text`` (one bash block per response; the paper's protocol) or ``tools`` (native calls).
-        backend: ``local`` or ``docker``; ``sandbox``: the sentence of :func:`takeover.sandbox.status`.
+        backend: ``local`` or ``docker``; ``sandbox``: the sentence of :func:`takeover._util.sandbox.status`.
         workspace: the run's repository; its ``.git`` keeps every snapshot tree (refs
             ``refs/takeover/snapshots/<tree id>``, one per distinct tree), so checkpoints can be read back
             after the run.
@@ -148,7 +148,7 @@ class RunRecord(BaseModel):
         environment_files: the files the environment's setup changed (sorted).
         snapshots: ``recorded`` (every event carries the snapshot taken after it).
         origin: for takeover runs, the checkpoint and view.
-        versions: :func:`takeover.versions.package_versions` when the run started.
+        versions: :func:`takeover._util.versions.package_versions` when the run started.
         started_at, ended_at: UTC times (ISO 8601, seconds).
         finished: false while running or after a crash.
     """

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from takeover._io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
+from takeover._util.io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
 from takeover.views.inputs import ViewInputs
 from takeover.views.leak import LeakGuard

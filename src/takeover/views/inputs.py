@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from takeover.checkpoints import load_checkpoint
 from takeover.errors import InputError
 from takeover.points import HandoffPoint, RunPoints, analyze_run
-from takeover.repos import RepoSource
-from takeover.tasks import SourceTask, task_by_id
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask, task_by_id
 from takeover.trajectories import Trajectory, read_trajectory
 from takeover.vocabulary import POINT_TYPES
 

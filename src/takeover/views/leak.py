@@ -38,7 +38,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from takeover.errors import TakeoverError
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
 from takeover.vocabulary import HANDOFF_STATES
 

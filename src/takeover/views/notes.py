@@ -41,7 +41,7 @@ from pydantic import BaseModel, Field
 from takeover.errors import TakeoverError
 from takeover.llm import CallAttempt, ModelCallError, ModelClient, ModelUsage
 from takeover.points import HandoffPoint
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.views.evidence import PACKET_CLIP, evidence_packet
 from takeover.views.leak import LeakGuard

@@ -30,7 +30,7 @@ from typing import Any
 import jinja2
 
 from takeover.errors import InputError
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 
 PACKAGE_TEMPLATES = Path(__file__).with_name("templates")
 

@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from takeover.patches import patch_files
+from takeover._util.patches import patch_files
+from takeover._util.redact import redact
 from takeover.points import HandoffPoint
-from takeover.redact import redact
 from takeover.vocabulary import ContinuationLabel, ValidationStatus
 
 UNKNOWN = "UNKNOWN"
@@ -287,7 +287,8 @@ def observed_failure(facts: DeterministicFields) -> str | None:
     """The failure the predecessor saw at the point, as a phrase for a rejection reason, else ``None``:
     validation after the latest source change ``failed``, or a failure line as the latest validation
     evidence (a failed run before the latest edit). The evidence line is visible to the writer, so it may be
-    repeated to it; secrets in it are masked, as the reason is also recorded (:func:`takeover.redact.redact`)."""
+    repeated to it; secrets in it are masked, as the reason is also recorded
+    (:func:`takeover._util.redact.redact`)."""
     line = facts.latest_validation_evidence
     evidence = f" (latest validation evidence: {redact(line)!r})" if line else ""
     if facts.validation_status == "failed":

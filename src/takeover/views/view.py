@@ -2,7 +2,7 @@
 
 :func:`build_view` takes explicit inputs (trajectory, :class:`~takeover.points.HandoffPoint`, source task,
 checkpoint patch text) so it works for any point from any detector. Every view passes the leak guard
-(:mod:`takeover.views.leak`) before it is returned; secrets are masked (:func:`takeover.redact.redact`).
+(:mod:`takeover.views.leak`) before it is returned; secrets are masked (:func:`takeover._util.redact.redact`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from takeover._util.redact import redact
 from takeover.errors import TakeoverError
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimate_tokens, estimator_name
 from takeover.points import HandoffPoint
-from takeover.redact import redact
-from takeover.tasks import SourceTask
+from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed, write_notes

@@ -21,9 +21,9 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from takeover.classify import is_generated_output
+from takeover._util.patches import split_patch
 from takeover.errors import TakeoverError
-from takeover.patches import split_patch
+from takeover.repository_states.file_classes import is_generated_output
 
 SNAPSHOT_INDEX = "takeover-snapshot.index"
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -192,7 +192,7 @@ def is_new_file(diff: str) -> bool:
 
 def without_generated(diffs: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """``(kept, left_out)``: per-file diffs without the files that generated output created
-    (:func:`takeover.classify.is_generated_output`, docs/protocol.md section 3.3). Changes to files that
+    (:func:`takeover.repository_states.file_classes.is_generated_output`, docs/protocol.md section 3.3). Changes to files that
     ``base_commit`` has are always kept: only new files are left out. ``left_out`` is sorted."""
     kept: dict[str, str] = {}
     left_out: list[str] = []

@@ -22,7 +22,7 @@ import re
 import shlex
 from pathlib import Path
 
-from takeover.replay_editors.file_editor import EditOutcome, FileEditor
+from takeover.repository_states.editors.file_editor import EditOutcome, FileEditor
 from takeover.trajectories.events import Event
 
 SWE_EDIT = re.compile(r"^\s*edit\s+(\d+)\s*:\s*(\d+)\s*\n(.*?)\n?end_of_edit\s*$", re.DOTALL)

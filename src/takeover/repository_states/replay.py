@@ -2,10 +2,10 @@
 
 A run from another agent rarely records the repository state after each event. Replay rebuilds it:
 in a fresh checkout of the task's starting state (``base_commit`` plus the edits of the task environment's
-own setup, :mod:`takeover.starting_state`), the recorded actions are re-executed in order and a snapshot
-(:func:`takeover.snapshots.take_snapshot`) is taken after every event that ran a command or an edit. The
+own setup, :mod:`takeover.repository_states.starting_state`), the recorded actions are re-executed in order and a snapshot
+(:func:`takeover.repository_states.snapshots.take_snapshot`) is taken after every event that ran a command or an edit. The
 replay is accepted only if the final state reproduces the run's own final patch under one of the rules
-of docs/protocol.md section 5.4 (:mod:`takeover.replay_verification`); otherwise the run is unreplayable
+of docs/protocol.md section 5.4 (:mod:`takeover.repository_states.replay_verification`); otherwise the run is unreplayable
 and its points do not qualify.
 
 How actions are re-executed:
@@ -15,7 +15,7 @@ How actions are re-executed:
   ``edit``/``insert`` and ``str_replace_editor`` command lines; Claude Code's edits) are applied exactly in
   Python with the recording tool's rules, never through a shell, and an action the recorded answer shows
   refused or failed changes nothing; OpenHands IPython cells calling its file-editing agent skills are
-  replayed the same way, and any other cell makes the run unreplayable (:mod:`takeover.replay_editors`).
+  replayed the same way, and any other cell makes the run unreplayable (:mod:`takeover.repository_states.editors`).
 - Actions the recording tool did not carry out (a command the person rejected, one the shell refused to
   start) and input to a running process (OpenHands ``is_input``, ``C-c``) are not run
   (docs/protocol.md section 5.6).
@@ -32,7 +32,7 @@ How actions are re-executed:
 - The sandbox is bubblewrap with a tmpfs root holding read-only binds of this machine's top-level
   folders (so that ``/testbed`` can be created), plus the mirror's object folders read-only (a
   ``git clone --shared`` workspace reads them even when the mirror lives under ``/tmp``). It follows
-  :mod:`takeover.sandbox`'s policy and is built by ``sandbox.wrap(..., mount_at=root)``, the same
+  :mod:`takeover._util.sandbox`'s policy and is built by ``sandbox.wrap(..., mount_at=root)``, the same
   implementation agent runs use to mount their workspace at ``/testbed``.
 - Which files count. States cover every non-ignored file, untracked ones included (the set ``git add -A``
   stages), minus new files of generated output (docs/protocol.md section 3.3: ``_build/``, ``build/``,
@@ -67,9 +67,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from takeover import sandbox
-from takeover.processes import run_process
-from takeover.replay_editors import (
+from takeover._util import sandbox
+from takeover._util.processes import run_process
+from takeover.repository_states.editors import (
     EditOutcome,
     FileEditor,
     apply_edit,
@@ -79,10 +79,16 @@ from takeover.replay_editors import (
     replay_cell,
     swe_agent_command,
 )
-from takeover.replay_verification import VerificationRule, check_submission
-from takeover.repos import alternates
-from takeover.snapshots import EMPTY_TREE, join_diffs, snapshot_diff, take_snapshot, without_generated
-from takeover.starting_state import RecordedForm, StartingState
+from takeover.repository_states.replay_verification import VerificationRule, check_submission
+from takeover.repository_states.snapshots import (
+    EMPTY_TREE,
+    join_diffs,
+    snapshot_diff,
+    take_snapshot,
+    without_generated,
+)
+from takeover.repository_states.starting_state import RecordedForm, StartingState
+from takeover.sources.repos import alternates
 from takeover.trajectories.events import Event, Trajectory
 
 # Seconds per command. Generous on purpose: only file changes matter, and a slow machine must not turn a
@@ -210,7 +216,7 @@ def replay_trajectory(
     Args:
         trajectory: the imported run; ``working_dir`` is the agent's repository root.
         workspace: checkout of ``base_commit`` (made with ``RepoSource.workspace``), already put into the
-            starting state (:func:`takeover.starting_state.apply_starting_state`); modified.
+            starting state (:func:`takeover.repository_states.starting_state.apply_starting_state`); modified.
         base_commit: the task's commit.
         start: the starting state (docs/protocol.md section 5.2): per-event diffs are taken against its tree,
             so the environment's own edits are never the agent's. ``None``: against ``base_commit``.

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from takeover._io import atomic_write_text, iter_jsonl, sha256_file
+from takeover._util.io import atomic_write_text, iter_jsonl, sha256_file
 from takeover.errors import EnvironmentUnavailable, InputError
 
 #: Difficulty buckets of the paper's selection (docs/protocol.md section 2).

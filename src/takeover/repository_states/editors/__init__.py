@@ -15,10 +15,14 @@ Each returns an :data:`EditOutcome`: what the replay did (``edit``, ``noop``, ``
 ``unreplayable``) and a one-line detail.
 """
 
-from takeover.replay_editors.agent_skills import replay_cell
-from takeover.replay_editors.editor_tools import apply_edit, editor_flavor, recorded_outcome
-from takeover.replay_editors.file_editor import EditOutcome, FileEditor
-from takeover.replay_editors.swe_agent_tools import displayed_window, editor_command, swe_agent_command
+from takeover.repository_states.editors.agent_skills import replay_cell
+from takeover.repository_states.editors.editor_tools import apply_edit, editor_flavor, recorded_outcome
+from takeover.repository_states.editors.file_editor import EditOutcome, FileEditor
+from takeover.repository_states.editors.swe_agent_tools import (
+    displayed_window,
+    editor_command,
+    swe_agent_command,
+)
 
 __all__ = [
     "EditOutcome",

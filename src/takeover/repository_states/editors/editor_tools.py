@@ -33,8 +33,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from takeover.replay_editors.file_editor import EditOutcome, FileEditor
-from takeover.replay_editors.swe_agent_tools import (
+from takeover.repository_states.editors.file_editor import EditOutcome, FileEditor
+from takeover.repository_states.editors.swe_agent_tools import (
     SWE_EDIT,
     is_windowed,
     swe_agent_command,
@@ -216,10 +216,10 @@ def apply_edit(ev: Event, observation: Event | None, editor: FileEditor, *, flav
         flavor: the recording tool (:func:`editor_flavor`).
         window: for SWE-agent's windowed editing commands, the first and last line (1-based) of the file
             window the recorded run showed before this action
-            (:func:`~takeover.replay_editors.swe_agent_tools.displayed_window`).
+            (:func:`~takeover.repository_states.editors.swe_agent_tools.displayed_window`).
 
     Returns:
-        What the replay did (:data:`~takeover.replay_editors.file_editor.EditOutcome`).
+        What the replay did (:data:`~takeover.repository_states.editors.file_editor.EditOutcome`).
     """
     if ev.not_applied:
         return "noop", f"{ev.edit or 'edit'} not applied in the recorded run"

@@ -164,7 +164,7 @@ def kill_group(pgid: int) -> None:
     wait, at most :data:`KILL_WAIT` seconds, until none of its processes runs any more.
 
     A process that moved to a group or session of its own (``setsid``) is out of reach; inside the
-    sandbox the pid namespace (:func:`takeover.sandbox.wrap`) takes it down with the command.
+    sandbox the pid namespace (:func:`takeover._util.sandbox.wrap`) takes it down with the command.
     """
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(pgid, signal.SIGKILL)

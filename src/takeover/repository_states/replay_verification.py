@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from takeover.patches import first_difference, split_patch
-from takeover.snapshots import join_diffs, without_generated
+from takeover._util.patches import first_difference, split_patch
+from takeover.repository_states.snapshots import join_diffs, without_generated
 
 #: The rules of docs/protocol.md section 5.4, in the order they are tried.
 VerificationRule = Literal["whole_tree", "submitted_files"]

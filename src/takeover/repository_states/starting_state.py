@@ -30,14 +30,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from takeover import sandbox
+from takeover._util import sandbox
+from takeover._util.patches import split_patch
+from takeover._util.processes import run_process
 from takeover.environments.spec import EnvSpec, env_spec_for
 from takeover.errors import TakeoverError
-from takeover.patches import split_patch
-from takeover.processes import run_process
-from takeover.repos import alternates
-from takeover.snapshots import join_diffs, snapshot_diff, take_snapshot, without_generated
-from takeover.tasks import SourceTask
+from takeover.repository_states.snapshots import join_diffs, snapshot_diff, take_snapshot, without_generated
+from takeover.sources.repos import alternates
+from takeover.sources.tasks import SourceTask
 
 #: How the recording image kept the environment's edits (see the module docstring).
 RecordedForm = Literal["committed", "working_tree"]

@@ -27,7 +27,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from takeover.replay_editors.file_editor import EditOutcome, FileEditor
+from takeover.repository_states.editors.file_editor import EditOutcome, FileEditor
 
 #: Parameter names of the editing skills, in order.
 EDIT_SKILLS = {

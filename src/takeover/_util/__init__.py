@@ -1,0 +1,12 @@
+"""The machinery under every stage; nothing here knows the protocol.
+
+- :mod:`.io`: atomic writes, JSON Lines, stable hashes, readers of earlier field names;
+- :mod:`.processes`: the one process runner (a command in its own session, killed with all it started);
+- :mod:`.sandbox`: bubblewrap (no network, writes only in the workspace);
+- :mod:`.redact`: secrets masked in logs, trajectories, prompts and reports;
+- :mod:`.patches`: unified diffs (files touched, per-file pieces, normalized comparison);
+- :mod:`.versions`: package versions written into records;
+- :mod:`.logs`: other libraries' loggers at WARNING unless ``--verbose``.
+
+Private to ``takeover``: import the concept packages instead.
+"""
