@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_repo
-from prerequisites import requires
+from prerequisites import requires, shared
 
 from takeover.environments import EnvSpec
 from takeover.grading import grade, parse_test_log
@@ -160,9 +160,10 @@ def test_locale_of_the_specification_is_kept_when_it_exists_and_replaced_when_it
 
 @pytest.mark.mirror
 @pytest.mark.slow
-@requires("mirror", counterpart="test_grading_hermetic.py::test_reference_patch_gets_the_same_report_under_a_hostile_environment")
-def test_real_instance_gets_the_same_report_under_a_hostile_environment(mirror_dir, data_dir, tmp_path, monkeypatch):
-    tasks = {t.instance_id: t for t in load_tasks(data_dir / "swebench_verified.jsonl")}
+@requires("mirror", "shared:swebench_verified.jsonl",
+          counterpart="test_grading_hermetic.py::test_reference_patch_gets_the_same_report_under_a_hostile_environment")
+def test_real_instance_gets_the_same_report_under_a_hostile_environment(mirror_dir, tmp_path, monkeypatch):
+    tasks = {t.instance_id: t for t in load_tasks(shared("swebench_verified.jsonl"))}
     task = tasks["pytest-dev__pytest-5631"]
     source = RepoSource(mirror_dir, offline=True)
     clean = _grade_under({}, monkeypatch, task, task.patch, repo_source=source, log_dir=tmp_path / "clean",
