@@ -23,7 +23,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     for item in session.items:
         if item.get_closest_marker("mirror") is None:
             continue
-        defined = item._fixtureinfo.name2fixturedefs  # noqa: SLF001 - pytest's own map of resolved fixtures
+        defined = item._fixtureinfo.name2fixturedefs
         missing = sorted(n for n in item.fixturenames if n not in defined and n not in BUILTIN)
         tests.append({"test": item.nodeid, "fixtures": sorted(item.fixturenames), "missing": missing})
     Path(out).write_text(json.dumps(tests, indent=1))
