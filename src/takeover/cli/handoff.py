@@ -80,7 +80,7 @@ def handoff(
     base_url: BaseUrlOption = None,
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} One; default: structured_notes with --model, raw_trace without.")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: also the takeover prompt alone, as DIR/{PROMPT_FILE}.")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the takeover prompt alone, as DIR/{PROMPT_FILE} (it is printed too).")] = None,
     out: Annotated[Path | None, typer.Option("--out", hidden=True, help="Old spelling: the takeover prompt alone to this file (now --out-dir DIR).")] = None,
     as_json: JsonOption = False,
     record: RecordOption = None,
