@@ -26,6 +26,13 @@ every violation, and exits 1 when there is any (0 otherwise, 2 on bad arguments)
   ``issue #4``) or ``PROTOCOL.md``: users' clones have neither; code cites ``docs/protocol.md``.
 - ``citation``: every ``docs/protocol.md section N`` (``sections N-M``, ``s. N, M``) cited under ``src/``
   names a section that ``docs/protocol.md`` has (a heading ``## N. ...``).
+- ``flag-meaning``: no command-line flag names two settings. Every ``typer.Option("--flag", help=...)`` in
+  ``cli/`` is read; its meaning is its help text, or the shared help constant (a ``*_HELP`` name, from the
+  module itself or ``cli/options.py``) that the help is built on (``f"{VIEW_HELP} One view."`` means what
+  ``VIEW_HELP`` means). A shared option declared once in ``cli/options.py`` counts once, however many
+  commands use it; hidden options (old spellings kept for one release) are not read. A flag whose
+  declarations have two meanings is reported with each of them, unless :data:`PENDING_FLAG_CLASHES` lists
+  it for a module that still declares it (an entry whose clash is gone is reported, so that it is removed).
 
 The same checks are a library function, :func:`check`, used by ``tests/test_layout.py``.
 """
@@ -44,6 +51,10 @@ DEFAULT_SRC = ROOT / "src" / "takeover"
 MAX_LINES = 500
 #: Folder whose modules are named after commands: its file names may repeat names used elsewhere.
 COMMAND_FOLDER = "cli"
+#: The module of ``COMMAND_FOLDER`` whose ``*_HELP`` constants every command may build its help on.
+SHARED_OPTIONS = "options.py"
+#: Flags that still name two settings while a rename is under way: ``(module under src, flag) -> why``.
+PENDING_FLAG_CLASHES: dict[tuple[str, str], str] = {}
 
 #: The data-flow layers, lowest first: a module may import from its own layer and earlier ones only.
 #: Entries name the first component under ``takeover`` (a module or a package with everything inside it);
@@ -88,6 +99,7 @@ RULES: dict[str, str] = {
     "import-fallback": "no except ImportError around takeover imports",
     "reference": "no 'issue N' / PROTOCOL.md in src/",
     "citation": "cited protocol sections exist",
+    "flag-meaning": "one setting per command-line flag",
 }
 
 
@@ -294,15 +306,93 @@ def cited_sections(numbers: str) -> list[int]:
     return found
 
 
+def _help_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """The module-level ``NAME_HELP = ...`` assignments of a module."""
+    found = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.endswith("_HELP")):
+            found[node.targets[0].id] = node.value
+    return found
+
+
+def _meaning(expr: ast.expr | None, constants: dict[str, ast.expr], seen: frozenset[str] = frozenset()) -> str:
+    """What a help expression says: a literal's text, else the meaning of the first ``*_HELP`` constant it
+    is built on, else its source text."""
+    if expr is None:
+        return "(no help)"
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    names = sorted((n for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id.endswith("_HELP")),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for n in names:
+        if n.id in constants and n.id not in seen:
+            return _meaning(constants[n.id], constants, seen | {n.id})
+    return ast.unparse(expr)
+
+
+def _option_flags(call: ast.Call) -> list[str]:
+    """The flags a ``typer.Option(...)`` call declares (``"--a/--no-a"`` is two); none for a hidden one."""
+    if any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords):
+        return []
+    flags = []
+    for arg in call.args:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("-"):
+            flags += [f for f in arg.value.split("/") if f]
+    return flags
+
+
+def flag_meanings(modules: dict[str, Module], src: Path) -> dict[str, dict[str, list[str]]]:
+    """Every flag declared in ``COMMAND_FOLDER``: flag -> meaning -> where (``path:line``) it is declared so."""
+    folder = src / COMMAND_FOLDER
+    shared = next((m for m in modules.values() if m.path == folder / SHARED_OPTIONS), None)
+    shared_constants = _help_constants(shared.tree) if shared else {}
+    found: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for module in modules.values():
+        if module.path.parent != folder:
+            continue
+        constants = {**shared_constants, **_help_constants(module.tree)}
+        for node in ast.walk(module.tree):
+            if not (isinstance(node, ast.Call) and _call_name(node.func) == "Option"):
+                continue
+            help_expr = next((k.value for k in node.keywords if k.arg == "help"), None)
+            for flag in _option_flags(node):
+                found[flag][_meaning(help_expr, constants)].append(f"{module.rel}:{node.lineno}")
+    return found
+
+
+def _flag_violations(report: LayoutReport, pending: dict[tuple[str, str], str]) -> None:
+    src = report.src
+    meanings = flag_meanings(report.modules, src)
+    for flag, by_meaning in sorted(meanings.items()):
+        if len(by_meaning) < 2:
+            continue
+        places = {where.split(":")[0] for wheres in by_meaning.values() for where in wheres}
+        if any((module, flag) in pending and f"{src.name}/{module}" in places for module, _ in pending):
+            continue
+        shown = "; ".join(f"{', '.join(wheres)}: {meaning!r}" for meaning, wheres in by_meaning.items())
+        report.violations.append(Violation("flag-meaning", flag, f"{len(by_meaning)} settings: {shown}"))
+    for (module, flag), why in sorted(pending.items()):
+        if not (src / module).is_file():
+            continue
+        places = {where.split(":")[0] for wheres in meanings.get(flag, {}).values() for where in wheres}
+        if len(meanings.get(flag, {})) < 2 or f"{src.name}/{module}" not in places:
+            report.violations.append(Violation(
+                "flag-meaning", f"{src.name}/{module}",
+                f"{flag} is listed in PENDING_FLAG_CLASHES ({why}) but names one setting now: remove the entry"))
+
+
 def check(
     src: Path | str = DEFAULT_SRC,
     layers: tuple[tuple[str, ...], ...] = LAYERS,
     protocol: Path | str | None = None,
+    pending_flag_clashes: dict[tuple[str, str], str] | None = None,
 ) -> LayoutReport:
     """Every layout rule of the module docstring over the package folder ``src``; nothing is imported.
 
     ``protocol`` is the protocol document that citations must match (default: ``docs/protocol.md`` two
-    folders above ``src``, as in ``src/takeover``).
+    folders above ``src``, as in ``src/takeover``); ``pending_flag_clashes`` replaces
+    :data:`PENDING_FLAG_CLASHES`.
 
     Raises:
         FileNotFoundError: ``src`` is not a folder.
@@ -350,6 +440,8 @@ def check(
         inside = sorted({(e.source, e.target, e.lazy) for e in edges if e.source in members and e.target in members})
         shown = "; ".join(f"{s} -> {t}{' (lazy)' if lazy else ''}" for s, t, lazy in inside)
         report.violations.append(Violation("cycle", " <-> ".join(component), shown))
+
+    _flag_violations(report, PENDING_FLAG_CLASHES if pending_flag_clashes is None else pending_flag_clashes)
 
     protocol = Path(protocol) if protocol is not None else src.parents[1] / "docs" / "protocol.md"
     sections = set(map(int, SECTION_HEADING.findall(protocol.read_text(encoding="utf-8")))) \

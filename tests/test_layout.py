@@ -128,3 +128,71 @@ def test_citations_must_name_sections_the_protocol_document_has(tmp_path):
     protocol.unlink()
     assert {v.where for v in check_layout.check(src, layers=LAYERS, protocol=protocol).violations} == {
         "takeover/base.py:1", "takeover/middle/__init__.py:1"}
+
+
+FAKE_OPTIONS = (
+    "import typer\nfrom typing import Annotated\n"
+    'TIMEOUT_HELP = "Seconds per model request."\n'
+    'VIEW_HELP = "Handoff view."\n'
+    'TimeoutOption = Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP)]\n'
+)
+
+
+def test_a_flag_with_one_meaning_per_setting_passes(tmp_path):
+    """A shared option counts once however many commands use it; help built on a shared constant means
+    what the constant means; a hidden old spelling is not read."""
+    src = _package(tmp_path, {
+        "cli/options.py": FAKE_OPTIONS,
+        "cli/views.py": "import typer\nfrom takeover.cli.options import VIEW_HELP, TimeoutOption\n\n\n"
+                        "def views(timeout: TimeoutOption = 300.0,\n"
+                        '          view: list[str] = typer.Option(None, "--view", help=f"{VIEW_HELP} Repeatable."),\n'
+                        '          out: str = typer.Option(None, "--out", hidden=True, help="Old: a file.")):\n'
+                        "    pass\n",
+        "cli/handoff.py": "import typer\nfrom takeover.cli.options import VIEW_HELP, TimeoutOption\n\n\n"
+                          "def handoff(timeout: TimeoutOption = 300.0,\n"
+                          '            view: str = typer.Option(None, "--view", help=VIEW_HELP + " One."),\n'
+                          '            out: str = typer.Option(None, "--out", hidden=True, help="Old: a folder.")):\n'
+                          "    pass\n",
+    })
+    assert "flag-meaning" not in _rules(src)
+    meanings = check_layout.flag_meanings(check_layout._load(src), src)
+    assert {flag: list(m) for flag, m in meanings.items()} == {"--timeout": ["Seconds per model request."],
+                                                               "--view": ["Handoff view."]}
+
+
+def test_a_flag_that_names_two_settings_is_reported_with_each_declaration(tmp_path):
+    src = _package(tmp_path, {
+        "cli/options.py": FAKE_OPTIONS,
+        "cli/views.py": "from takeover.cli.options import TimeoutOption\n\n\n"
+                        "def views(timeout: TimeoutOption = 300.0):\n    pass\n",
+        "cli/points.py": "import typer\n"
+                         'REPLAY_HELP = "Seconds per replayed command."\n\n\n'
+                         'def points(timeout: float = typer.Option(300.0, "--timeout", help=REPLAY_HELP),\n'
+                         '           env: bool = typer.Option(True, "--env/--no-env", help="With the environment.")):\n'
+                         "    pass\n",
+        "cli/grade.py": "import typer\n\n\n"
+                        'def grade(timeout: float = typer.Option(1800.0, "--timeout", help="Seconds per test run."),\n'
+                        '          env: bool = typer.Option(True, "--env", help="With the environment.")):\n'
+                        "    pass\n",
+    })
+    assert _rules(src) == {"flag-meaning": [(
+        "--timeout: 3 settings: takeover/cli/grade.py:4: 'Seconds per test run.'; "
+        "takeover/cli/options.py:5: 'Seconds per model request.'; "
+        "takeover/cli/points.py:5: 'Seconds per replayed command.'")]}
+
+
+def test_a_pending_flag_clash_is_allowed_while_it_lasts_and_reported_when_gone(tmp_path):
+    clash = {
+        "cli/options.py": FAKE_OPTIONS,
+        "cli/agent.py": "import typer\n\n\n"
+                        'def run(timeout: float = typer.Option(60.0, "--timeout", help="Seconds per command.")):\n'
+                        "    pass\n",
+    }
+    pending = {("cli/agent.py", "--timeout"): "renamed elsewhere"}
+    src = _package(tmp_path / "clash", clash)
+    assert check_layout.check(src, layers=LAYERS, pending_flag_clashes={}).count("flag-meaning") == 1
+    assert check_layout.check(src, layers=LAYERS, pending_flag_clashes=pending).violations == []
+    gone = _package(tmp_path / "gone", {**clash, "cli/agent.py": "X = 1\n"})
+    (stale,) = check_layout.check(gone, layers=LAYERS, pending_flag_clashes=pending).violations
+    assert (stale.rule, stale.where) == ("flag-meaning", "takeover/cli/agent.py")
+    assert "--timeout is listed in PENDING_FLAG_CLASHES (renamed elsewhere) but names one setting now" in stale.detail

@@ -347,14 +347,17 @@ class HandoffStateOutput(_Record):
 class ViewUnitInputs(CheckpointUnitInputs):
     """Build one view of a checkpoint (docs/protocol.md section 7). Notes views add the note writer
     (``notes_model``) and, when it is not the protocol's 1,600, the completion cap per note-writing call
-    (``note_max_tokens``, tokens)."""
+    (``note_max_tokens``, tokens); the ``raw_trace`` view adds its budget when one is set
+    (``raw_trace_max_chars`` characters, ``raw_trace_max_tokens`` estimated tokens)."""
 
-    _OMIT_WHEN_DEFAULT = ("notes_model", "note_max_tokens")
+    _OMIT_WHEN_DEFAULT = ("notes_model", "note_max_tokens", "raw_trace_max_chars", "raw_trace_max_tokens")
 
     view: ViewName
     trajectory: PredecessorOutput
     notes_model: ModelSettings | None = None
     note_max_tokens: int | None = None
+    raw_trace_max_chars: int | None = None
+    raw_trace_max_tokens: int | None = None
 
 
 class ViewOutput(_Record):

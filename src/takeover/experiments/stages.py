@@ -182,7 +182,7 @@ def points_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         raise UnitFailure("no predecessor run to analyse (its unit failed)")
     traj = _read_trajectory(ref)
     snapshot_repo = ref.workspace if isinstance(ref, PredecessorRunOutput) else None
-    options = {"timeout": args.replay_timeout} if args.replay_timeout else {}
+    options = {"replay_timeout": args.replay_timeout} if args.replay_timeout else {}
     rp = analyze_run(traj, _task(args.task), ctx.repo_source, snapshot_repo=snapshot_repo, work_dir=ctx.work_dir,
                      **options)
     path = rp.save(Path(ctx.work_dir) / "points.json")
@@ -215,8 +215,8 @@ def checkpoint_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 def _grade(task: SourceTask, patch: str, settings: GradingSettings, ctx: UnitContext) -> GradeResult:
     log_dir = _fresh(Path(ctx.work_dir) / "grading")
-    result = grade(task, patch, backend=settings.backend, timeout=settings.timeout, repo_source=ctx.repo_source,
-                   log_dir=log_dir, network=settings.network)
+    result = grade(task, patch, backend=settings.backend, grading_timeout=settings.timeout,
+                   repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network)
     if result.error:
         # Grading could not finish (environment build, test patch, repository): not the agent's doing.
         raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
@@ -269,7 +269,8 @@ def view_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     extra = {"note_max_tokens": args.note_max_tokens} if args.note_max_tokens else {}
     try:
         result = build_view(args.view, traj, checkpoint.point, _task(args.task), patch, model=args.notes_model,
-                            **extra)
+                            raw_trace_max_chars=args.raw_trace_max_chars,
+                            raw_trace_max_tokens=args.raw_trace_max_tokens, **extra)
     except NotesFailed as exc:
         raise UnitFailure(str(exc), "infrastructure" if exc.outcome == "model_error" else "agent",
                           prompt_tokens=exc.usage.prompt_tokens,

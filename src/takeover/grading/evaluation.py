@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover._util.io import atomic_write_json, atomic_write_text
+from takeover._util.renames import renamed_keyword
 from takeover.environments import EnvSpec
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.docker_backend import HARNESS_FILES, grade_docker
@@ -90,12 +91,13 @@ def grade_predictions(
     *,
     backend: str = "local",
     repo_source: RepoSource | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     force: bool = False,
     keep_workspace: bool = False,
     network: bool = False,
+    timeout: float | None = None,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
@@ -112,7 +114,8 @@ def grade_predictions(
         predictions: ``Prediction`` records or dicts (``instance_id``, ``model_name_or_path``, ``model_patch``).
         backend: ``local`` (venv + sandbox) or ``docker`` (swebench's official harness, one run id per patch).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
-        timeout: seconds allowed for each test run.
+        grading_timeout: seconds allowed for each test run (``--grading-timeout``, the experiment file's
+            ``limits.grading_timeout``).
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
         force: grade again even when a stored result could be reused.
@@ -120,12 +123,16 @@ def grade_predictions(
         network: let the tests use the network (``local``; off by default. SWE-bench's Docker harness
             always has it on, and a few suites need it, e.g. psf/requests calls httpbin.org; offline, a suite
             that reads ``HTTPBIN_URL`` gets a local httpbin: :mod:`takeover.environments.local_httpbin`).
+        timeout: the earlier name of ``grading_timeout`` (read with a ``FutureWarning`` until the next release).
 
     Raises:
         InputError: an unknown backend, or a prediction names an ``instance_id`` that is not among ``tasks``.
         EnvironmentUnavailable: ``backend="docker"``, a prediction is to be graded, and no Docker daemon
             answers.
     """
+    # From here on ``timeout`` is the resolved grading_timeout (the backends' own keyword).
+    timeout = renamed_keyword("grade_predictions", "timeout", timeout, "grading_timeout", grading_timeout,
+                              DEFAULT_TIMEOUT)
     if backend not in BACKENDS:
         raise InputError("--backend", f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
     by_id = {t.instance_id: t for t in map(_as_task, tasks)}
@@ -169,32 +176,35 @@ def grade(
     *,
     backend: str = "local",
     repo_source: RepoSource | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     model_name_or_path: str = "takeover",
     force: bool = False,
     network: bool = False,
+    timeout: float | None = None,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
     Args:
         task: a :class:`SourceTask` or an instance dict.
         patch: the candidate ``model_patch`` (``""`` = the empty patch).
-        timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
+        grading_timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
         log_dir: folder for the logs (default ``cache_dir()/grading``).
         force: grade again even when a stored result could be reused (see :func:`grade_predictions`).
         network: let the tests use the network (see :func:`grade_predictions`,
             :data:`~takeover.grading.NETWORK_REPOS`).
+        timeout: the earlier name of ``grading_timeout`` (read with a ``FutureWarning`` until the next release).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     Raises:
         InputError: an unknown backend.
         EnvironmentUnavailable: ``backend="docker"`` and no Docker daemon answers.
     """
+    grading_timeout = renamed_keyword("grade", "timeout", timeout, "grading_timeout", grading_timeout, DEFAULT_TIMEOUT)
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
-    return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, timeout=timeout,
+    return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
                              log_dir=log_dir, spec_file=spec_file, force=force, network=network)[0]
 
 
@@ -204,20 +214,24 @@ def grade_handoff_state(
     *,
     backend: str = "local",
     repo_source: RepoSource | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     network: bool = False,
+    timeout: float | None = None,
 ) -> HandoffState:
-    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from :func:`grade`.
+    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from :func:`grade`
+    (``grading_timeout``: seconds per test run; ``timeout`` is its earlier name, read with a warning).
 
     Raises:
         EnvironmentUnavailable: grading did not finish (environment, repository, test patch); the
             message has the reason.
         InputError: an unknown backend.
     """
-    result = grade(task, patch, backend=backend, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
-                   spec_file=spec_file, network=network)
+    grading_timeout = renamed_keyword("grade_handoff_state", "timeout", timeout, "grading_timeout", grading_timeout,
+                                      DEFAULT_TIMEOUT)
+    result = grade(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
+                   log_dir=log_dir, spec_file=spec_file, network=network)
     if result.handoff_state is None:
         raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state
