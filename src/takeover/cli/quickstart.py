@@ -45,6 +45,7 @@ from takeover.cli.options import (
 from takeover.doctor import render, run_checks
 from takeover.embedded_model import EmbeddedModel, ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
+from takeover.grading.backends import describe_backends
 from takeover.quickstart import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,
@@ -317,7 +318,7 @@ def register(app: typer.Typer) -> None:
         mirror: MirrorOption = None,
         out_dir: Annotated[Path, typer.Option("--out-dir", help="Output folder.")] = Path(DEFAULT_OUT_DIR),
         backend: Annotated[
-            str, typer.Option("--backend", help="Grading backend: local (a cached venv) or docker (SWE-bench images).")
+            str, typer.Option("--backend", help=f"Grading backend: {describe_backends()}.")
         ] = "local",
         workers: WorkersOption = DEFAULT_WORKERS,
         model_parts: Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)] = None,

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from takeover.errors import InputError
+from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
@@ -143,7 +144,7 @@ class GradingConfig(_Strict):
     tasks never resolve, and their results carry a warning that the report lists.
     """
 
-    backend: Literal["local", "docker"] = "local"
+    backend: GradingBackendName = DEFAULT_BACKEND
     network: bool = False
 
 
