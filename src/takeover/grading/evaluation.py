@@ -86,7 +86,7 @@ def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: b
 
 def _write_files(folder: Path, result: GradeResult, model_patch: str | None, *, writes_report: bool) -> None:
     """The files every backend leaves in ``folder``: a test log that exists (saying why no test ran when
-    none did), ``patch.diff`` and ``report.json`` (unless the backend ``writes_report`` and did) and
+    none did), ``patch.diff``, ``report.json`` (those a backend that ``writes_report`` left are kept) and
     ``result.json``."""
     if result.log_path is None:
         result.log_path = str(folder / "test_output.txt")
@@ -162,8 +162,8 @@ def grade_predictions(
     for p in preds:
         task = by_id[p.instance_id]
         folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
-        key = GradingKey.of(task, p.model_patch, impl.environment_key(task, spec_file), backend=impl.name,
-                            network=options.network, timeout=timeout)
+        key = grading_key(task, p.model_patch, backend=impl.name, network=options.network, timeout=timeout,
+                          spec_file=spec_file)
         reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
         if reused is not None:
             results.append(reused)
