@@ -196,3 +196,40 @@ def test_a_pending_flag_clash_is_allowed_while_it_lasts_and_reported_when_gone(t
     (stale,) = check_layout.check(gone, layers=LAYERS, pending_flag_clashes=pending).violations
     assert (stale.rule, stale.where) == ("flag-meaning", "takeover/cli/agent.py")
     assert "--timeout is listed in PENDING_FLAG_CLASHES (renamed elsewhere) but names one setting now" in stale.detail
+def test_backend_and_format_names_are_compared_only_in_their_registries(tmp_path):
+    src = _package(tmp_path, {
+        "grading/__init__.py": "",
+        "grading/local.py": 'class LocalBackend:\n    name = "local"\n',
+        "grading/docker.py": 'class DockerBackend:\n    name: str = "docker"\n',
+        "grading/backends.py": 'def pick(backend):\n    return backend == "local"\n',  # the registry may
+        "trajectories/__init__.py": "",
+        "trajectories/toy.py": 'NAME = "toy"\nREADERS = [Reader(name=NAME + "-dir")]\n',
+        "trajectories/registry.py": 'def known(fmt):\n    return fmt in ("toy", "x")\n',
+        "middle/user.py": (
+            "def f(spec, backend, traj, row, kind, fmt):\n"
+            '    a = spec.backend == "local"\n'
+            '    b = "docker" != backend\n'
+            '    c = traj.format in ("toy-dir", "other")\n'
+            '    d = row["grading_backend"] == "local"\n'
+            '    e = kind == "local"\n'  # not a backend or format: another setting may share the word
+            '    g = spec.backend == "modal"\n'  # not a registered name
+            "    h = fmt in KNOWN\n"  # not a literal
+            "    match backend:\n"
+            '        case "docker":\n'
+            "            pass\n"
+            "    return a, b, c, d, e, g, h\n"
+        ),
+        "agents/run.py": 'def where(command_backend):\n    return command_backend == "local"\n',
+    })
+    layers = (("", "grading", "trajectories", "middle", "agents"),)
+    found = [v for v in check_layout.check(src, layers=layers).violations if v.rule == "name-test"]
+    assert [(v.where, v.detail.split(":")[0]) for v in found] == [
+        ("takeover/agents/run.py:2", "compares command_backend with the grading backend name 'local'"),
+        ("takeover/middle/user.py:2", "compares spec.backend with the grading backend name 'local'"),
+        ("takeover/middle/user.py:3", "compares backend with the grading backend name 'docker'"),
+        ("takeover/middle/user.py:4", "compares traj.format with the trajectory format name 'toy-dir'"),
+        ("takeover/middle/user.py:5", "compares row['grading_backend'] with the grading backend name 'local'"),
+        ("takeover/middle/user.py:9", "compares backend with the grading backend name 'docker'"),
+    ]
+    assert "takeover.grading.backends" in found[1].detail and "takeover.trajectories.registry" in found[3].detail
+    assert check_layout.NAME_TEST_ALLOWED == {}  # no module compares such names since the command backends' registry

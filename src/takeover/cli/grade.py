@@ -26,7 +26,7 @@ from takeover.cli.options import (
     renamed_flags,
 )
 from takeover.errors import InputError, TakeoverError
-from takeover.grading import Prediction, grade_predictions, read_predictions
+from takeover.grading import Prediction, grade_predictions, grading_backend, read_predictions
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
 
@@ -148,7 +148,7 @@ def grade_command(
                           f"{r.env_seconds:.1f}",
                           f"{r.test_seconds:.1f}")
         console.print(table)
-        if results and results[0].backend == "local" and not results[0].sandboxed:
+        if results and grading_backend(results[0].backend).uses_sandbox and not results[0].sandboxed:
             console.print(f"[yellow]{escape(status().message)}[/yellow]", highlight=False)
         for r in results:
             if r.apply_error:

@@ -27,6 +27,7 @@ import typer
 from typer.core import TyperCommand
 
 from takeover._util.logs import third_party_logging
+from takeover.grading.backends import describe_backends
 from takeover.llm import ModelSettings
 from takeover.sources.repos import MIRROR_ENV
 from takeover.vocabulary import POINT_TYPES, VIEWS
@@ -43,7 +44,7 @@ JSON_HELP = "Print JSON Lines instead of the readable output: one JSON record pe
 INSTANCE_ID_HELP = "SWE-bench instance_id."
 POINT_TYPE_HELP = f"Handoff point type: {', '.join(POINT_TYPES)}."
 VIEW_HELP = f"Handoff view: {', '.join(VIEWS)}."
-BACKEND_HELP = "Where the tests run: local (a cached venv, sandboxed) or docker (the official SWE-bench images)."
+BACKEND_HELP = f"Where the tests run: {describe_backends()}."
 STEP_LIMIT_HELP = "Model calls per agent run (mini-swe-agent's step_limit)."
 WALL_TIME_LIMIT_SECONDS_HELP = "Wall-clock limit of an agent run, in seconds."
 COMMAND_TIMEOUT_HELP = "Limit of one agent command, in seconds (a command over it is killed; the run goes on)."

@@ -63,6 +63,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
 from takeover.errors import InputError
+from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
@@ -193,7 +194,7 @@ class GradingConfig(_Strict):
     tasks never resolve, and their results carry a warning that the report lists.
     """
 
-    backend: Literal["local", "docker"] = "local"
+    backend: GradingBackendName = DEFAULT_BACKEND
     network: bool = False
 
 

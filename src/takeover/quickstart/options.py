@@ -13,9 +13,9 @@ from typing import Any, get_args
 from pydantic import BaseModel, Field, ValidationError
 
 from takeover.errors import InputError
+from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.llm import ModelSettings
 from takeover.quickstart.pinned import PINNED
-from takeover.results import GradingBackend
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
 
@@ -41,7 +41,7 @@ FLAGS = {"instance_ids": "--instance-id", "point_types": "--point-type", "views"
 CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
     "point_types": ("point type", POINT_TYPES),
     "views": ("view", VIEWS),
-    "backend": ("backend", get_args(GradingBackend)),
+    "backend": ("backend", get_args(GradingBackendName)),
 }
 
 
@@ -101,7 +101,7 @@ class QuickstartOptions(BaseModel):
     n_ctx: int = Field(default=16384, ge=2048)
     mirror: Path | None = None
     out_dir: Path = Path(DEFAULT_OUT_DIR)
-    backend: GradingBackend = "local"
+    backend: GradingBackendName = DEFAULT_BACKEND
     workers: int = Field(default=DEFAULT_WORKERS, ge=1)
     offline: bool = False
     model_parts: Path | None = None

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from takeover.grading.backends import GradingBackendName
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.trajectories.takeover_run import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND
@@ -48,7 +49,8 @@ from takeover.vocabulary import (
     ViewName,
 )
 
-GradingBackend = Literal["local", "docker"]
+#: The earlier name of :data:`~takeover.grading.backends.GradingBackendName` (kept for callers that import it).
+GradingBackend = GradingBackendName
 
 
 class _Record(BaseModel):
@@ -118,7 +120,7 @@ class GradingSettings(_Record):
 
     _OMIT_WHEN_DEFAULT = ("network",)
 
-    backend: GradingBackend
+    backend: GradingBackendName
     timeout: float
     network: bool = False
 
