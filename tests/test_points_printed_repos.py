@@ -105,7 +105,7 @@ MISSING = {
         # 29 (test_edge_cases.py fails) is the first failure; later writes touch test_edge_cases.py (a test
         # file) and remove files, never a source file.
         "after_first_post_failure_edit": "no source edit after the first failed verification (event 29) other than "
-                                         "git stash/restore/checkout/reset/clean",
+                                         "git stash/restore/checkout/reset/clean or a backup copied back",
     },
 }
 # Which blob of the run's changed file a checkpoint workspace holds: the base ("old") or the submitted
