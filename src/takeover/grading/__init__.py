@@ -4,7 +4,7 @@ Along the lines of SWE-bench's harness:
 
 - :mod:`.predictions`: the predictions a grading reads;
 - :mod:`.evaluation`: the entry points (:func:`grade_predictions`, :func:`grade`,
-  :func:`grade_handoff_state`) and the files written per prediction;
+  :func:`grade_checkpoint`, :func:`grade_handoff_state`) and the files written per prediction;
 - :mod:`.reuse`: the :class:`GradingKey` of everything that decides a verdict; a stored result is
   reused only under an equal key;
 - :mod:`.local_backend`: evaluation without Docker, in a venv and the sandbox;
@@ -19,7 +19,13 @@ Timeouts follow SWE-bench: a killed test run yields an empty status map (every l
 failed) and ``resolved`` is false.
 """
 
-from takeover.grading.evaluation import BACKENDS, grade, grade_handoff_state, grade_predictions
+from takeover.grading.evaluation import (
+    BACKENDS,
+    grade,
+    grade_checkpoint,
+    grade_handoff_state,
+    grade_predictions,
+)
 from takeover.grading.harness import apply_with_fallbacks, eval_script, test_directives
 from takeover.grading.local_backend import NETWORK_REPOS, network_warning
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
@@ -31,6 +37,7 @@ from takeover.grading.verdict import (
     grade_log,
     handoff_state,
     is_resolved,
+    set_aside_by_reference,
     swebench_report,
     tests_report,
 )
@@ -47,6 +54,7 @@ __all__ = [
     "apply_with_fallbacks",
     "eval_script",
     "grade",
+    "grade_checkpoint",
     "grade_handoff_state",
     "grade_log",
     "grade_predictions",
@@ -57,6 +65,7 @@ __all__ = [
     "parse_test_log",
     "read_predictions",
     "resolve_log_parser",
+    "set_aside_by_reference",
     "swebench_report",
     "test_directives",
     "tests_report",

@@ -4,8 +4,9 @@
 :mod:`takeover.grading.local_backend`, ``docker``: :mod:`takeover.grading.docker_backend`) and writes,
 per prediction, the SWE-bench-shaped ``report.json`` and takeover's ``result.json``. A stored result is
 reused only when everything that decides its verdict is unchanged (:mod:`takeover.grading.reuse`,
-docs/protocol.md section 6). :func:`grade` grades one patch; :func:`grade_handoff_state` labels a
-checkpoint's patch with its handoff state (docs/protocol.md section 6).
+docs/protocol.md section 6). :func:`grade` grades one patch; :func:`grade_checkpoint` grades a
+checkpoint's patch for its handoff state, beside the reference patch (docs/protocol.md section 6), and
+:func:`grade_handoff_state` gives that label alone.
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from takeover.grading.docker_backend import HARNESS_FILES, grade_docker
 from takeover.grading.local_backend import grade_local
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey, grading_key
-from takeover.grading.verdict import GradeResult, swebench_report
+from takeover.grading.verdict import GradeResult, set_aside_by_reference, swebench_report
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
 #: The grading backends: ``local`` (venv + sandbox) and ``docker`` (swebench's official harness).
 BACKENDS = ("local", "docker")
+#: The ``model_name_or_path`` the task's reference patch is graded under (for the set-aside PASS_TO_PASS tests).
+REFERENCE_MODEL = "reference"
 #: Seconds allowed for one test run unless the caller says otherwise.
 DEFAULT_TIMEOUT = 1800.0
 
@@ -198,6 +201,43 @@ def grade(
                              log_dir=log_dir, spec_file=spec_file, force=force, network=network)[0]
 
 
+def grade_checkpoint(
+    task: SourceTask | Mapping[str, Any],
+    patch: str,
+    *,
+    backend: str = "local",
+    repo_source: RepoSource | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    log_dir: Path | str | None = None,
+    spec_file: SpecFile = None,
+    network: bool = False,
+    force: bool = False,
+) -> GradeResult:
+    """Grade a checkpoint's ``patch`` for its handoff state (docs/protocol.md section 6).
+
+    As :func:`grade`, and the task's reference patch (``task.patch``) too, the same way (backend,
+    environment, network, time limit; stored under ``cache_dir()/grading/reference`` and reused by its
+    grading key): the PASS_TO_PASS tests the reference fails here are set aside from the handoff state
+    (extension, :func:`~takeover.grading.verdict.set_aside_by_reference`), and ``set_aside`` names them.
+    No reference is graded when the checkpoint's grading did not finish or its patch does not apply.
+
+    Raises:
+        InputError: an unknown backend.
+        EnvironmentUnavailable: ``backend="docker"`` and no Docker daemon answers.
+    """
+    task = _as_task(task)
+    result = grade(task, patch, backend=backend, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
+                   spec_file=spec_file, network=network, force=force)
+    if result.error is not None or not result.applied or not task.patch:
+        return result
+    if patch == task.patch:
+        return set_aside_by_reference(result, result)
+    reference = grade(task, task.patch, backend=backend, repo_source=repo_source, timeout=timeout,
+                      log_dir=cache_dir() / "grading", spec_file=spec_file, network=network,
+                      model_name_or_path=REFERENCE_MODEL)
+    return set_aside_by_reference(result, reference)
+
+
 def grade_handoff_state(
     task: SourceTask,
     patch: str,
@@ -209,16 +249,16 @@ def grade_handoff_state(
     spec_file: SpecFile = None,
     network: bool = False,
 ) -> HandoffState:
-    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from :func:`grade`.
+    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from
+    :func:`grade_checkpoint` (PASS_TO_PASS tests the reference patch fails here are set aside).
 
     Raises:
         EnvironmentUnavailable: grading did not finish (environment, repository, test patch); the
             message has the reason.
         InputError: an unknown backend.
     """
-    result = grade(task, patch, backend=backend, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
-                   spec_file=spec_file, network=network)
+    result = grade_checkpoint(task, patch, backend=backend, repo_source=repo_source, timeout=timeout,
+                              log_dir=log_dir, spec_file=spec_file, network=network)
     if result.handoff_state is None:
         raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state
-
