@@ -10,7 +10,8 @@ event and the points are asserted (docs/protocol.md sections 3-5).
   names it: its write stands; a script that failed there and edits the source here does not (section 5.3);
 - several tool calls in one turn, replayed in their recorded order, one event each, the program the
   recording machine lacked missing here too (sections 1 and 5.3);
-- a run that crashed without submitting, and one that reverted a file after writing ``patch.txt``
+- a run that crashed without submitting, one that reverted a file after writing ``patch.txt``, and one whose
+  submission is a diff against its own commit (refused, saying so)
   (section 5.4);
 - real pytest summaries (``xfailed``, skips) and a backup copied back, which is an undo (section 4).
 """
@@ -220,3 +221,16 @@ def test_real_pytest_summaries_and_a_backup_copied_back(tmp_path):
     # Event 4 copies the backup back (an undo, like git checkout): the fix attempt is event 6.
     assert points == {"after_first_source_edit": 0, "after_first_verification_result": 3,
                       "after_first_post_failure_edit": 6}
+
+
+def test_a_run_whose_submission_is_against_its_own_commit_is_refused_saying_so(tmp_path):
+    turns = [["sed -i s/1/2/ pkg/mod.py"], ["git -c user.name=a -c user.email=a@b commit -qam wip"],
+             ["sed -i s/2/3/ pkg/mod.py"],
+             ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"]]
+    _, (traj,) = record(tmp_path, turns)
+    assert "-x = 2\n+x = 3" in traj.final_patch  # against the agent's commit, not base_commit
+    _, _, result = replay(tmp_path, traj)
+    assert not result.verdict.verified
+    assert result.verdict.reason == (
+        "replayed final state differs from the run's final patch, first at pkg/mod.py (the run committed at event 2: "
+        "a submission made after that is a diff against the agent's own commit, not the starting state)")

@@ -83,6 +83,7 @@ from takeover.repository_states.recorded_writes import proven_writes
 from takeover.repository_states.replay_verification import (
     VerificationRule,
     check_submission,
+    commit_hint,
     last_write,
     printed_file,
 )
@@ -319,9 +320,11 @@ def replay_trajectory(
         check = check_submission(final, trajectory.final_patch, submit_output=submit.output if submit else None,
                                  submit_event=submit.index if submit else None, written_event=written,
                                  written=snapshot_diff(workspace, final_base, trees[written]) if written is not None else None)
+        ran = {s.index: events[s.index].command or "" for s in steps if s.action == "command" and s.exit_code == 0}
+        reason = check.reason if check.verified else f"{check.reason}{commit_hint(ran)}"
         verdict = ReplayVerdict(
             verified=check.verified, method="verified_replay" if check.verified else "replay", rule=check.rule,
-            first_mismatch=check.first_mismatch, reason=check.reason, notes=notes + check.notes, **verdict_base,
+            first_mismatch=check.first_mismatch, reason=reason, notes=notes + check.notes, **verdict_base,
         )
     return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict, start=start)
 

@@ -89,6 +89,20 @@ def last_write(diffs: Sequence[Mapping[str, str]], path: str | None, before: int
     return None
 
 
+_GIT_COMMIT = re.compile(r"(?:^|&&|\|\||[;|\n])\s*git(?:\s+-\S+(?:\s+\S+)?)*\s+commit\b")
+
+
+def commit_hint(commands: Mapping[int, str]) -> str:
+    """For the reason of a replay that does not verify: when one of ``commands`` (``{event: command}`` that
+    ran and succeeded) is a ``git commit``, a note that a submission made after it is a diff against the
+    agent's own commit; else ``""``."""
+    event = next((i for i, c in sorted(commands.items()) if _GIT_COMMIT.search(c)), None)
+    if event is None:
+        return ""
+    return (f" (the run committed at event {event}: a submission made after that is a diff against the agent's "
+            "own commit, not the starting state)")
+
+
 def _summary(paths: list[str], limit: int = 3) -> str:
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
