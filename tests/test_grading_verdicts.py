@@ -19,7 +19,7 @@ from conftest import git
 from prerequisites import requires
 from test_grading import BREAKS_MUL, GOLD, SPEC, calc_task  # noqa: F401 - calc_task is a fixture
 
-from takeover.environments.shared_venv import LEFT_OUT_NOTE
+from takeover.environments.shared_venv import BROKEN_NOTE, LEFT_OUT_NOTE
 from takeover.grading import grade, grade_checkpoint
 from takeover.grading.local_backend import left_out_packages
 from takeover.grading.verdict import missing_module_skips, missing_module_warning
@@ -80,8 +80,9 @@ def test_tests_skipped_for_a_module_the_specification_installs_are_named(tmp_pat
                          check=False)
     assert "SKIPPED [1] tests/test_io.py:8: requires cdms2" in out.stdout, out.stdout
     failing = ["tests/test_io.py::TestIO::test_to_and_from_cdms2_classic", "tests/test_io.py::TestIO::test_other"]
-    notes = [f"{LEFT_OUT_NOTE}: cdms2, esmpy>=8; tests that import them are skipped or fail here"]
-    assert left_out_packages(notes) == ["cdms2", "esmpy"]
+    notes = [f"{LEFT_OUT_NOTE}: cdms2, esmpy>=8; tests that import them are skipped or fail here",
+             f"{BROKEN_NOTE}: numbagg (ImportError: x); tests that need them are skipped here"]
+    assert left_out_packages(notes) == ["cdms2", "esmpy", "numbagg"]
     skips = missing_module_skips(out.stdout, failing, left_out_packages(notes),
                                  lambda name: (tmp_path / name).read_text().splitlines())
     assert skips == {"cdms2": ["tests/test_io.py::TestIO::test_to_and_from_cdms2_classic"]}  # netCDF9: not installed by the spec

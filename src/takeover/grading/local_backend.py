@@ -136,7 +136,7 @@ def left_out_packages(notes: list[str]) -> list[str]:
     for note in notes:
         for prefix, sep in ((LEFT_OUT_NOTE, ", "), (BROKEN_NOTE, "; ")):
             if note.startswith(prefix + ": "):
-                listed = note[len(prefix) + 2:].split("; tests")[0] if sep == ", " else note[len(prefix) + 2:]
+                listed = note[len(prefix) + 2:].rsplit("; tests", 1)[0]
                 names += [re.split(r"[<>=!~\[ (;]", item.strip(), maxsplit=1)[0] for item in listed.split(sep)]
     return [n for n in names if n]
 
