@@ -49,6 +49,7 @@ from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.points import detect_points, verifications
 from takeover.repository_states.file_classes import SCRATCH_PREFIXES
 from takeover.repository_states.replay import DEFAULT_TIMEOUT, RECORDED_TIMEOUT_LIMIT, replay_trajectory
+from takeover.repository_states.snapshots import top_level_names
 from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask, load_tasks
@@ -114,11 +115,13 @@ def _one(traj: Trajectory, task: SourceTask, source: RepoSource, args) -> dict:
         started = time.monotonic()
         result = replay_trajectory(traj, ws, task.base_commit, start=start, form=form, env_vars=env, interpreter_note=note)
         record["replay_seconds"] = time.monotonic() - started
+        # As takeover points does (points/event_states.py): the scratch rule needs base_commit's top level.
+        result.base_top_level = top_level_names(ws, task.base_commit)
         record["environment_seconds"] = env_seconds
         v = result.verdict
         record.update(verified=v.verified, rule=v.rule, reason=v.reason, notes=v.notes, interpreter=v.interpreter,
                       environment_files=v.environment_files)
-        record["points"], record["moved"] = _points(traj, result) if v.verified else (0, [])
+        record["points"], record["moved"], record["point_events"] = _points(traj, result) if v.verified else (0, [], {})
     if not args.no_floor:
         with tempfile.TemporaryDirectory(prefix="replay-floor-") as tmp:
             ws, _, _, env, _, _ = _workspace(traj, task, source, Path(tmp) / "floor", not args.no_environment)
@@ -126,19 +129,19 @@ def _one(traj: Trajectory, task: SourceTask, source: RepoSource, args) -> dict:
     return record
 
 
-def _points(traj: Trajectory, result) -> tuple[int, list[str]]:
-    """``(points, point types the helper-script rule moves)`` of a verified replay: the points with the rules
-    as they are, against the points of the same states when the agent's new top-level files (other than
-    those the name rule already calls scratch) count as files of ``base_commit``."""
+def _points(traj: Trajectory, result) -> tuple[int, list[str], dict[str, int]]:
+    """``(points, point types the helper-script rule moves, {point type: event})`` of a verified replay: the
+    points with the rules as they are, against the points of the same states when the agent's new top-level
+    files (other than those the name rule already calls scratch) count as files of ``base_commit``."""
     top = result.base_top_level
     found = {p.type: p.event_index for p in detect_points(traj.events, result.diffs, base_top_level=top)[0]}
     if top is None:
-        return len(found), []
+        return len(found), [], found
     new_top = {path for d in result.diffs for path in d if "/" not in path and path not in top
                and not path.lower().startswith(SCRATCH_PREFIXES)}
     without = {p.type: p.event_index
                for p in detect_points(traj.events, result.diffs, base_top_level=[*top, *new_top])[0]}
-    return len(found), sorted(t for t in set(found) | set(without) if found.get(t) != without.get(t))
+    return len(found), sorted(t for t in set(found) | set(without) if found.get(t) != without.get(t)), found
 
 
 def _session(traj: Trajectory) -> dict:
@@ -273,7 +276,9 @@ def _summary(records: list[dict], timing: bool = True) -> None:
     if moved_runs:
         print("\npoints moved by the helper-script rule:")
         for r in moved_runs:
-            print(f"  {r['format']:<22} {r['run']:<50} {', '.join(r['moved'])}")
+            events = r.get("point_events") or {}
+            print(f"  {r['format']:<22} {r['run']:<50} "
+                  + ", ".join(f"{t} (now event {events.get(t, '-')})" for t in r["moved"]))
     sessions = [r for r in records if "verification_commands" in r]
     if sessions:
         print(f"\n{'format (not replayed)':<22} {'runs':>5} {'commands':>9} {'verification':>13} {'passed':>7} "
