@@ -546,4 +546,5 @@ def test_inspect_lists_the_session(tmp_path):
         "exit_status": None,
         "final_patch_files": [],
         "usage_per_call": True,
+        "calls_with_usage": 10,
     }

@@ -28,6 +28,7 @@ KEYS = [
     "exit_status",
     "final_patch_files",
     "usage_per_call",
+    "calls_with_usage",
 ]
 MINI = TRAJ / "mini-swe-agent" / "psf__requests-1766.json"
 V0 = TRAJ / "openhands" / "v0" / "multi_swe_bench_examples.output.jsonl"
@@ -69,6 +70,7 @@ def test_inspect_json_lines():
         "exit_status": "Submitted",
         "final_patch_files": ["requests/auth.py"],
         "usage_per_call": True,
+        "calls_with_usage": len(assistant),
     }
     pony = [json.loads(line) for line in V0.read_text().splitlines()]
     assert [r["instance_id"] for r in rows[1:]] == [p["instance_id"] for p in pony]

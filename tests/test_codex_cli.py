@@ -539,4 +539,5 @@ def test_inspect_lists_the_rollout(tmp_path):
         "exit_status": None,
         "final_patch_files": [],
         "usage_per_call": True,
+        "calls_with_usage": 7,
     }

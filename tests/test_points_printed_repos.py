@@ -37,29 +37,21 @@ SLOW = "pytest-dev__pytest-7205"  # its replay runs pytest four times (~30 s on 
 # against the patch, and the patch against the real repository's where a mirror is configured).
 EXPECTED = {
     "django__django-12193": {
-        # 20 writes apply_fix.py (a top-level script with no scratch prefix: a source file); reproduce_issue.py
-        # (10) is a scratch artifact; its run at 12/13 exited 0 printing "FAIL: Widget 2 ..." (no failure
-        # pattern, so passed by the exit code).
+        # 20 writes apply_fix.py, a new top-level file: a helper script (docs/protocol.md section 3.2), no
+        # source edit; 22 `python apply_fix.py` rewrites array.py (not a verification: no repro/check/verify/
+        # test in the script's name): the first source edit. reproduce_issue.py (10) is a scratch artifact; its
+        # run at 12/13 exited 0 printing "FAIL: Widget 2 ..." (no failure pattern, so passed by the exit code).
         "after_first_source_edit": {
-            "event_index": 20, "changed_source_files": ["apply_fix.py"], "changed_test_files": [],
-            "non_source_artifacts": ["reproduce_issue.py"], "latest_verification_command": "python reproduce_issue.py",
-            "latest_verification_result": "passed", "latest_verification_evidence": None,
-            "validation_after_latest_source_change": "none", "patch_lines": 91},
-        # 22 `python apply_fix.py` rewrites array.py (not a verification: no repro/check/verify/test in the
-        # script's name); 24/25 re-runs reproduce_issue.py.
+            "event_index": 22, "changed_source_files": ["django/contrib/postgres/forms/array.py"],
+            "changed_test_files": [], "non_source_artifacts": ["apply_fix.py", "reproduce_issue.py"],
+            "latest_verification_command": "python reproduce_issue.py", "latest_verification_result": "passed",
+            "latest_verification_evidence": None, "validation_after_latest_source_change": "none", "patch_lines": 97},
+        # 24/25 re-runs reproduce_issue.py.
         "after_first_verification_result": {
-            "event_index": 25, "changed_source_files": ["apply_fix.py", "django/contrib/postgres/forms/array.py"],
-            "changed_test_files": [], "non_source_artifacts": ["reproduce_issue.py"],
+            "event_index": 25, "changed_source_files": ["django/contrib/postgres/forms/array.py"],
+            "changed_test_files": [], "non_source_artifacts": ["apply_fix.py", "reproduce_issue.py"],
             "latest_verification_command": "python reproduce_issue.py", "latest_verification_result": "passed",
             "latest_verification_evidence": None, "validation_after_latest_source_change": "passed", "patch_lines": 97},
-        # The first failure is 35 (verify_import.py prints "Import failed: ..."); 40 then writes
-        # verify_import_trace.py, the next source file.
-        "after_first_post_failure_edit": {
-            "event_index": 40, "changed_source_files": ["apply_fix.py", "django/contrib/postgres/forms/array.py",
-                                                  "verify_import.py", "verify_import_trace.py"],
-            "changed_test_files": [], "non_source_artifacts": ["reproduce_issue.py"],
-            "latest_verification_result": "failed", "latest_verification_evidence": "Import failed: No module named 'psycopg2'",
-            "validation_after_latest_source_change": "none", "patch_lines": 108},
     },
     "django__django-13551": {
         # 20 is the `sed` on tokens.py; reproduce_issue.py passed at 15; 25 is its run after the edit.
@@ -75,13 +67,14 @@ EXPECTED = {
             "validation_after_latest_source_change": "passed", "patch_lines": 59},
     },
     SLOW: {
-        # 4/5 pytest on reproduce_issue.py exits 1 with "2 errors in 0.29s" (no line matches the failure
-        # pattern: failed by the exit code, no evidence); 14 is the `sed` on setuponly.py.
+        # 4/5 pytest on reproduce_issue.py exits 1 with "2 errors in 0.29s" (pytest's summary reports errors:
+        # failed, that line the evidence); 14 is the `sed` on setuponly.py.
         "after_first_source_edit": {
             "event_index": 14, "changed_source_files": ["src/_pytest/setuponly.py"], "changed_test_files": [],
             "non_source_artifacts": ["reproduce_issue.py"],
             "latest_verification_command": "python3 -bb -m pytest --setup-show reproduce_issue.py",
-            "latest_verification_result": "failed", "latest_verification_evidence": None,
+            "latest_verification_result": "failed",
+            "latest_verification_evidence": "============================== 2 errors in 0.29s ===============================",
             "validation_after_latest_source_change": "none", "patch_lines": 8},
         "after_first_verification_result": {
             "event_index": 19, "changed_source_files": ["src/_pytest/setuponly.py"], "changed_test_files": [],
@@ -101,11 +94,17 @@ EXPECTED = {
     },
 }
 MISSING = {
+    "django__django-12193": {
+        # The first failure is 35 (verify_import.py prints "Import failed: ..."); what follows writes more
+        # top-level helper scripts (verify_import_trace.py at 40), never a source file.
+        "after_first_post_failure_edit": "no source edit after the first failed verification (event 35) other than "
+                                         "git stash/restore/checkout/reset/clean or a backup copied back",
+    },
     "django__django-13551": {
         # 29 (test_edge_cases.py fails) is the first failure; later writes touch test_edge_cases.py (a test
         # file) and remove files, never a source file.
         "after_first_post_failure_edit": "no source edit after the first failed verification (event 29) other than "
-                                         "git stash/restore/checkout/reset/clean",
+                                         "git stash/restore/checkout/reset/clean or a backup copied back",
     },
 }
 # Which blob of the run's changed file a checkpoint workspace holds: the base ("old") or the submitted
@@ -113,9 +112,8 @@ MISSING = {
 BLOBS = {
     (ID_1766, "after_first_source_edit"): "new", (ID_1766, "after_first_verification_result"): "new",
     (ID_1766, "after_first_post_failure_edit"): "old",  # the `sed` at 24 reverted the quoting
-    ("django__django-12193", "after_first_source_edit"): "old",
+    ("django__django-12193", "after_first_source_edit"): "new",
     ("django__django-12193", "after_first_verification_result"): "new",
-    ("django__django-12193", "after_first_post_failure_edit"): "new",
     ("django__django-13551", "after_first_source_edit"): "new",
     ("django__django-13551", "after_first_verification_result"): "new",
 }

@@ -58,7 +58,7 @@ def test_a_verification_observed_at_the_source_edit_itself_is_not_after_it():
     assert points[1].validation_after_latest_source_change == "none"  # 3 is an edit and the check at once
     assert [(m.type, m.reason) for m in missing] == [(
         "after_first_post_failure_edit",
-        "no source edit after the first failed verification (event 3) other than git stash/restore/checkout/reset/clean")]
+        "no source edit after the first failed verification (event 3) other than git stash/restore/checkout/reset/clean or a backup copied back")]
 
 
 def test_an_edit_that_reverts_everything_is_a_point_with_an_empty_patch():

@@ -104,6 +104,22 @@ def docker_status(timeout: float = 20.0) -> DockerStatus:
     return DockerStatus(available=True, client=client, server_version=version, message=f"Docker daemon {version} answers")
 
 
+#: The folder each sandbox replaces by a private one (``--tmpfs /tmp`` or a run's own ``tmp``).
+PRIVATE_TMP = Path("/tmp")
+
+
+def hidden_by_private_tmp(paths: Sequence[Path | str]) -> list[Path]:
+    """The folders of ``paths`` that a sandboxed command cannot see unless they are mounted again: those that
+    exist and lie under ``/tmp`` (as given or resolved), which the sandbox replaces by a private one.
+    Pass them as ``readable`` to :func:`wrap`. Sorted, without duplicates or folders inside another."""
+    found: set[Path] = set()
+    for raw in paths:
+        for path in {Path(raw), Path(raw).resolve()}:
+            if path.is_relative_to(PRIVATE_TMP) and path != PRIVATE_TMP and path.exists():
+                found.add(path if path.is_dir() else path.parent)
+    return [p for p in sorted(found) if not any(p != q and p.is_relative_to(q) for q in found)]
+
+
 def can_mount_at(path: str | None) -> bool:
     """Whether :func:`wrap` can mount a workspace at ``path``: an absolute path whose top-level folder
     does not exist on this machine (e.g. ``/testbed``, ``/workspace/x``), or one under ``/tmp`` (private

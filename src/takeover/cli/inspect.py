@@ -32,7 +32,8 @@ def inspect(
 
     With --json, one line per run, in the order of the files given: format, instance_id, agent_events,
     actions, observations, llm_calls, prompt_tokens and completion_tokens (null when the run records no
-    usage), usage_per_call, exit_status, final_patch_files.
+    usage), usage_per_call, exit_status, final_patch_files, calls_with_usage (fewer than llm_calls: the
+    token totals are partial, over the calls that record usage).
 
     Bad files are reported as one ``error: FILE: RECORD: field 'F': reason`` line each on stderr; the good
     files are still reported, and the exit status is 2 when any file was bad.
@@ -91,6 +92,8 @@ def inspect(
             table.add_column(name, justify=justify, overflow="fold")
         for s in rows:
             mark = "" if s.usage_per_call else "*"
+            if s.partial_usage:
+                mark = f" ({s.calls_with_usage} of {s.llm_calls} calls)"
             table.add_row(
                 s.format,
                 s.instance_id or "-",
@@ -107,6 +110,8 @@ def inspect(
         console.print(table)
         if any(not s.usage_per_call for s in rows):
             console.print("* run totals from the file (no per-call usage recorded)", highlight=False)
+        if any(s.partial_usage for s in rows):
+            console.print("(N of M calls): partial totals, over the calls that record usage", highlight=False)
         if any(s.prompt_tokens is None for s in rows):
             console.print("n/a: the run records no token usage", highlight=False)
     if failed:

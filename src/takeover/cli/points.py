@@ -58,6 +58,23 @@ def _expanded(paths: list[Path]) -> list[Path]:
     return out
 
 
+def _points_path(out_dir: Path, rp: RunPoints) -> Path:
+    """Where ``--out-dir`` saves ``rp``: ``<instance_id>.points.json``, or, when that file holds another run of
+    the same instance (another trajectory file or record), ``<instance_id>.N.points.json`` with the first N
+    from 2 that is free or holds this run: a run's file is replaced by its rerun, never by another run."""
+    for n in range(1, 10_000):
+        path = out_dir / (f"{rp.instance_id}.points.json" if n == 1 else f"{rp.instance_id}.{n}.points.json")
+        if not path.exists():
+            return path
+        try:
+            stored = RunPoints.load(path)
+        except InputError:
+            continue
+        if (stored.trajectory, stored.trajectory_record) == (rp.trajectory, rp.trajectory_record):
+            return path
+    raise InputError(out_dir, f"too many runs of {rp.instance_id} in the folder")
+
+
 def points_json(rp: RunPoints) -> dict:
     """The ``takeover points --json`` record of one :class:`~takeover.points.RunPoints`: instance_id,
     replay (verified, method, first_mismatch), points (type, event_index, changed_source_files,
@@ -111,7 +128,7 @@ def points(
     dataset: DatasetOption,
     mirror: MirrorOption = None,
     as_json: JsonOption = False,
-    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: each run's full result as DIR/<instance_id>.points.json (for --points-file).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: each run's full result as DIR/<instance_id>.points.json (for --points-file); another run of the same instance gets DIR/<instance_id>.2.points.json.")] = None,
     snapshot_repo: SnapshotRepoOption = None,
     replay_timeout: ReplayTimeoutOption = REPLAY_TIMEOUT,
     memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).", min=64)] = 4096,
@@ -185,7 +202,11 @@ def points(
                               f"{len(rp.points)} point(s), {len(rp.missing)} missing, "
                               f"{time.monotonic() - started:.1f} s: {where}")
             if out_dir is not None:
-                rp.save(out_dir / f"{rp.instance_id}.points.json")
+                target = _points_path(out_dir, rp)
+                if target.name != f"{rp.instance_id}.points.json":
+                    print(f"note: {where}: another run of {rp.instance_id} is in {out_dir}; saved as {target.name}",
+                          file=sys.stderr)
+                rp.save(target)
             if as_json:
                 print(json.dumps(points_json(rp), ensure_ascii=False), flush=True)
             else:

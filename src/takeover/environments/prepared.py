@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from takeover._util.sandbox import hidden_by_private_tmp
 from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog
 from takeover.environments.host_limits import check_buildable
 from takeover.environments.interpreters import find_interpreter, interpreter_version
@@ -98,9 +99,16 @@ class PreparedEnvironment(BaseModel):
 
     @property
     def readable(self) -> list[Path]:
-        """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``:
-        inside bubblewrap ``/tmp`` is private, so a cache under ``/tmp`` would otherwise vanish)."""
-        return [p for p in (self.shared_venv, self.venv) if p is not None]
+        """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``): inside
+        bubblewrap ``/tmp`` is private, so an environment under ``/tmp`` would otherwise vanish. The venvs,
+        and, when the commands run with the interpreter takeover runs on, its prefixes and import path under
+        ``/tmp`` (a venv built in a clone under ``/tmp``, an editable install of its checkout)."""
+        folders = [p for p in (self.shared_venv, self.venv) if p is not None]
+        if self.python == Path(sys.executable):
+            candidates = [Path(sys.prefix), Path(sys.base_prefix), self.python.parent,
+                          *(Path(p) for p in sys.path if p)]
+            folders += [p for p in hidden_by_private_tmp(candidates) if p not in folders]
+        return folders
 
     def env_vars(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """Environment for subprocesses: ``base`` (default ``os.environ``) with the venv activated.

@@ -18,7 +18,7 @@ from takeover.agents import run_predecessor, run_takeover
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.environments import prepare_environment
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
-from takeover.grading import GradeResult, grade
+from takeover.grading import GradeResult, grade, grade_checkpoint
 from takeover.limits import RunLimits
 from takeover.points import HandoffPoint, RunPoints, analyze_run, checkpoint_method
 from takeover.repository_states.snapshots import SnapshotError, top_level_names
@@ -213,10 +213,13 @@ def checkpoint_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 # --- grading: handoff state and takeover runs ------------------------------------------------------
 
 
-def _grade(task: SourceTask, patch: str, settings: GradingSettings, ctx: UnitContext) -> GradeResult:
+def _grade(task: SourceTask, patch: str, settings: GradingSettings, ctx: UnitContext, *,
+           checkpoint: bool = False) -> GradeResult:
     log_dir = _fresh(Path(ctx.work_dir) / "grading")
-    result = grade(task, patch, backend=settings.backend, grading_timeout=settings.timeout,
-                   repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network)
+    # A checkpoint is graded beside the reference patch (docs/protocol.md section 6: set-aside tests).
+    grader = grade_checkpoint if checkpoint else grade
+    result = grader(task, patch, backend=settings.backend, grading_timeout=settings.timeout,
+                    repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network)
     if result.error:
         # Grading could not finish (environment build, test patch, repository): not the agent's doing.
         raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
@@ -227,12 +230,13 @@ def handoff_state_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Handoff state of a checkpoint (docs/protocol.md section 6); never shown to the successor."""
     args = HandoffStateInputs.model_validate(inputs)
     patch = _read(Path(args.checkpoint_dir) / "checkpoint.patch")
-    r = _grade(_task(args.task), patch, args.grading, ctx)
+    r = _grade(_task(args.task), patch, args.grading, ctx, checkpoint=True)
     return UnitOutcome(output=HandoffStateOutput(
         handoff_state=r.handoff_state, resolved=r.resolved,
         fail_to_pass_rate=pass_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
         pass_to_pass_rate=pass_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
-        network=r.network, warnings=r.warnings))
+        network=r.network, warnings=r.warnings + ([r.reference_note] if r.reference_note else []),
+        set_aside=r.set_aside))
 
 
 def grade_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:

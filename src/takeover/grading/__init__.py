@@ -4,7 +4,7 @@ Along the lines of SWE-bench's harness:
 
 - :mod:`.predictions`: the predictions a grading reads;
 - :mod:`.evaluation`: the entry points (:func:`grade_predictions`, :func:`grade`,
-  :func:`grade_handoff_state`) and the files written per prediction;
+  :func:`grade_checkpoint`, :func:`grade_handoff_state`) and the files written per prediction;
 - :mod:`.reuse`: the :class:`GradingKey` of everything that decides a verdict; a stored result is
   reused only under an equal key;
 - :mod:`.backend`: what a grading backend is (:class:`GradingBackend`, a ``typing.Protocol``), and
@@ -22,7 +22,13 @@ failed) and ``resolved`` is false.
 
 from takeover.grading.backend import GradingBackend, GradingOptions
 from takeover.grading.backends import BACKENDS, DEFAULT_BACKEND, GradingBackendName, grading_backend
-from takeover.grading.evaluation import grade, grade_handoff_state, grade_predictions, grading_key
+from takeover.grading.evaluation import (
+    grade,
+    grade_checkpoint,
+    grade_handoff_state,
+    grade_predictions,
+    grading_key,
+)
 from takeover.grading.local import (
     NETWORK_REPOS,
     apply_with_fallbacks,
@@ -39,6 +45,7 @@ from takeover.grading.verdict import (
     grade_log,
     handoff_state,
     is_resolved,
+    set_aside_by_reference,
     swebench_report,
     tests_report,
 )
@@ -60,6 +67,7 @@ __all__ = [
     "apply_with_fallbacks",
     "eval_script",
     "grade",
+    "grade_checkpoint",
     "grade_handoff_state",
     "grade_log",
     "grade_predictions",
@@ -71,6 +79,7 @@ __all__ = [
     "parse_test_log",
     "read_predictions",
     "resolve_log_parser",
+    "set_aside_by_reference",
     "swebench_report",
     "test_directives",
     "tests_report",

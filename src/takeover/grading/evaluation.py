@@ -5,7 +5,8 @@
 :mod:`takeover.grading.docker`) and writes, per prediction, the SWE-bench-shaped ``report.json`` and
 takeover's ``result.json``. A stored result is reused only when everything that decides its verdict is
 unchanged (:mod:`takeover.grading.reuse`, docs/protocol.md section 6). :func:`grade` grades one patch;
-:func:`grade_handoff_state` labels a checkpoint's patch with its handoff state (docs/protocol.md section 6).
+:func:`grade_checkpoint` grades a checkpoint's patch for its handoff state, beside the reference patch
+(docs/protocol.md section 6), and :func:`grade_handoff_state` gives that label alone.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
 from takeover.grading.backends import DEFAULT_BACKEND, grading_backend
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey
-from takeover.grading.verdict import GradeResult, swebench_report
+from takeover.grading.verdict import GradeResult, set_aside_by_reference, swebench_report
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
+#: The ``model_name_or_path`` the task's reference patch is graded under (for the set-aside PASS_TO_PASS tests).
+REFERENCE_MODEL = "reference"
 #: Seconds allowed for one test run unless the caller says otherwise.
 DEFAULT_TIMEOUT = 1800.0
 
@@ -225,6 +228,43 @@ def grade(
                              log_dir=log_dir, spec_file=spec_file, force=force, network=network)[0]
 
 
+def grade_checkpoint(
+    task: SourceTask | Mapping[str, Any],
+    patch: str,
+    *,
+    backend: str = DEFAULT_BACKEND,
+    repo_source: RepoSource | None = None,
+    grading_timeout: float = DEFAULT_TIMEOUT,
+    log_dir: Path | str | None = None,
+    spec_file: SpecFile = None,
+    network: bool = False,
+    force: bool = False,
+) -> GradeResult:
+    """Grade a checkpoint's ``patch`` for its handoff state (docs/protocol.md section 6).
+
+    As :func:`grade`, and the task's reference patch (``task.patch``) too, the same way (backend,
+    environment, network, time limit; stored under ``cache_dir()/grading/reference`` and reused by its
+    grading key): the PASS_TO_PASS tests the reference fails here are set aside from the handoff state
+    (extension, :func:`~takeover.grading.verdict.set_aside_by_reference`), and ``set_aside`` names them.
+    No reference is graded when the checkpoint's grading did not finish or its patch does not apply.
+
+    Raises:
+        InputError: an unknown backend.
+        EnvironmentUnavailable: ``backend="docker"`` and no Docker daemon answers.
+    """
+    task = _as_task(task)
+    result = grade(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
+                   log_dir=log_dir, spec_file=spec_file, network=network, force=force)
+    if result.error is not None or not result.applied or not task.patch:
+        return result
+    if patch == task.patch:
+        return set_aside_by_reference(result, result)
+    reference = grade(task, task.patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
+                      log_dir=cache_dir() / "grading", spec_file=spec_file, network=network,
+                      model_name_or_path=REFERENCE_MODEL)
+    return set_aside_by_reference(result, reference)
+
+
 def grade_handoff_state(
     task: SourceTask,
     patch: str,
@@ -237,8 +277,9 @@ def grade_handoff_state(
     network: bool = False,
     timeout: float | None = None,
 ) -> HandoffState:
-    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from :func:`grade`
-    (``grading_timeout``: seconds per test run; ``timeout`` is its earlier name, read with a warning).
+    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from
+    :func:`grade_checkpoint` (PASS_TO_PASS tests the reference patch fails here are set aside;
+    ``grading_timeout``: seconds per test run; ``timeout`` is its earlier name, read with a warning).
 
     Raises:
         EnvironmentUnavailable: grading did not finish (environment, repository, test patch); the
@@ -247,9 +288,8 @@ def grade_handoff_state(
     """
     grading_timeout = renamed_keyword("grade_handoff_state", "timeout", timeout, "grading_timeout", grading_timeout,
                                       DEFAULT_TIMEOUT)
-    result = grade(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                   log_dir=log_dir, spec_file=spec_file, network=network)
+    result = grade_checkpoint(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
+                              log_dir=log_dir, spec_file=spec_file, network=network)
     if result.handoff_state is None:
         raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state
-

@@ -8,7 +8,8 @@ runs tests.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -53,6 +54,10 @@ class GradeResult(BaseModel):
         graded_at: when the grading finished (UTC, ISO 8601, seconds).
         reused: this result was read back from an earlier grading (``graded_at`` says when), not graded now.
         reuse_note: what happened to a stored result: reused, or graded again and why; None without one.
+        set_aside: PASS_TO_PASS tests that fail with the task's reference patch in the same environment
+            (docs/protocol.md section 6, extension): left out of ``handoff_state``, which they cannot decide.
+        reference_note: how the reference patch was graded for ``set_aside`` (or why it could not be); None
+            when it was not asked for.
         setup_commit: the commit the environment's requirement files were read at (``local`` backend;
             None when no environment was built), and ``setup_commit_source`` how it was chosen:
             ``environment_setup_commit`` (the task's own), ``stand-in`` (the shipped table, when the dataset
@@ -88,6 +93,8 @@ class GradeResult(BaseModel):
     reuse_note: str | None = None
     setup_commit: str | None = None
     setup_commit_source: str | None = None
+    set_aside: list[str] = Field(default_factory=list)
+    reference_note: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
@@ -95,22 +102,52 @@ class GradeResult(BaseModel):
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
             "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note", "setup_commit",
-            "setup_commit_source"})
+            "setup_commit_source", "set_aside", "reference_note"})
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:
     """docs/protocol.md section 6, in order: patch does not apply -> ``invalid``; all FAIL_TO_PASS and
     PASS_TO_PASS pass -> ``resolved_preserve``; some FAIL_TO_PASS fail -> ``needs_completion``; else some
-    PASS_TO_PASS fail -> ``broke_existing``. None when grading failed for another reason (``error``)."""
+    PASS_TO_PASS fail -> ``broke_existing``. None when grading failed for another reason (``error``).
+
+    Extension: the PASS_TO_PASS tests of ``result.set_aside`` (they fail with the reference patch in the
+    same environment, :func:`set_aside_by_reference`) are left out: an environment's failure is no state of
+    the checkpoint."""
     if result.error is not None:
         return None
     if not result.applied:
         return "invalid"
-    if not result.FAIL_TO_PASS.failure and not result.PASS_TO_PASS.failure:
+    aside = set(result.set_aside)
+    p2p_failing = [t for t in result.PASS_TO_PASS.failure if t not in aside]
+    if not result.FAIL_TO_PASS.failure and not p2p_failing:
         return "resolved_preserve"
     if result.FAIL_TO_PASS.failure:
         return "needs_completion"
     return "broke_existing"
+
+
+def set_aside_by_reference(result: GradeResult, reference: GradeResult) -> GradeResult:
+    """``result`` with the PASS_TO_PASS tests that ``reference`` (the task's reference patch graded the same
+    way: same backend, environment, network and time limit) fails set aside, and its handoff state computed
+    without them (docs/protocol.md section 6, extension). A reference grading that did not finish, or whose
+    patch did not apply, sets nothing aside and says so in ``reference_note``; FAIL_TO_PASS tests the
+    reference fails are never set aside (a checkpoint cannot be resolved without them), only warned of."""
+    out = result.model_copy(deep=True)
+    if reference.error is not None or not reference.applied:
+        why = reference.error or f"it does not apply: {reference.apply_error}"
+        out.reference_note = f"the reference patch could not be graded here ({why.splitlines()[0][:200]}): nothing set aside"
+        return out
+    out.set_aside = sorted(set(reference.PASS_TO_PASS.failure) & set(out.PASS_TO_PASS.failure))
+    failing = sorted(reference.PASS_TO_PASS.failure)
+    out.reference_note = (f"the reference patch fails {len(failing)} PASS_TO_PASS test(s) here"
+                          + (f" ({', '.join(failing[:5])}{' ...' if len(failing) > 5 else ''})" if failing else "")
+                          + ("; set aside from the handoff state" if failing else ""))
+    if reference.FAIL_TO_PASS.failure:
+        out.warnings.append(f"the reference patch fails {len(reference.FAIL_TO_PASS.failure)} FAIL_TO_PASS test(s) "
+                            f"here too ({', '.join(reference.FAIL_TO_PASS.failure[:5])}): this environment cannot "
+                            f"resolve the task")
+    out.handoff_state = handoff_state(out)
+    return out
 
 
 def tests_report(status_map: Mapping[str, str], task: SourceTask) -> dict[str, dict[str, list[str]]]:
@@ -152,6 +189,93 @@ def grade_log(content: str, task: SourceTask, *, log_parser: str | None = None, 
                          PASS_TO_PASS=pass_to_pass, resolved=applied and resolved)
     result.handoff_state = handoff_state(result)
     return result
+
+
+#: bash's exit statuses for a command it found but could not execute (126) and one it did not find (127).
+_DID_NOT_START = (126, 127)
+_NOT_STARTED_LINE = re.compile(r"(?:command not found|No such file or directory|Permission denied|not found)\s*$")
+_PYTHON_MODULE = re.compile(r"(?:^|\s)(?:\S*/)?python[\d.]*\s+(?:-\S+\s+)*-m\s*(\S+)")
+
+
+def runner_not_started(log: str, exit_code: int | None, test_command: str) -> str | None:
+    """Why the test runner did not start, or ``None`` (docs/protocol.md section 6, extension: a runner that
+    does not start gives no verdict, only an error).
+
+    It did not start when the test command exits 126 or 127 (bash could not execute or find it:
+    ``pytest: command not found``), or when it runs ``python -m MODULE`` and the output says ``No module named
+    MODULE``. ``log`` is the test output, ``test_command`` the specification's test command.
+    """
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    if exit_code in _DID_NOT_START:
+        line = next((ln for ln in reversed(lines) if _NOT_STARTED_LINE.search(ln)), lines[-1] if lines else "")
+        return f"the test command did not start (exit {exit_code}): {line[:240]}"
+    m = _PYTHON_MODULE.search(test_command)
+    if m:
+        module = re.escape(m.group(1).split(".")[0])
+        line = next((ln for ln in lines if re.search(rf"No module named '?{module}\b", ln)), None)
+        if line is not None:
+            return f"the test runner did not start: {line[:240]}"
+    return None
+
+
+# pytest's short summary of a skip: ``SKIPPED [1] xarray/tests/test_dataarray.py:3000: requires cdms2``.
+_SKIPPED = re.compile(r"^SKIPPED \[\d+\] (?P<file>[^\s:]+):(?P<line>\d+): (?P<reason>.+)$", re.MULTILINE)
+# The module a skip reason says is missing: ``No module named 'cdms2'``, ``could not import 'cdms2'``,
+# ``requires cdms2`` (xarray's and pandas' ``requires_*`` marks).
+_MISSING_MODULE = re.compile(r"No module named '?(?P<a>[\w.]+)|could not import '(?P<b>[\w.]+)'|\brequires (?P<c>[\w.]+)")
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
+
+
+def _normalized_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _defined_at(lines: list[str], line: int) -> str | None:
+    """The function defined at 1-based ``line`` or just below it (Python 3.8 and later report a decorated
+    function at its first decorator)."""
+    for text in lines[max(line - 1, 0):line + 40]:
+        m = _DEF.match(text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def missing_module_skips(log: str, failing: list[str], packages: list[str],
+                         source: Callable[[str], list[str] | None]) -> dict[str, list[str]]:
+    """FAIL_TO_PASS / PASS_TO_PASS tests skipped for a missing module that the environment's specification
+    installs but this environment lacks (docs/protocol.md section 6, extension): ``{package: [test, ...]}``.
+
+    A pytest skip (``SKIPPED [1] FILE:LINE: REASON``) whose reason names a missing module (``No module named
+    'X'``, ``could not import 'X'``, ``requires X``) that is one of ``packages`` (the specification's
+    packages this environment left out, compared by normalized name) covers the failing tests of
+    ``failing`` in ``FILE`` whose function is the one defined at ``LINE`` (``source(file)`` gives the
+    checkout's lines of that file; ``None`` when it cannot).
+    """
+    wanted = {_normalized_name(p): p for p in packages}
+    found: dict[str, list[str]] = {}
+    for m in _SKIPPED.finditer(log):
+        reason = _MISSING_MODULE.search(m.group("reason"))
+        module = next((g for g in reason.groups() if g), None) if reason else None
+        package = wanted.get(_normalized_name(module.split(".")[0])) if module else None
+        lines = source(m.group("file")) if package else None
+        name = _defined_at(lines, int(m.group("line"))) if lines else None
+        if package is None or name is None:
+            continue
+        for test in failing:
+            path, _, rest = test.partition("::")
+            if path == m.group("file") and rest.split("::")[-1].split("[")[0] == name:
+                tests = found.setdefault(package, [])
+                if test not in tests:
+                    tests.append(test)
+    return found
+
+
+def missing_module_warning(skips: dict[str, list[str]]) -> list[str]:
+    """One warning per package of :func:`missing_module_skips`, naming it and the tests."""
+    return [f"{len(tests)} FAIL_TO_PASS/PASS_TO_PASS test(s) were skipped because {package} is missing: the "
+            f"environment's specification installs it, this environment could not (the official image would "
+            f"run them; grade with --backend docker): {', '.join(tests[:5])}{' ...' if len(tests) > 5 else ''}"
+            for package, tests in sorted(skips.items())]
 
 
 def swebench_report(result: GradeResult, model_patch: str | None) -> dict[str, Any]:

@@ -6,6 +6,7 @@ Modules:
   (:func:`detect_points`, :class:`HandoffPoint`, :class:`MissingPoint`).
 - ``event_states.py``: the repository state after every event, from recorded snapshots, stored diffs or
   a verified replay (:func:`event_states`, :func:`checkpoint_method`).
+- ``verification.py``, ``runner_summaries.py``: verification commands and their results (section 4).
 - ``run_points.py``: the one way to find a run's points (:func:`analyze_run`) and the record later stages
   read (:class:`RunPoints`).
 """

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from takeover._util.patches import count_changed_lines
 from takeover.points.verification import (
     failure_evidence,
-    is_git_restore_command,
+    is_restore_command,
     is_verification_command,
     verification_result,
 )
@@ -185,7 +185,8 @@ def detect_points(
           first source edit (verification before any edit does not count).
         - ``after_first_post_failure_edit``: the first source edit after the first *failed* verification
           result that follows the first source edit; events running ``git stash/restore/checkout/reset/
-          clean`` are not counted as this edit.
+          clean`` or copying a backup back (:func:`~takeover.points.verification.is_restore_command`) are
+          not counted as this edit.
 
     Returns:
         ``(points, missing)``; points in :data:`POINT_TYPES` order. A missing point is never replaced.
@@ -225,13 +226,13 @@ def detect_points(
         reason = f"no failed verification result after the first source edit (event {first_edit})"
         missing.append(MissingPoint(type="after_first_post_failure_edit", reason=reason))
     else:
-        later = [e for e in edits if e > failed.event_index and not is_git_restore_command(command_of(events, e))]
+        later = [e for e in edits if e > failed.event_index and not is_restore_command(command_of(events, e))]
         if later:
             points.append(at("after_first_post_failure_edit", later[0]))
         else:
             missing.append(MissingPoint(
                 type="after_first_post_failure_edit",
                 reason=f"no source edit after the first failed verification (event {failed.event_index})"
-                " other than git stash/restore/checkout/reset/clean",
+                " other than git stash/restore/checkout/reset/clean or a backup copied back",
             ))
     return points, missing

@@ -30,7 +30,7 @@ from typing import TypeVar
 from takeover._util.patches import first_difference, split_patch
 from takeover.environments import prepare_environment
 from takeover.errors import RepositoryUnavailable, TakeoverError
-from takeover.repository_states.file_classes import SCRATCH_PREFIXES
+from takeover.repository_states.file_classes import SCRATCH_PREFIXES, file_class
 from takeover.repository_states.replay import (
     DEFAULT_MEMORY_MB,
     DEFAULT_TIMEOUT,
@@ -128,15 +128,21 @@ def _local_repository(task: SourceTask, repo_source: RepoSource) -> Path | None:
 
 
 def _unknown_top_level_note(diffs: Sequence[dict[str, str]]) -> list[str]:
-    """A note naming the top-level folders judged by their name alone, when ``base_commit``'s top-level
-    names are unknown and it matters: some changed path lies in a folder named like scratch."""
-    folders = sorted({p.split("/", 1)[0] for d in diffs for p in d
-                      if "/" in p and p.lower().startswith(SCRATCH_PREFIXES)})
-    if not folders:
-        return []
-    note = (f"base_commit's top-level names are unknown (no copy of the repository on this machine): "
-            f"{', '.join(folders[:5])} counted as scratch folders by name (docs/protocol.md section 3.2)")
-    return [note]
+    """A note naming what was judged by its name alone, when ``base_commit``'s top-level names are unknown
+    and it matters (docs/protocol.md section 3.2): changed paths in top-level folders named like scratch
+    (counted as scratch), and changed top-level files with a source suffix (new ones are helper scripts,
+    but whether they are new cannot be told: judged by their names)."""
+    changed = {p for d in diffs for p in d}
+    folders = sorted({p.split("/", 1)[0] for p in changed if "/" in p and p.lower().startswith(SCRATCH_PREFIXES)})
+    files = sorted(p for p in changed if "/" not in p and file_class(p) == "source")
+    notes = []
+    if folders:
+        notes.append(f"base_commit's top-level names are unknown (no copy of the repository on this machine): "
+                     f"{', '.join(folders[:5])} counted as scratch folders by name (docs/protocol.md section 3.2)")
+    if files:
+        notes.append(f"base_commit's top-level names are unknown: top-level files {', '.join(files[:5])} judged by "
+                     f"their names, not as new helper scripts (docs/protocol.md section 3.2)")
+    return notes
 
 
 def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str | None,

@@ -5,7 +5,9 @@ Rules (documented in ``report.md`` too):
 
 - The unit of analysis is the handoff point. Each (successor, view) has one planned takeover run per
   point. A run that failed for infrastructure reasons (environment, repository, endpoint, harness) or is
-  missing stays in the denominator of the solved rate as not solved, and is counted apart.
+  missing stays in the denominator of the solved rate as not solved, and is counted apart (``infra fail``;
+  ``agent fail`` for a unit the agent made unusable). A finished run whose agent stopped without
+  submitting (a limit) is no failure and may be solved: it is counted in ``ended unsubmitted``.
 - Medians of agent events, cumulative prompt tokens and initial prompt characters are over the runs that
   finished.
 - Changes against ``repo_only`` are paired: computed over the points where both the ``repo_only`` run
@@ -81,7 +83,14 @@ def _summarize(rows: list[dict], boot: _Bootstraps) -> list[dict]:
                 "infrastructure_failures": sum(
                     1 for r in runs.values() if r["status"] != "done" and r["failure_kind"] == "infrastructure"
                 ),
-                "agent_failures": sum(1 for r in runs.values() if r["failure_kind"] == "agent"),
+                "agent_failures": sum(
+                    1 for r in runs.values() if r["status"] != "done" and r["failure_kind"] == "agent"
+                ),
+                # Finished runs whose agent stopped without submitting (a limit): no failure, and some are
+                # solved; counted apart from failures.
+                "unsubmitted": sum(
+                    1 for r in done if (r.get("exit_status") or "submitted") != "submitted"
+                ),
             }
             for m in METRICS:
                 entry[f"median_{m}"] = median([r[m] for r in done if r[m] is not None])

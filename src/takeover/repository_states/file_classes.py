@@ -49,25 +49,33 @@ def is_test_file(path: str) -> bool:
 
 
 def is_scratch_file(path: str, *, base_top_level: Collection[str] | None = None) -> bool:
-    """Scratch file rule of docs/protocol.md section 3.2: the path's first component (a top-level file, or the
-    top-level folder it is in) starts with ``reproduce``/``repro``/``scratch``/``tmp``/``debug``
-    (case-insensitively, an extension) and ``base_commit`` has no top-level entry of that name.
+    """Scratch file rule of docs/protocol.md section 3.2.
 
-    ``reproduce.py`` and ``reproduce_issue/run.py`` are scratch files when the agent created them. A file of
+    The paper's rule and its extensions: the path's first component (a top-level file, or the top-level
+    folder it is in) starts with ``reproduce``/``repro``/``scratch``/``tmp``/``debug`` (case-insensitively)
+    and ``base_commit`` has no top-level entry of that name. Extension (helper scripts): a top-level file
+    that ``base_commit`` does not have is a scratch file whatever its name (``fix_datetime.py``,
+    ``check_methods.py``), when ``base_commit``'s top level is known and not empty.
+
+    ``reproduce.py``, ``reproduce_issue/run.py`` and a new ``patch_delimited.py`` are scratch files. A file of
     a folder the repository has at ``base_commit`` (``debug_toolbar/``, ``tmp_utils/``, ``scratchpad/`` in
-    some projects) never is, and neither is a top-level file ``base_commit`` has: both extensions of the
-    paper's top-level file rule.
+    some projects) never is, and neither is a top-level file ``base_commit`` has (``setup.py``,
+    ``conftest.py``).
 
     Args:
         path: repository-relative path.
         base_top_level: names of the top-level files and folders of ``base_commit``'s tree
-            (:func:`takeover.repository_states.snapshots.top_level_names`); ``None`` when unknown, then the name alone decides
-            (a repository folder named like scratch counts as scratch).
+            (:func:`takeover.repository_states.snapshots.top_level_names`); ``None`` when unknown: then the
+            name alone decides (a repository folder named like scratch counts as scratch) and a new
+            top-level file is judged by its name only.
     """
-    first = _normalize_path(path).split("/", 1)[0]
-    if not first.lower().startswith(SCRATCH_PREFIXES):
+    parts = _normalize_path(path).split("/", 1)
+    first = parts[0]
+    if base_top_level is not None and first in base_top_level:
         return False
-    return base_top_level is None or first not in base_top_level
+    if first.lower().startswith(SCRATCH_PREFIXES):
+        return True
+    return len(parts) == 1 and bool(base_top_level)
 
 
 def _suffix(path: str) -> str:

@@ -78,7 +78,14 @@ from takeover.repository_states.editors import (
     replay_cell,
     swe_agent_command,
 )
-from takeover.repository_states.replay_verification import VerificationRule, check_submission
+from takeover.repository_states.recorded_writes import proven_writes
+from takeover.repository_states.replay_verification import (
+    VerificationRule,
+    check_submission,
+    commit_hint,
+    last_write,
+    printed_file,
+)
 from takeover.repository_states.snapshots import (
     EMPTY_TREE,
     join_diffs,
@@ -178,8 +185,14 @@ class ReplayResult(BaseModel):
 
 
 def _observation_after(events: Sequence[Event], index: int) -> Event | None:
+    """The recorded observation of the action at ``index``: the later observation whose ``cause`` is it
+    (parallel tool calls answer several actions of one turn after all of them), else, for formats that
+    record no cause, the observation right after it."""
     for ev in events[index + 1 :]:
-        if ev.kind == "observation" and (ev.cause is None or ev.cause == index):
+        if ev.kind == "observation" and ev.cause == index:
+            return ev
+    for ev in events[index + 1 :]:
+        if ev.kind == "observation" and ev.cause is None:
             return ev
         if ev.kind == "action":
             return None
@@ -284,7 +297,7 @@ def replay_trajectory(
             if tree != prev_tree:
                 diff = without_generated(snapshot_diff(workspace, diff_base, tree))[0] if tree != EMPTY_TREE else {}
                 if failure is None:
-                    failure = _unreproduced_exit(step, events, prev_diff, diff)
+                    failure = _unreproduced_exit(step, events, prev_diff, diff, root, notes)
                 prev_diff = diff
                 prev_tree = tree
             trees.append(tree)
@@ -296,28 +309,37 @@ def replay_trajectory(
     if failure:
         verdict = ReplayVerdict(verified=False, method="replay", reason=failure, notes=notes, **verdict_base)
     elif trajectory.final_patch is None:
-        verdict = ReplayVerdict(verified=False, method="replay", reason="the run records no final patch to verify against",
-                                notes=notes, **verdict_base)
+        why = "the run records no final patch to verify against" + (
+            f" (it ended with exit status {trajectory.exit_status})" if trajectory.exit_status else "")
+        verdict = ReplayVerdict(verified=False, method="replay", reason=why, notes=notes, **verdict_base)
     else:
         final_base = base_commit if with_environment and form == "working_tree" else diff_base
         final = snapshot_diff(workspace, final_base, trees[-1]) if trees else {}
         submit = next((s for s in reversed(steps) if s.action == "command" and events[s.index].type == "finish"), None)
+        written = last_write(diffs, printed_file(events[submit.index].command or "", root), submit.index) if submit else None
         check = check_submission(final, trajectory.final_patch, submit_output=submit.output if submit else None,
-                                 submit_event=submit.index if submit else None)
+                                 submit_event=submit.index if submit else None, written_event=written,
+                                 written=snapshot_diff(workspace, final_base, trees[written]) if written is not None else None)
+        ran = {s.index: events[s.index].command or "" for s in steps if s.action == "command" and s.exit_code == 0}
+        reason = check.reason if check.verified else f"{check.reason}{commit_hint(ran)}"
         verdict = ReplayVerdict(
             verified=check.verified, method="verified_replay" if check.verified else "replay", rule=check.rule,
-            first_mismatch=check.first_mismatch, reason=check.reason, notes=notes + check.notes, **verdict_base,
+            first_mismatch=check.first_mismatch, reason=reason, notes=notes + check.notes, **verdict_base,
         )
     return ReplayResult(trees=trees, diffs=diffs, steps=steps, verdict=verdict, start=start)
 
 
 def _unreproduced_exit(step: ReplayStep, events: Sequence[Event], before: dict[str, str],
-                       after: dict[str, str]) -> str | None:
+                       after: dict[str, str], root: str | None, notes: list[str]) -> str | None:
     """Why a command that changed files cannot stand (docs/protocol.md section 5.3): it failed in the recorded
     run (a positive exit code there) but succeeded here, so the changes it made here may be ones the recorded
     run never made. ``None`` when the command did not change files or its outcome was reproduced. A negative
     recorded code is no failure: harnesses write -1 for a command they stopped waiting for (a soft timeout),
-    and neither is a recorded timeout (:func:`recorded_timeout`)."""
+    and neither is a recorded timeout (:func:`recorded_timeout`).
+
+    Extension: changes the recorded output proves stand (:func:`takeover.repository_states.recorded_writes.
+    proven_writes`: a here-document's target whose lines the recorded traceback or test report names); the
+    command is accepted when every file it changed is such a write, and ``notes`` says so."""
     obs = _observation_after(events, step.index)
     if step.action != "command" or step.exit_code != 0 or obs is None or obs.exit_code is None or obs.exit_code <= 0:
         return None
@@ -326,7 +348,13 @@ def _unreproduced_exit(step: ReplayStep, events: Sequence[Event], before: dict[s
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     if not changed:
         return None
-    shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+    proven = proven_writes(events[step.index].command or "", obs.text or "", changed, root)
+    unproven = [p for p in changed if p not in proven]
+    if not unproven:
+        notes.append(f"event {step.index}: exited {obs.exit_code} in the recorded run and 0 in the replay; its "
+                     f"here-document wrote {', '.join(proven)}, which the recorded output names: kept")
+        return None
+    shown = ", ".join(unproven[:3]) + (f" and {len(unproven) - 3} more" if len(unproven) > 3 else "")
     return (f"command at event {step.index} exited 0 in the replay but {obs.exit_code} in the recorded run, and changed "
             f"{shown}: the recorded run may not have made these changes")
 

@@ -333,7 +333,8 @@ class HandoffStateInputs(CheckpointUnitInputs):
 
 class HandoffStateOutput(_Record):
     """The checkpoint's handoff state and test pass rates (``None`` when a list is empty); ``warnings``
-    say why a result may differ from the official harness."""
+    say why a result may differ from the official harness; ``set_aside`` names the PASS_TO_PASS tests the
+    reference patch fails in the same environment, left out of the state (docs/protocol.md section 6)."""
 
     handoff_state: HandoffState | None
     resolved: bool
@@ -341,6 +342,9 @@ class HandoffStateOutput(_Record):
     pass_to_pass_rate: float | None
     network: bool
     warnings: list[str]
+    set_aside: list[str] = []
+
+    _OMIT_WHEN_DEFAULT = ("set_aside",)
 
 
 # --- view ------------------------------------------------------------------------------------------

@@ -49,7 +49,9 @@ How messages map to events (decided here; docs/protocol.md section 1):
 - A reported count of 0 for a non-empty prompt or reply is estimated from the exact messages the call was
   sent (:func:`takeover.trajectories._common.complete_unreported_counts`).
 
-``final_patch`` = ``info.submission``; ``working_dir`` = ``info.config.environment.cwd`` (``/testbed`` in
+``final_patch`` = ``info.submission`` of a run whose ``exit_status`` is ``Submitted`` (or records none); a run
+that ended otherwise (a limit, an API error) submitted nothing, and its ``submission`` (``""``, or 1.x's
+exception text) is no patch: ``final_patch`` is ``None``. ``working_dir`` = ``info.config.environment.cwd`` (``/testbed`` in
 SWE-bench runs), which is also every command's ``cwd`` (each command runs in a fresh shell there).
 """
 
@@ -359,6 +361,11 @@ def read(source: Source) -> list[Trajectory]:
     model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
     instance_id = doc.get("instance_id") or info.get("instance_id")
     submission = info.get("submission")
+    exit_status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else None
+    if exit_status is not None and exit_status != "Submitted":
+        # The harness fills ``submission`` only when the agent submitted; otherwise it holds "" or the
+        # exception's text (1.x), never a patch.
+        submission = None
     traj = Trajectory(
         format=NAME,
         format_version=doc.get("trajectory_format") if isinstance(doc.get("trajectory_format"), str) else None,
@@ -366,7 +373,7 @@ def read(source: Source) -> list[Trajectory]:
         record=None,
         instance_id=instance_id if isinstance(instance_id, str) else None,
         model=model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None,
-        exit_status=info.get("exit_status") if isinstance(info.get("exit_status"), str) else None,
+        exit_status=exit_status,
         task_prompt=task_prompt,
         final_patch=submission if isinstance(submission, str) else None,
         working_dir=env.get("cwd") if isinstance(env.get("cwd"), str) else None,

@@ -18,6 +18,8 @@ class TrajectorySummary(BaseModel):
     ``cached_tokens``, ``cache_creation_tokens`` and ``reasoning_tokens`` are the sums of those parts of the
     two totals over the calls that report them (``None`` when none does; docs/protocol.md section 1).
     ``usage_estimated``: some call's count is an estimate (a prompt count of 0 for a non-empty prompt).
+    ``calls_with_usage``: how many of the ``llm_calls`` record usage; when it is fewer than ``llm_calls`` (and
+    more than 0) the per-call totals are partial: they leave out the calls that recorded none.
     """
 
     format: str
@@ -35,6 +37,12 @@ class TrajectorySummary(BaseModel):
     exit_status: str | None
     final_patch_files: list[str]
     usage_per_call: bool = True
+    calls_with_usage: int = 0
+
+    @property
+    def partial_usage(self) -> bool:
+        """The per-call token totals leave out some calls, which recorded no usage."""
+        return self.usage_per_call and 0 < self.calls_with_usage < self.llm_calls
 
     def json_row(self) -> dict:
         """The exact keys of ``takeover inspect --json`` (unknown token counts are ``null``)."""
@@ -68,4 +76,5 @@ def summarize(traj: Trajectory) -> TrajectorySummary:
         exit_status=traj.exit_status,
         final_patch_files=traj.final_patch_files,
         usage_per_call=per_call,
+        calls_with_usage=sum(1 for c in traj.llm_calls if c.usage is not None),
     )

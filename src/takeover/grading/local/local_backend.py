@@ -19,6 +19,7 @@ offline, and their results carry a warning.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 import time
@@ -41,6 +42,7 @@ from takeover.environments.local_httpbin import (
     server_commands,
     uses_httpbin_url,
 )
+from takeover.environments.shared_venv import BROKEN_NOTE, LEFT_OUT_NOTE
 from takeover.errors import TakeoverError
 from takeover.grading.backend import GradingOptions, SpecFile
 from takeover.grading.local.harness import (
@@ -54,7 +56,14 @@ from takeover.grading.local.hermetic import hermetic_environment, hermetic_local
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
-from takeover.grading.verdict import GradeResult, handoff_state, report_outcomes
+from takeover.grading.verdict import (
+    GradeResult,
+    handoff_state,
+    missing_module_skips,
+    missing_module_warning,
+    report_outcomes,
+    runner_not_started,
+)
 from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -113,6 +122,25 @@ def _environment_setup_edits(task: SourceTask, spec: EnvSpec, workspace: Path, m
     _append(run_log, f"environment setup steps ({len(state.steps)}) change {changed}: {where}\n")
     for note in state.notes:
         _append(run_log, f"environment setup: {note}\n")
+
+
+def _lines(path: Path) -> list[str] | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+
+
+def left_out_packages(notes: list[str]) -> list[str]:
+    """Names of the packages the environment's specification installs but its build left out or removed
+    (the build's notes, :data:`~takeover.environments.shared_venv.LEFT_OUT_NOTE` and ``BROKEN_NOTE``)."""
+    names: list[str] = []
+    for note in notes:
+        for prefix, sep in ((LEFT_OUT_NOTE, ", "), (BROKEN_NOTE, "; ")):
+            if note.startswith(prefix + ": "):
+                listed = note[len(prefix) + 2:].rsplit("; tests", 1)[0]
+                names += [re.split(r"[<>=!~\[ (;]", item.strip(), maxsplit=1)[0] for item in listed.split(sep)]
+    return [n for n in names if n]
 
 
 def _local_services(workspace: Path, repo: str, network: bool, result: GradeResult) -> tuple[list[str], list[Path]]:
@@ -237,8 +265,16 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
                          readable=readable)
         result.test_seconds = done.seconds
         result.timed_out = done.timed_out
-        status, _ = parse_test_log(test_log.read_text(encoding="utf-8", errors="replace"), task, env.spec.log_parser)
+        log_text = test_log.read_text(encoding="utf-8", errors="replace")
+        not_started = runner_not_started(log_text, done.exit_code, env.spec.test_cmds[-1] if env.spec.test_cmds else "")
+        if not_started:  # no verdict: every test would count as failed
+            result.error = f"tests: {not_started}"
+            return result
+        status, _ = parse_test_log(log_text, task, env.spec.log_parser)
         result.FAIL_TO_PASS, result.PASS_TO_PASS, resolved = report_outcomes(status, task)
+        result.warnings += missing_module_warning(missing_module_skips(
+            log_text, result.FAIL_TO_PASS.failure + result.PASS_TO_PASS.failure, left_out_packages(env.notes),
+            lambda name: _lines(workspace / name)))
         result.resolved = not done.timed_out and resolved
         if not result.FAIL_TO_PASS.failure and not result.PASS_TO_PASS.failure:
             result.warnings = [w for w in result.warnings if w != PAST_HTTPBIN_WARNING.format(repo=task.repo)]
