@@ -79,6 +79,7 @@ def register(app: typer.Typer) -> None:
         note_max_tokens: NoteMaxTokensOption = 1600,
         timeout: RequestTimeoutOption = 300.0,
         retries: RetriesOption = 3,
+        event: Annotated[int | None, typer.Option("--event", help="Hand over after this event (0-based) instead of the last: the repository as it was then, rebuilt by replaying the session in a scratch copy and verified against the repository now.")] = None,
     ) -> None:
         """Print the takeover prompt for the agent that continues SESSION on the repository as it is now.
 
@@ -103,7 +104,7 @@ def register(app: typer.Typer) -> None:
             result = compose_handoff(
                 session, repo, model=_settings(model, base_url, api_key_env, timeout, retries), view=view,
                 record=record, raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
-                note_max_tokens=note_max_tokens,
+                note_max_tokens=note_max_tokens, event=event,
             )
         except TakeoverError as exc:
             raise _fail(exc) from None

@@ -24,6 +24,7 @@ from takeover.cli.options import (
     ApiKeyEnvOption,
     BaseUrlOption,
     DatasetOption,
+    EventOption,
     MaxRetryWaitOption,
     MirrorOption,
     OfflineOption,
@@ -41,7 +42,7 @@ from takeover.errors import TakeoverError
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
 from takeover.views import load_inputs, write_views
-from takeover.vocabulary import VIEWS
+from takeover.vocabulary import EVENT_CUT, VIEWS
 
 RENAMED = {"--point": "--point-type", "--out": "--out-dir", "--checkpoint": "--checkpoint-dir",
            "--templates": "--template-dir", **RAW_TRACE_RENAMED}
@@ -55,6 +56,7 @@ def register(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
         dataset: DatasetOption,
         point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
+        event: EventOption = None,
         out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Output folder: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
         checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
         view: Annotated[str, typer.Option("--view", help="repo_only, raw_trace, summary_notes, structured_notes, a comma-separated list of them, or all.")] = "all",
@@ -76,7 +78,8 @@ def register(app: typer.Typer) -> None:
         """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
 
         The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
-        (replay needs the repository: --mirror). The notes views need a note-writing model (--model,
+        (replay needs the repository: --mirror); --event N cuts after event N instead (its exact state, as
+        takeover checkpoint --event; views.json then names the event). The notes views need a note-writing model (--model,
         --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
 
         Exit status: 0 when every requested view was written; 1 when one could not be built (for
@@ -94,8 +97,8 @@ def register(app: typer.Typer) -> None:
         if verbose:
             third_party_logging(True)
         console = Console(stderr=True)
-        if point_type is None and checkpoint_dir is None:
-            raise typer.BadParameter("give --point-type TYPE, or --checkpoint-dir DIR")
+        if point_type is None and checkpoint_dir is None and event is None:
+            raise typer.BadParameter("give --point-type TYPE, --event N, or --checkpoint-dir DIR")
         out = out_dir
         if out is None:
             if checkpoint_dir is None:
@@ -114,7 +117,7 @@ def register(app: typer.Typer) -> None:
         try:
             inputs = load_inputs(
                 file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
-                points_file=points_file, checkpoint_dir=checkpoint_dir,
+                points_file=points_file, checkpoint_dir=checkpoint_dir, event=event,
             )
         except TakeoverError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -122,7 +125,8 @@ def register(app: typer.Typer) -> None:
         for note in inputs.notes:
             console.print(f"[yellow]note:[/yellow] {escape(note)}")
         if inputs.point is None:
-            console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
+            what = f"exact state after event {event}" if event is not None else f"{inputs.point_type} point in this run"
+            console.print(f"[red]no {what}:[/red] {escape(str(inputs.missing_reason))}")
             raise typer.Exit(1)
         # One view at a time (write_views keeps the others in views.json), so that each shows when it is done.
         lines = not is_watched(console)
@@ -137,7 +141,8 @@ def register(app: typer.Typer) -> None:
                 state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
                 progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
                               f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
-        table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
+        where = "" if inputs.point_type == EVENT_CUT else f"{inputs.point_type} "
+        table = Table(title=f"{escape(inputs.task.instance_id)} @ {where}(event {inputs.point.event_index})")
         for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
             table.add_column(column)
         for name, row in summary["views"].items():
