@@ -127,7 +127,7 @@ def _print_events(console: Console, re: RunEvents, where: str) -> None:
     for r in re.rows:
         notes = [n for n in ("source edit" if r.source_edit else "",
                              f"verification {r.verification}" if r.verification else "") if n]
-        table.add_row(str(r.index), f"{r.kind} {r.type}", escape(r.summary[:60]),
+        table.add_row(str(r.index), f"{r.kind} {r.type}", escape(r.summary[:60]) if r.kind == "action" else "",
                       escape(", ".join(r.changed_files)) or "-", "; ".join(notes))
     console.print(table)
 
