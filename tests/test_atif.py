@@ -63,6 +63,7 @@ def test_a_cut_keeps_the_events_and_the_tokens_up_to_the_cut(tmp_path):
     kept = {e.llm_call for e in run.events[:10] if e.llm_call is not None}
     assert back.prompt_tokens == sum(run.llm_calls[i].usage.prompt_tokens for i in kept)
     assert doc["extra"]["cut_at_event"] == 9 and back.metadata["cut_at_event"] == 9
+    assert (back.final_patch, back.exit_status) == (None, None)  # what the run did after the cut stays out
     with pytest.raises(InputError, match="event 50 is not in the run: it has 50 events"):
         to_atif(run, through_event=50)
 

@@ -22,8 +22,8 @@ events, their kinds, types, commands and texts, and every token count):
 - a run that records only run totals (SWE-agent's ``model_stats``) has them in ``final_metrics`` and no
   step metrics;
 - the root ``extra`` holds ``instance_id``, ``final_patch``, ``exit_status``, ``working_dir``,
-  ``source_format`` and, for a cut, ``cut_at_event``; ``final_metrics`` are the totals of the steps
-  written.
+  ``source_format`` and, for a cut, ``cut_at_event`` (a cut has no final patch and no exit status: they
+  are what the run did after the cut); ``final_metrics`` are the totals of the steps written.
 
 The version written is ATIF-v1.7: nothing written needs v1.8 (audio content), and readers that know
 only v1.7 (NVIDIA's ``nvidia-nat-atif``, older Harbor releases) accept it.
@@ -209,7 +209,8 @@ def to_atif(trajectory: Trajectory, *, through_event: int | None = None) -> dict
     """``trajectory`` as an ATIF document (a dict ready for JSON), cut after event ``through_event``
     (0-based; the whole run by default), validated with the ``atif`` model.
 
-    A cut keeps the calls of the actions it keeps, so its tokens are those of the events up to the cut.
+    A cut keeps the calls of the actions it keeps, so its tokens are those of the events up to the cut;
+    it carries neither the run's final patch nor its exit status.
 
     Raises:
         InputError: ``through_event`` names no event of the run.
@@ -243,8 +244,10 @@ def to_atif(trajectory: Trajectory, *, through_event: int | None = None) -> dict
             steps.append({"step_id": step_id, "source": "user", "message": group[0].text})
             continue
         steps.append(_agent_step(step_id, group, calls, cut, has_calls))
-    extra = {"instance_id": trajectory.instance_id, "final_patch": trajectory.final_patch,
-             "exit_status": trajectory.exit_status, "working_dir": trajectory.working_dir,
+    # A cut holds nothing the run did after the cut: not its final patch, not how it ended.
+    whole = through_event is None
+    extra = {"instance_id": trajectory.instance_id, "final_patch": trajectory.final_patch if whole else None,
+             "exit_status": trajectory.exit_status if whole else None, "working_dir": trajectory.working_dir,
              "source_format": trajectory.format, "cut_at_event": through_event}
     totals = _usage_sum([c for calls in per_group for c in calls])
     final: dict[str, Any] = {"total_steps": len(steps)}
