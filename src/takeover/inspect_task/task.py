@@ -28,6 +28,7 @@ from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.inspect_task.dataset import handoff_samples
 from takeover.inspect_task.scoring import handoff_scorer
 from takeover.inspect_task.workspace import checkpoint_repository
+from takeover.llm.tokens import estimator_name
 
 #: The prompt of the default ReAct agent: the sample's input (the takeover prompt) carries the task.
 REACT_PROMPT = ("You are a software engineer working in the repository in your current folder. Use the bash tool "
@@ -66,6 +67,9 @@ def handoff(
         InputError: no checkpoint folder, a view that was not built, an unknown view or solver.
         EnvironmentUnavailable: an inspect-swe solver without inspect-swe.
     """
+    # Loading takeover's estimator points tiktoken at the vocabularies litellm ships (takeover.llm.tokens),
+    # so that Inspect's own token counts (mockllm's usage, compaction) work offline too.
+    estimator_name()
     return Task(
         dataset=handoff_samples(checkpoints, views),
         solver=[checkpoint_repository(mirror=mirror, offline=offline), as_solver(_agent(solver, command_timeout))],
