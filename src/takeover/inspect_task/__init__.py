@@ -1,4 +1,4 @@
-"""Handoff points as an Inspect AI task (``inspect eval takeover/handoff``; docs/protocol.md section 8.4).
+"""Handoff points as an Inspect AI task (``inspect eval takeover/handoff``; docs/protocol.md section 8.5).
 
 Samples are handoff point x view: the input is the view's takeover prompt (``views/<view>.md`` of a
 checkpoint folder), the sandbox starts with the checkpoint's repository, and the metadata names the

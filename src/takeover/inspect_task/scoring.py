@@ -1,5 +1,5 @@
 """The scorer of the handoff task: the final repository graded with takeover's SWE-bench grading, and the
-run's counts (docs/protocol.md sections 6, 8.3 and 8.4).
+run's counts (docs/protocol.md sections 6, 8.3 and 8.5).
 
 - The final patch is the sandbox repository's diff against ``base_commit`` in the pinned format of
   docs/protocol.md section 5.2 (untracked files included, ignored files and new generated output left out):

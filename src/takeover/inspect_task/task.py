@@ -1,5 +1,5 @@
 """The handoff task: ``inspect eval takeover/handoff -T checkpoints=DIR -T dataset=FILE`` (docs/protocol.md
-section 8.4).
+section 8.5).
 
 Parameters (``-T name=value``):
 
@@ -15,7 +15,7 @@ Parameters (``-T name=value``):
 
 The sandbox is Inspect's ``local`` one unless ``--sandbox`` says otherwise. Run limits are Inspect's own
 (``--message-limit``, ``--token-limit``, ``--time-limit``, ``--working-limit``, ``--cost-limit``); their
-relation to the protocol's limits is in docs/protocol.md section 8.4.
+relation to the protocol's limits is in docs/protocol.md section 8.5.
 """
 
 from __future__ import annotations

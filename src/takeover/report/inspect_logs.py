@@ -1,5 +1,5 @@
 """Takeover runs from Inspect AI logs: the ``.eval`` logs of ``inspect eval takeover/handoff`` as rows of the
-report, beside the rows of takeover's own runs (docs/protocol.md sections 8.4 and 9).
+report, beside the rows of takeover's own runs (docs/protocol.md sections 8.5 and 9).
 
 Logs are read from ``OUT/*.eval`` and ``OUT/logs/*.eval`` (Inspect's default log folder), one sample at a
 time. Each sample of the handoff task is one takeover run: its metadata (:data:`SAMPLE_METADATA`, written
