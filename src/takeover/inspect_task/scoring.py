@@ -21,6 +21,7 @@ folders). A grading that cannot finish (the environment, the repository) scores 
 from __future__ import annotations
 
 import asyncio
+import shlex
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,17 +35,17 @@ from inspect_ai.util import sandbox
 
 from takeover._util.patches import split_patch
 from takeover.grading import grade
-from takeover.repository_states.snapshots import join_diffs, patch_sha256, without_generated
+from takeover.repository_states.snapshots import DIFF_ARGS, join_diffs, patch_sha256, without_generated
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
 
-#: git's diff options of docs/protocol.md section 5.2 (one format whatever the user's configuration).
-DIFF_COMMAND = (
-    "git add -A >/dev/null && git -c core.quotePath=false -c diff.noprefix=false -c diff.mnemonicPrefix=false "
-    "-c diff.relative=false -c core.autocrlf=false -c core.attributesFile=/dev/null -c diff.orderFile=/dev/null "
-    "-c core.abbrev=40 diff --cached --full-index --binary --no-color --no-ext-diff --no-textconv --no-renames "
-    "--unified=3 --inter-hunk-context=0 --diff-algorithm=myers --indent-heuristic --src-prefix=a/ --dst-prefix=b/ "
-)
+
+def diff_command(base_commit: str) -> str:
+    """The shell command that prints the sandbox repository's diff against ``base_commit`` in the pinned
+    format of docs/protocol.md section 5.2, untracked files included (it stages them first)."""
+    return "git add -A >/dev/null && " + shlex.join(["git", *DIFF_ARGS, "--cached", base_commit])
+
+
 #: One grading at a time: gradings of one instance share its log folder and environment.
 _grading = threading.Lock()
 
@@ -98,7 +99,7 @@ def handoff_scorer(dataset: str, mirror: str | None = None, offline: bool = Fals
 
     async def score(state: TaskState, target: Target) -> Score:
         meta = state.metadata
-        result = await sandbox().exec(["sh", "-c", DIFF_COMMAND + meta["base_commit"]])
+        result = await sandbox().exec(["sh", "-c", diff_command(meta["base_commit"])])
         prompt, completion = prompt_tokens(transcript().events)
         counts = {"agent_events": agent_events(state.messages), "prompt_tokens": prompt}
         if not result.success:

@@ -26,7 +26,7 @@ from takeover.sources.repos import RepoSource
 ARCHIVE_NAME = ".takeover-checkpoint.tar"
 _lock = threading.Lock()
 _archives: dict[tuple[str, str], Path] = {}
-_folder = tempfile.TemporaryDirectory(prefix="takeover-inspect-")
+_folders: list[tempfile.TemporaryDirectory] = []  # made at the first archive, removed when the process ends
 
 
 def _git(args: list[str], cwd: Path) -> None:
@@ -62,7 +62,9 @@ def cached_archive(checkpoint_dir: Path | str, repo_source: RepoSource) -> Path:
     key = (str(Path(checkpoint_dir).resolve()), str(repo_source.mirror))
     with _lock:
         if key not in _archives:
-            dest = Path(_folder.name) / f"{len(_archives)}.tar"
+            if not _folders:
+                _folders.append(tempfile.TemporaryDirectory(prefix="takeover-inspect-"))
+            dest = Path(_folders[0].name) / f"{len(_archives)}.tar"
             _archives[key] = checkpoint_archive(checkpoint_dir, repo_source, dest)
         return _archives[key]
 
