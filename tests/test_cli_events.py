@@ -94,14 +94,14 @@ def test_export_atif_whole_cut_at_an_event_and_at_a_point(run, tmp_path):
     path, dataset, mirror, _ = run
     printed = json.loads(_invoke("export", "atif", str(path), "--record", "0").stdout)
     assert printed["schema_version"] == "ATIF-v1.7" and printed["extra"]["instance_id"] == "acme__calc-1"
-    _invoke("export", "atif", str(path), "--event", "5", "--out", str(tmp_path / "cut.json"))
-    inspected = json.loads(_invoke("inspect", str(tmp_path / "cut.json"), "--json").stdout)
+    _invoke("export", "atif", str(path), "--event", "5", "--out-dir", str(tmp_path / "cut"))
+    inspected = json.loads(_invoke("inspect", str(tmp_path / "cut" / "trajectory.json"), "--json").stdout)
     assert (inspected["format"], inspected["agent_events"], inspected["actions"]) == ("atif", 6, 3)
     _invoke("points", str(path), "--dataset", str(dataset), "--mirror", str(mirror), "--offline", "--no-environment",
             "--out-dir", str(tmp_path / "pts"))
     _invoke("export", "atif", str(path), "--point-type", "after_first_verification_result",
-            "--points-file", str(tmp_path / "pts" / "acme__calc-1.points.json"), "--out", str(tmp_path / "p.json"))
-    assert json.loads((tmp_path / "p.json").read_text())["extra"]["cut_at_event"] == 5
+            "--points-file", str(tmp_path / "pts" / "acme__calc-1.points.json"), "--out-dir", str(tmp_path / "p"))
+    assert json.loads((tmp_path / "p" / "trajectory.json").read_text())["extra"]["cut_at_event"] == 5
     _invoke("export", "atif", str(path), "--point-type", "after_first_source_edit", "--dataset", str(dataset),
-            "--mirror", str(mirror), "--offline", "--out", str(tmp_path / "q.json"))
-    assert json.loads((tmp_path / "q.json").read_text())["extra"]["cut_at_event"] == 2
+            "--mirror", str(mirror), "--offline", "--out-dir", str(tmp_path / "q"))
+    assert json.loads((tmp_path / "q" / "trajectory.json").read_text())["extra"]["cut_at_event"] == 2

@@ -17,6 +17,7 @@ from takeover import __version__
 from takeover._util.logs import third_party_logging
 from takeover.cli import (
     agent,
+    doctor,
     experiment,
     export,
     grade,
@@ -24,6 +25,7 @@ from takeover.cli import (
     inspect,
     points,
     quickstart,
+    serve_model,
     show,
     tasks,
     views,
@@ -66,7 +68,8 @@ def version() -> None:
     print(__version__)
 
 
-for _module in (tasks, inspect, grade, points, views, agent, experiment, quickstart, show, handoff, export):
+for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff,
+                export):
     _module.register(app)
 
 

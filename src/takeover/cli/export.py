@@ -11,6 +11,9 @@ from typing import Annotated
 import typer
 
 from takeover.cli.options import (
+    DATASET_HELP,
+    OUT_DIR_HELP,
+    POINT_TYPE_HELP,
     EventOption,
     MirrorOption,
     OfflineOption,
@@ -25,16 +28,18 @@ from takeover.trajectories import read_trajectory
 from takeover.trajectories.atif_writer import to_atif, write_atif
 from takeover.vocabulary import POINT_TYPES
 
+#: The file name Harbor gives an ATIF trajectory.
+ATIF_FILE = "trajectory.json"
 export_app = typer.Typer(help="Write runs in other tools' formats.", no_args_is_help=True)
 
 
 @export_app.command("atif")
 def atif(
     file: Annotated[Path, typer.Argument(help="Trajectory file or run folder (any supported format).")],
-    out: Annotated[Path | None, typer.Option("--out", help="File to write (default: print the document).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the document as DIR/{ATIF_FILE}, Harbor's file name (default: print it).")] = None,
     event: EventOption = None,
-    point_type: Annotated[str | None, typer.Option("--point-type", help=f"Cut at this point instead: {', '.join(POINT_TYPES)} (needs --dataset, or --points-file).")] = None,
-    dataset: Annotated[Path | None, typer.Option("--dataset", help="SWE-bench instances, to find the point of --point-type by replay.")] = None,
+    point_type: Annotated[str | None, typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Cut there instead (needs --dataset, or --points-file).")] = None,
+    dataset: Annotated[Path | None, typer.Option("--dataset", help=f"{DATASET_HELP} For --point-type: the run's task, to find the point by replay.")] = None,
     points_file: PointsFileOption = None,
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
@@ -49,10 +54,10 @@ def atif(
 
     Examples:
 
-        takeover export atif trajs/psf__requests-1766.json --event 17 --out requests-1766.cut17.atif.json
+        takeover export atif trajs/psf__requests-1766.json --event 17 --out-dir requests-1766-cut17/
 
         takeover export atif trajs/psf__requests-1766.json --point-type after_first_source_edit \\
-          --dataset swebench_verified.jsonl --mirror /data/mirror --out cut.json
+          --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir cut/
     """
     if event is not None and point_type is not None:
         raise InputError("--event", "give --event N or --point-type TYPE, not both")
@@ -75,10 +80,10 @@ def atif(
             print(f"error: no {point_type} point in this run: {run_points.missing_reason(point_type)}", file=sys.stderr)
             raise typer.Exit(1)
         through = found.event_index
-    if out is None:
+    if out_dir is None:
         print(json.dumps(to_atif(traj, through_event=through), indent=2, ensure_ascii=False))
         return
-    write_atif(traj, out, through_event=through)
+    out = write_atif(traj, out_dir / ATIF_FILE, through_event=through)
     kept = len(traj.events) if through is None else through + 1
     print(f"wrote {out}: {kept} of {len(traj.events)} events as ATIF", file=sys.stderr)
 

@@ -39,7 +39,7 @@ def patch_at_event(
     state: RepositoryState,
     event: int,
     *,
-    timeout: float = DEFAULT_TIMEOUT,
+    replay_timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
     use_sandbox: bool = True,
 ) -> tuple[str | None, str]:
@@ -48,7 +48,7 @@ def patch_at_event(
     rebuilt exactly (see module docstring). The last event's state is the repository as it is now.
 
     Args:
-        timeout, memory_mb: per-command limits of the replay (seconds, MiB).
+        replay_timeout, memory_mb: per-command limits of the replay (seconds, MiB).
         use_sandbox: confine replayed commands with bubblewrap when available.
     """
     last = len(trajectory.events) - 1
@@ -63,7 +63,7 @@ def patch_at_event(
         tree = _clone(state.root, state.base_commit, ws)
         run = trajectory.model_copy(update={"final_patch": state.patch})
         result = replay_trajectory(run, ws, state.base_commit, start=StartingState(base_commit=state.base_commit, tree=tree),
-                                   timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox)
+                                   timeout=replay_timeout, memory_mb=memory_mb, use_sandbox=use_sandbox)
     if not result.verdict.verified:
         return None, (f"the session's state after event {event} cannot be rebuilt exactly: its replay does not "
                       f"end at the repository as it is now ({result.verdict.reason})")

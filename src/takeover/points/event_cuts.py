@@ -154,7 +154,7 @@ def cut_at_event(
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
     use_environment: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
+    replay_timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
     use_sandbox: bool = True,
 ) -> EventCut:
@@ -164,7 +164,7 @@ def cut_at_event(
     An index outside the run is refused before any replay. Otherwise the states come from
     :func:`takeover.points.event_states.event_states` with the same arguments as
     :func:`takeover.points.analyze_run` (snapshot repository, work folder, task environment, per-command
-    limits in seconds and MiB, sandbox); an unreplayable run is refused with its verdict's reason.
+    limits ``replay_timeout`` in seconds and ``memory_mb`` in MiB, sandbox); an unreplayable run is refused with its verdict's reason.
 
     Raises:
         RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
@@ -174,7 +174,7 @@ def cut_at_event(
     if why is not None:
         return EventCut(**base, event_index=event_index, reason=why)
     result = event_states(trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
-                          use_environment=use_environment, timeout=timeout, memory_mb=memory_mb,
+                          use_environment=use_environment, timeout=replay_timeout, memory_mb=memory_mb,
                           use_sandbox=use_sandbox)
     env = result.start.patch if result.start is not None else ""
     cut = cut_from_states(trajectory, result, event_index)
@@ -225,7 +225,7 @@ def run_events(
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
     use_environment: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
+    replay_timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
     use_sandbox: bool = True,
 ) -> RunEvents:
@@ -237,7 +237,7 @@ def run_events(
         RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
     """
     result = event_states(trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
-                          use_environment=use_environment, timeout=timeout, memory_mb=memory_mb,
+                          use_environment=use_environment, timeout=replay_timeout, memory_mb=memory_mb,
                           use_sandbox=use_sandbox)
     reason = None if result.verdict.verified else unexact_reason(result.verdict)
     return RunEvents(**_record(trajectory, task), replay=result.verdict, rows=event_rows(trajectory, result),

@@ -37,6 +37,9 @@ How steps map to events (decided here, after the RFC and Harbor's own converters
 - ``final_metrics`` totals count only where no step has metrics: then they are the run's totals
   (``metadata["usage_totals"]``, as SWE-agent's ``model_stats``); otherwise the steps' metrics are
   summed, copied steps left out.
+- A replay of an ATIF run follows the plain editor rules (:class:`~takeover.trajectories.ReplayNeeds`'
+  defaults): ATIF does not say which tool's editor made an edit; the replay's verification (docs/protocol.md
+  section 5.4) refuses a run those rules do not reproduce.
 - ``extra`` of the root gives ``instance_id``, ``final_patch``, ``exit_status`` and ``working_dir`` when a
   writer recorded them (takeover's does); subagent trajectories are not read (their count is in
   ``metadata``).
