@@ -19,6 +19,7 @@ from takeover.cli.options import (
     OfflineOption,
     PointsFileOption,
     RecordOption,
+    VerboseOption,
 )
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run
@@ -44,6 +45,7 @@ def atif(
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
     record: RecordOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write FILE as an ATIF trajectory (ATIF-v1.7, validated with the atif package), whole or cut.
 
