@@ -83,7 +83,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),  # 8
     ("grading",),  # 9
     ("report", "results"),  # 10: results = the typed records stages write and the report reads
-    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff"),  # 11 (testing: test support)
+    # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task)
+    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task"),
     ("cli", "__main__"),  # 12
 )
 

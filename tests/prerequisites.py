@@ -167,6 +167,8 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("chromium", _chromium, "apt-get install chromium (or set TAKEOVER_CHROMIUM)"),
     Prerequisite("playwright", _module("playwright"), "pip install -e '.[browser]'"),
     Prerequisite("ray", _module("ray"), "pip install -e '.[ray]'"),
+    Prerequisite("atif", _module("atif"), "pip install -e '.[atif]'"),
+    Prerequisite("inspect_ai", _module("inspect_ai"), "pip install -e '.[inspect]'"),
     Prerequisite("uv", _uv, "pip install uv (a dependency of takeover)"),
     Prerequisite("httpbin packages", _httpbin_packages,
                  "python -c 'from takeover.environments.local_httpbin import httpbin_venv; httpbin_venv()' "

@@ -76,7 +76,7 @@ def test_show_format_names_the_reader(tmp_path):
     assert isinstance(wrong.exception, InputError) and not (tmp_path / "b" / "run.data.html").exists()
     unknown = CliRunner().invoke(app, ["show", str(run), "--format", "swe_agent", "--out-dir", str(tmp_path / "c")])
     assert isinstance(unknown.exception, InputError)  # the console entry point prints it as "error: ...", exit 2
-    assert "unknown trajectory format 'swe_agent'; known: claude-code, codex-cli, mini-swe-agent" in str(unknown.exception)
+    assert "unknown trajectory format 'swe_agent'; known: atif, claude-code, codex-cli, mini-swe-agent" in str(unknown.exception)
 
 
 @pytest.mark.parametrize(("name", "page"), [

@@ -47,8 +47,9 @@ def logging_state(monkeypatch):
     ["doctor", "--verbose", "--mirror", "missing-mirror", "--strict"],
     ["show", "--verbose", "missing-run.json"],
     ["handoff", "--verbose", "missing-session.jsonl"],
+    ["export", "atif", "--verbose", "missing-run.json"],
     ["resume", "-v", "missing-session.jsonl", "--model", "m"],
-], ids=lambda argv: " ".join(argv[:2]) if argv[0] in ("tasks", "agent") else argv[0])
+], ids=lambda argv: " ".join(argv[:2]) if argv[0] in ("tasks", "agent", "export") else argv[0])
 def test_verbose_lets_other_libraries_log_at_info(argv, logging_state, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, argv)

@@ -30,6 +30,11 @@ POINT_TYPES: tuple[PointType, ...] = get_args(PointType)
 #: of the study's point types (a person chose the moment), so it is never in :data:`POINT_TYPES`.
 SessionEnd = Literal["session_end"]
 SESSION_END: SessionEnd = "session_end"
+#: The handoff point of a cut at an event the user chose (``--event N``, docs/protocol.md section 4.5): the
+#: point records name the event (``type`` ``event`` and its ``event_index``) instead of a point type. Not one
+#: of the study's point types, so it is never in :data:`POINT_TYPES`.
+EventCut = Literal["event"]
+EVENT_CUT: EventCut = "event"
 
 # --- handoff states (docs/protocol.md section 6) ------------------------------------------------------
 

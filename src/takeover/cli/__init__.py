@@ -19,6 +19,7 @@ from takeover.cli import (
     agent,
     doctor,
     experiment,
+    export,
     grade,
     handoff,
     inspect,
@@ -67,7 +68,8 @@ def version() -> None:
     print(__version__)
 
 
-for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff):
+for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff,
+                export):
     _module.register(app)
 
 

@@ -12,6 +12,7 @@ import typer
 
 from takeover._util.io import atomic_write_text
 from takeover.cli.options import (
+    EVENT_HELP,
     MAX_RETRY_WAIT,
     MODEL_HELP,
     OUT_DIR_HELP,
@@ -90,6 +91,7 @@ def handoff(
     timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
     retries: RetriesOption = RETRIES,
     max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
+    event: Annotated[int | None, typer.Option("--event", help=f"{EVENT_HELP} Instead of the last event: the repository as it was then, rebuilt by replaying the session in a scratch copy and verified against the repository now.")] = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Print the takeover prompt for the agent that continues SESSION on the repository as it is now.
@@ -118,7 +120,7 @@ def handoff(
         result = compose_handoff(
             session, repo, model=_settings(model, base_url, api_key_env, timeout, retries, max_retry_wait),
             view=one_view(view, "handoff"), record=record, raw_trace_max_chars=raw_trace_max_chars,
-            raw_trace_max_tokens=raw_trace_max_tokens, note_max_tokens=note_max_tokens,
+            raw_trace_max_tokens=raw_trace_max_tokens, note_max_tokens=note_max_tokens, event=event,
         )
     except TakeoverError as exc:
         raise _fail(exc) from None

@@ -54,6 +54,8 @@ MAX_CONSECUTIVE_FORMAT_ERRORS_HELP = "End an agent run after this many replies i
 RECORD_HELP = "0-based index of the run when the input file holds several."
 POINTS_FILE_HELP = "Saved points of this run (takeover points --out-dir) instead of detecting them again."
 SNAPSHOT_REPO_HELP = "Repository holding the run's recorded snapshot trees (runs of takeover agent run)."
+EVENT_HELP = ("Cut after this event: its 0-based index, as takeover points and points --all-events print it "
+              "(a raw_trace view numbers steps from 1: event N is its step N+1).")
 CHECKPOINT_DIR_HELP = "Checkpoint folder (takeover checkpoint): checkpoint.json, checkpoint.patch, workspace/."
 WORKERS_HELP = "Units of work in flight at once."
 MAX_RETRY_WAIT_HELP = "Longest wait between two model attempts (seconds), the server's Retry-After included."
@@ -112,6 +114,7 @@ MaxConsecutiveFormatErrorsOption = Annotated[
     int, typer.Option("--max-consecutive-format-errors", help=MAX_CONSECUTIVE_FORMAT_ERRORS_HELP)
 ]
 RecordOption = Annotated[int | None, typer.Option("--record", help=RECORD_HELP)]
+EventOption = Annotated[int | None, typer.Option("--event", help=EVENT_HELP)]
 PointsFileOption = Annotated[Path | None, typer.Option("--points-file", help=POINTS_FILE_HELP)]
 SnapshotRepoOption = Annotated[Path | None, typer.Option("--snapshot-repo", help=SNAPSHOT_REPO_HELP)]
 WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)]

@@ -24,6 +24,7 @@ from takeover.cli.options import (
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
     DatasetOption,
+    EventOption,
     JsonOption,
     MirrorOption,
     OfflineOption,
@@ -36,7 +37,7 @@ from takeover.cli.options import (
 )
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.grading import grade_handoff_state
-from takeover.points import RunPoints, analyze_run, checkpoint_method
+from takeover.points import RunEvents, RunPoints, analyze_run, checkpoint_method, cut_at_event, run_events
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
 from takeover.trajectories import read_trajectories, read_trajectory
@@ -123,6 +124,33 @@ def _print_run(console: Console, rp: RunPoints, where: str) -> None:
         console.print(f"  [yellow]missing[/yellow] {m.type}: {escape(m.reason)}")
 
 
+def events_json(re: RunEvents) -> dict:
+    """The ``takeover points --all-events --json`` record of one run: instance_id, replay (verified,
+    method, reason), reason (why the run has no exact states) and one row per event."""
+    return {"instance_id": re.instance_id,
+            "replay": {"verified": re.replay.verified, "method": re.replay.method, "reason": re.replay.reason},
+            "reason": re.reason, "events": [r.model_dump() for r in re.rows]}
+
+
+def _print_events(console: Console, re: RunEvents, where: str) -> None:
+    v = re.replay
+    verdict = f"[green]verified[/green] ({v.method})" if v.verified else f"[red]unreplayable[/red] ({escape(str(v.reason))})"
+    console.print(f"[bold]{escape(re.instance_id)}[/bold]  {escape(where)}  {re.events} events  replay: {verdict}")
+    if not re.rows:
+        console.print(f"  [yellow]no exact state at any event:[/yellow] {escape(str(re.reason))}")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for column, justify in (("event", "right"), ("", "left"), ("what", "left"), ("changed files", "left"),
+                            ("", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for r in re.rows:
+        notes = [n for n in ("source edit" if r.source_edit else "",
+                             f"verification {r.verification}" if r.verification else "") if n]
+        table.add_row(str(r.index), f"{r.kind} {r.type}", escape(r.summary[:60]) if r.kind == "action" else "",
+                      escape(", ".join(r.changed_files)) or "-", "; ".join(notes))
+    console.print(table)
+
+
 def points(
     files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
     dataset: DatasetOption,
@@ -133,10 +161,16 @@ def points(
     replay_timeout: ReplayTimeoutOption = REPLAY_TIMEOUT,
     memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).", min=64)] = 4096,
     use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
+    all_events: Annotated[bool, typer.Option("--all-events", help="List every event instead (0-based index, the files it changed, source edit, verification result), to choose one for --event.")] = False,
     offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Print each run's replay verdict and its handoff points (or why each is missing).
+
+    With --all-events, every event of each run instead, from the same exact states: its 0-based index
+    (what checkpoint/views --event N take), kind and type, the files it changed, whether it is a source
+    edit and its verification result; --json prints instance_id, replay, reason and events, and
+    --out-dir saves DIR/<instance_id>.events.json.
 
     With --json, one line per run, in the order of the files given: instance_id, replay (verified,
     method, first_mismatch), points (type, event_index, changed_source_files, patch_sha256) and
@@ -185,8 +219,13 @@ def points(
                 continue
             started = time.monotonic()
             try:
-                rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo,
-                                 replay_timeout=replay_timeout, memory_mb=memory_mb, use_environment=use_environment)
+                if all_events:
+                    listed = run_events(traj, task, source, snapshot_repo=snapshot_repo,
+                                        replay_timeout=replay_timeout, memory_mb=memory_mb,
+                                        use_environment=use_environment)
+                else:
+                    rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout,
+                                     memory_mb=memory_mb, use_environment=use_environment)
             except RepositoryUnavailable as exc:
                 print(f"skipped: {where}: {exc}", file=sys.stderr)
                 continue
@@ -196,6 +235,14 @@ def points(
                 bad += 1
                 continue
             analysed += 1
+            if all_events:
+                if out_dir is not None:
+                    listed.save(out_dir / f"{listed.instance_id}.events.json")
+                if as_json:
+                    print(json.dumps(events_json(listed), ensure_ascii=False), flush=True)
+                else:
+                    _print_events(console, listed, where)
+                continue
             if lines:
                 verdict = f"verified ({rp.replay.method})" if rp.replay.verified else "unreplayable"
                 progress_line(f"points {number}/{len(paths)} files: {rp.instance_id} replay {verdict}, "
@@ -221,9 +268,10 @@ def points(
 
 def checkpoint(
     file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
-    point_type: Annotated[str, typer.Option("--point-type", help=POINT_TYPE_HELP)],
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the checkpoint folder (checkpoint.json, checkpoint.patch, workspace/).")],
     dataset: DatasetOption,
+    point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
+    event: EventOption = None,
     mirror: MirrorOption = None,
     state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
     record: RecordOption = None,
@@ -234,40 +282,57 @@ def checkpoint(
     offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
+    """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point, or after
+    event N (--event N: the same exact states and rules as the point types; checkpoint.json then names
+    the event, point type "event").
 
-    Exit status: 0 when written; 1 when the run has no such point (the reason is printed); 2 on bad
-    input.
+    Exit status: 0 when written; 1 when the run has no such point or no exact state after that event
+    (the reason is printed); 2 on bad input.
 
-    Example:
+    Examples:
 
         takeover checkpoint trajs/psf__requests-1766.json --point-type after_first_source_edit \\
           --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir cp/ --state
+
+        takeover checkpoint trajs/psf__requests-1766.json --event 17 --dataset swebench_verified.jsonl \\
+          --mirror /data/mirror --out-dir cp-17/
     """
     point = point_type
-    if point not in POINT_TYPES:
+    if (point is None) == (event is None):
+        raise InputError("--point-type", "give --point-type TYPE or --event N (one of them)")
+    if point is not None and point not in POINT_TYPES:
         raise InputError("--point-type", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
+    if event is not None and points_file is not None:
+        raise InputError("--points-file", "a cut at an event needs the run's states, which a points file does "
+                         "not hold; leave out --points-file")
     traj = read_trajectory(file, record=record)
     task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
     if task is None:
         raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
     source = RepoSource(mirror, offline=offline)
-    rp = RunPoints.load(points_file) if points_file else analyze_run(
-        traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
-    found = rp.point(point)
-    if found is None:
-        reason = next((m.reason for m in rp.missing if m.type == point), "not found")
-        output_console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
-        raise typer.Exit(1)
-    patch = rp.patches.get(point, "")
-    cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(rp.replay),
+    if event is not None:
+        cut = cut_at_event(traj, task, event, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
+        if cut.point is None:
+            output_console(stderr=True).print(f"[red]no exact state after event {event}:[/red] {escape(str(cut.reason))}")
+            raise typer.Exit(1)
+        found, patch, verdict, label = cut.point, cut.patch, cut.replay, f"event {event}"
+    else:
+        rp = RunPoints.load(points_file) if points_file else analyze_run(
+            traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
+        found = rp.point(point)
+        if found is None:
+            reason = next((m.reason for m in rp.missing if m.type == point), "not found")
+            output_console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
+            raise typer.Exit(1)
+        patch, verdict, label = rp.patches.get(point, ""), rp.replay, f"{point} at event {found.event_index}"
+    cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(verdict),
                                 repo_source=source, workspace=workspace,
-                                environment_files=rp.replay.environment_files)
+                                environment_files=verdict.environment_files)
     if state:
         cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
         cp.save(out_dir)
     console = output_console()
-    console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
+    console.print(f"[bold]{escape(cp.instance_id)}[/bold] {label} ({cp.method})")
     console.print(f"  files: {escape(', '.join(cp.files)) or '(none)'}")
     console.print(f"  patch sha256 {cp.patch_sha256[:16]}..., {found.patch_lines} lines")
     if cp.handoff_state:

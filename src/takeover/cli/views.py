@@ -27,6 +27,7 @@ from takeover.cli.options import (
     ApiKeyEnvOption,
     BaseUrlOption,
     DatasetOption,
+    EventOption,
     MaxRetryWaitOption,
     MirrorOption,
     NoteMaxTokensOption,
@@ -47,6 +48,7 @@ from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
 from takeover.views import load_inputs, write_views
 from takeover.views.notes import NOTE_MAX_TOKENS
+from takeover.vocabulary import EVENT_CUT
 
 RENAMED = {"--point": "--point-type", "--out": "--out-dir", "--checkpoint": "--checkpoint-dir",
            "--templates": "--template-dir", **RAW_TRACE_RENAMED}
@@ -56,6 +58,7 @@ def views(
     file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
     dataset: DatasetOption,
     point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
+    event: EventOption = None,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
     checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
     view: ViewsOption = None,
@@ -78,7 +81,8 @@ def views(
     """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
 
     The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
-    (replay needs the repository: --mirror). The notes views need a note-writing model (--model,
+    (replay needs the repository: --mirror); --event N cuts after event N instead (its exact state, as
+    takeover checkpoint --event; views.json then names the event). The notes views need a note-writing model (--model,
     --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
 
     Exit status: 0 when every requested view was written; 1 when one could not be built (for
@@ -94,8 +98,8 @@ def views(
         takeover views trajs/psf__requests-1766.json --checkpoint-dir cp/ --dataset swebench_verified.jsonl
     """
     console = output_console(stderr=True)
-    if point_type is None and checkpoint_dir is None:
-        raise typer.BadParameter("give --point-type TYPE, or --checkpoint-dir DIR")
+    if point_type is None and checkpoint_dir is None and event is None:
+        raise typer.BadParameter("give --point-type TYPE, --event N, or --checkpoint-dir DIR")
     out = out_dir
     if out is None:
         if checkpoint_dir is None:
@@ -111,7 +115,7 @@ def views(
     try:
         inputs = load_inputs(
             file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
-            points_file=points_file, checkpoint_dir=checkpoint_dir,
+            points_file=points_file, checkpoint_dir=checkpoint_dir, event=event,
         )
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -119,7 +123,8 @@ def views(
     for note in inputs.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     if inputs.point is None:
-        console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
+        what = f"exact state after event {event}" if event is not None else f"{inputs.point_type} point in this run"
+        console.print(f"[red]no {what}:[/red] {escape(str(inputs.missing_reason))}")
         raise typer.Exit(1)
     # One view at a time (write_views keeps the others in views.json), so that each shows when it is done.
     lines = not is_watched(console)
@@ -135,7 +140,8 @@ def views(
             state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
             progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
                           f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
-    table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
+    where = "" if inputs.point_type == EVENT_CUT else f"{inputs.point_type} "
+    table = Table(title=f"{escape(inputs.task.instance_id)} @ {where}(event {inputs.point.event_index})")
     for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
         table.add_column(column)
     for name, row in summary["views"].items():

@@ -19,11 +19,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from takeover._util.patches import split_patch
 from takeover.errors import InputError
+from takeover.handoff.event_state import patch_at_event
 from takeover.handoff.session import read_session, session_point, session_task
 from takeover.handoff.worktree import RepositoryState, repository_state
 from takeover.llm import ModelClient, ModelSettings, ModelUsage
 from takeover.points import HandoffPoint
+from takeover.repository_states.snapshots import patch_sha256
 from takeover.views import DeterministicFields, NotesFailed, ViewResult, build_view, compute_fields
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import VIEWS, ViewName
@@ -117,6 +120,7 @@ def compose_handoff(
     raw_trace_max_chars: int | None = None,
     raw_trace_max_tokens: int | None = None,
     note_max_tokens: int = NOTE_MAX_TOKENS,
+    event: int | None = None,
 ) -> Handoff:
     """The handoff of ``session`` on the repository ``repo`` (see module docstring).
 
@@ -131,9 +135,13 @@ def compose_handoff(
         record: which run, for a file holding several (0-based).
         raw_trace_max_chars / raw_trace_max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
         note_max_tokens: completion cap per note-writing call (tokens; docs/protocol.md section 7.3).
+        event: hand over after this event (0-based) instead of the last one: the repository's state then
+            is rebuilt by replaying the session in a scratch copy, verified against the repository now
+            (:func:`takeover.handoff.event_state.patch_at_event`).
 
     Raises:
-        InputError: an unreadable session, no repository to read, an unknown view.
+        InputError: an unreadable session, no repository to read, an unknown view, an ``event`` the session
+            does not have or whose state cannot be rebuilt exactly (the reason).
         takeover.views.ModelRequired: a notes view without ``model``.
         takeover.views.ViewLeakError: a deterministic view leaks (a bug or bad input).
     """
@@ -149,8 +157,16 @@ def compose_handoff(
         repo = trajectory.working_dir
     state = repository_state(repo, str(start) if start else None)
     task = session_task(trajectory, Path(state.root).name, state.base_commit)
-    point, edits = session_point(trajectory, state.root, state.patch)
     notes = list(state.notes)
+    if event is not None:
+        patch, how = patch_at_event(trajectory, state, event)
+        if patch is None:
+            raise InputError("--event", how)
+        files = set(split_patch(patch))
+        state = state.model_copy(update={"patch": patch, "patch_sha256": patch_sha256(patch),
+                                         "untracked": [f for f in state.untracked if f in files]})
+        notes.append(f"handoff after event {event}: {how}")
+    point, edits = session_point(trajectory, state.root, state.patch, event)
     name: ViewName = view or ("structured_notes" if model is not None else "raw_trace")
     if model is None and view is None:
         notes.append("no model given: the view is raw_trace (--model and --base-url write structured notes)")

@@ -55,7 +55,7 @@ from takeover.repository_states.file_classes import SOURCE_SUFFIXES, file_class
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import Trajectory, read_trajectory
 from takeover.trajectories.events import Event
-from takeover.vocabulary import SESSION_END
+from takeover.vocabulary import EVENT_CUT, SESSION_END
 
 NOT_APPLIED = "not_applied"
 #: Programs that only read files (with the write options of ``sed``, ``awk``, ``find`` and ``git`` checked
@@ -249,8 +249,9 @@ def session_source_edits(trajectory: Trajectory, root: str) -> list[int]:
     return [e.index for e in trajectory.events if is_source_edit(e, roots, trajectory.working_dir)]
 
 
-def session_point(trajectory: Trajectory, root: str, patch: str) -> tuple[HandoffPoint, list[int]]:
-    """The handoff point at the session's last event, and the session's source edits.
+def session_point(trajectory: Trajectory, root: str, patch: str, event: int | None = None) -> tuple[HandoffPoint, list[int]]:
+    """The handoff point at the session's last event (or, with ``event``, a cut after that event: type
+    ``event``, docs/protocol.md section 4.5), and the session's source edits.
 
     The point records what docs/protocol.md section 4.4 asks, computed as the study computes it
     (:func:`takeover.points.point_at`): file classes of ``patch`` (the repository's state), the latest
@@ -259,8 +260,9 @@ def session_point(trajectory: Trajectory, root: str, patch: str) -> tuple[Handof
     Args:
         root: the repository's top folder (absolute).
         patch: the repository's cumulative diff at the handoff.
+        event: the event of a cut (0-based); ``None``: the last event.
     """
     edits = session_source_edits(trajectory, root)
-    point = point_at(SESSION_END, len(trajectory.events) - 1, split_patch(patch), edits,
-                     verifications(trajectory.events))
+    kind, index = (SESSION_END, len(trajectory.events) - 1) if event is None else (EVENT_CUT, event)
+    point = point_at(kind, index, split_patch(patch), edits, verifications(trajectory.events))
     return point, edits

@@ -22,15 +22,23 @@ from takeover.points.verification import (
 from takeover.repository_states.file_classes import file_class
 from takeover.repository_states.snapshots import join_diffs, patch_sha256
 from takeover.trajectories.events import Event
-from takeover.vocabulary import POINT_TYPES, PointType, SessionEnd, ValidationStatus, VerificationResult
+from takeover.vocabulary import (
+    POINT_TYPES,
+    EventCut,
+    PointType,
+    SessionEnd,
+    ValidationStatus,
+    VerificationResult,
+)
 
 
 class HandoffPoint(BaseModel):
     """One handoff point of a predecessor run.
 
     Attributes:
-        type: one of :data:`POINT_TYPES`, or ``session_end`` for the last event of an interrupted session
-            (:data:`takeover.vocabulary.SESSION_END`).
+        type: one of :data:`POINT_TYPES`, ``session_end`` for the last event of an interrupted session
+            (:data:`takeover.vocabulary.SESSION_END`), or ``event`` for a cut at an event the user chose
+            (:data:`takeover.vocabulary.EVENT_CUT`).
         event_index: index (0-based, into ``Trajectory.events``) of the handoff event; the checkpoint is
             the repository after this event and the successor sees events ``0..event_index`` at most.
         changed_source_files: source files whose cumulative diff is non-empty at the point (sorted).
@@ -45,7 +53,7 @@ class HandoffPoint(BaseModel):
         patch_lines: added + removed lines of that diff.
     """
 
-    type: PointType | SessionEnd
+    type: PointType | SessionEnd | EventCut
     event_index: int
     changed_source_files: list[str] = Field(default_factory=list)
     changed_test_files: list[str] = Field(default_factory=list)
@@ -130,7 +138,7 @@ def source_edits(
 
 
 def point_at(
-    kind: PointType | SessionEnd, index: int, diff: Mapping[str, str], edits: Sequence[int],
+    kind: PointType | SessionEnd | EventCut, index: int, diff: Mapping[str, str], edits: Sequence[int],
     checks: Sequence[Verification], *, base_top_level: Collection[str] | None = None,
 ) -> HandoffPoint:
     """What a point at event ``index`` records (docs/protocol.md section 4.4).

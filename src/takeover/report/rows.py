@@ -28,6 +28,7 @@ from typing import Any
 
 from takeover._util.io import atomic_write_chunks
 from takeover.errors import InputError
+from takeover.report.inspect_logs import eval_log_files, inspect_rows
 from takeover.results import GRADE_OUTPUT_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RUN_OUTPUT_COLUMNS
 from takeover.vocabulary import HANDOFF_STATES, VIEWS
 
@@ -133,6 +134,8 @@ def load_plan(out_dir: Path | str) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        if eval_log_files(out_dir):  # a folder of Inspect logs alone (takeover.report.inspect_logs)
+            return {"name": Path(out_dir).resolve().name, "stages": {}}
         raise InputError(path, "no plan.json here: is this the output folder of `takeover run`?") from None
     except ValueError as exc:
         raise InputError(path, f"not valid JSON: {exc}") from None
@@ -224,7 +227,8 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
     """One row per planned takeover run, joined with its grading and its point's handoff state.
 
     Each row has the :data:`~takeover.results.RESULT_COLUMNS` (the fields of
-    :class:`~takeover.results.ResultRow`) plus ``point_key`` and ``takeover_key``. A run that failed,
+    :class:`~takeover.results.ResultRow`) plus ``point_key`` and ``takeover_key``; the rows of Inspect logs
+    in the folder follow (:func:`takeover.report.inspect_logs.inspect_rows`). A run that failed,
     is missing or blocked, or whose grading failed or is missing, is not solved (``resolved`` false) and
     has ``status``/``failure_kind``/``reason`` saying why; a finished run whose agent stopped without
     submitting has ``failure_kind`` ``agent`` (docs/protocol.md section 9).
@@ -267,7 +271,7 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
             row["status"], kind, row["reason"] = failing
             row["failure_kind"] = kind or "infrastructure"
         rows.append(row)
-    return rows
+    return rows + inspect_rows(units.out)  # the runs of Inspect's handoff task beside takeover's own
 
 
 def table1(units: ExperimentUnits) -> dict:

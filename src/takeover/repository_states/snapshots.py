@@ -43,6 +43,10 @@ _DIFF_ARGS = (
 )
 
 
+#: The same options for a git that runs elsewhere (an Inspect sandbox: :mod:`takeover.inspect_task.scoring`).
+DIFF_ARGS: tuple[str, ...] = _DIFF_ARGS
+
+
 class SnapshotError(TakeoverError, RuntimeError):
     """git failed while taking a snapshot or a diff (message has git's stderr): the CLI shows it in one line."""
 

@@ -16,14 +16,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from takeover.results.records import GradeOutput, TakeoverRunOutput, UnitLabels
-from takeover.vocabulary import ExitStatus, HandoffState, PointType, ViewName
+from takeover.vocabulary import EventCut, ExitStatus, HandoffState, PointType, ViewName
 
 
 class ResultRow(BaseModel):
     """One planned takeover run, as a row of ``results.csv`` (the columns in this order).
 
     Attributes:
-        successor, instance_id, point_type, view: the takeover unit's labels.
+        successor, instance_id, point_type, view: the takeover unit's labels (``point_type`` ``event``
+            for a cut at an event, docs/protocol.md section 4.5: the runs of Inspect's handoff task).
         handoff_state: the handoff state of the run's point (its checkpoint patch graded; None when not
             graded).
         resolved: the run's final patch resolves the task; false for a run that did not finish or was not
@@ -41,7 +42,7 @@ class ResultRow(BaseModel):
 
     successor: str
     instance_id: str
-    point_type: PointType
+    point_type: PointType | EventCut
     handoff_state: HandoffState | None = None
     view: ViewName
     resolved: bool = False

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from takeover.errors import InputError
 from takeover.trajectories import (
+    atif,
     claude_code,
     codex_cli,
     mini_swe_agent,
@@ -233,6 +234,7 @@ BUILTIN_MODULES = (
     claude_code,
     codex_cli,
     takeover_run,
+    atif,
 )
 for _module in BUILTIN_MODULES:
     for _reader in _module.READERS:

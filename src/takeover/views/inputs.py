@@ -1,5 +1,6 @@
 """The inputs of the views of one handoff point: the trajectory, its task, the point and the checkpoint
-patch, from a checkpoint folder, a saved points file or the points stage (in that order).
+patch, from a checkpoint folder, a saved points file or the points stage (in that order), or a cut at an
+event the user chose (docs/protocol.md section 4.5).
 """
 
 from __future__ import annotations
@@ -10,18 +11,20 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from takeover.checkpoints import load_checkpoint
 from takeover.errors import InputError
-from takeover.points import HandoffPoint, RunPoints, analyze_run
+from takeover.points import HandoffPoint, RunPoints, analyze_run, cut_at_event
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask, task_by_id
 from takeover.trajectories import Trajectory, read_trajectory
-from takeover.vocabulary import POINT_TYPES
+from takeover.vocabulary import EVENT_CUT, POINT_TYPES
 
 
 class ViewInputs(BaseModel):
     """Everything a view needs for one handoff point, and where it came from.
 
     Attributes:
-        point: the handoff point, or ``None`` when the run has no point of that type (``missing_reason``).
+        point_type: the point's type, or ``event`` for a cut at an event (:data:`takeover.vocabulary.EVENT_CUT`).
+        point: the handoff point, or ``None`` when the run has no point of that type, or the cut was
+            refused (``missing_reason``).
         checkpoint_patch: the cumulative diff at the point.
         handoff_state: the checkpoint's grading label when known (it only feeds the leak guard).
         notes: remarks for the user (e.g. a task built from the trajectory's prompt).
@@ -48,12 +51,16 @@ def load_inputs(
     repo_source: RepoSource | None = None,
     points_file: Path | str | None = None,
     checkpoint_dir: Path | str | None = None,
+    event: int | None = None,
 ) -> ViewInputs:
     """Read the trajectory, its task and the handoff point (from a checkpoint folder, ``points_file`` or
     :func:`takeover.points.analyze_run` on ``repo_source``'s repository, in that order).
 
     With ``checkpoint_dir`` (``checkpoint.json`` + ``checkpoint.patch``), the point, the patch and the
     handoff state come from there (the state only feeds the leak guard); ``point_type`` may be ``None``.
+    With ``event`` (0-based) and neither of them, the point is a cut after that event
+    (:func:`takeover.points.cut_at_event`; a refused cut gives ``missing_reason``) and ``point_type`` is
+    ``None`` or ``event``.
 
     A run whose ``instance_id`` is not in ``dataset`` (the format samples of other benchmarks) gets a
     stand-in task whose problem statement is the trajectory's own task prompt; ``notes`` says so.
@@ -72,7 +79,14 @@ def load_inputs(
             raise InputError(Path(checkpoint_dir) / "checkpoint.json",
                              f"checkpoint is at a {checkpoint.point.type} point, not {point_type}", field="point.type")
         point_type = checkpoint.point.type
-    if point_type not in POINT_TYPES:
+    elif event is not None:
+        if points_file is not None:
+            raise InputError("--event", "a cut at an event needs the run's states, which a points file does not "
+                             "hold; leave out --points-file")
+        if point_type not in (None, EVENT_CUT):
+            raise InputError("--event", f"give a point type or an event, not both ({point_type} and event {event})")
+        point_type = EVENT_CUT
+    if point_type not in POINT_TYPES and not (point_type == EVENT_CUT and (checkpoint is not None or event is not None)):
         raise InputError("--point-type", f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}")
     trajectory = read_trajectory(file, record=record)
     notes: list[str] = []
@@ -105,6 +119,10 @@ def load_inputs(
                 "--checkpoint-dir DIR or --points-file FILE (takeover points --out-dir) instead",
                 field="instance_id",
             )
+        if event is not None:
+            cut = cut_at_event(trajectory, task, event, repo_source)
+            return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, point=cut.point,
+                              checkpoint_patch=cut.patch, missing_reason=cut.reason, notes=notes)
         run_points = analyze_run(trajectory, task, repo_source)
     point = run_points.point(point_type)
     if point is None:

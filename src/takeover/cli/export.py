@@ -1,0 +1,95 @@
+"""``takeover export atif FILE``: a run of any supported format as ATIF (Harbor's trajectory format), whole
+or cut at a handoff point or after an event. A thin layer over :func:`takeover.trajectories.atif_writer.write_atif`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from takeover.cli.options import (
+    DATASET_HELP,
+    OUT_DIR_HELP,
+    POINT_TYPE_HELP,
+    EventOption,
+    MirrorOption,
+    OfflineOption,
+    PointsFileOption,
+    RecordOption,
+    VerboseOption,
+)
+from takeover.errors import InputError
+from takeover.points import RunPoints, analyze_run
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import task_by_id
+from takeover.trajectories import read_trajectory
+from takeover.trajectories.atif_writer import to_atif, write_atif
+from takeover.vocabulary import POINT_TYPES
+
+#: The file name Harbor gives an ATIF trajectory.
+ATIF_FILE = "trajectory.json"
+export_app = typer.Typer(help="Write runs in other tools' formats.", no_args_is_help=True)
+
+
+@export_app.command("atif")
+def atif(
+    file: Annotated[Path, typer.Argument(help="Trajectory file or run folder (any supported format).")],
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the document as DIR/{ATIF_FILE}, Harbor's file name (default: print it).")] = None,
+    event: EventOption = None,
+    point_type: Annotated[str | None, typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Cut there instead (needs --dataset, or --points-file).")] = None,
+    dataset: Annotated[Path | None, typer.Option("--dataset", help=f"{DATASET_HELP} For --point-type: the run's task, to find the point by replay.")] = None,
+    points_file: PointsFileOption = None,
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    record: RecordOption = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Write FILE as an ATIF trajectory (ATIF-v1.7, validated with the atif package), whole or cut.
+
+    A cut keeps events 0..N (--event N) or the events up to a handoff point (--point-type, found as
+    takeover points finds it), with the tokens of the model calls that produced them. The document
+    carries instance_id, final_patch and the cut in its root extra; takeover reads it back as a run of
+    format atif. The trace alone: the repository at the cut is takeover checkpoint --event N.
+
+    Examples:
+
+        takeover export atif trajs/psf__requests-1766.json --event 17 --out-dir requests-1766-cut17/
+
+        takeover export atif trajs/psf__requests-1766.json --point-type after_first_source_edit \\
+          --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir cut/
+    """
+    if event is not None and point_type is not None:
+        raise InputError("--event", "give --event N or --point-type TYPE, not both")
+    traj = read_trajectory(file, record=record)
+    through = event
+    if point_type is not None:
+        if point_type not in POINT_TYPES:
+            raise InputError("--point-type", f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}")
+        if points_file is not None:
+            run_points = RunPoints.load(points_file)
+        else:
+            if dataset is None:
+                raise InputError("--dataset", "finding a point needs the run's task: give --dataset (or --points-file)")
+            task = task_by_id(dataset, traj.instance_id or "")
+            if task is None:
+                raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+            run_points = analyze_run(traj, task, RepoSource(mirror, offline=offline))
+        found = run_points.point(point_type)
+        if found is None:
+            print(f"error: no {point_type} point in this run: {run_points.missing_reason(point_type)}", file=sys.stderr)
+            raise typer.Exit(1)
+        through = found.event_index
+    if out_dir is None:
+        print(json.dumps(to_atif(traj, through_event=through), indent=2, ensure_ascii=False))
+        return
+    out = write_atif(traj, out_dir / ATIF_FILE, through_event=through)
+    kept = len(traj.events) if through is None else through + 1
+    print(f"wrote {out}: {kept} of {len(traj.events)} events as ATIF", file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``takeover export`` to ``app``."""
+    app.add_typer(export_app, name="export")
