@@ -125,7 +125,7 @@ class StandIn:
     Attributes:
         image: its name (swebench's name of the official image of the instance).
         image_id: the daemon's content id (``sha256:...``).
-        seconds: what making it took in this call (0 when it was already in the daemon).
+        seconds: what this call took (finding it, importing the cached root, or building it).
         how: ``daemon`` (already there), ``cached root`` (imported from the cached root), ``built``.
     """
 
@@ -309,7 +309,7 @@ def stand_in_image(task: SourceTask, source: RepoSource) -> StandIn:
     image = spec.instance_image_key
     found = _daemon_image(image)
     if found is not None and found[1] == key:
-        return StandIn(image, found[0], 0.0, "daemon")
+        return StandIn(image, found[0], time.monotonic() - start, "daemon")
     tarball = stand_in_dir() / f"{task.instance_id}-{key}.tar"
     how = "cached root"
     with _Lock(stand_in_dir() / f"{task.instance_id}.lock"):

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 
+import docker
 import pytest
 from conftest import git, make_repo
+from prerequisites import requires
 
 from takeover.environments.official_image import (
     env_script_list,
     instance_image_name,
     official_test_spec,
     requirements_commit,
+    workspace_from_image,
 )
 from takeover.errors import EnvironmentUnavailable
 from takeover.sources.repos import RepoSource
@@ -135,3 +138,26 @@ def test_without_a_mirror_a_failed_download_is_one_line_naming_the_file(monkeypa
     message = str(err.value)
     assert "\n" not in message and "requirements/dev.txt" in message and "bbbbbbbbbbbb" in message
     assert "from GitHub" in message and "--mirror" in message
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@requires("docker daemon", "debootstrap")
+def test_the_workspace_is_the_images_own_repository(tiny_docker_task, tmp_path):
+    from takeover._util.containers import container_labels
+
+    task = tiny_docker_task.task
+    ws = workspace_from_image(task, tmp_path / "ws", container_labels("agent run", tmp_path))
+    assert ws.image.id == tiny_docker_task.stand_in.image_id and ws.image.name == tiny_docker_task.stand_in.image
+    assert git(ws.path, "log", "-1", "--format=%s").strip() == "SWE-bench"  # the image's setup commit
+    assert git(ws.path, "rev-parse", "HEAD^").strip() == task.base_commit and ws.head == git(ws.path, "rev-parse", "HEAD").strip()
+    in_image = docker.from_env().containers.run(ws.image.id, ["git", "-C", "/testbed", "status", "--porcelain"], remove=True)
+    assert git(ws.path, "status", "--porcelain") == in_image.decode()  # the install's untracked files, as in the image
+    assert not (ws.path / ".git" / "objects" / "info" / "alternates").exists()
+    assert (ws.path / "src" / "tinyadd" / "__init__.py").read_text() == "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
+    with pytest.raises(FileExistsError):
+        workspace_from_image(task, ws.path, {})
+    with pytest.raises(EnvironmentUnavailable) as err:
+        workspace_from_image(task.model_copy(update={"base_commit": "0" * 40}), tmp_path / "other", {})
+    assert "not base_commit 000000000000" in str(err.value) and "\n" not in str(err.value)
+    assert [c for c in docker.from_env().containers.list(all=True) if c.labels.get("org.takeover.out-dir") == str(tmp_path)] == []

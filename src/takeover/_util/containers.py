@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import subprocess
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,3 +235,37 @@ def remove_stale_containers(out_dir: Path | str | None = None,
             continue
         removed.append(stale)
     return removed
+
+
+def copy_from_image(image: str, path: str, dest: Path | str, labels: Mapping[str, str], *,
+                    timeout: float = 1800.0) -> None:
+    """Copy the folder ``path`` of ``image`` to the new folder ``dest``, with its modes, through a container
+    that is created (with ``labels``), never started, and removed.
+
+    Raises:
+        EnvironmentUnavailable: the image is absent or the copy fails (one line with docker's reason).
+        FileExistsError: ``dest`` exists.
+    """
+    dest = Path(dest)
+    if dest.exists():
+        raise FileExistsError(f"{dest} exists")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    created = _docker_cli(["create", *label_args(labels), image, "true"], timeout=300,
+                          what=f"cannot create a container of image {image}")
+    container = created.strip()
+    try:
+        _docker_cli(["cp", f"{container}:{path.rstrip('/')}/.", str(dest)], timeout=timeout,
+                    what=f"cannot copy {path} out of image {image}")
+    finally:
+        subprocess.run(["docker", "rm", "-f", container], capture_output=True, check=False, timeout=300)
+
+
+def _docker_cli(args: list[str], *, timeout: float, what: str) -> str:
+    """stdout of ``docker ARGS``. Raises EnvironmentUnavailable with ``what`` and docker's reason."""
+    try:
+        done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EnvironmentUnavailable(f"{what} ({_reason(exc)})") from None
+    if done.returncode != 0:
+        raise EnvironmentUnavailable(f"{what} ({_reason(Exception(done.stderr.strip() or done.stdout.strip()))})")
+    return done.stdout

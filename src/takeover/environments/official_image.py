@@ -15,8 +15,14 @@ allowed, swebench downloads the files itself; a failed download is one line nami
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
+from takeover._util.containers import ImageIdentity, copy_from_image, image_identity
 from takeover.environments.requirements import read_repo_file, read_requirements
 from takeover.errors import EnvironmentUnavailable, RepositoryUnavailable
 from takeover.sources.repos import RepoSource
@@ -192,3 +198,57 @@ def official_test_spec(task: SourceTask, repo_source: RepoSource | None = None, 
         env_script_list=env_script_list(task, source), arch="x86_64", FAIL_TO_PASS=list(task.FAIL_TO_PASS),
         PASS_TO_PASS=list(task.PASS_TO_PASS), language=MAP_REPO_TO_EXT[task.repo],
         docker_specs=specs.get("docker_specs", {}), namespace=namespace)
+
+
+class ImageWorkspace(BaseModel):
+    """A task's repository as its image holds it, copied to the host.
+
+    Attributes:
+        path: the folder (a git repository with its own objects: no alternates).
+        image: the image it was copied from (name and content id).
+        head: the image's ``HEAD`` commit: ``base_commit`` plus SWE-bench's setup commit (the environment's
+            edits, committed as the images commit them).
+        tree: the tree of ``head`` (the run's starting state, docs/protocol.md section 5.2).
+    """
+
+    path: Path
+    image: ImageIdentity
+    head: str
+    tree: str
+
+
+def _git(folder: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", f"safe.directory={folder}", *args], cwd=folder, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise EnvironmentUnavailable(f"git {' '.join(args)} failed in {folder}: {done.stderr.strip()[:300]}")
+    return done.stdout.strip()
+
+
+def workspace_from_image(task: SourceTask, dest: Path | str, labels: Mapping[str, str], *, image: str | None = None,
+                         pull: bool = True) -> ImageWorkspace:
+    """Copy ``/testbed`` of ``task``'s official image (or ``image``) to the new folder ``dest``: the repository
+    exactly as the image holds it (its git history, SWE-bench's setup commit, the files its install built).
+
+    The copy is made from the image's content id, so it is the content recorded. Its ``HEAD`` must be
+    ``base_commit`` or a commit on top of it.
+
+    Args:
+        labels: the labels of the short-lived container the copy goes through
+            (:func:`takeover._util.containers.container_labels`).
+        pull: pull the image when the daemon lacks it (it is kept).
+
+    Raises:
+        EnvironmentUnavailable: no daemon, the image is missing (and cannot be pulled), the copy fails, or
+            its repository is not at ``base_commit`` (one line each, naming the image).
+    """
+    found = image_identity(image or instance_image_name(task.instance_id), pull=pull)
+    dest = Path(dest)
+    copy_from_image(found.id, f"/{ENV_NAME}", dest, labels)
+    head = _git(dest, "rev-parse", "HEAD")
+    ancestor = subprocess.run(["git", "-c", f"safe.directory={dest}", "merge-base", "--is-ancestor", task.base_commit,
+                               head], cwd=dest, capture_output=True, check=False)
+    if ancestor.returncode != 0:
+        raise EnvironmentUnavailable(f"image {found.name} ({found.id[:19]}): /{ENV_NAME} is at {head[:12]}, which is "
+                                     f"not base_commit {task.base_commit[:12]} of {task.instance_id} or on top of it")
+    return ImageWorkspace(path=dest, image=found, head=head, tree=_git(dest, "rev-parse", "HEAD^{tree}"))
