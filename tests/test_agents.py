@@ -464,7 +464,7 @@ def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mir
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     task, mirror = task_and_mirror
     with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable, match="Docker daemon"):
-        run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), backend="docker")
+        run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), command_backend="docker")
     assert json.loads((tmp_path / "run" / "run.json").read_text())["finished"] is False
     with ScriptedServer([bash("ls")]) as srv:  # the failed attempt does not block a re-run
         record = run_predecessor(
@@ -483,7 +483,7 @@ def test_mini_swe_agent_starts_quietly_offline_and_writes_nothing_in_home(tmp_pa
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MSWEA_", "LITELLM_"))}
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_CACHE_HOME=str(home / ".cache"))
-    code = "import takeover.agents.runs, takeover.agents._mswea as m, os; print(os.environ['MSWEA_GLOBAL_CONFIG_DIR'])"
+    code = "import takeover.agents.runs, takeover.agents.mini_swe_agent._mswea as m, os; print(os.environ['MSWEA_GLOBAL_CONFIG_DIR'])"
     proc = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False, timeout=300
     )

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
+from takeover.trajectories.takeover_run import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND
 from takeover.vocabulary import (
     ActionProtocol,
     CheckpointMethod,
@@ -74,7 +75,8 @@ class UnitLabels(_Record):
 
     Each stage adds to its upstream unit's labels: ``instance_id`` (every stage), ``point_type``
     (checkpoint on), ``point_key`` (the checkpoint unit's key, handoff_state on), ``view`` (view on),
-    ``successor`` (the successor model's name, takeover on), ``takeover_key`` (grade).
+    ``successor`` (the successor's name, takeover on: its model, with its agent runtime in parentheses
+    unless every successor runs under the default one), ``takeover_key`` (grade).
     """
 
     _OMIT_WHEN_DEFAULT = ("point_type", "point_key", "view", "successor", "takeover_key")
@@ -182,10 +184,16 @@ class ImportOutput(_Record):
 
 
 class PredecessorRunInputs(TaskInputs):
-    """Run the predecessor ``model`` on the task under ``limits``."""
+    """Run the predecessor ``model`` on the task under ``limits``, with the agent runtime ``agent`` and its
+    commands in ``command_backend`` (both written only when not the default, so that the keys of runs of
+    the default runtime, which had neither field, stay as they were)."""
+
+    _OMIT_WHEN_DEFAULT = ("agent", "command_backend")
 
     model: ModelSettings
     limits: AgentSettings
+    agent: str = DEFAULT_AGENT
+    command_backend: str = DEFAULT_COMMAND_BACKEND
 
 
 class AgentRunOutput(_Record):
@@ -375,7 +383,10 @@ class ViewOutput(_Record):
 
 class TakeoverInputs(CheckpointUnitInputs):
     """One successor run from a checkpoint under one view (docs/protocol.md section 8). ``view_sha256``
-    and ``view_path`` are ``None`` only in a blocked unit (its view was not built)."""
+    and ``view_path`` are ``None`` only in a blocked unit (its view was not built). ``agent`` and
+    ``command_backend`` as in :class:`PredecessorRunInputs`."""
+
+    _OMIT_WHEN_DEFAULT = ("agent", "command_backend")
 
     view: ViewName
     view_key: str
@@ -383,6 +394,8 @@ class TakeoverInputs(CheckpointUnitInputs):
     view_path: str | None
     model: ModelSettings
     limits: AgentSettings
+    agent: str = DEFAULT_AGENT
+    command_backend: str = DEFAULT_COMMAND_BACKEND
 
 
 class TakeoverRunOutput(AgentRunOutput):

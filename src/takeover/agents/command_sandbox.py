@@ -1,15 +1,22 @@
-"""The sandbox in which an agent's commands run: mini-swe-agent environments around the run's workspace.
+"""Where an agent's commands run: the command backends, by name in :data:`COMMAND_BACKENDS`, and the
+sandbox they run commands in (mini-swe-agent environments around the run's workspace).
 
 (The task's own environment, its Python and packages, is :mod:`takeover.environments`; a sandbox here
 runs the commands with that environment's variables.)
 
-- ``local`` (default): :class:`SandboxedLocalEnvironment`, mini-swe-agent's ``LocalEnvironment`` with every
-  command wrapped by :func:`takeover._util.sandbox.wrap` (no network, writes only in the workspace and the
-  run's
-  private ``/tmp``) when a sandbox is available; unconfined otherwise, and ``run.json`` says so.
-- ``docker``: mini-swe-agent's ``DockerEnvironment`` on the official SWE-bench image of the instance, with
-  the run's workspace mounted at ``/testbed`` (so snapshots are taken on the host) and no network.
-  Needs a Docker daemon; raises :class:`~takeover.errors.EnvironmentUnavailable` otherwise.
+- ``local`` (default, :class:`LocalCommands`): :class:`SandboxedLocalEnvironment`, mini-swe-agent's
+  ``LocalEnvironment`` with every command wrapped by :func:`takeover._util.sandbox.wrap` (no network,
+  writes only in the workspace and the run's private ``/tmp``) when a sandbox is available; unconfined
+  otherwise, and ``run.json`` says so.
+- ``docker`` (:class:`DockerCommands`): mini-swe-agent's ``DockerEnvironment`` on the official SWE-bench
+  image of the instance, with the run's workspace mounted at ``/testbed`` (so snapshots are taken on the
+  host) and no network. Needs a Docker daemon; raises :class:`~takeover.errors.EnvironmentUnavailable`
+  otherwise.
+
+Each backend says where the commands see the workspace (:meth:`CommandBackend.root`), how they are
+confined (:meth:`CommandBackend.description`, recorded in ``run.json``), whether they use the task's
+prepared environment, and builds the mini-swe-agent environment that runs them. Code outside this module
+picks a backend by name (:func:`command_backend`) and never tests the names itself.
 
 Commands see a clean environment: variables whose names look like credentials are removed, so an agent
 cannot print an API key; the task environment's variables (its Python venv on ``PATH``) are added.
@@ -23,15 +30,15 @@ import re
 import shlex
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import Field
 
 from takeover._util import sandbox
 from takeover._util.processes import run_process
-from takeover.agents import _mswea
-from takeover.agents._mswea import TESTBED
-from takeover.errors import EnvironmentUnavailable
+from takeover.agents.mini_swe_agent import _mswea
+from takeover.agents.mini_swe_agent._mswea import TESTBED
+from takeover.errors import EnvironmentUnavailable, InputError
 
 _mswea.load()
 
@@ -148,24 +155,140 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         return recursive_merge(self.config.model_dump(), platform.uname()._asdict(), kwargs)
 
 
-def command_root(backend: str, workspace: Path) -> str:
-    """The path at which an agent's commands (and its prompt) see the workspace.
-
-    ``/testbed`` for the docker backend and for the local backend when bubblewrap can mount the workspace
-    there (:func:`takeover._util.sandbox.can_mount_at`), so that prompts, commands and token counts do not
-    depend
-    on the host folder of the run; otherwise the workspace's host path (unavoidable without a sandbox).
-    """
-    if backend != "local":
-        return TESTBED
-    if sandbox.status().available and sandbox.can_mount_at(TESTBED):
-        return TESTBED
-    return str(workspace)
-
-
 def swebench_image(instance_id: str) -> str:
     """Name of the official SWE-bench evaluation image of an instance (x86_64, ``latest`` tag)."""
     return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
+
+
+class CommandBackend(Protocol):
+    """Where a run's commands run (registered by name in :data:`COMMAND_BACKENDS`).
+
+    Attributes:
+        uses_task_environment: commands get the variables of the task's environment prepared on this host
+            (its venv on ``PATH``); a backend with an environment of its own (an image) does not.
+    """
+
+    uses_task_environment: bool
+
+    def check(self) -> None:
+        """Raise :class:`~takeover.errors.EnvironmentUnavailable`, saying how to fix it, when this machine
+        cannot run the backend (no Docker daemon)."""
+
+    def root(self, workspace: Path) -> str:
+        """The path at which the commands (and the agent's prompt) see ``workspace``."""
+
+    def description(self) -> str:
+        """How the commands are confined, one sentence for ``run.json`` (``sandbox``)."""
+
+    def environment(self, *, workspace: Path, tmp_dir: Path | None, env: dict[str, str], command_timeout: float,
+                    instance_id: str, image: str | None, readable: list[Path]) -> Any:
+        """The mini-swe-agent environment that runs the commands (its ``execute(action, timeout=...)``
+        returns ``{"output", "returncode", "exception_info"}``); the arguments as in
+        :func:`make_command_sandbox`."""
+
+
+class LocalCommands:
+    """``local``: commands on this host in the workspace, inside bubblewrap when it is available."""
+
+    uses_task_environment = True
+
+    def check(self) -> None:
+        """Nothing to check: without a sandbox the commands run unconfined and ``run.json`` says so."""
+
+    def root(self, workspace: Path) -> str:
+        """``/testbed`` when bubblewrap can mount the workspace there
+        (:func:`takeover._util.sandbox.can_mount_at`), so that prompts, commands and token counts do not
+        depend on the host folder of the run; otherwise the workspace's host path (unavoidable without a
+        sandbox)."""
+        if sandbox.status().available and sandbox.can_mount_at(TESTBED):
+            return TESTBED
+        return str(workspace)
+
+    def description(self) -> str:
+        """The sentence of :func:`takeover._util.sandbox.status` (which sandbox, or why none)."""
+        return sandbox.status().message
+
+    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable):
+        """:class:`SandboxedLocalEnvironment` in the workspace (``instance_id`` and ``image`` unused)."""
+        root = self.root(workspace)
+        return SandboxedLocalEnvironment(
+            cwd=root,
+            workspace=str(workspace),
+            mount_at=root if root != str(workspace) else None,
+            tmp_dir=str(tmp_dir) if tmp_dir else None,
+            readable=[str(p) for p in readable],
+            env=env,
+            timeout=max(1, round(command_timeout)),
+        )
+
+
+class DockerCommands:
+    """``docker``: commands in the instance's SWE-bench image, the workspace mounted at ``/testbed``."""
+
+    uses_task_environment = False
+
+    def check(self) -> None:
+        """Raises :class:`~takeover.errors.EnvironmentUnavailable` without a running Docker daemon."""
+        docker = sandbox.docker_status()
+        if not docker.available:
+            raise EnvironmentUnavailable(
+                f"the docker backend needs a running Docker daemon: {docker.message}. "
+                "Start Docker, or use the local backend (--command-backend local)"
+            )
+
+    def root(self, workspace: Path) -> str:
+        """Always ``/testbed``."""
+        return TESTBED
+
+    def description(self) -> str:
+        """A container without network."""
+        return "docker container, no network"
+
+    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable):
+        """mini-swe-agent's ``DockerEnvironment`` on ``image`` (default: the instance's SWE-bench image).
+
+        Raises:
+            EnvironmentUnavailable: no Docker daemon.
+        """
+        self.check()
+        from minisweagent.environments.docker import DockerEnvironment
+
+        return DockerEnvironment(
+            image=image or swebench_image(instance_id),
+            cwd=TESTBED,
+            # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it
+            # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
+            env={"BASH_ENV": "/root/.bashrc", **env},
+            interpreter=["bash", "-c"],
+            timeout=max(1, round(command_timeout)),
+            run_args=["--rm", "--network", "none", "-v", f"{workspace.resolve()}:{TESTBED}"],
+        )
+
+
+#: The command backends by name (``--command-backend``, the experiment file's ``command_backend``).
+COMMAND_BACKENDS: dict[str, CommandBackend] = {"local": LocalCommands(), "docker": DockerCommands()}
+
+
+def command_backend(name: str, *, where: str = "command_backend") -> CommandBackend:
+    """The command backend called ``name``.
+
+    Raises:
+        InputError: no backend has that name (``where``: the flag or key that gave it).
+    """
+    try:
+        return COMMAND_BACKENDS[name]
+    except KeyError:
+        raise InputError(where, f"unknown command backend {name!r}: use {' or '.join(COMMAND_BACKENDS)}") from None
+
+
+def command_root(backend: str, workspace: Path) -> str:
+    """The path at which an agent's commands (and its prompt) see the workspace with the backend called
+    ``backend`` (:meth:`CommandBackend.root`).
+
+    Raises:
+        InputError: an unknown backend.
+    """
+    return command_backend(backend).root(workspace)
 
 
 def make_command_sandbox(
@@ -182,44 +305,18 @@ def make_command_sandbox(
     """The mini-swe-agent environment in which a run's commands run.
 
     Args:
-        backend: ``local`` or ``docker``.
+        backend: a name of :data:`COMMAND_BACKENDS` (``local`` or ``docker``).
         workspace: the run's repository checkout (host path).
         tmp_dir: the run's private ``/tmp`` (local backend).
-        env: variables for every command (mini-swe-agent's config ``env`` plus the task environment).
+        env: variables for every command (the runtime's own plus, for a backend that
+            :attr:`~CommandBackend.uses_task_environment`, the task environment's).
         command_timeout: per-command time limit (seconds; :attr:`takeover.limits.RunLimits.command_timeout`).
         instance_id: for the SWE-bench image name; ``image`` overrides it.
         readable: extra read-only folders for the sandbox (see :class:`SandboxedLocalEnvironmentConfig`).
     Raises:
-        EnvironmentUnavailable: ``docker`` without a daemon, or an unknown backend.
+        InputError: an unknown backend.
+        EnvironmentUnavailable: ``docker`` without a daemon.
     """
-    if backend == "local":
-        root = command_root(backend, workspace)
-        return SandboxedLocalEnvironment(
-            cwd=root,
-            workspace=str(workspace),
-            mount_at=root if root != str(workspace) else None,
-            tmp_dir=str(tmp_dir) if tmp_dir else None,
-            readable=[str(p) for p in readable or []],
-            env=env,
-            timeout=max(1, round(command_timeout)),
-        )
-    if backend == "docker":
-        docker = sandbox.docker_status()
-        if not docker.available:
-            raise EnvironmentUnavailable(
-                f"the docker backend needs a running Docker daemon: {docker.message}. "
-                "Start Docker, or use the local backend (--backend local)"
-            )
-        from minisweagent.environments.docker import DockerEnvironment
-
-        return DockerEnvironment(
-            image=image or swebench_image(instance_id),
-            cwd="/testbed",
-            # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it
-            # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
-            env={"BASH_ENV": "/root/.bashrc", **env},
-            interpreter=["bash", "-c"],
-            timeout=max(1, round(command_timeout)),
-            run_args=["--rm", "--network", "none", "-v", f"{workspace.resolve()}:/testbed"],
-        )
-    raise EnvironmentUnavailable(f"unknown backend {backend!r}: use local or docker")
+    return command_backend(backend).environment(
+        workspace=workspace, tmp_dir=tmp_dir, env=env, command_timeout=command_timeout, instance_id=instance_id,
+        image=image, readable=list(readable or []))

@@ -1,29 +1,48 @@
-"""The recorder of an agent run: its events, model calls and accounting, written to the run folder step by
-step (the format: :mod:`takeover.trajectories.takeover_run`; docs/protocol.md sections 1 and 8).
+"""The recorder of an agent run, shared by every runtime: its events, model calls, snapshots and accounting,
+written to the run folder (the format: :mod:`takeover.trajectories.takeover_run`; docs/protocol.md sections
+1, 5 and 8).
 
-Events: each executed action is one ``action`` event followed by one ``observation`` event, both with the
-snapshot taken after the command; a format-error turn is an ``action`` (``format_error``) plus the
-harness's reminder (``observation`` from ``user``), both with the unchanged snapshot; the submission
-command is an action of type ``finish`` and its observation holds the submitted text.
+A runtime (:class:`takeover.agents.runtime.AgentRuntime`) records through one :class:`RunRecorder`:
+
+- every model call with :meth:`RunRecorder.add_call` (its exact usage, the HTTP attempts, seconds, cost),
+  or :meth:`RunRecorder.add_failed_call` for a call that ended in an endpoint error;
+- every event with :meth:`RunRecorder.add_event`: actions (``llm_call`` names the call that produced
+  them) and observations (``cause`` names the action they answer), each with the ``snapshot`` of the
+  workspace after it;
+- the snapshot after an action with :meth:`RunRecorder.take_snapshot` while the workspace is in that
+  state (a runtime whose loop runs in this process); a runtime that learns of its events afterwards gives
+  each event the tree it recorded for it, or none at all (docs/protocol.md section 8.4);
+- :meth:`RunRecorder.flush` after every step (or once, for a runtime that writes its events after the
+  fact) and :meth:`RunRecorder.write_native` for the runtime's own record.
 
 Writing: new events and calls are appended to ``events.jsonl``/``calls.jsonl`` (each line flushed to disk)
-and ``run.json`` is rewritten atomically after every step, so a crash loses at most the current step.
+and ``run.json`` is rewritten atomically at every flush, so a crash loses at most the current step.
 Everything written is redacted (:func:`takeover._util.redact.redact_obj`).
 """
 
 from __future__ import annotations
 
 import json
-import re
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 from takeover._util.io import append_jsonl, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact_obj
+from takeover.agents.command_sandbox import EnvironmentFailure
 from takeover.llm import CallAttempt, Usage
+from takeover.repository_states import snapshots
 from takeover.trajectories.events import Event, LLMCall
 from takeover.trajectories.takeover_run import RunAccounting, RunRecord
-from takeover.vocabulary import ActionProtocol
+
+#: Prefix of the ref that keeps each snapshot tree in the workspace's repository (``git gc`` keeps it).
+SNAPSHOT_REF_PREFIX = "refs/takeover/snapshots/"
+
+
+def git(cwd: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``git ARGS`` in ``cwd`` (text output captured; a failure is returned, not raised)."""
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, input=input, check=False)
 
 
 class RunRecorder:
@@ -31,39 +50,28 @@ class RunRecorder:
 
     Args:
         out_dir: the run folder.
-        record: the run's :class:`RunRecord`; its accounting is updated in place.
-        protocol: the action protocol, which decides how an action's text and thought are recorded.
-        action_regex: the text protocol's pattern of an action block (removed from the thought).
+        record: the run's :class:`RunRecord`; its accounting is updated in place. ``record.workspace`` is
+            the repository :meth:`take_snapshot` snapshots.
 
     Attributes:
         events, calls: everything recorded so far (written or not).
         snapshot: the tree id of the latest snapshot of the workspace (``None`` before the first).
-        t_start: ``time.perf_counter()`` at the start of the run (the wall clock of the limits).
+        t_start: ``time.perf_counter()`` at the start of the run (the wall clock of the limits; set by
+            :meth:`takeover.agents.runtime.AgentRun.start_clock`).
     """
 
-    def __init__(
-        self,
-        out_dir: Path,
-        record: RunRecord,
-        *,
-        protocol: ActionProtocol,
-        action_regex: str,
-    ):
+    def __init__(self, out_dir: Path, record: RunRecord):
         self.out_dir = out_dir
         self.record = record
-        self.protocol = protocol
-        self.action_regex = action_regex
         self.events: list[Event] = []
         self.calls: list[LLMCall] = []
         self._flushed_events = 0
         self._flushed_calls = 0
         self.snapshot: str | None = None
         self.t_start = time.perf_counter()
-        self.trajectory_path = out_dir / f"{record.instance_id}.traj.json"
         self.events_path = out_dir / "events.jsonl"
         self.calls_path = out_dir / "calls.jsonl"
         self.run_path = out_dir / "run.json"
-        self._open_actions: list[int] = []  # action events of the current step awaiting an observation
 
     # -- accounting ----------------------------------------------------------------------------------
     @property
@@ -71,8 +79,13 @@ class RunRecorder:
         """The run's :class:`RunAccounting` (``record.accounting``)."""
         return self.record.accounting
 
+    def elapsed(self) -> float:
+        """Seconds since the run's clock started (:attr:`t_start`)."""
+        return time.perf_counter() - self.t_start
+
     def initial_prompt(self, messages: list[dict]) -> None:
-        """Count the characters of the system and first user message (``initial_prompt_chars``)."""
+        """Count the characters of the system and first user message (``initial_prompt_chars``; chat
+        messages ``{"role", "content"}`` as the first model call is sent them)."""
         self.accounting.initial_prompt_chars = sum(len(m.get("content") or "") for m in messages[:2])
 
     def add_call(
@@ -84,16 +97,17 @@ class RunRecorder:
         format_error: bool,
         cost: float,
     ) -> int:
-        """Record one model call and add it to the accounting.
+        """Record one model call that returned a response and add it to the accounting.
 
         Args:
-            usage: the call's usage, estimated counts flagged (:func:`takeover.agents.mswea_model.call_usage`).
+            usage: the call's usage as the endpoint reported it, estimated counts flagged
+                (:func:`takeover.llm.complete_usage`).
             attempts: the call's HTTP attempts (status, seconds, the wait after each, usage).
             seconds: time inside the call, waits between attempts included (seconds).
             format_error: the response was rejected by the action parser.
             cost: US dollars as litellm priced the call.
         Returns:
-            The call's index in ``calls.jsonl``.
+            The call's index in ``calls.jsonl`` (the ``llm_call`` of the actions it produced).
         """
         call = LLMCall(
             index=len(self.calls),
@@ -122,116 +136,44 @@ class RunRecorder:
         acc.model_seconds += seconds
         return call.index
 
-    # -- events --------------------------------------------------------------------------------------
-    def _add(self, **fields) -> Event:
+    def add_failed_call(self, seconds: float) -> None:
+        """Count a model call that ended in an endpoint error after its retries (it has no usage;
+        ``seconds``: time spent in it, waits included)."""
+        self.accounting.failed_calls += 1
+        self.accounting.model_seconds += seconds
+
+    # -- events and snapshots ------------------------------------------------------------------------
+    def add_event(self, **fields: Any) -> Event:
+        """Append one event (the fields of :class:`takeover.trajectories.events.Event` but ``index``, which
+        is the next position) and return it; it is written at the next :meth:`flush` that reaches it.
+
+        Raises:
+            pydantic.ValidationError: a field is unknown or has a wrong value.
+        """
         event = Event(index=len(self.events), **fields)
         self.events.append(event)
         return event
 
-    def _thought(self, content: str) -> str:
-        if self.protocol == "text":
-            return re.sub(self.action_regex, "", content, flags=re.DOTALL).strip()
-        return content.strip()
+    def take_snapshot(self) -> str:
+        """Snapshot the workspace (:func:`takeover.repository_states.snapshots.take_snapshot`); its tree id
+        becomes :attr:`snapshot`, and a new tree gets a ref at once, so that ``git gc`` (by the agent or
+        later) keeps it. The time spent is the accounting's ``snapshot_seconds``.
 
-    def add_actions(self, message: dict, call_index: int) -> None:
-        """Record the actions of a parsed response (mini-swe-agent's ``extra.actions``); they await their
-        snapshot (:meth:`command_done`) and their observation (:meth:`add_observations`)."""
-        content = message.get("content") or ""
-        actions = message.get("extra", {}).get("actions", [])
-        self._open_actions = []
-        for i, action in enumerate(actions):
-            command = action.get("command", "")
-            if self.protocol == "text":
-                text = content
-            else:
-                text = (
-                    content.strip() + "\n\n" if i == 0 and content.strip() else ""
-                ) + f"```bash\n{command}\n```"
-            ev = self._add(
-                kind="action",
-                source="agent",
-                type="command",
-                text=text,
-                thought=self._thought(content) if i == 0 else None,
-                command=command,
-                llm_call=call_index,
-                cwd=self.record.command_root or self.record.workspace,
-            )
-            self._open_actions.append(ev.index)
-
-    def add_format_error(self, error_message: dict, call_index: int) -> None:
-        """Record a format-error turn: the rejected response and the harness's reminder (``error_message``,
-        mini-swe-agent's ``FormatError`` message), both with the unchanged snapshot."""
-        extra = error_message.get("extra", {})
-        response = extra.get("response")
-        text = extra.get("model_response")
-        if text is None and isinstance(response, dict):
-            try:
-                text = response["choices"][0]["message"].get("content") or ""
-                calls = response["choices"][0]["message"].get("tool_calls") or []
-                text += "".join(
-                    f"\n[tool call {c['function']['name']}: {c['function']['arguments']}]" for c in calls
-                )
-            except (KeyError, IndexError, TypeError):
-                text = ""
-        action = self._add(
-            kind="action",
-            source="agent",
-            type="message",
-            text=text or "",
-            thought=(text or "").strip() or None,
-            llm_call=call_index,
-            format_error=True,
-            snapshot=self.snapshot,
-        )
-        self._add(
-            kind="observation",
-            source="user",
-            type="message",
-            text=error_message.get("content") or "",
-            cause=action.index,
-            snapshot=self.snapshot,
-        )
-
-    def command_done(self, position: int, snapshot: str | None, *, finish: bool) -> None:
-        """The command of the ``position``-th open action ran: give its event the ``snapshot`` taken after
-        it, and the type ``finish`` when it was the submission."""
-        event = self.events[self._open_actions[position]]
-        event.snapshot = snapshot
-        if finish:
-            event.type = "finish"
-
-    def drop_unexecuted(self, executed: int) -> None:
-        """Only the first ``executed`` open actions ran: the others get no observation (the run ends)."""
-        self._open_actions = self._open_actions[:executed]
-
-    def add_observations(self, observations: list[dict], submission: str | None = None) -> None:
-        """Record one observation per executed open action (mini-swe-agent's observation messages, in
-        order), then the submitted text as the observation of the submission command, if any."""
-        # Observations follow all actions of their response, so each shows the latest repository state.
-        for position, obs in enumerate(observations):
-            action = self.events[self._open_actions[position]]
-            self._add(
-                kind="observation",
-                source="environment",
-                type=action.type,
-                text=obs.get("content") or "",
-                cause=action.index,
-                exit_code=obs.get("extra", {}).get("returncode"),
-                snapshot=self.snapshot,
-            )
-        if submission is not None:
-            action = self.events[self._open_actions[len(observations)]]
-            self._add(
-                kind="observation",
-                source="environment",
-                type="finish",
-                text=submission,
-                cause=action.index,
-                exit_code=0,
-                snapshot=self.snapshot,
-            )
-        self._open_actions = []
+        Raises:
+            EnvironmentFailure: the snapshot failed (the workspace's repository is broken or gone).
+        """
+        workspace = Path(self.record.workspace)
+        t0 = time.perf_counter()
+        try:
+            tree = snapshots.take_snapshot(workspace)
+            if tree != self.snapshot:
+                git(workspace, "update-ref", f"{SNAPSHOT_REF_PREFIX}{tree}", tree)
+        except Exception as exc:  # any snapshot failure ends the run as environment_error
+            raise EnvironmentFailure(f"snapshot of {workspace} failed: {exc}") from exc
+        finally:
+            self.accounting.snapshot_seconds += time.perf_counter() - t0
+        self.snapshot = tree
+        return tree
 
     # -- writing -------------------------------------------------------------------------------------
     def update_totals(self) -> None:
@@ -246,15 +188,14 @@ class RunRecorder:
         acc.command_seconds = round(acc.command_seconds, 6)
         acc.snapshot_seconds = round(acc.snapshot_seconds, 6)
 
-    def flush(self, native: dict | None) -> None:
-        """Append new events and calls, then rewrite ``run.json`` and, when ``native`` (mini-swe-agent's
-        serialized trajectory) is given, the native trajectory, atomically.
+    def flush(self, ready: int | None = None) -> None:
+        """Append the events not yet written, up to the event of index ``ready`` (excluded; default: all of
+        them), and the new calls, then rewrite ``run.json`` atomically.
 
-        Events of an action whose command has not finished yet stay in memory until the next flush.
+        ``ready`` holds back the events of a step that is not over (an action whose command still runs has
+        no snapshot yet): they are written at a later flush.
         """
-        ready = len(self.events)
-        if self._open_actions:
-            ready = min(ready, self._open_actions[0])
+        ready = len(self.events) if ready is None else min(ready, len(self.events))
         for event in self.events[self._flushed_events : ready]:
             append_jsonl(self.events_path, redact_obj(event.model_dump(mode="json")))
         self._flushed_events = max(self._flushed_events, ready)
@@ -262,12 +203,15 @@ class RunRecorder:
             append_jsonl(self.calls_path, redact_obj(call.model_dump(mode="json")))
         self._flushed_calls = len(self.calls)
         self.update_totals()
-        if native is not None:
-            # Redacted string by string: in serialized JSON an observation's "\nghp_..." reads "nghp_...",
-            # where no key pattern's word boundary matches.
-            plain = json.loads(json.dumps(native, default=str))
-            atomic_write_text(self.trajectory_path, json.dumps(redact_obj(plain)))
         self.write_record()
+
+    def write_native(self, name: str, data: Any) -> Path:
+        """Write the runtime's own record of the run (JSON-able ``data``) as ``out_dir/name``, redacted,
+        atomically; returns the path."""
+        # Redacted string by string: in serialized JSON an observation's "\nghp_..." reads "nghp_...",
+        # where no key pattern's word boundary matches.
+        plain = json.loads(json.dumps(data, default=str))
+        return atomic_write_text(self.out_dir / name, json.dumps(redact_obj(plain)))
 
     def write_record(self) -> None:
         """Rewrite ``run.json`` (redacted) atomically."""

@@ -7,24 +7,32 @@ asked for again, and a different run is refused, so that no folder ever mixes tw
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from takeover._util.io import sha256_text, stable_hash
+from takeover._util.io import sha256_text, stable_hash, with_current_names
 from takeover.errors import InputError
 from takeover.limits import EARLIER_FIELD_NAMES, RunLimits
 from takeover.llm import ModelSettings
 from takeover.llm.settings import EARLIER_FIELD_NAMES as EARLIER_MODEL_FIELD_NAMES
 from takeover.sources.tasks import SourceTask
-from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
+from takeover.trajectories.takeover_run import (
+    DEFAULT_AGENT,
+    DEFAULT_COMMAND_BACKEND,
+    RunRecord,
+    TakeoverOrigin,
+)
+from takeover.trajectories.takeover_run import EARLIER_FIELD_NAMES as EARLIER_RUN_FIELD_NAMES
 from takeover.vocabulary import ActionProtocol, RunKind
 
 
 class RunSpec(BaseModel):
-    """One agent run as asked for: the task, the prompt, the model, the limits and where commands run.
+    """One agent run as asked for: the task, the prompt, the model, the limits, the agent runtime and where
+    commands run.
 
     Attributes:
         kind: ``predecessor`` or ``takeover``.
@@ -33,7 +41,10 @@ class RunSpec(BaseModel):
         model: endpoint, sampling and retry settings.
         limits: the run's limits.
         protocol: ``text`` (one bash block per response; the paper's) or ``tools`` (native tool calls).
-        backend: ``local`` (sandboxed when possible) or ``docker`` (the SWE-bench image).
+        agent: the agent runtime, a name of :data:`takeover.agents.RUNTIMES` (default ``mini-swe-agent``).
+        command_backend: where commands run, a name of :data:`takeover.agents.COMMAND_BACKENDS`: ``local``
+            (sandboxed when possible) or ``docker`` (the SWE-bench image). Its earlier name ``backend`` is
+            read too.
         origin: for a takeover run, the checkpoint and the view.
         task: the source task record, whose prepared environment the commands use (optional).
         image: the docker backend's image (default: the instance's SWE-bench image).
@@ -49,21 +60,28 @@ class RunSpec(BaseModel):
     model: ModelSettings
     limits: RunLimits = Field(default_factory=RunLimits)
     protocol: ActionProtocol = "text"
-    backend: str = "local"
+    agent: str = DEFAULT_AGENT
+    command_backend: str = DEFAULT_COMMAND_BACKEND
     origin: TakeoverOrigin | None = None
     task: SourceTask | None = None
     image: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        return with_current_names(data, EARLIER_RUN_FIELD_NAMES)
 
 
 _MODEL_INPUTS = ("model", "temperature", "max_tokens", "extra")
 
 
 def run_inputs(spec: RunSpec) -> dict[str, Any]:
-    """What determines an agent run (its ``inputs_key`` is :func:`takeover._util.io.stable_hash` of this):
-    task, checkpoint patch and view, the prompt's sha256, the model settings that change answers (model,
-    temperature, max_tokens, extra), limits, protocol and backend. Host paths are left out, so that the
-    same run in another folder has the same key."""
-    return {
+    """What determines an agent run (its key is :func:`inputs_key`): task, checkpoint patch and view, the
+    prompt's sha256, the model settings that change answers (model, temperature, max_tokens, extra),
+    limits, protocol, command backend and, when it is not the default, the agent runtime (so that runs of
+    the default runtime keep the keys they had before runtimes had names). Host paths are left out, so that
+    the same run in another folder has the same key."""
+    inputs = {
         "kind": spec.kind,
         "instance_id": spec.instance_id,
         "base_commit": spec.base_commit,
@@ -75,24 +93,42 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
         "model": {k: v for k, v in spec.model.public().items() if k in _MODEL_INPUTS},
         "limits": spec.limits.model_dump(mode="json"),
         "protocol": spec.protocol,
-        "backend": spec.backend,
+        "command_backend": spec.command_backend,
     }
+    if spec.agent != DEFAULT_AGENT:
+        inputs["agent"] = spec.agent
+    return inputs
+
+
+def _earlier(names: dict[str, str], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with each field renamed back to its earlier name (``names``: earlier name -> name)."""
+    back = {name: old for old, name in names.items()}
+    return {back.get(k, k): v for k, v in values.items()}
+
+
+def inputs_key(inputs: dict[str, Any]) -> str:
+    """The key of :func:`run_inputs` (``run.json``'s ``inputs_key``): :func:`takeover._util.io.stable_hash`
+    of the inputs with the command backend under its earlier name ``backend``, so that a run folder of an
+    earlier version and the same run asked for today have one key."""
+    return stable_hash(_earlier(EARLIER_RUN_FIELD_NAMES, inputs))
 
 
 def _keys(inputs: dict[str, Any]) -> set[str]:
     """The keys the same inputs have had: today's, and those of earlier versions, whose limits had their
-    earlier names (:data:`takeover.limits.EARLIER_FIELD_NAMES`) and whose model settings named the model
-    ``name`` (:data:`takeover.llm.settings.EARLIER_FIELD_NAMES`)."""
-    earlier = {name: old for old, name in EARLIER_FIELD_NAMES.items()}
-    limits = {earlier.get(k, k): v for k, v in (inputs.get("limits") or {}).items()}
-    earlier_model = {name: old for old, name in EARLIER_MODEL_FIELD_NAMES.items()}
-    model = {earlier_model.get(k, k): v for k, v in (inputs.get("model") or {}).items()}
-    return {stable_hash(inputs), stable_hash({**inputs, "limits": limits}), stable_hash({**inputs, "model": model}),
-            stable_hash({**inputs, "limits": limits, "model": model})}
+    earlier names (:data:`takeover.limits.EARLIER_FIELD_NAMES`), whose model settings named the model
+    ``name`` (:data:`takeover.llm.settings.EARLIER_FIELD_NAMES`) and whose command backend was written
+    under either of its names (:data:`takeover.trajectories.takeover_run.EARLIER_FIELD_NAMES`)."""
+    limits = inputs.get("limits") or {}
+    model = inputs.get("model") or {}
+    forms = itertools.product((inputs, _earlier(EARLIER_RUN_FIELD_NAMES, inputs)),
+                              (limits, _earlier(EARLIER_FIELD_NAMES, limits)),
+                              (model, _earlier(EARLIER_MODEL_FIELD_NAMES, model)))
+    return {stable_hash({**top, "limits": lim, "model": mod}) for top, lim, mod in forms}
 
 
 def _today(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Recorded inputs with their limits and model settings under today's names."""
+    """Recorded inputs with their command backend, limits and model settings under today's names."""
+    inputs = with_current_names(inputs, EARLIER_RUN_FIELD_NAMES)
     try:
         limits = RunLimits.model_validate(inputs.get("limits"))
     except ValidationError:  # not limits at all: shown as they are
@@ -105,6 +141,8 @@ def _describe(inputs: dict[str, Any]) -> str:
     model = inputs.get("model") or {}
     parts = [f"view {inputs['view']}"] if inputs.get("view") else [str(inputs.get("kind"))]
     parts.append(f"model {model.get('model')}")
+    if inputs.get("agent"):
+        parts.append(f"agent {inputs['agent']}")
     limits = inputs.get("limits") or {}
     parts.append(f"{limits.get('step_limit')} steps")
     return ", ".join(parts)
@@ -132,7 +170,8 @@ def prepare_run_folder(out_dir: Path, inputs: dict[str, Any]) -> RunRecord | Non
             # Records written before inputs keys existed cannot be checked: they are kept as they are.
             if record.inputs_key is not None and record.inputs_key not in _keys(inputs):
                 theirs = _today(record.inputs) if record.inputs else {}
-                changed = sorted(k for k in inputs if theirs.get(k) != inputs[k]) if theirs else []
+                changed = (sorted(k for k in inputs.keys() | theirs.keys() if theirs.get(k) != inputs.get(k))
+                           if theirs else [])
                 raise InputError(
                     out_dir,
                     f"holds a different run ({_describe(theirs) if theirs else 'other inputs'}"

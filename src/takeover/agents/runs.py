@@ -1,10 +1,12 @@
-"""Predecessor and takeover runs over mini-swe-agent (docs/protocol.md sections 5, 7 and 8): the entry points.
+"""Predecessor and takeover runs (docs/protocol.md sections 5, 7 and 8): the entry points.
 
 :func:`run_predecessor` starts from ``base_commit`` with the task prompt, :func:`run_takeover` from a
 checkpoint with a view's takeover prompt; both prepare the run folder (:mod:`takeover.agents.run_folder`)
-and a workspace, then :func:`run_agent` runs the agent loop (:class:`~takeover.agents.loop.TakeoverAgent`)
-in the command sandbox (:mod:`takeover.agents.command_sandbox`) and writes the run folder
-(:mod:`takeover.trajectories.takeover_run`).
+and a workspace, then :func:`run_agent` prepares the run (``run.json``, the task's environment, the
+starting state, the initial snapshot), hands it to the agent runtime the spec names
+(:data:`takeover.agents.runtimes.RUNTIMES`, :class:`takeover.agents.runtime.AgentRuntime`) and finishes
+the run folder (:mod:`takeover.trajectories.takeover_run`): the final snapshot, ``patch.diff``, the
+snapshot refs.
 """
 
 from __future__ import annotations
@@ -15,21 +17,15 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from takeover._util import sandbox
-from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text, stable_hash
+from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact, redact_obj
 from takeover._util.versions import package_versions
-from takeover.agents import _mswea
-from takeover.agents.command_sandbox import (
-    TESTBED,
-    EnvironmentFailure,
-    command_root,
-    make_command_sandbox,
-)
-from takeover.agents.loop import SNAPSHOT_REF_PREFIX, TakeoverAgent, git
-from takeover.agents.mswea_model import make_model
-from takeover.agents.recorder import RunRecorder
-from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
+from takeover.agents import command_sandbox
+from takeover.agents.command_sandbox import EnvironmentFailure
+from takeover.agents.recorder import SNAPSHOT_REF_PREFIX, RunRecorder, git
+from takeover.agents.run_folder import RunSpec, inputs_key, prepare_run_folder, run_inputs
+from takeover.agents.runtime import AgentRun, AgentRuntime
+from takeover.agents.runtimes import agent_runtime
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
 from takeover.environments import prepare_environment
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
@@ -43,11 +39,14 @@ from takeover.repository_states.starting_state import (
 )
 from takeover.sources.repos import RepoSource, alternates
 from takeover.sources.tasks import SourceTask
-from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
+from takeover.trajectories.takeover_run import (
+    DEFAULT_AGENT,
+    DEFAULT_COMMAND_BACKEND,
+    RunRecord,
+    TakeoverOrigin,
+)
 from takeover.views import task_prompt
-from takeover.vocabulary import ActionProtocol, ExitStatus
-
-_MSWEA_EXIT = {"Submitted": ExitStatus.submitted, "RepeatedFormatError": ExitStatus.format_errors}
+from takeover.vocabulary import ActionProtocol
 
 
 def _now() -> str:
@@ -86,31 +85,71 @@ def _starting_state(task: SourceTask | None, base_commit: str, workspace: Path, 
     return start
 
 
+def check_run(spec: RunSpec) -> AgentRuntime:
+    """The runtime of ``spec``, once its command backend is known and the runtime accepts its limits,
+    action protocol and command backend (:meth:`takeover.agents.runtime.AgentRuntime.check`).
+
+    Raises:
+        InputError: an unknown runtime or command backend, or settings the runtime cannot honour.
+    """
+    runtime = agent_runtime(spec.agent)
+    command_sandbox.command_backend(spec.command_backend)
+    runtime.check(spec.limits, protocol=spec.protocol, command_backend=spec.command_backend)
+    return runtime
+
+
+def _finish(record: RunRecord, workspace: Path, out_dir: Path, start: StartingState, trees: set[str]) -> None:
+    """The final state: one more snapshot (background processes may have written since the last command),
+    ``patch.diff`` against the starting state, and a ref for every snapshot tree of the run."""
+    if not workspace.is_dir():
+        return
+    try:
+        final = snapshots.take_snapshot(workspace)
+        record.final_snapshot = final
+        # Against the starting state: the environment's setup edits are not the agent's, and grading
+        # makes them again (docs/protocol.md section 5.2).
+        patch = snapshots.snapshot_patch(workspace, start.tree, final)
+        atomic_write_bytes(out_dir / "patch.diff", snapshots.patch_bytes(redact(patch)))
+        git(
+            workspace,
+            "update-ref",
+            "--stdin",
+            input="".join(f"update {SNAPSHOT_REF_PREFIX}{t} {t}\n" for t in sorted(trees | {final, start.tree})),
+        )
+    except Exception as exc:  # noqa: BLE001 - the agent destroyed its repository: say so, keep the rest
+        record.exit_detail = (record.exit_detail or "") + redact(f" final snapshot failed: {exc}")[:500]
+
+
 def run_agent(
     spec: RunSpec, out_dir: Path, workspace: Path, *, setup_started: float | None = None
 ) -> RunRecord:
-    """Run mini-swe-agent on a prepared ``workspace`` as ``spec`` says and write the run folder ``out_dir``.
+    """Run the agent runtime ``spec.agent`` on a prepared ``workspace`` as ``spec`` says and write the run
+    folder ``out_dir``.
 
     ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
     inside ``out_dir``. Once the task's environment is prepared in it, its starting state (``base_commit``
     plus the environment's setup edits, docs/protocol.md section 5.2) becomes ``HEAD``, and ``patch.diff``
-    is the final state's diff against it (run.json's ``starting_state``). run.json records :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with
-    its key. ``setup_started`` (a ``time.perf_counter()`` value, seconds) starts the setup clock (default:
-    now). When bubblewrap is available the commands see the workspace at ``/testbed`` (as in SWE-bench
-    images), so the prompt is the same whatever the output folder; without a sandbox the prompt names the
-    host path instead and run.json says so (``path_note``).
+    is the final state's diff against it (run.json's ``starting_state``). run.json records
+    :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with its key. ``setup_started`` (a
+    ``time.perf_counter()`` value, seconds) starts the setup clock (default: now). When the command
+    backend sees the workspace at ``/testbed`` (docker, or bubblewrap mounting it there), the prompt is the
+    same whatever the output folder; without a sandbox the prompt names the host path instead and run.json
+    says so (``path_note``).
 
     Returns:
         The final :class:`RunRecord` (also in ``out_dir/run.json``).
     Raises:
+        InputError: an unknown runtime or command backend, or settings the runtime cannot honour (before
+            anything is written).
         EnvironmentUnavailable: the backend cannot start (no Docker daemon) or the task environment fails.
     """
     setup_started = time.perf_counter() if setup_started is None else setup_started
+    runtime = check_run(spec)
+    commands = command_sandbox.command_backend(spec.command_backend)
     inputs = run_inputs(spec)
-    config = _mswea.benchmark_config(spec.protocol)
-    root = command_root(spec.backend, workspace)
+    root = commands.root(workspace)
     path_note = None
-    if root != TESTBED:
+    if root == str(workspace):
         path_note = (
             "no sandbox could mount the workspace at /testbed: the prompt names the host path of the "
             "workspace, so prompt characters and tokens depend on the output folder"
@@ -121,14 +160,15 @@ def run_agent(
         instance_id=spec.instance_id,
         repo=spec.repo,
         base_commit=spec.base_commit,
+        agent=spec.agent,
         protocol=spec.protocol,
-        backend=spec.backend,
-        sandbox=sandbox.status().message if spec.backend == "local" else "docker container, no network",
+        command_backend=spec.command_backend,
+        sandbox=commands.description(),
         workspace=str(workspace),
         command_root=root,
         path_note=path_note,
         inputs=inputs,
-        inputs_key=stable_hash(inputs),
+        inputs_key=inputs_key(inputs),
         model=spec.model.public(),
         limits=spec.limits,
         origin=spec.origin,
@@ -137,6 +177,7 @@ def run_agent(
     )
     # Written before anything can fail, so that a re-run recognizes (and redoes) an aborted attempt.
     atomic_write_json(out_dir / "run.json", redact_obj(record.model_dump(mode="json")))
+    commands.check()
     task_env, described = _task_environment(spec.task, workspace)
     record.environment = described
     start = _starting_state(spec.task, spec.base_commit, workspace, out_dir)
@@ -145,76 +186,33 @@ def run_agent(
         record.environment["starting_state_notes"] = start.notes
     tmp_dir = out_dir / "tmp"
     tmp_dir.mkdir(exist_ok=True)
-    env = make_command_sandbox(
-        spec.backend,
-        workspace=workspace,
-        tmp_dir=tmp_dir,
-        env={
-            **((config.get("environment") or {}).get("env") or {}),
-            **(task_env if spec.backend == "local" else {}),
-        },
-        command_timeout=spec.limits.command_timeout,
-        instance_id=spec.instance_id,
-        image=spec.image,
-        readable=alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
-    )
-    mini_model = make_model(spec.model, spec.protocol, dict(config.get("model") or {}))
-    recorder = RunRecorder(
-        out_dir,
-        record,
-        protocol=spec.protocol,
-        action_regex=getattr(mini_model.config, "action_regex", r"```mswea_bash_command\s*\n(.*?)\n```"),
-    )
-    agent = TakeoverAgent(
-        mini_model,
-        env,
-        recorder=recorder,
-        limits=spec.limits,
-        workspace=workspace,
-        **_mswea.agent_templates(spec.protocol),
-    )
+    recorder = RunRecorder(out_dir, record)
     recorder.write_record()
     atomic_write_text(out_dir / "prompt.md", redact(spec.prompt))
     (out_dir / "events.jsonl").touch()
     (out_dir / "calls.jsonl").touch()
     try:
-        initial = agent.take_snapshot()
+        initial = recorder.take_snapshot()
     except EnvironmentFailure as exc:
         raise EnvironmentUnavailable(str(exc)) from None
-    recorder.t_start = time.perf_counter()
-    record.setup_seconds = round(recorder.t_start - setup_started, 6)
-    agent._start_time = time.time()
+    run = AgentRun(
+        spec=spec, out_dir=out_dir, workspace=workspace, starting_state=start, commands=commands,
+        command_root=root, task_env=task_env,
+        readable=alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
+        tmp_dir=tmp_dir, recorder=recorder, setup_started=setup_started,
+    )
     crashed: BaseException | None = None
     try:
-        result = agent.run(spec.prompt)
+        outcome = runtime.run(run)
     except BaseException as exc:  # noqa: BLE001 - a bug or an interrupt: keep what was recorded, then re-raise
         crashed = exc
-        result = agent.messages[-1].get("extra", {}) if agent.messages else {}
-    status_text = result.get("exit_status", "")
-    try:
-        record.exit_status = _MSWEA_EXIT.get(status_text) or ExitStatus(status_text)
-    except ValueError:
-        record.exit_status = ExitStatus.environment_error
-        record.exit_detail = redact(str(result.get("exception_str") or status_text))[:2000]
-    record.submission = redact(result.get("submission") or "") or None
-    # Final state: one more snapshot (background processes may have written since the last command).
-    if workspace.is_dir():
-        try:
-            final = snapshots.take_snapshot(workspace)
-            record.final_snapshot = final
-            # Against the starting state: the environment's setup edits are not the agent's, and grading
-            # makes them again (docs/protocol.md section 5.2).
-            patch = snapshots.snapshot_patch(workspace, start.tree, final)
-            atomic_write_bytes(out_dir / "patch.diff", snapshots.patch_bytes(redact(patch)))
-            trees = {e.snapshot for e in recorder.events if e.snapshot} | {final, initial, start.tree}
-            git(
-                workspace,
-                "update-ref",
-                "--stdin",
-                input="".join(f"update {SNAPSHOT_REF_PREFIX}{t} {t}\n" for t in sorted(trees)),
-            )
-        except Exception as exc:  # noqa: BLE001 - the agent destroyed its repository: say so, keep the rest
-            record.exit_detail = (record.exit_detail or "") + redact(f" final snapshot failed: {exc}")[:500]
+    else:
+        record.exit_status = outcome.exit_status
+        if outcome.exit_detail:
+            record.exit_detail = redact(outcome.exit_detail)[:2000]
+        record.submission = redact(outcome.submission or "") or None
+    run.start_clock()  # a runtime that failed before its agent started: the setup time is still known
+    _finish(record, workspace, out_dir, start, {e.snapshot for e in recorder.events if e.snapshot} | {initial})
     shutil.rmtree(tmp_dir, ignore_errors=True)
     record.ended_at = _now()
     record.finished = crashed is None
@@ -229,7 +227,13 @@ def _start(
     spec: RunSpec, out_dir: Path, make_workspace: Callable[[Path], Path], setup_started: float
 ) -> RunRecord:
     """The run of ``spec`` in ``out_dir``: the finished one found there, or a new one in the workspace that
-    ``make_workspace(out_dir / "workspace")`` makes."""
+    ``make_workspace(out_dir / "workspace")`` makes.
+
+    Raises:
+        InputError: the runtime or the command backend is unknown, or refuses the settings (before the
+            run folder or the workspace is touched).
+    """
+    check_run(spec)
     done = prepare_run_folder(out_dir, run_inputs(spec))
     if done is not None:
         return done
@@ -244,7 +248,8 @@ def run_predecessor(
     *,
     limits: RunLimits | None = None,
     protocol: ActionProtocol = "text",
-    backend: str = "local",
+    agent: str = DEFAULT_AGENT,
+    command_backend: str = DEFAULT_COMMAND_BACKEND,
     prompt: str | None = None,
     repo_source: RepoSource | None = None,
 ) -> RunRecord:
@@ -257,11 +262,14 @@ def run_predecessor(
         out_dir: the run folder (created).
         limits: default :class:`RunLimits` (the paper's: 500 steps, 4 hours).
         protocol: ``text`` (default) or ``tools``.
-        backend: ``local`` (sandboxed when possible) or ``docker``.
+        agent: the agent runtime, a name of :data:`takeover.agents.RUNTIMES` (default ``mini-swe-agent``).
+        command_backend: where commands run: ``local`` (sandboxed when possible) or ``docker``
+            (:data:`takeover.agents.COMMAND_BACKENDS`).
         prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
     Raises:
-        InputError: ``out_dir`` holds another run.
+        InputError: ``out_dir`` holds another run; an unknown runtime or command backend, or settings the
+            runtime cannot honour (nothing is written).
         RepositoryUnavailable, EnvironmentUnavailable: the workspace or backend cannot be prepared.
     """
     setup_started = time.perf_counter()
@@ -274,7 +282,8 @@ def run_predecessor(
         model=model,
         limits=limits or RunLimits(),
         protocol=protocol,
-        backend=backend,
+        agent=agent,
+        command_backend=command_backend,
         task=task,
     )
     source = repo_source or RepoSource()
@@ -296,7 +305,8 @@ def run_takeover(
     prompt: str | None = None,
     limits: RunLimits | None = None,
     protocol: ActionProtocol = "text",
-    backend: str = "local",
+    agent: str = DEFAULT_AGENT,
+    command_backend: str = DEFAULT_COMMAND_BACKEND,
     repo_source: RepoSource | None = None,
 ) -> RunRecord:
     """A takeover run: a fresh copy of the checkpoint workspace and the full takeover prompt of ``view``
@@ -311,7 +321,8 @@ def run_takeover(
         Other arguments as in :func:`run_predecessor`.
     Raises:
         InputError: the checkpoint is invalid, its patch does not apply, the view's prompt is missing,
-            ``task`` is another task's, or ``out_dir`` holds another run.
+            ``task`` is another task's, ``out_dir`` holds another run, or the runtime or command backend is
+            unknown or refuses the settings.
         RepositoryUnavailable, EnvironmentUnavailable: the workspace or backend cannot be prepared.
     """
     setup_started = time.perf_counter()
@@ -349,7 +360,8 @@ def run_takeover(
         model=model,
         limits=limits or RunLimits(),
         protocol=protocol,
-        backend=backend,
+        agent=agent,
+        command_backend=command_backend,
         origin=origin,
         task=task,
     )

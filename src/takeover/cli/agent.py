@@ -1,4 +1,4 @@
-"""``takeover agent run``: one predecessor or takeover run over mini-swe-agent (docs/protocol.md section 8)."""
+"""``takeover agent run``: one predecessor or takeover run of an agent runtime (docs/protocol.md section 8)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from typing import Annotated
 
 import typer
 
-from takeover.agents import run_predecessor, run_takeover
+from takeover.agents import (
+    COMMAND_BACKENDS,
+    DEFAULT_AGENT,
+    DEFAULT_COMMAND_BACKEND,
+    RUNTIMES,
+    run_predecessor,
+    run_takeover,
+)
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
     VIEW_HELP,
@@ -48,6 +55,8 @@ RENAMED = {
     "--time-limit": "--wall-time-limit-seconds",
     "--max-prompt-tokens": "--prompt-token-limit",
     "--max-cost": "--cost-limit",
+    # --backend names the grading backend elsewhere (grade, quickstart); here it was the command backend.
+    "--backend": "--command-backend",
 }
 
 
@@ -74,9 +83,14 @@ def run(
     base_url: BaseUrlOption = None,
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     protocol: ProtocolOption = "text",
-    backend: Annotated[
-        str, typer.Option("--backend", help="Where commands run: local (sandboxed) or docker (SWE-bench image).")
-    ] = "local",
+    agent: Annotated[
+        str, typer.Option("--agent", help=f"Agent runtime: {' or '.join(RUNTIMES)}.")
+    ] = DEFAULT_AGENT,
+    command_backend: Annotated[
+        str,
+        typer.Option("--command-backend", help=f"Where the agent's commands run: {' or '.join(COMMAND_BACKENDS)} "
+                     "(local: sandboxed on this host; docker: the SWE-bench image)."),
+    ] = DEFAULT_COMMAND_BACKEND,
     step_limit: StepLimitOption = 500,
     wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
     command_timeout: CommandTimeoutOption = 600.0,
@@ -103,10 +117,18 @@ def run(
 
         takeover agent run --dataset swebench.jsonl --instance-id psf__requests-2317 --model openai/qwen \\
           --base-url http://127.0.0.1:8080/v1 --checkpoint-dir cp/ --view raw_trace --out-dir runs/t1
+
+        takeover agent run --dataset swebench.jsonl --instance-id psf__requests-2317 --model openai/qwen \\
+          --base-url http://127.0.0.1:8080/v1 --agent mini-swe-agent --command-backend docker --out-dir runs/d1
     """
     try:
         if protocol not in ("text", "tools"):
             raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
+        if agent not in RUNTIMES:
+            raise InputError("--agent", f"unknown agent runtime {agent!r}: use {' or '.join(RUNTIMES)}")
+        if command_backend not in COMMAND_BACKENDS:
+            raise InputError("--command-backend",
+                             f"unknown command backend {command_backend!r}: use {' or '.join(COMMAND_BACKENDS)}")
         if (checkpoint_dir is None) != (view is None):
             raise InputError("--checkpoint-dir/--view", "a takeover run needs both --checkpoint-dir and --view")
         prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
@@ -131,10 +153,11 @@ def run(
         source = RepoSource(mirror, offline=offline)
         if checkpoint_dir is not None:
             record = run_takeover(checkpoint_dir, view, settings, out_dir, task=task, prompt=prompt, limits=limits,
-                                  protocol=protocol, backend=backend, repo_source=source)
+                                  protocol=protocol, agent=agent, command_backend=command_backend,
+                                  repo_source=source)
         else:
-            record = run_predecessor(task, settings, out_dir, limits=limits, protocol=protocol, backend=backend,
-                                     prompt=prompt, repo_source=source)
+            record = run_predecessor(task, settings, out_dir, limits=limits, protocol=protocol, agent=agent,
+                                     command_backend=command_backend, prompt=prompt, repo_source=source)
     except InputError as exc:  # bad options, or --out-dir holding another run: nothing was run
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -148,7 +171,8 @@ def run(
         return
     acc = record.accounting
     print(
-        f"{record.kind} run {record.instance_id}: {record.exit_status.value if record.exit_status else 'unfinished'}"
+        f"{record.kind} run {record.instance_id} ({record.agent}): "
+        f"{record.exit_status.value if record.exit_status else 'unfinished'}"
         + (f" ({record.exit_detail})" if record.exit_detail else "")
     )
     print(

@@ -16,13 +16,17 @@ Example (paths are relative to the TOML file's folder)::
     limit = 75
     # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
 
+    command_backend = "local"          # where agent commands run: local (sandboxed) or docker
+
     [predecessor]                       # either a model to run ...
     model = { model = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
+    agent = "mini-swe-agent"           # the agent runtime that runs it (takeover.agents.RUNTIMES)
     # trajectories = ["runs/mini-swe-agent/"]   # ... or trajectory files/folders to import
 
     [[successors]]
     model = "openai/qwen"
     base_url = "http://127.0.0.1:8000/v1"
+    agent = "mini-swe-agent"           # optional; successors may differ in model or agent
 
     [limits]
     step_limit = 500
@@ -51,6 +55,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
@@ -99,17 +104,55 @@ class DatasetConfig(_Strict):
     repos: list[str] | None = None
 
 
+def _known_agent(value: str) -> str:
+    if value not in RUNTIMES:
+        raise ValueError(f"unknown agent runtime {value!r}: use {' or '.join(RUNTIMES)}")
+    return value
+
+
 class PredecessorConfig(_Strict):
-    """Who starts the source tasks: a model run by us, or trajectories imported from files/folders."""
+    """Who starts the source tasks: a model run by us under the agent runtime ``agent``
+    (:data:`takeover.agents.RUNTIMES`, default ``mini-swe-agent``), or trajectories imported from
+    files/folders."""
 
     model: ModelSettings | None = None
+    agent: str = DEFAULT_AGENT
     trajectories: list[str] | None = None
+
+    _agent_known = field_validator("agent")(_known_agent)
 
     @model_validator(mode="after")
     def _one_source(self) -> PredecessorConfig:
         if (self.model is None) == (not self.trajectories):
             raise ValueError("give exactly one of 'model' (run a predecessor) or 'trajectories' (import runs)")
+        if self.trajectories and "agent" in self.model_fields_set:
+            raise ValueError("'agent' runs the predecessor 'model'; imported trajectories need none")
         return self
+
+
+class SuccessorConfig(ModelSettings):
+    """One successor: the model's endpoint settings (:class:`takeover.llm.ModelSettings`, the keys of a
+    ``[[successors]]`` table) and the agent runtime that runs it (``agent``, default ``mini-swe-agent``).
+    Two successors differ in their model or their agent."""
+
+    agent: str = DEFAULT_AGENT
+
+    _agent_known = field_validator("agent")(_known_agent)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_model_settings(cls, data: Any) -> Any:
+        # Built in Python from plain endpoint settings (the quickstart does): the same keys, the default agent.
+        return data.model_dump() if type(data) is ModelSettings else data
+
+    def settings(self) -> ModelSettings:
+        """The endpoint settings alone (what a takeover unit's key holds, as before successors had agents)."""
+        return ModelSettings.model_validate(self.model_dump(exclude={"agent"}))
+
+    def name(self, with_agent: bool) -> str:
+        """The successor's name in progress lines and the report: the model, and with ``with_agent`` its
+        agent runtime in parentheses (:attr:`ExperimentConfig.successor_names` says when)."""
+        return f"{self.model} ({self.agent})" if with_agent else self.model
 
 
 class LimitsConfig(_Strict, RunLimits):
@@ -188,9 +231,13 @@ class ExperimentConfig(_Strict):
     out_dir: str
     mirror: str | None = None
     offline: bool = False
+    command_backend: str = Field(
+        default=DEFAULT_COMMAND_BACKEND,
+        description="where the agents' commands run (predecessor and takeover runs): local or docker",
+    )
     dataset: DatasetConfig
     predecessor: PredecessorConfig
-    successors: list[ModelSettings] = Field(min_length=1)
+    successors: list[SuccessorConfig] = Field(min_length=1)
     views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
@@ -210,11 +257,40 @@ class ExperimentConfig(_Strict):
 
     @field_validator("successors")
     @classmethod
-    def _successors_unique(cls, value: list[ModelSettings]) -> list[ModelSettings]:
-        names = [m.model for m in value]
+    def _successors_unique(cls, value: list[SuccessorConfig]) -> list[SuccessorConfig]:
+        names = [(m.model, m.agent) for m in value]
         if len(set(names)) != len(names):
-            raise ValueError(f"successor names must be unique: {names}")
+            raise ValueError(f"successors must differ in model or agent: {[f'{m} ({a})' for m, a in names]}")
         return value
+
+    @field_validator("command_backend")
+    @classmethod
+    def _known_command_backend(cls, value: str) -> str:
+        if value not in COMMAND_BACKENDS:
+            raise ValueError(f"unknown command backend {value!r}: use {' or '.join(COMMAND_BACKENDS)}")
+        return value
+
+    @model_validator(mode="after")
+    def _runtimes_accept_the_settings(self) -> ExperimentConfig:
+        # Refused before any unit runs: a runtime that cannot honour a limit says so (docs/protocol.md section 8).
+        agents = [("predecessor.agent", self.predecessor.agent)] if self.predecessor.model else []
+        agents += [(f"successors[{i}].agent", s.agent) for i, s in enumerate(self.successors)]
+        for where, agent in agents:
+            try:
+                RUNTIMES[agent].check(self.limits.run_limits(), protocol=self.limits.protocol,
+                                      command_backend=self.command_backend)
+            except InputError as exc:
+                raise ValueError(f"{where} = {agent!r}: {exc.reason}"
+                                 + (f" (limits.{exc.field})" if exc.field else "")) from None
+        return self
+
+    @property
+    def successor_names(self) -> list[str]:
+        """Each successor's name (:meth:`SuccessorConfig.name`), in order: its model, with its agent runtime
+        when that is not the default or the successors run under more than one (so two that differ only in
+        agent stay apart, and the names of studies of the default runtime stay as they were)."""
+        mixed = len({s.agent for s in self.successors}) > 1
+        return [s.name(mixed or s.agent != DEFAULT_AGENT) for s in self.successors]
 
     # --- resolved paths -------------------------------------------------------------------------------
     def _resolve(self, value: str) -> Path:
@@ -253,8 +329,8 @@ class ExperimentConfig(_Strict):
 
     @property
     def notes_model(self) -> ModelSettings:
-        """The note writer: ``notes.model``, else the predecessor model, else the first successor."""
-        return self.notes.model or self.predecessor.model or self.successors[0]
+        """The note writer: ``notes.model``, else the predecessor model, else the first successor's model."""
+        return self.notes.model or self.predecessor.model or self.successors[0].settings()
 
     def resolved(self) -> dict[str, Any]:
         """The fully resolved configuration (absolute paths, defaults filled, no secrets)."""

@@ -75,7 +75,7 @@ class Plan:
                 "name": c.name,
                 "bootstrap": {"resamples": c.bootstrap_resamples, "seed": c.bootstrap_seed},
                 "views": list(c.views),
-                "successors": [m.model for m in c.successors],
+                "successors": c.successor_names,
                 "point_types": list(c.point_types),
                 "stages": {stage: [e.model_dump(mode="json") for e in entries]
                            for stage, entries in self.stages.items()},
@@ -154,8 +154,9 @@ class Planner:
                 inputs = ImportInputs(**self._task(t.instance_id), trajectory=index[t.instance_id])
                 specs.append(self._spec("predecessor", stages.import_unit, inputs, labels, []))
             else:
-                inputs = PredecessorRunInputs(**self._task(t.instance_id), model=self.config.predecessor.model,
-                                              limits=self.agent)
+                pred = self.config.predecessor
+                inputs = PredecessorRunInputs(**self._task(t.instance_id), model=pred.model, limits=self.agent,
+                                              agent=pred.agent, command_backend=self.config.command_backend)
                 specs.append(self._spec("predecessor", stages.predecessor_run_unit, inputs, labels, ["model", "env"]))
         return specs
 
@@ -245,13 +246,14 @@ class Planner:
                     continue
                 vspec, vres = view_by[(cp.key, view)]
                 built = ViewOutput.model_validate(vres.output) if vres is not None and vres.status == "done" else None
-                for model in self.config.successors:
+                for successor, name in zip(self.config.successors, self.config.successor_names, strict=True):
                     inputs = TakeoverInputs(
                         **self._checkpoint_inputs(cp), view=view, view_key=vspec.key,
                         view_sha256=built.sha256 if built else None, view_path=built.path if built else None,
-                        model=model, limits=self.agent,
+                        model=successor.settings(), limits=self.agent, agent=successor.agent,
+                        command_backend=self.config.command_backend,
                     )
-                    labels = cp.labels.model_copy(update={"view": view, "successor": model.model})
+                    labels = cp.labels.model_copy(update={"view": view, "successor": name})
                     spec = self._spec("takeover", stages.takeover_unit, inputs, labels, ["model", "env"])
                     if built is None:
                         blocked.append((spec, f"view {view} not built: {_failed(vres)}"))

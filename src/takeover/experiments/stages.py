@@ -164,7 +164,8 @@ def predecessor_run_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     args = PredecessorRunInputs.model_validate(inputs)
     run_dir = _fresh(Path(ctx.work_dir) / "run")
     record = run_predecessor(_task(args.task), args.model, run_dir, limits=_run_limits(args.limits),
-                             protocol=args.limits.protocol, repo_source=ctx.repo_source)
+                             protocol=args.limits.protocol, agent=args.agent, command_backend=args.command_backend,
+                             repo_source=ctx.repo_source)
     out = PredecessorRunOutput(**_run_output(record, run_dir), workspace=record.workspace)
     _fail_on_infrastructure("predecessor", out)
     return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
@@ -336,8 +337,8 @@ def takeover_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     if sha256_text(prompt) != args.view_sha256:
         raise UnitFailure(f"{args.view_path} changed after its view unit wrote it; run again")
     record = run_takeover(args.checkpoint_dir, args.view, args.model, run_dir, task=_task(args.task), prompt=prompt,
-                          limits=_run_limits(args.limits), protocol=args.limits.protocol,
-                          repo_source=ctx.repo_source)
+                          limits=_run_limits(args.limits), protocol=args.limits.protocol, agent=args.agent,
+                          command_backend=args.command_backend, repo_source=ctx.repo_source)
     shared = _run_output(record, run_dir)
     final = _read(shared["patch_path"]) if shared["patch_path"] else ""
     out = TakeoverRunOutput(

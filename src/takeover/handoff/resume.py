@@ -203,7 +203,7 @@ def resume_session(
                          "choose a folder outside it (--out-dir)")
     spec = RunSpec(
         kind="takeover", instance_id=handoff.view.instance_id, repo=str(root), base_commit=state.base_commit,
-        prompt=handoff.prompt, model=model, limits=limits or RunLimits(), protocol=protocol, backend="local",
+        prompt=handoff.prompt, model=model, limits=limits or RunLimits(), protocol=protocol,
         origin=TakeoverOrigin(
             checkpoint_dir=str(out), instance_id=handoff.view.instance_id, point_type=SESSION_END,
             event_index=handoff.point.event_index, view=view, patch_sha256=state.patch_sha256, method=WORKING_TREE,

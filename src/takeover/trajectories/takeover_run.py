@@ -7,7 +7,8 @@ Run folder::
     prompt.md             the prompt given to the agent (task prompt, or a view's takeover prompt)
     events.jsonl          one takeover.trajectories.events.Event per line
     calls.jsonl           one LLMCall per line (usage of every model call)
-    <instance_id>.traj.json  mini-swe-agent's native trajectory (format mini-swe-agent-1.1)
+    <native record>       the agent runtime's own record, as it wrote it (mini-swe-agent:
+                          <instance_id>.traj.json, format mini-swe-agent-1.1)
     patch.diff            final diff of the workspace against the run's starting state (base_commit plus
                           the task environment's setup edits; untracked files included)
     workspace/            the repository; its .git keeps every snapshot tree (refs/takeover/snapshots/*)
@@ -34,9 +35,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from takeover._util.io import iter_jsonl
+from takeover._util.io import iter_jsonl, with_current_names
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.trajectories._common import Reader, Source
@@ -45,6 +46,17 @@ from takeover.vocabulary import ActionProtocol, ExitStatus, RunKind
 
 FORMAT = "takeover"
 FORMAT_VERSION = "takeover-run-1"
+#: The agent runtime of a run folder that names none: every run written before runtimes had names.
+DEFAULT_AGENT = "mini-swe-agent"
+#: Where the commands of a run ran when it says nothing else (``takeover.agents.command_sandbox`` has the
+#: backends by name).
+DEFAULT_COMMAND_BACKEND = "local"
+#: Field names of earlier versions of ``run.json``: earlier name -> name (``backend`` named the command
+#: backend before grading backends existed beside it).
+EARLIER_FIELD_NAMES: dict[str, str] = {"backend": "command_backend"}
+#: Where commands saw the workspace in records written before ``command_root`` existed, by command
+#: backend: the docker backend mounts it at ``/testbed``; any other ran commands in the workspace itself.
+_EARLIER_COMMAND_ROOTS = {"docker": "/testbed"}
 _EVENT_KEYS = {"index", "kind", "source", "type", "snapshot", "llm_call", "format_error"}
 
 
@@ -119,8 +131,12 @@ class RunRecord(BaseModel):
         kind: ``predecessor`` (from ``base_commit`` with the task prompt) or ``takeover`` (from a checkpoint
             with a view's takeover prompt).
         instance_id, repo, base_commit: the source task.
+        agent: the agent runtime that ran it (``takeover.agents.RUNTIMES``; :data:`DEFAULT_AGENT` in
+            records of earlier versions).
         protocol: ``text`` (one bash block per response; the paper's protocol) or ``tools`` (native calls).
-        backend: ``local`` or ``docker``; ``sandbox``: the sentence of :func:`takeover._util.sandbox.status`.
+        command_backend: where the agent's commands ran (``local`` or ``docker``; ``backend`` in records of
+            earlier versions, read under this name); ``sandbox``: how they were confined (for ``local``
+            the sentence of :func:`takeover._util.sandbox.status`).
         workspace: the run's repository; its ``.git`` keeps every snapshot tree (refs
             ``refs/takeover/snapshots/<tree id>``, one per distinct tree), so checkpoints can be read back
             after the run.
@@ -129,7 +145,7 @@ class RunRecord(BaseModel):
             the prompt then names the host folder, so prompt sizes depend on it; ``path_note`` says so).
         path_note: why the prompt names a host path, when it does.
         inputs_key: hash of what determines the run (task, checkpoint, view, prompt, model settings,
-            limits, protocol, backend); a finished run is reused only for the same key.
+            limits, protocol, command backend, agent runtime); a finished run is reused only for the same key.
         inputs: the readable parts of ``inputs_key`` (for the refusal message).
         setup_seconds: time to prepare the run before the agent starts: checkout, task environment (seconds).
         environment: the task environment the commands used (its description, or why there is none).
@@ -138,7 +154,8 @@ class RunRecord(BaseModel):
         limits, accounting, exit_status: see :class:`~takeover.limits.RunLimits`, :class:`RunAccounting`,
             :class:`~takeover.vocabulary.ExitStatus`.
         exit_detail: the error message for ``model_error``/``environment_error``, redacted.
-        submission: what the agent submitted (mini-swe-agent's ``submission``), redacted.
+        submission: what the agent submitted (mini-swe-agent's ``submission``; the runtime's own
+            equivalent), redacted.
         final_snapshot: tree id of the workspace at the end; ``patch.diff`` is its diff against
             ``starting_state``.
         starting_state: tree id of the run's starting state in ``workspace``: ``base_commit`` plus the edits
@@ -158,8 +175,9 @@ class RunRecord(BaseModel):
     instance_id: str
     repo: str
     base_commit: str
+    agent: str = DEFAULT_AGENT
     protocol: ActionProtocol = "text"
-    backend: str = "local"
+    command_backend: str = DEFAULT_COMMAND_BACKEND
     sandbox: str = ""
     workspace: str
     command_root: str | None = None
@@ -183,6 +201,11 @@ class RunRecord(BaseModel):
     started_at: str
     ended_at: str | None = None
     finished: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        return with_current_names(data, EARLIER_FIELD_NAMES)
 
     @field_validator("model")
     @classmethod
@@ -252,7 +275,7 @@ def read_run(run_dir: Path | str) -> Trajectory:
         exit_status=record.exit_status.value if record.exit_status else None,
         task_prompt=prompt.read_text(encoding="utf-8") if prompt.exists() else None,
         final_patch=patch.read_bytes().decode("utf-8", "surrogateescape") if patch.exists() else None,
-        working_dir=record.command_root or (record.workspace if record.backend == "local" else "/testbed"),
+        working_dir=record.command_root or _EARLIER_COMMAND_ROOTS.get(record.command_backend, record.workspace),
         events=events,
         llm_calls=calls,
         metadata={

@@ -25,7 +25,7 @@ import functools
 import time
 from typing import Any, ClassVar
 
-from takeover.agents import _mswea
+from takeover.agents.mini_swe_agent import _mswea
 from takeover.llm import CallAttempt, ModelClient, ModelSettings, Usage, litellm_model_name, strip_thinking
 
 _mswea.load()

@@ -8,28 +8,27 @@ mini-swe-agent runs the loop (query the model, parse one action, execute it, ren
   :class:`~takeover.vocabulary.ExitStatus`; timing of every model call; usage of every call, format-error
   turns included; an endpoint failure ends the run with ``model_error`` instead of an exception.
 - ``execute_actions``: per-command time limit (never more than the wall time left); timing; a snapshot
-  of the workspace after every executed action (:func:`takeover.repository_states.snapshots.take_snapshot`,
-  docs/protocol.md
-  section 5 source (a)).
+  of the workspace after every executed action (:meth:`takeover.agents.recorder.RunRecorder.take_snapshot`,
+  docs/protocol.md section 5 source (a)).
 - ``save`` (called by mini-swe-agent after every step): the recorder writes the step
-  (:class:`~takeover.agents.recorder.RunRecorder`); the native trajectory (rewritten whole, its cost grows
-  with the run) is rewritten every :data:`NATIVE_EVERY` steps and when the run ends.
+  (:class:`~takeover.agents.recorder.RunRecorder`, the messages turned into events by
+  :class:`~takeover.agents.mini_swe_agent.messages.MessageEvents`); the native trajectory (rewritten
+  whole, its cost grows with the run) is rewritten every :data:`NATIVE_EVERY` steps and when the run ends.
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 from takeover._util.redact import redact
-from takeover.agents import _mswea
 from takeover.agents.command_sandbox import EnvironmentFailure
-from takeover.agents.mswea_model import call_usage
+from takeover.agents.mini_swe_agent import _mswea
+from takeover.agents.mini_swe_agent.messages import MessageEvents
+from takeover.agents.mini_swe_agent.mswea_model import call_usage
 from takeover.agents.recorder import RunRecorder
 from takeover.limits import RunLimits
 from takeover.llm import ReasoningOnlyReply, Usage
-from takeover.repository_states import snapshots
 from takeover.vocabulary import ExitStatus
 
 _mswea.load()
@@ -37,8 +36,6 @@ _mswea.load()
 from minisweagent.agents.default import DefaultAgent
 from minisweagent.exceptions import FormatError, InterruptAgentFlow, Submitted, TimeExceeded
 
-#: Prefix of the ref that keeps each snapshot tree in the workspace's repository (``git gc`` keeps it).
-SNAPSHOT_REF_PREFIX = "refs/takeover/snapshots/"
 #: Steps between rewrites of the native trajectory (always written at the end).
 NATIVE_EVERY = 10
 
@@ -52,24 +49,21 @@ def _exit_message(status: ExitStatus, detail: str = "") -> dict:
     }
 
 
-def git(cwd: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
-    """Run ``git ARGS`` in ``cwd`` (text output captured; a failure is returned, not raised)."""
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, input=input, check=False)
-
-
 class TakeoverAgent(DefaultAgent):
     """mini-swe-agent's ``DefaultAgent`` with the protocol's limits, accounting and snapshots.
 
     Args:
         model, env: mini-swe-agent's model and environment.
-        recorder: records and writes the run.
+        recorder: records and writes the run (it snapshots the workspace after each command).
+        events: turns the run's messages into the recorder's events.
         limits: the run's limits; mini-swe-agent gets its own (``step_limit``, ``cost_limit``,
             ``wall_time_limit_seconds``, ``max_consecutive_format_errors``) from them.
-        workspace: host path of the repository, snapshotted after each command.
+        native_name: file name of mini-swe-agent's own trajectory in the run folder.
         **kwargs: the rest of mini-swe-agent's ``AgentConfig`` (``system_template``, ``instance_template``).
     """
 
-    def __init__(self, model, env, *, recorder: RunRecorder, limits: RunLimits, workspace: Path, **kwargs):
+    def __init__(self, model, env, *, recorder: RunRecorder, events: MessageEvents, limits: RunLimits,
+                 native_name: str, **kwargs):
         super().__init__(
             model,
             env,
@@ -80,11 +74,9 @@ class TakeoverAgent(DefaultAgent):
             **kwargs,
         )
         self.recorder = recorder
+        self.events = events
         self.limits = limits
-        self.workspace = workspace
-
-    def _elapsed(self) -> float:
-        return time.perf_counter() - self.recorder.t_start
+        self.native_name = native_name
 
     def query(self) -> dict:
         """Check the limits, query the model and record the call (and its actions, or the format error).
@@ -101,7 +93,7 @@ class TakeoverAgent(DefaultAgent):
             raise InterruptAgentFlow(_exit_message(ExitStatus.cost_limit))
         if lim.prompt_token_limit is not None and rec.accounting.prompt_tokens >= lim.prompt_token_limit:
             raise InterruptAgentFlow(_exit_message(ExitStatus.token_limit))
-        if self._elapsed() >= lim.wall_time_limit_seconds:
+        if rec.elapsed() >= lim.wall_time_limit_seconds:
             raise TimeExceeded(_exit_message(ExitStatus.time_limit))
         if self.n_calls == 0:
             rec.initial_prompt(self.messages)
@@ -117,15 +109,14 @@ class TakeoverAgent(DefaultAgent):
                 format_error=True,
                 cost=float(extra.get("cost") or 0.0),
             )
-            rec.add_format_error(exc.messages[0], call)
+            self.events.add_format_error(exc.messages[0], call)
             raise
         except Exception as exc:  # noqa: BLE001 - endpoint failure after the settings' retries
             if isinstance(exc, ReasoningOnlyReply):  # an answered call: its tokens were spent
                 rec.add_call(exc.attempts[-1].usage or Usage(), exc.attempts, time.perf_counter() - t0,
                              format_error=False, cost=0.0)
             else:
-                rec.accounting.failed_calls += 1
-                rec.accounting.model_seconds += time.perf_counter() - t0
+                rec.add_failed_call(time.perf_counter() - t0)
             detail = redact(f"{type(exc).__name__}: {exc}")[:2000]
             rec.record.exit_detail = detail
             raise InterruptAgentFlow(_exit_message(ExitStatus.model_error, detail)) from None
@@ -138,27 +129,8 @@ class TakeoverAgent(DefaultAgent):
         )
         self.cost += extra.get("cost", 0.0)
         self.add_messages(message)
-        rec.add_actions(message, call)
+        self.events.add_actions(message, call)
         return message
-
-    def take_snapshot(self) -> str:
-        """Snapshot the workspace (its tree id becomes the recorder's ``snapshot``); a new tree gets a ref.
-
-        Raises:
-            EnvironmentFailure: the snapshot failed (the workspace's repository is broken or gone).
-        """
-        t0 = time.perf_counter()
-        try:
-            tree = snapshots.take_snapshot(self.workspace)
-            if tree != self.recorder.snapshot:
-                # A ref per new tree, as it is taken: `git gc` (by the agent or later) keeps it.
-                git(self.workspace, "update-ref", f"{SNAPSHOT_REF_PREFIX}{tree}", tree)
-        except Exception as exc:  # any snapshot failure ends the run as environment_error
-            raise EnvironmentFailure(f"snapshot of {self.workspace} failed: {exc}") from exc
-        finally:
-            self.recorder.accounting.snapshot_seconds += time.perf_counter() - t0
-        self.recorder.snapshot = tree
-        return tree
 
     def execute_actions(self, message: dict) -> list[dict]:
         """Run the response's actions, each within ``command_timeout`` and the wall time left, snapshot the
@@ -168,37 +140,37 @@ class TakeoverAgent(DefaultAgent):
             Submitted: an action was the submission command (its observation is recorded first).
             InterruptAgentFlow: the environment failed (``environment_error``).
         """
-        rec, lim = self.recorder, self.limits
+        rec, events, lim = self.recorder, self.events, self.limits
         actions = message.get("extra", {}).get("actions", [])
         outputs: list[dict] = []
         try:
             for position, action in enumerate(actions):
-                remaining = lim.wall_time_limit_seconds - self._elapsed()
+                remaining = lim.wall_time_limit_seconds - rec.elapsed()
                 timeout = max(1.0, min(lim.command_timeout, remaining))
                 t0 = time.perf_counter()
                 try:
                     output = self.env.execute(action, timeout=timeout)
                 except Submitted as exc:
                     rec.accounting.command_seconds += time.perf_counter() - t0
-                    rec.command_done(position, self.take_snapshot(), finish=True)
+                    events.command_done(position, rec.take_snapshot(), finish=True)
                     observations = self.model.format_observation_messages(
                         message, outputs, self.get_template_vars()
                     )
                     submission = exc.messages[0].get("extra", {}).get("submission", "")
-                    rec.add_observations(observations[: len(outputs)], submission=submission)
+                    events.add_observations(observations[: len(outputs)], submission=submission)
                     raise
                 rec.accounting.command_seconds += time.perf_counter() - t0
                 outputs.append(output)
-                rec.command_done(position, self.take_snapshot(), finish=False)
+                events.command_done(position, rec.take_snapshot(), finish=False)
         except EnvironmentFailure as exc:
             detail = redact(str(exc))[:2000]
             rec.record.exit_detail = detail
-            rec.drop_unexecuted(len(outputs))
+            events.drop_unexecuted(len(outputs))
             observations = self.model.format_observation_messages(message, outputs, self.get_template_vars())
-            rec.add_observations(observations[: len(outputs)])
+            events.add_observations(observations[: len(outputs)])
             raise InterruptAgentFlow(_exit_message(ExitStatus.environment_error, detail)) from None
         observations = self.model.format_observation_messages(message, outputs, self.get_template_vars())
-        rec.add_observations(observations)
+        events.add_observations(observations)
         return self.add_messages(*observations)
 
     def save(self, path: Path | None, *extra_dicts) -> dict | None:
@@ -208,5 +180,7 @@ class TakeoverAgent(DefaultAgent):
         # NATIVE_EVERY steps and at the end. events.jsonl/calls.jsonl/run.json are written every step.
         ended = bool(self.messages) and self.messages[-1].get("role") == "exit"
         data = self.serialize(*extra_dicts) if ended or self.n_calls % NATIVE_EVERY == 0 else None
-        self.recorder.flush(data)
+        if data is not None:
+            self.recorder.write_native(self.native_name, data)
+        self.recorder.flush(self.events.ready())
         return data

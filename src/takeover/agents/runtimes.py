@@ -1,0 +1,29 @@
+"""The agent runtimes by name: ``--agent``, ``RunSpec.agent``, the experiment file's ``agent`` keys.
+
+A new runtime is a folder of its own under ``takeover/agents/`` whose class follows
+:class:`takeover.agents.runtime.AgentRuntime`, and one line in :data:`RUNTIMES` (with its import).
+"""
+
+from __future__ import annotations
+
+from takeover.agents.mini_swe_agent.mswea_runtime import MiniSweAgentRuntime
+from takeover.agents.runtime import AgentRuntime
+from takeover.errors import InputError
+from takeover.trajectories.takeover_run import DEFAULT_AGENT
+
+#: Every agent runtime, by the name a user gives it (the first is the default, :data:`DEFAULT_AGENT`).
+RUNTIMES: dict[str, AgentRuntime] = {
+    DEFAULT_AGENT: MiniSweAgentRuntime(),
+}
+
+
+def agent_runtime(name: str, *, where: str = "agent") -> AgentRuntime:
+    """The runtime registered as ``name`` in :data:`RUNTIMES`.
+
+    Raises:
+        InputError: no runtime has that name (``where``: the flag or key that gave it).
+    """
+    try:
+        return RUNTIMES[name]
+    except KeyError:
+        raise InputError(where, f"unknown agent runtime {name!r}: use {' or '.join(RUNTIMES)}") from None
