@@ -330,6 +330,7 @@ def stand_in_image(task: SourceTask, source: RepoSource) -> StandIn:
 # packages, `pip install -e .`) on a one-module package whose add() subtracts.
 TINY_INSTANCE = "pallets__flask-90001"
 TINY_FILES = {
+    ".gitignore": "*.egg-info/\n__pycache__/\n",
     "setup.py": "from setuptools import setup\n\nsetup(name='tinyadd', version='0.1', packages=['tinyadd'], "
                 "package_dir={'': 'src'})\n",
     "src/tinyadd/__init__.py": "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n",

@@ -147,7 +147,7 @@ def test_the_workspace_is_the_images_own_repository(tiny_docker_task, tmp_path):
     from takeover._util.containers import container_labels
 
     task = tiny_docker_task.task
-    ws = workspace_from_image(task, tmp_path / "ws", container_labels("agent run", tmp_path))
+    ws = workspace_from_image(task.instance_id, task.base_commit, tmp_path / "ws", container_labels("agent run", tmp_path))
     assert ws.image.id == tiny_docker_task.stand_in.image_id and ws.image.name == tiny_docker_task.stand_in.image
     assert git(ws.path, "log", "-1", "--format=%s").strip() == "SWE-bench"  # the image's setup commit
     assert git(ws.path, "rev-parse", "HEAD^").strip() == task.base_commit and ws.head == git(ws.path, "rev-parse", "HEAD").strip()
@@ -156,8 +156,8 @@ def test_the_workspace_is_the_images_own_repository(tiny_docker_task, tmp_path):
     assert not (ws.path / ".git" / "objects" / "info" / "alternates").exists()
     assert (ws.path / "src" / "tinyadd" / "__init__.py").read_text() == "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
     with pytest.raises(FileExistsError):
-        workspace_from_image(task, ws.path, {})
+        workspace_from_image(task.instance_id, task.base_commit, ws.path, {})
     with pytest.raises(EnvironmentUnavailable) as err:
-        workspace_from_image(task.model_copy(update={"base_commit": "0" * 40}), tmp_path / "other", {})
+        workspace_from_image(task.instance_id, "0" * 40, tmp_path / "other", {})
     assert "not base_commit 000000000000" in str(err.value) and "\n" not in str(err.value)
     assert [c for c in docker.from_env().containers.list(all=True) if c.labels.get("org.takeover.out-dir") == str(tmp_path)] == []

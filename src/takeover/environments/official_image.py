@@ -225,10 +225,11 @@ def _git(folder: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def workspace_from_image(task: SourceTask, dest: Path | str, labels: Mapping[str, str], *, image: str | None = None,
-                         pull: bool = True) -> ImageWorkspace:
-    """Copy ``/testbed`` of ``task``'s official image (or ``image``) to the new folder ``dest``: the repository
-    exactly as the image holds it (its git history, SWE-bench's setup commit, the files its install built).
+def workspace_from_image(instance_id: str, base_commit: str, dest: Path | str, labels: Mapping[str, str], *,
+                         image: str | None = None, pull: bool = True) -> ImageWorkspace:
+    """Copy ``/testbed`` of the official image of ``instance_id`` (or ``image``) to the new folder ``dest``:
+    the repository exactly as the image holds it (its git history, SWE-bench's setup commit, the files its
+    install built).
 
     The copy is made from the image's content id, so it is the content recorded. Its ``HEAD`` must be
     ``base_commit`` or a commit on top of it.
@@ -241,14 +242,17 @@ def workspace_from_image(task: SourceTask, dest: Path | str, labels: Mapping[str
     Raises:
         EnvironmentUnavailable: no daemon, the image is missing (and cannot be pulled), the copy fails, or
             its repository is not at ``base_commit`` (one line each, naming the image).
+        FileExistsError: ``dest`` exists.
     """
-    found = image_identity(image or instance_image_name(task.instance_id), pull=pull)
+    found = image_identity(image or instance_image_name(instance_id), pull=pull)
     dest = Path(dest)
+    if dest.exists():
+        raise FileExistsError(f"{dest} exists")
     copy_from_image(found.id, f"/{ENV_NAME}", dest, labels)
     head = _git(dest, "rev-parse", "HEAD")
-    ancestor = subprocess.run(["git", "-c", f"safe.directory={dest}", "merge-base", "--is-ancestor", task.base_commit,
-                               head], cwd=dest, capture_output=True, check=False)
+    ancestor = subprocess.run(["git", "-c", f"safe.directory={dest}", "merge-base", "--is-ancestor", base_commit, head],
+                              cwd=dest, capture_output=True, check=False)
     if ancestor.returncode != 0:
         raise EnvironmentUnavailable(f"image {found.name} ({found.id[:19]}): /{ENV_NAME} is at {head[:12]}, which is "
-                                     f"not base_commit {task.base_commit[:12]} of {task.instance_id} or on top of it")
+                                     f"not base_commit {base_commit[:12]} of {instance_id} or on top of it")
     return ImageWorkspace(path=dest, image=found, head=head, tree=_git(dest, "rev-parse", "HEAD^{tree}"))
