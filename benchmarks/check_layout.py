@@ -26,6 +26,22 @@ every violation, and exits 1 when there is any (0 otherwise, 2 on bad arguments)
   ``issue #4``) or ``PROTOCOL.md``: users' clones have neither; code cites ``docs/protocol.md``.
 - ``citation``: every ``docs/protocol.md section N`` (``sections N-M``, ``s. N, M``) cited under ``src/``
   names a section that ``docs/protocol.md`` has (a heading ``## N. ...``).
+- ``flag-meaning``: no command-line flag names two settings. Every ``typer.Option("--flag", help=...)`` in
+  ``cli/`` is read; its meaning is its help text, or the shared help constant (a ``*_HELP`` name, from the
+  module itself or ``cli/options.py``) that the help is built on (``f"{VIEW_HELP} One view."`` means what
+  ``VIEW_HELP`` means). A shared option declared once in ``cli/options.py`` counts once, however many
+  commands use it; hidden options (old spellings kept for one release) are not read. A flag whose
+  declarations have two meanings is reported with each of them, unless :data:`PENDING_FLAG_CLASHES` lists
+  it for a module that still declares it (an entry whose clash is gone is reported, so that it is removed).
+- ``name-test``: no registered name of a seam (:data:`REGISTRIES`: a grading backend's, a trajectory
+  format's) is compared as a string outside its registry: ``==``/``!=``, ``in``/``not in`` a literal
+  tuple, set or list, or a ``match`` case, between such a name and an expression naming a backend or format
+  (a variable, attribute or string key called ``backend``, ``format``, ``fmt``, or ending in ``_backend``
+  or ``_format``). Code that needs what a backend or a format does asks the registered object
+  (``grading_backend(name).writes_report``, ``replay_needs(fmt).editor_flavor``). The names are read from
+  their declarations: ``name = "..."`` in a class body (a backend), ``NAME``/``FORMAT`` at module level and
+  ``Reader(name=...)`` (a reader). :data:`NAME_TEST_ALLOWED` lists the places that may compare anyway,
+  each with its reason.
 
 The same checks are a library function, :func:`check`, used by ``tests/test_layout.py``.
 """
@@ -44,6 +60,10 @@ DEFAULT_SRC = ROOT / "src" / "takeover"
 MAX_LINES = 500
 #: Folder whose modules are named after commands: its file names may repeat names used elsewhere.
 COMMAND_FOLDER = "cli"
+#: The module of ``COMMAND_FOLDER`` whose ``*_HELP`` constants every command may build its help on.
+SHARED_OPTIONS = "options.py"
+#: Flags that still name two settings while a rename is under way: ``(module under src, flag) -> why``.
+PENDING_FLAG_CLASHES: dict[tuple[str, str], str] = {}
 
 #: The data-flow layers, lowest first: a module may import from its own layer and earlier ones only.
 #: Entries name the first component under ``takeover`` (a module or a package with everything inside it);
@@ -73,6 +93,29 @@ DYNAMIC_IMPORTS = frozenset({
     "run_module",
 })
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+@dataclass(frozen=True)
+class Registry:
+    """A seam whose implementations are registered by name: ``kind`` (what a name names), ``package`` (the
+    first component under ``takeover`` whose modules declare the names) and ``modules`` (the registry
+    modules, dotted under ``takeover``, that may compare them)."""
+
+    kind: str
+    package: str
+    modules: tuple[str, ...]
+
+
+#: The seams registered by name (rule ``name-test``).
+REGISTRIES: tuple[Registry, ...] = (
+    Registry("grading backend", "grading", ("grading.backends",)),
+    Registry("trajectory format", "trajectories", ("trajectories.registry",)),
+)
+#: Identifiers that name a backend or a format (also any ending in one of :data:`NAMING_SUFFIXES`).
+NAMING = frozenset({"backend", "format", "fmt"})
+NAMING_SUFFIXES = ("_backend", "_format")
+#: Files or folders (relative to the source folder's parent) that may compare registered names, and why.
+NAME_TEST_ALLOWED: dict[str, str] = {}
 REFERENCE = re.compile(r"(?i:\bissues?[ \t]*[-#]?[ \t]*\d+)|PROTOCOL\.md")
 CITATION = re.compile(r"docs/protocol\.md`{0,2}\s+(?:sections?|s\.)\s+(\d+(?:\s*(?:-|,|and)\s*\d+)*)")
 SECTION_HEADING = re.compile(r"^## (\d+)\.", re.MULTILINE)
@@ -88,6 +131,8 @@ RULES: dict[str, str] = {
     "import-fallback": "no except ImportError around takeover imports",
     "reference": "no 'issue N' / PROTOCOL.md in src/",
     "citation": "cited protocol sections exist",
+    "flag-meaning": "one setting per command-line flag",
+    "name-test": "no backend/format name compared outside its registry",
 }
 
 
@@ -285,6 +330,111 @@ def _cycles(names: list[str], edges: list[Edge]) -> list[list[str]]:
     return sorted(found)
 
 
+def _string_value(node: ast.expr, constants: dict[str, str]) -> str | None:
+    """The text of a string constant, a module-level string constant's name, or a ``+`` of those."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return constants.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string_value(node.left, constants), _string_value(node.right, constants)
+        return left + right if left is not None and right is not None else None
+    return None
+
+
+def _assignments(body: list[ast.stmt]) -> list[tuple[str, ast.expr]]:
+    """``(name, value)`` of the plain assignments ``name = value`` / ``name: T = value`` in ``body``."""
+    found = []
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            found.append((stmt.targets[0].id, stmt.value))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            found.append((stmt.target.id, stmt.value))
+    return found
+
+
+def _declared_names(module: Module) -> set[str]:
+    """Names a module declares for a registry: ``name = "..."`` in a class body, ``NAME``/``FORMAT`` at
+    module level, ``Reader(name=...)``."""
+    constants: dict[str, str] = {}
+    found: set[str] = set()
+    for name, value in _assignments(module.tree.body):
+        if (text := _string_value(value, constants)) is not None:
+            constants[name] = text
+            if name in ("NAME", "FORMAT"):
+                found.add(text)
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ClassDef):
+            found.update(text for name, value in _assignments(node.body)
+                         if name == "name" and (text := _string_value(value, constants)) is not None)
+        elif isinstance(node, ast.Call) and _call_name(node.func) == "Reader":
+            for kw in node.keywords:
+                if kw.arg == "name" and (text := _string_value(kw.value, constants)):
+                    found.add(text)
+    return found
+
+
+def _names_a_seam(node: ast.expr) -> str | None:
+    """The identifier when ``node`` names a backend or a format (``backend``, ``spec.backend``,
+    ``row["format"]``, ``grading_backend``), else None."""
+    word = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        word = node.slice.value
+    if word is not None and (word in NAMING or word.endswith(NAMING_SUFFIXES)):
+        return word
+    return None
+
+
+def _compared_names(node: ast.AST) -> list[tuple[ast.expr, list[str]]]:
+    """``(subject, string constants it is compared with)`` of a comparison or a ``match`` statement."""
+    def strings(n: ast.expr) -> list[str]:
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            return [n.value]
+        return []
+
+    pairs: list[tuple[ast.expr, list[str]]] = []
+    if isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
+            if isinstance(op, ast.Eq | ast.NotEq):
+                pairs += [(left, strings(right)), (right, strings(left))]
+            elif isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.Set | ast.List):
+                pairs.append((left, [t for e in right.elts for t in strings(e)]))
+    elif isinstance(node, ast.Match):
+        values = [p.value for case in node.cases for p in ast.walk(case.pattern) if isinstance(p, ast.MatchValue)]
+        pairs.append((node.subject, [t for v in values for t in strings(v)]))
+    return [(subject, texts) for subject, texts in pairs if texts]
+
+
+def _name_tests(report: LayoutReport, registries: tuple[Registry, ...]) -> None:
+    """Violations of the ``name-test`` rule (see the module docstring)."""
+    package = report.src.name
+    kinds: dict[str, str] = {}  # registered name -> what it names
+    allowed: dict[str, set[str]] = defaultdict(set)  # registered name -> registry modules
+    for registry in registries:
+        prefix = f"{package}.{registry.package}"
+        for module in report.modules.values():
+            if module.name == prefix or module.name.startswith(prefix + "."):
+                for text in _declared_names(module):
+                    kinds.setdefault(text, registry.kind)
+                    allowed[text].update(f"{package}.{m}" for m in registry.modules)
+    for module in report.modules.values():
+        if any(module.rel.startswith(place) for place in NAME_TEST_ALLOWED):
+            continue
+        for node in sorted((n for n in ast.walk(module.tree) if isinstance(n, ast.Compare | ast.Match)),
+                           key=lambda n: (n.lineno, n.col_offset)):
+            for subject, texts in _compared_names(node):
+                word = _names_a_seam(subject)
+                for text in dict.fromkeys(texts):
+                    if word is None or text not in kinds or module.name in allowed[text]:
+                        continue
+                    registry = " or ".join(sorted(allowed[text]))
+                    report.violations.append(Violation(
+                        "name-test", f"{module.rel}:{node.lineno}",
+                        f"compares {ast.unparse(subject)} with the {kinds[text]} name {text!r}: ask the registered "
+                        f"object ({registry}) instead"))
+
+
 def cited_sections(numbers: str) -> list[int]:
     """Section numbers of a citation's number list: ``"3-5"`` -> 3, 4, 5; ``"5, 7 and 8"`` -> 5, 7, 8."""
     found: list[int] = []
@@ -294,15 +444,94 @@ def cited_sections(numbers: str) -> list[int]:
     return found
 
 
+def _help_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """The module-level ``NAME_HELP = ...`` assignments of a module."""
+    found = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.endswith("_HELP")):
+            found[node.targets[0].id] = node.value
+    return found
+
+
+def _meaning(expr: ast.expr | None, constants: dict[str, ast.expr], seen: frozenset[str] = frozenset()) -> str:
+    """What a help expression says: a literal's text, else the meaning of the first ``*_HELP`` constant it
+    is built on, else its source text."""
+    if expr is None:
+        return "(no help)"
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value
+    names = sorted((n for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id.endswith("_HELP")),
+                   key=lambda n: (n.lineno, n.col_offset))
+    for n in names:
+        if n.id in constants and n.id not in seen:
+            return _meaning(constants[n.id], constants, seen | {n.id})
+    return ast.unparse(expr)
+
+
+def _option_flags(call: ast.Call) -> list[str]:
+    """The flags a ``typer.Option(...)`` call declares (``"--a/--no-a"`` is two); none for a hidden one."""
+    if any(k.arg == "hidden" and isinstance(k.value, ast.Constant) and k.value.value is True for k in call.keywords):
+        return []
+    flags = []
+    for arg in call.args:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("-"):
+            flags += [f for f in arg.value.split("/") if f]
+    return flags
+
+
+def flag_meanings(modules: dict[str, Module], src: Path) -> dict[str, dict[str, list[str]]]:
+    """Every flag declared in ``COMMAND_FOLDER``: flag -> meaning -> where (``path:line``) it is declared so."""
+    folder = src / COMMAND_FOLDER
+    shared = next((m for m in modules.values() if m.path == folder / SHARED_OPTIONS), None)
+    shared_constants = _help_constants(shared.tree) if shared else {}
+    found: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for module in modules.values():
+        if module.path.parent != folder:
+            continue
+        constants = {**shared_constants, **_help_constants(module.tree)}
+        for node in ast.walk(module.tree):
+            if not (isinstance(node, ast.Call) and _call_name(node.func) == "Option"):
+                continue
+            help_expr = next((k.value for k in node.keywords if k.arg == "help"), None)
+            for flag in _option_flags(node):
+                found[flag][_meaning(help_expr, constants)].append(f"{module.rel}:{node.lineno}")
+    return found
+
+
+def _flag_violations(report: LayoutReport, pending: dict[tuple[str, str], str]) -> None:
+    src = report.src
+    meanings = flag_meanings(report.modules, src)
+    for flag, by_meaning in sorted(meanings.items()):
+        if len(by_meaning) < 2:
+            continue
+        places = {where.split(":")[0] for wheres in by_meaning.values() for where in wheres}
+        if any((module, flag) in pending and f"{src.name}/{module}" in places for module, _ in pending):
+            continue
+        shown = "; ".join(f"{', '.join(wheres)}: {meaning!r}" for meaning, wheres in by_meaning.items())
+        report.violations.append(Violation("flag-meaning", flag, f"{len(by_meaning)} settings: {shown}"))
+    for (module, flag), why in sorted(pending.items()):
+        if not (src / module).is_file():
+            continue
+        places = {where.split(":")[0] for wheres in meanings.get(flag, {}).values() for where in wheres}
+        if len(meanings.get(flag, {})) < 2 or f"{src.name}/{module}" not in places:
+            report.violations.append(Violation(
+                "flag-meaning", f"{src.name}/{module}",
+                f"{flag} is listed in PENDING_FLAG_CLASHES ({why}) but names one setting now: remove the entry"))
+
+
 def check(
     src: Path | str = DEFAULT_SRC,
     layers: tuple[tuple[str, ...], ...] = LAYERS,
     protocol: Path | str | None = None,
+    pending_flag_clashes: dict[tuple[str, str], str] | None = None,
+    registries: tuple[Registry, ...] = REGISTRIES,
 ) -> LayoutReport:
     """Every layout rule of the module docstring over the package folder ``src``; nothing is imported.
 
     ``protocol`` is the protocol document that citations must match (default: ``docs/protocol.md`` two
-    folders above ``src``, as in ``src/takeover``).
+    folders above ``src``, as in ``src/takeover``); ``pending_flag_clashes`` replaces
+    :data:`PENDING_FLAG_CLASHES`; ``registries`` the seams whose names rule ``name-test`` reads.
 
     Raises:
         FileNotFoundError: ``src`` is not a folder.
@@ -350,6 +579,9 @@ def check(
         inside = sorted({(e.source, e.target, e.lazy) for e in edges if e.source in members and e.target in members})
         shown = "; ".join(f"{s} -> {t}{' (lazy)' if lazy else ''}" for s, t, lazy in inside)
         report.violations.append(Violation("cycle", " <-> ".join(component), shown))
+
+    _flag_violations(report, PENDING_FLAG_CLASHES if pending_flag_clashes is None else pending_flag_clashes)
+    _name_tests(report, registries)
 
     protocol = Path(protocol) if protocol is not None else src.parents[1] / "docs" / "protocol.md"
     sections = set(map(int, SECTION_HEADING.findall(protocol.read_text(encoding="utf-8")))) \

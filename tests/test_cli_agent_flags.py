@@ -1,12 +1,14 @@
 """``takeover agent run`` flags on the calculator task (conftest.py): each run limit ends the run with its own
 exit status (docs/protocol.md section 8), the prompt file, temperature and action protocol reach the model
-requests, a command over --command-timeout is killed, and --backend docker needs a Docker daemon."""
+requests, the model request settings (--timeout, --retries, --max-retry-wait) govern each call's attempts,
+a command over --command-timeout is killed, and --backend docker needs a Docker daemon."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from test_cli_flag_shapes import plain
 from test_cli_handoff_flags import bash
 from typer.testing import CliRunner
 
@@ -75,3 +77,29 @@ def test_docker_backend_needs_a_daemon(tmp_path, task_and_mirror):
             env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
         assert srv.served == 0
     assert isinstance(result.exception, EnvironmentUnavailable) and "Docker daemon" in str(result.exception)
+
+
+def test_model_request_flags_govern_each_calls_attempts(tmp_path, task_and_mirror):
+    script = [{"status": 429, "error": "slow down", "retry_after": 30}, {**bash("ls"), "delay": 60},
+              bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
+    with ScriptedServer(script) as srv:
+        result = agent_run(tmp_path, *task_and_mirror, srv, "--timeout", "3", "--retries", "2",
+                           "--max-retry-wait", "0.01")
+    assert result.exit_code == 0, result.output
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert (run["model"]["timeout"], run["model"]["retries"], run["model"]["max_retry_wait"]) == (3, 2, 0.01)
+    first = json.loads((tmp_path / "run" / "calls.jsonl").read_text().splitlines()[0])
+    assert [a["status"] for a in first["attempts"]] == ["http_429", "timeout", "ok"]
+    assert first["attempts"][0]["retry_after"] == 30 and first["attempts"][0]["wait_seconds"] <= 0.01
+    assert first["attempts"][1]["seconds"] >= 3
+
+
+def test_a_takeover_run_takes_one_known_view(tmp_path):
+    common = ["agent", "run", "--dataset", str(tmp_path / "d.jsonl"), "--instance-id", "a__b-1", "--model", "m",
+              "--out-dir", str(tmp_path / "run"), "--checkpoint-dir", str(tmp_path / "cp")]
+    two = CliRunner().invoke(app, [*common, "--view", "raw_trace", "--view", "repo_only"])
+    assert two.exit_code == 2 and "agent run takes one view; got 2" in plain(two.output)
+    unknown = CliRunner().invoke(app, [*common, "--view", "diary"])
+    assert unknown.exit_code == 2
+    assert ("unknown view 'diary'; the views are repo_only, raw_trace, summary_notes, structured_notes"
+            in plain(unknown.output))

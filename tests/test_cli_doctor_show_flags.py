@@ -1,5 +1,6 @@
 """``takeover doctor --base-url/--api-key-env`` against a stand-in endpoint that wants a key, and
-``takeover show --format`` (the reader named instead of detected)."""
+``takeover show --format`` (the reader named instead of detected) and ``--out-dir`` (the page's folder; the
+old ``--out FILE`` still works with a warning)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from test_checkpoints import SUBMIT
+from test_cli_flag_shapes import plain
 from test_cli_points_flags import write_run
 from typer.testing import CliRunner
 
@@ -62,15 +64,17 @@ def test_doctor_checks_the_endpoint_with_the_key_from_the_named_variable(keyed_e
 
 def test_show_format_names_the_reader(tmp_path):
     run = write_run(tmp_path / "run.data", "acme__calc-1", [("ls", "calc.py", 0)], "")
-    result = CliRunner().invoke(app, ["show", str(run), "--format", "mini-swe-agent", "--out", str(tmp_path / "a.html")])
+    result = CliRunner().invoke(app, ["show", str(run), "--format", "mini-swe-agent", "--out-dir", str(tmp_path / "a")])
     assert result.exit_code == 0, result.output
-    blob = re.search(r'id="data-r0">([^<]+)<', (tmp_path / "a.html").read_text()).group(1)
+    page = tmp_path / "a" / "run.data.html"
+    assert result.stdout.strip() == str(page) and result.stderr == ""
+    blob = re.search(r'id="data-r0">([^<]+)<', page.read_text()).group(1)
     section = decode_section(blob)
     assert section["role"] == "agent" and len(section["runs"][0]["steps"]) == 2  # ls, then the submission
     assert "calc.py" in json.dumps(section) and SUBMIT.split()[0] in json.dumps(section)
-    wrong = CliRunner().invoke(app, ["show", str(run), "--format", "swe-agent", "--out", str(tmp_path / "b.html")])
-    assert isinstance(wrong.exception, InputError) and not (tmp_path / "b.html").exists()
-    unknown = CliRunner().invoke(app, ["show", str(run), "--format", "swe_agent", "--out", str(tmp_path / "c.html")])
+    wrong = CliRunner().invoke(app, ["show", str(run), "--format", "swe-agent", "--out-dir", str(tmp_path / "b")])
+    assert isinstance(wrong.exception, InputError) and not (tmp_path / "b" / "run.data.html").exists()
+    unknown = CliRunner().invoke(app, ["show", str(run), "--format", "swe_agent", "--out-dir", str(tmp_path / "c")])
     assert isinstance(unknown.exception, InputError)  # the console entry point prints it as "error: ...", exit 2
     assert "unknown trajectory format 'swe_agent'; known: claude-code, codex-cli, mini-swe-agent" in str(unknown.exception)
 
@@ -87,3 +91,19 @@ def test_show_names_its_page_after_the_file_without_its_extensions(tmp_path, nam
 
     (tmp_path / name).write_text("{}")
     assert page_name(tmp_path / name) == page
+
+
+def test_show_old_out_file_flag_writes_that_file_with_a_warning_saying_what_out_dir_writes(tmp_path, monkeypatch):
+    run = write_run(tmp_path / "psf__requests-1.traj.json", "acme__calc-1", [("ls", "calc.py", 0)], "")
+    for flag in ("--out", "-o"):
+        result = CliRunner().invoke(app, ["show", str(run), flag, str(tmp_path / f"old{flag}.html")])
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / f"old{flag}.html").is_file() and result.stdout.strip() == str(tmp_path / f"old{flag}.html")
+        assert ("warning: --out FILE is deprecated; use --out-dir DIR, which writes DIR/NAME.html (the old spelling "
+                "works until the next release)") in result.stderr
+    both = CliRunner().invoke(app, ["show", str(run), "--out", str(tmp_path / "x.html"), "--out-dir", str(tmp_path)])
+    assert both.exit_code == 2 and "give --out-dir only (--out is its old spelling)" in plain(both.output)
+    monkeypatch.chdir(tmp_path)
+    here = CliRunner().invoke(app, ["show", str(run)])  # no flag: the current folder
+    assert here.exit_code == 0 and here.stdout.strip() == "psf__requests-1.html"
+    assert (tmp_path / "psf__requests-1.html").is_file()

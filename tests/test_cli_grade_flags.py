@@ -18,7 +18,7 @@ def grade_cli(tmp_path: Path, task: dict, *args: str, logs: str = "logs") -> lis
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text(json.dumps(task) + "\n")
     result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
-                                      "--offline", "--json", "--log-dir", str(tmp_path / logs), *args])
+                                      "--offline", "--json", "--out-dir", str(tmp_path / logs), *args])
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
@@ -46,7 +46,7 @@ def test_predictions_for_an_unknown_instance_are_refused_before_anything_is_grad
     predictions.write_text("".join(json.dumps({"instance_id": iid, "model_name_or_path": "mine", "model_patch": ""})
                                    + "\n" for iid in ("acme__calc-1", "x__y-1")))
     result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
-                                      "--offline", "--log-dir", str(tmp_path / "logs"), "--predictions",
+                                      "--offline", "--out-dir", str(tmp_path / "logs"), "--predictions",
                                       str(predictions)])
     assert result.exit_code == 2
     assert f"{predictions}: line 2: field 'instance_id': instance 'x__y-1' is not in the dataset" in (
@@ -60,19 +60,35 @@ def test_a_grading_error_shows_no_test_counts(calc_task, tmp_path):  # noqa: F81
     dataset.write_text(json.dumps(task) + "\n")
     (tmp_path / "empty-mirror").mkdir()
     result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "empty-mirror"),
-                                      "--offline", "--log-dir", str(tmp_path / "logs"), "--instance-id", "acme__calc-1",
+                                      "--offline", "--out-dir", str(tmp_path / "logs"), "--instance-id", "acme__calc-1",
                                       "--gold"])
     (row,) = [line for line in result.stdout.splitlines() if line.startswith("│ acme__calc-1")]
     assert [cell.strip() for cell in row.strip("│ ").split("│")][2:5] == ["error", "-", "-"]
 
 
-def test_timeout_limits_each_test_run(calc_task, tmp_path):  # noqa: F811
+def test_grading_timeout_limits_each_test_run(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     patch = tmp_path / "hang.diff"
     patch.write_text(_hang_patch(f"{uuid.uuid4().int % 10**6 + 10**6}.7"))
-    (row,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--patch", str(patch), "--timeout", "5")
+    (row,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--patch", str(patch), "--grading-timeout", "5")
     assert row["timed_out"] is True and row["handoff_state"] == "needs_completion"
     assert 5 <= row["test_seconds"] < 120
+
+
+def test_the_old_spellings_log_dir_and_timeout_still_work_with_a_warning(calc_task, tmp_path):  # noqa: F811
+    task, _ = calc_task
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(json.dumps(task) + "\n")
+    result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
+                                      "--offline", "--json", "--log-dir", str(tmp_path / "old"), "--timeout=300",
+                                      "--instance-id", "acme__calc-1", "--empty"])
+    assert result.exit_code == 0, result.output
+    row = json.loads(result.stdout)
+    assert row["log_path"].startswith(str(tmp_path / "old" / "empty" / "acme__calc-1"))
+    assert "warning: --log-dir is deprecated; use --out-dir" in result.stderr
+    assert "warning: --timeout is deprecated; use --grading-timeout" in result.stderr
+    stored = json.loads((tmp_path / "old" / "empty" / "acme__calc-1" / "result.json").read_text())
+    assert stored["grading_key"]["timeout"] == 300  # the grading ran under the old flag's value
 
 
 def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tmp_path):  # noqa: F811

@@ -1,5 +1,6 @@
 """``takeover handoff`` and ``takeover resume`` flags on the Claude Code session of handoff_sessions.py:
-the raw_trace budgets, the note writer's completion cap and request timeout, the run limits of the
+the raw_trace budgets, the note writer's completion cap and request settings (timeout, retries, the cap on
+a wait between attempts), where the prompt is written (--out-dir, the old --out), the run limits of the
 successor (each ends the run with its own exit status, docs/protocol.md section 8), its action protocol and
 command timeout. Numbers are read from run.json and the requests the scripted server received."""
 
@@ -9,6 +10,7 @@ import json
 
 import pytest
 from handoff_sessions import calc_repo, claude_session, note
+from test_cli_flag_shapes import plain
 from typer.testing import CliRunner
 
 from takeover.cli import app
@@ -64,6 +66,39 @@ def test_handoff_note_cap_and_request_timeout(claude, tmp_path):
     assert record["view"]["validation"] == "valid" and (usage["calls"], usage["failed_calls"]) == (2, 1)
     assert [a["status"] for a in usage["attempts"]] == ["timeout", "ok"] and usage["attempts"][0]["seconds"] >= 3
     assert [r["max_tokens"] for r in requests] == [321, 321]
+
+
+def test_handoff_max_retry_wait_caps_the_servers_retry_after(claude):
+    session, root = claude
+    with ScriptedServer([{"status": 429, "error": "slow down", "retry_after": 30}, note()]) as srv:
+        result = cli("handoff", session, "--repo", root, "--model", "scripted", *endpoint(srv), "--retries", "1",
+                     "--max-retry-wait", "0.01", "--json")
+    assert result.exit_code == 0, result.output
+    attempts = json.loads(result.stdout)["view"]["note_usage"]["attempts"]
+    assert [a["status"] for a in attempts] == ["http_429", "ok"]
+    assert attempts[0]["retry_after"] == 30 and attempts[0]["wait_seconds"] <= 0.01
+
+
+def test_handoff_out_dir_writes_the_prompt_and_the_old_out_file_still_works(claude, tmp_path):
+    session, root = claude
+    new = cli("handoff", session, "--repo", root, "--out-dir", tmp_path / "next")
+    assert new.exit_code == 0, new.output
+    prompt = (tmp_path / "next" / "prompt.md").read_text()
+    assert prompt and prompt in new.stdout
+    assert new.stderr.strip() == f"wrote the takeover prompt to {tmp_path / 'next' / 'prompt.md'}"
+    old = cli("handoff", session, "--repo", root, "--out", tmp_path / "next.md")
+    assert old.exit_code == 0, old.output
+    assert (tmp_path / "next.md").read_text() == prompt
+    assert ("warning: --out FILE is deprecated; use --out-dir DIR, which writes DIR/prompt.md (the old spelling "
+            "works until the next release)") in old.stderr
+
+
+def test_handoff_takes_one_view(claude):
+    session, root = claude
+    two = cli("handoff", session, "--repo", root, "--view", "raw_trace", "--view", "repo_only")
+    assert two.exit_code == 2 and "handoff takes one view; got 2 (raw_trace, repo_only)" in plain(two.output)
+    one = cli("handoff", session, "--repo", root, "--view", "repo_only")
+    assert one.exit_code == 0 and '<previous_agent view="raw_trace">' not in one.stdout
 
 
 # --- resume ------------------------------------------------------------------------------------------
@@ -133,3 +168,17 @@ def test_resume_budgets_note_cap_timeout_and_record(claude, tmp_path):
     handoff = json.loads((out / "handoff.json").read_text())
     assert [a["status"] for a in handoff["view"]["note_usage"]["attempts"]] == ["timeout", "ok"]
     assert json.loads((out / "run.json").read_text())["exit_status"] == "submitted"
+
+
+def test_resume_max_retry_wait_caps_the_servers_retry_after_and_one_view_is_taken(claude, tmp_path):
+    session, root = claude
+    out = tmp_path / "run"
+    with ScriptedServer([{"status": 429, "error": "slow down", "retry_after": 30}, note(), SUBMIT]) as srv:
+        result = cli("resume", session, "--repo", root, "--model", "scripted", *endpoint(srv, "--retries", "1"),
+                     "--out-dir", out, "--max-retry-wait", "0.01")
+    assert result.exit_code == 0, result.output
+    attempts = json.loads((out / "handoff.json").read_text())["view"]["note_usage"]["attempts"]
+    assert [a["status"] for a in attempts] == ["http_429", "ok"]
+    assert attempts[0]["retry_after"] == 30 and attempts[0]["wait_seconds"] <= 0.01
+    two = cli("resume", session, "--repo", root, "--model", "scripted", "--view", "raw_trace", "--view=repo_only")
+    assert two.exit_code == 2 and "resume takes one view; got 2" in plain(two.output)

@@ -11,7 +11,7 @@ import typer
 from conftest import make_repo
 from typer.testing import CliRunner
 
-from takeover.cli import agent, app, experiment, grade, handoff, points, quickstart, views
+from takeover.cli import agent, app, experiment, grade, handoff, points, quickstart, serve_model, views
 from takeover.errors import InputError
 from takeover.experiments import load_experiment
 from takeover.sources.repos import RepoSource
@@ -37,7 +37,7 @@ def _options(command_path: list[str]) -> set[str]:
 @pytest.mark.parametrize(("path", "renamed"), [
     (["agent", "run"], agent.RENAMED), (["grade"], grade.RENAMED), (["points"], points.POINTS_RENAMED),
     (["checkpoint"], points.CHECKPOINT_RENAMED), (["views"], views.RENAMED),
-    (["quickstart"], quickstart.QUICKSTART_RENAMED), (["serve-model"], quickstart.SERVE_MODEL_RENAMED),
+    (["quickstart"], quickstart.QUICKSTART_RENAMED), (["serve-model"], serve_model.SERVE_MODEL_RENAMED),
     (["resume"], handoff.RESUME_RENAMED),
 ])
 def test_every_renamed_flag_leads_to_an_option_of_its_command(path, renamed):
@@ -136,7 +136,7 @@ def test_grade_json_prints_one_line_per_prediction_in_input_order(tmp_path, monk
     patch.write_text(DOES_NOT_APPLY)
     res = runner().invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-2", "--instance-id",
                                 "acme__calc-1", "--patch", str(patch), "--mirror", str(tmp_path / "mirror"),
-                                "--offline", "--json", "--log-dir", str(tmp_path / "logs")])
+                                "--offline", "--json", "--out-dir", str(tmp_path / "logs")])
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert [r["instance_id"] for r in rows] == ["acme__calc-2", "acme__calc-1"]

@@ -1,7 +1,7 @@
 """``takeover points`` and ``takeover checkpoint`` flags on small repositories built here: the replay's
-limits (--timeout, --memory-mb), recorded snapshots read from --snapshot-repo, the record of a file of
-several runs (--record), a checkpoint without its workspace, and its graded handoff state (--state)
-(docs/protocol.md sections 4-6)."""
+limits (--replay-timeout, its old spelling --timeout, --memory-mb), recorded snapshots read from
+--snapshot-repo, the record of a file of several runs (--record), a checkpoint without its workspace,
+and its graded handoff state (--state) (docs/protocol.md sections 4-6)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ from typer.testing import CliRunner
 from takeover.agents import run_predecessor
 from takeover.cli import app
 from takeover.errors import InputError
+from takeover.points import analyze_run
 from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
+from takeover.trajectories import read_trajectory
 
 RETURN_2 = {"pkg/mod.py": "def f():\n    return 2\n"}
 
@@ -58,9 +61,19 @@ def test_replay_limits_timeout_and_memory_mb_decide_whether_the_edit_happens(mir
     common = ["--dataset", str(dataset), "--mirror", str(mirror_dir), "--offline", "--no-environment"]
 
     # The command is killed after 1 s, before its edit: the replay no longer reproduces the final patch.
-    cut = points_json(str(slow), *common, "--timeout", "1")
+    cut = points_json(str(slow), *common, "--replay-timeout", "1")
     assert cut["replay"]["verified"] is False and cut["points"] == []
-    assert points_json(str(slow), *common, "--timeout", "120")["replay"]["verified"] is True
+    assert points_json(str(slow), *common, "--replay-timeout", "120")["replay"]["verified"] is True
+    # The old spelling means the same, with a warning; so does the Python keyword's old name.
+    old = CliRunner().invoke(app, ["points", str(slow), *common, "--timeout=1", "--json"])
+    assert old.exit_code == 0 and json.loads(old.stdout)["replay"]["verified"] is False
+    assert "warning: --timeout is deprecated; use --replay-timeout" in old.stderr
+    with pytest.warns(FutureWarning, match=r"analyze_run\(\): keyword timeout= is deprecated; use replay_timeout="):
+        earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()),
+                              RepoSource(mirror_dir, offline=True), use_environment=False, timeout=1)
+    assert earlier.replay.verified is False
+    with pytest.raises(TypeError, match="give replay_timeout= only"):
+        analyze_run(read_trajectory(slow), task, RepoSource(mirror_dir), replay_timeout=5, timeout=1)
 
     starved = points_json(str(hungry), *common, "--memory-mb", "100")
     assert starved["replay"]["verified"] is False and starved["points"] == []
@@ -100,7 +113,7 @@ def test_snapshot_repo_reads_the_recorded_snapshots_of_a_moved_run(tmp_path, tas
 def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
     """The calculator task: --record picks a run of the file (0, the only one; 1 is refused), --no-workspace
     writes only checkpoint.json and checkpoint.patch, --state grades the checkpoint (docs/protocol.md
-    section 6), --timeout bounds each replayed command."""
+    section 6), --replay-timeout bounds each replayed command."""
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
     mirror_dir = tmp_path / "mirror"
     _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": CALC, "tests/test_calc.py": TESTS, "conftest.py": ""},
@@ -112,7 +125,7 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
     dataset.write_text(json.dumps(task) + "\n")
     run = write_run(tmp_path / "run.json", "acme__calc-1", [(FIX, "", 0)], GOLD)
     common = [str(run), "--dataset", str(dataset), "--mirror", str(mirror_dir), "--offline",
-              "--point-type", "after_first_source_edit", "--timeout", "60"]
+              "--point-type", "after_first_source_edit", "--replay-timeout", "60"]
 
     out = tmp_path / "cp"
     result = CliRunner().invoke(app, ["checkpoint", *common, "--record", "0", "--out-dir", str(out), "--no-workspace",
@@ -129,11 +142,13 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
     assert (with_workspace / "workspace" / "calc.py").read_text() == CALC.replace("a - b", "a + b")
     assert json.loads((with_workspace / "checkpoint.json").read_text())["handoff_state"] is None  # not graded
 
-    missing = CliRunner().invoke(app, ["checkpoint", *common, "--record", "1", "--out-dir", str(tmp_path / "none")])
+    missing = CliRunner().invoke(app, ["checkpoint", *common[:-2], "--timeout", "60", "--record", "1", "--out-dir",
+                                       str(tmp_path / "none")])
     assert isinstance(missing.exception, InputError) and "has no run 1 (it holds 1)" in str(missing.exception)
+    assert "warning: --timeout is deprecated; use --replay-timeout" in missing.stderr
 
 
-@pytest.mark.parametrize("flag", [("--timeout", "0"), ("--memory-mb", "0")])
+@pytest.mark.parametrize("flag", [("--replay-timeout", "0"), ("--memory-mb", "0")])
 def test_limits_that_no_command_could_meet_are_refused(flag, tmp_path):
     result = CliRunner().invoke(app, ["points", str(tmp_path / "runs"), "--dataset", str(tmp_path / "d.jsonl"), *flag])
     assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output

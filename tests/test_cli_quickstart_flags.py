@@ -48,7 +48,7 @@ def test_quickstart_with_the_embedded_model_and_its_flags(synthetic, tmp_path): 
     env.pop("TAKEOVER_MIRROR", None)
     args = [*common_flags(synthetic), "--view", "repo_only", "--view", "summary_notes", "--step-limit", "6",
             "--wall-time-limit-seconds", "200", "--model-path", str(gguf), "--n-ctx", "4096", "--workers", "2",
-            "--note-max-tokens", "300", "--out-dir", str(out)]
+            "--note-max-tokens", "300", "--timeout", "1200", "--out-dir", str(out)]
     proc = subprocess.run([sys.executable, "-m", "takeover", "quickstart", *args], env=env, capture_output=True,
                           text=True, timeout=580, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -63,6 +63,8 @@ def test_quickstart_with_the_embedded_model_and_its_flags(synthetic, tmp_path): 
     assert config["mirror"] == str((synthetic / "mirror").resolve()) and config["offline"] is True
     result = json.loads((out / "quickstart.json").read_text())
     assert result["ok"] is True and result["model"]["model"] == "openai/qwen2.5-coder-0.5b-instruct"
+    # --timeout reaches the embedded model's settings; its retries stay the server's own (one).
+    assert (result["model"]["timeout"], result["model"]["retries"]) == (1200, 1)
     assert "Notes were capped at 300 completion tokens" in (out / "report.md").read_text()
 
     parts = tmp_path / "parts"
@@ -82,11 +84,14 @@ def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
     with ScriptedServer(script) as srv:
         result = CliRunner().invoke(app, ["quickstart", *common_flags(synthetic), "--view", "repo_only",
                                           "--model", "openai/scripted", "--base-url", srv.base_url,
-                                          "--api-key-env", "QUICKSTART_TEST_KEY", "--out-dir", str(out)])
+                                          "--api-key-env", "QUICKSTART_TEST_KEY", "--out-dir", str(out),
+                                          "--timeout", "42", "--retries", "2", "--max-retry-wait", "5"])
     assert result.exit_code == 0, result.output
     assert srv.served >= 2 and all(r["model"] == "scripted" for r in srv.requests)  # the successor's calls
     config = json.loads((out / "config.resolved.json").read_text())
     successor = config["successors"][0]
     assert (successor["model"], successor["base_url"], successor["api_key_env"]) == (
         "openai/scripted", srv.base_url, "QUICKSTART_TEST_KEY")
+    for key, value in {"timeout": 42, "retries": 2, "max_retry_wait": 5}.items():  # the successor and note writer
+        assert successor[key] == config["notes"]["model"][key] == value, key
     assert json.loads((out / "quickstart.json").read_text())["model"]["model"] == "openai/scripted"

@@ -70,7 +70,7 @@ def test_an_apply_error_with_rich_markup_prints_as_text(tmp_path, monkeypatch):
         " def f():\n-    return '[/red] [bold'\n+    return 2\n"
     )
     result = runner().invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-1", "--patch",
-                                   str(patch), "--mirror", str(mirror), "--offline", "--log-dir",
+                                   str(patch), "--mirror", str(mirror), "--offline", "--out-dir",
                                    str(tmp_path / "logs")], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "patch does not apply" in result.stdout
@@ -134,15 +134,15 @@ def test_unknown_token_usage_is_null_not_zero():
 
 @requires("shared:swebench_verified.jsonl")
 def test_tasks_select_rejects_a_mistyped_bucket_and_a_negative_limit(tmp_path):
-    out = tmp_path / "sel.jsonl"
+    out = tmp_path / "tasks.jsonl"
     bad = runner().invoke(app, ["tasks", "select", "--dataset", str(DATASET), "--difficulty", "15 min-1 hour",
-                                "--out", str(out)])
+                                "--out-dir", str(tmp_path)])
     assert bad.exit_code == 2
     for bucket in ("<15 min fix", "15 min - 1 hour", "1-4 hours", ">4 hours"):
         assert repr(bucket) in bad.stderr
     assert not out.exists()
-    negative = runner().invoke(app, ["tasks", "select", "--dataset", str(DATASET), "--limit", "-1", "--out",
-                                     str(out)])
+    negative = runner().invoke(app, ["tasks", "select", "--dataset", str(DATASET), "--limit", "-1", "--out-dir",
+                                     str(tmp_path)])
     assert negative.exit_code == 2 and "--limit" in negative.stderr
 
 
@@ -185,9 +185,10 @@ def test_tasks_select_default_buckets_tolerate_a_subset_missing_one(tmp_path):
     lines = [line for line in DATASET.read_text().splitlines() if '"1-4 hours"' in line][:3]
     subset = tmp_path / "subset.jsonl"
     subset.write_text("\n".join(lines) + "\n")
-    result = runner().invoke(app, ["tasks", "select", "--dataset", str(subset), "--out", str(tmp_path / "s.jsonl")])
+    result = runner().invoke(app, ["tasks", "select", "--dataset", str(subset), "--out-dir", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
     assert "selected 3 of 3 tasks" in result.stdout
+    assert len((tmp_path / "s" / "tasks.jsonl").read_text().splitlines()) == 4  # the header and 3 tasks
 
 
 @requires("shared:trajectories/mini-swe-agent",

@@ -1,4 +1,4 @@
-"""``--verbose`` of the commands with long work: other libraries' loggers (httpx, litellm, matplotlib,
+"""``--verbose`` of every command: other libraries' loggers (httpx, litellm, matplotlib,
 swebench) go from WARNING to INFO, and worker processes learn the choice through ``TAKEOVER_VERBOSE``.
 Without the flag they stay at WARNING (the subprocess tests of ``test_progress_lines.py`` check the output
 side: no INFO lines when nobody asked for them)."""
@@ -38,7 +38,17 @@ def logging_state(monkeypatch):
     ["views", "-v", "missing-run.json", "--dataset", "missing.jsonl"],
     ["run", "--verbose", "missing.toml"],
     ["quickstart", "-v", "--dataset", "missing.jsonl", "--out-dir", "qs"],
-], ids=lambda argv: argv[0])
+    ["checkpoint", "-v", "missing-run.json", "--dataset", "missing.jsonl", "--point-type", "x", "--out-dir", "cp"],
+    ["inspect", "--verbose", "missing-run.json"],
+    ["tasks", "select", "--verbose", "--dataset", "missing.jsonl", "--out-dir", "sel"],
+    ["agent", "run", "-v", "--dataset", "missing.jsonl", "--instance-id", "x", "--model", "m", "--out-dir", "r"],
+    ["report", "--verbose", "missing-out"],
+    ["serve-model", "--verbose", "--model-path", "missing.gguf"],
+    ["doctor", "--verbose", "--mirror", "missing-mirror", "--strict"],
+    ["show", "--verbose", "missing-run.json"],
+    ["handoff", "--verbose", "missing-session.jsonl"],
+    ["resume", "-v", "missing-session.jsonl", "--model", "m"],
+], ids=lambda argv: " ".join(argv[:2]) if argv[0] in ("tasks", "agent") else argv[0])
 def test_verbose_lets_other_libraries_log_at_info(argv, logging_state, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(app, argv)

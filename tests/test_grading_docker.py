@@ -13,7 +13,7 @@ import pytest
 
 from takeover.errors import InputError
 from takeover.grading import Prediction, grading_key
-from takeover.grading.docker_backend import (
+from takeover.grading.docker.docker_backend import (
     HARNESS_FILES,
     copy_harness_logs,
     harness_folder,

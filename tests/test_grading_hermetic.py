@@ -16,7 +16,7 @@ from prerequisites import requires, shared
 
 from takeover.environments import EnvSpec
 from takeover.grading import grade, parse_test_log
-from takeover.grading.hermetic import (
+from takeover.grading.local.hermetic import (
     FALLBACK_LOCALE,
     FIXED_VARIABLES,
     hermetic_eval_commands,

@@ -11,7 +11,7 @@ from conftest import make_repo
 from prerequisites import requires
 
 from takeover.grading import NETWORK_REPOS, grade, network_warning
-from takeover.grading.local_backend import PAST_HTTPBIN_WARNING
+from takeover.grading.local.local_backend import PAST_HTTPBIN_WARNING
 from takeover.sources.repos import RepoSource
 
 NET = "import socket\n\n\ndef has_network():\n    return len(socket.if_nameindex()) > 1\n"

@@ -128,3 +128,108 @@ def test_citations_must_name_sections_the_protocol_document_has(tmp_path):
     protocol.unlink()
     assert {v.where for v in check_layout.check(src, layers=LAYERS, protocol=protocol).violations} == {
         "takeover/base.py:1", "takeover/middle/__init__.py:1"}
+
+
+FAKE_OPTIONS = (
+    "import typer\nfrom typing import Annotated\n"
+    'TIMEOUT_HELP = "Seconds per model request."\n'
+    'VIEW_HELP = "Handoff view."\n'
+    'TimeoutOption = Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP)]\n'
+)
+
+
+def test_a_flag_with_one_meaning_per_setting_passes(tmp_path):
+    """A shared option counts once however many commands use it; help built on a shared constant means
+    what the constant means; a hidden old spelling is not read."""
+    src = _package(tmp_path, {
+        "cli/options.py": FAKE_OPTIONS,
+        "cli/views.py": "import typer\nfrom takeover.cli.options import VIEW_HELP, TimeoutOption\n\n\n"
+                        "def views(timeout: TimeoutOption = 300.0,\n"
+                        '          view: list[str] = typer.Option(None, "--view", help=f"{VIEW_HELP} Repeatable."),\n'
+                        '          out: str = typer.Option(None, "--out", hidden=True, help="Old: a file.")):\n'
+                        "    pass\n",
+        "cli/handoff.py": "import typer\nfrom takeover.cli.options import VIEW_HELP, TimeoutOption\n\n\n"
+                          "def handoff(timeout: TimeoutOption = 300.0,\n"
+                          '            view: str = typer.Option(None, "--view", help=VIEW_HELP + " One."),\n'
+                          '            out: str = typer.Option(None, "--out", hidden=True, help="Old: a folder.")):\n'
+                          "    pass\n",
+    })
+    assert "flag-meaning" not in _rules(src)
+    meanings = check_layout.flag_meanings(check_layout._load(src), src)
+    assert {flag: list(m) for flag, m in meanings.items()} == {"--timeout": ["Seconds per model request."],
+                                                               "--view": ["Handoff view."]}
+
+
+def test_a_flag_that_names_two_settings_is_reported_with_each_declaration(tmp_path):
+    src = _package(tmp_path, {
+        "cli/options.py": FAKE_OPTIONS,
+        "cli/views.py": "from takeover.cli.options import TimeoutOption\n\n\n"
+                        "def views(timeout: TimeoutOption = 300.0):\n    pass\n",
+        "cli/points.py": "import typer\n"
+                         'REPLAY_HELP = "Seconds per replayed command."\n\n\n'
+                         'def points(timeout: float = typer.Option(300.0, "--timeout", help=REPLAY_HELP),\n'
+                         '           env: bool = typer.Option(True, "--env/--no-env", help="With the environment.")):\n'
+                         "    pass\n",
+        "cli/grade.py": "import typer\n\n\n"
+                        'def grade(timeout: float = typer.Option(1800.0, "--timeout", help="Seconds per test run."),\n'
+                        '          env: bool = typer.Option(True, "--env", help="With the environment.")):\n'
+                        "    pass\n",
+    })
+    assert _rules(src) == {"flag-meaning": [(
+        "--timeout: 3 settings: takeover/cli/grade.py:4: 'Seconds per test run.'; "
+        "takeover/cli/options.py:5: 'Seconds per model request.'; "
+        "takeover/cli/points.py:5: 'Seconds per replayed command.'")]}
+
+
+def test_a_pending_flag_clash_is_allowed_while_it_lasts_and_reported_when_gone(tmp_path):
+    clash = {
+        "cli/options.py": FAKE_OPTIONS,
+        "cli/agent.py": "import typer\n\n\n"
+                        'def run(timeout: float = typer.Option(60.0, "--timeout", help="Seconds per command.")):\n'
+                        "    pass\n",
+    }
+    pending = {("cli/agent.py", "--timeout"): "renamed elsewhere"}
+    src = _package(tmp_path / "clash", clash)
+    assert check_layout.check(src, layers=LAYERS, pending_flag_clashes={}).count("flag-meaning") == 1
+    assert check_layout.check(src, layers=LAYERS, pending_flag_clashes=pending).violations == []
+    gone = _package(tmp_path / "gone", {**clash, "cli/agent.py": "X = 1\n"})
+    (stale,) = check_layout.check(gone, layers=LAYERS, pending_flag_clashes=pending).violations
+    assert (stale.rule, stale.where) == ("flag-meaning", "takeover/cli/agent.py")
+    assert "--timeout is listed in PENDING_FLAG_CLASHES (renamed elsewhere) but names one setting now" in stale.detail
+def test_backend_and_format_names_are_compared_only_in_their_registries(tmp_path):
+    src = _package(tmp_path, {
+        "grading/__init__.py": "",
+        "grading/local.py": 'class LocalBackend:\n    name = "local"\n',
+        "grading/docker.py": 'class DockerBackend:\n    name: str = "docker"\n',
+        "grading/backends.py": 'def pick(backend):\n    return backend == "local"\n',  # the registry may
+        "trajectories/__init__.py": "",
+        "trajectories/toy.py": 'NAME = "toy"\nREADERS = [Reader(name=NAME + "-dir")]\n',
+        "trajectories/registry.py": 'def known(fmt):\n    return fmt in ("toy", "x")\n',
+        "middle/user.py": (
+            "def f(spec, backend, traj, row, kind, fmt):\n"
+            '    a = spec.backend == "local"\n'
+            '    b = "docker" != backend\n'
+            '    c = traj.format in ("toy-dir", "other")\n'
+            '    d = row["grading_backend"] == "local"\n'
+            '    e = kind == "local"\n'  # not a backend or format: another setting may share the word
+            '    g = spec.backend == "modal"\n'  # not a registered name
+            "    h = fmt in KNOWN\n"  # not a literal
+            "    match backend:\n"
+            '        case "docker":\n'
+            "            pass\n"
+            "    return a, b, c, d, e, g, h\n"
+        ),
+        "agents/run.py": 'def where(command_backend):\n    return command_backend == "local"\n',
+    })
+    layers = (("", "grading", "trajectories", "middle", "agents"),)
+    found = [v for v in check_layout.check(src, layers=layers).violations if v.rule == "name-test"]
+    assert [(v.where, v.detail.split(":")[0]) for v in found] == [
+        ("takeover/agents/run.py:2", "compares command_backend with the grading backend name 'local'"),
+        ("takeover/middle/user.py:2", "compares spec.backend with the grading backend name 'local'"),
+        ("takeover/middle/user.py:3", "compares backend with the grading backend name 'docker'"),
+        ("takeover/middle/user.py:4", "compares traj.format with the trajectory format name 'toy-dir'"),
+        ("takeover/middle/user.py:5", "compares row['grading_backend'] with the grading backend name 'local'"),
+        ("takeover/middle/user.py:9", "compares backend with the grading backend name 'docker'"),
+    ]
+    assert "takeover.grading.backends" in found[1].detail and "takeover.trajectories.registry" in found[3].detail
+    assert check_layout.NAME_TEST_ALLOWED == {}  # no module compares such names since the command backends' registry

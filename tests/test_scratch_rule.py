@@ -12,10 +12,10 @@ import pytest
 from _mini_swe_agent import SUBMIT_1X, write_1x
 from conftest import git, make_repo
 
-from takeover.experiments.stages import only_source_files_changed
 from takeover.points import analyze_run, detect_points
 from takeover.repository_states.file_classes import file_class, is_scratch_file
 from takeover.repository_states.snapshots import snapshot_patch, take_snapshot, top_level_names
+from takeover.results import only_source_files_changed
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories

@@ -1,8 +1,10 @@
 """One name per setting, from the flag to the Python keyword to the experiment file's key and the records:
 the model's name is ``model`` (the request's field, ``--model``), the environment spec file ``spec_file``
-(``--spec-file``), the embedded model's part wheels ``model_parts`` (``--model-parts``) and the raw_trace
-budget ``raw_trace_max_chars``/``raw_trace_max_tokens``. The earlier names keep working for one release,
-with a warning where a person wrote them, and records of earlier versions still load."""
+(``--spec-file``), the embedded model's part wheels ``model_parts`` (``--model-parts``), the raw_trace
+budget ``raw_trace_max_chars``/``raw_trace_max_tokens`` (also experiment keys now), the three timeouts
+(``replay_timeout``, ``grading_timeout``, the model request's ``timeout``) and the model request
+settings. The earlier names keep working for one release, with a warning where a person wrote them,
+records of earlier versions still load, and unit keys of folders written before stay the same."""
 
 from __future__ import annotations
 
@@ -10,26 +12,38 @@ import inspect
 import json
 
 import pytest
+import typer
 from conftest import make_repo
 from handoff_sessions import calc_repo, claude_session
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from test_agents import bash, settings
+from test_checkpoints import BASE_FILES, _final_patch, _steps
 from test_cli_names import _options, runner
+from test_cli_points_flags import write_run
 
 from takeover._util.io import stable_hash
 from takeover.agents import RunLimits, read_run, run_predecessor
+from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app, handoff, views
 from takeover.embedded_model import EmbeddedModel, ensure_model
 from takeover.environments import prepare_environment
 from takeover.errors import InputError
-from takeover.experiments import load_experiment
-from takeover.grading import grade, grade_predictions
+from takeover.experiments import ExperimentConfig, load_experiment
+from takeover.experiments.config import LimitsConfig, NotesConfig
+from takeover.experiments.engine import InlineExecutor, run_units
+from takeover.experiments.planning import DoneCheckpoint, Planner
+from takeover.experiments.units import UnitSpec, key_form
+from takeover.grading import grade, grade_handoff_state, grade_predictions
 from takeover.handoff import compose_handoff
 from takeover.handoff.resume import resume_session
 from takeover.llm import ModelClient, ModelSettings
+from takeover.points import analyze_run, checkpoint_method
 from takeover.quickstart import QuickstartOptions
+from takeover.results import CheckpointOutput, ImportOutput, TaskInputs, UnitLabels
 from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
+from takeover.trajectories import read_trajectory
 from takeover.views import build_view, write_views
 from takeover.views.raw_trace import raw_trace_block
 
@@ -148,3 +162,138 @@ def test_unit_keys_are_those_of_folders_written_before_the_model_rename():
     assert spec.key == stable_hash({"stage": "view", "fn": "takeover.experiments.stages:view_unit", "inputs": earlier})
     assert spec.inputs["model"]["model"] == "openai/m"  # the unit file keeps today's names
     assert key_form({"model": "x"}) == {"model": "x"}  # a plain field called model is not settings
+
+
+# --- one name per setting: the flags, the Python keywords and the experiment keys of this release -----
+
+#: (flag, the commands that take it, the Python functions or records that take its keyword, its experiment
+#: key as (table, key); "successors[]" is every [[successors]] table).
+SETTINGS = [
+    ("--replay-timeout", ["points", "checkpoint"], [analyze_run], ("limits", "replay_timeout")),
+    ("--grading-timeout", ["grade"], [grade, grade_predictions, grade_handoff_state], ("limits", "grading_timeout")),
+    ("--timeout", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
+     ("successors[]", "timeout")),
+    ("--retries", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
+     ("successors[]", "retries")),
+    ("--max-retry-wait", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
+     ("successors[]", "max_retry_wait")),
+    ("--raw-trace-max-chars", ["views", "handoff", "resume"],
+     [build_view, write_views, compose_handoff, resume_session, raw_trace_block], ("", "raw_trace_max_chars")),
+    ("--raw-trace-max-tokens", ["views", "handoff", "resume"],
+     [build_view, write_views, compose_handoff, resume_session, raw_trace_block], ("", "raw_trace_max_tokens")),
+    ("--note-max-tokens", ["views", "handoff", "resume", "quickstart"],
+     [build_view, write_views, compose_handoff, resume_session, QuickstartOptions], ("notes", "note_max_tokens")),
+    ("--out-dir", ["points", "checkpoint", "views", "agent run", "grade", "show", "handoff", "resume", "quickstart",
+                   "tasks select"], [QuickstartOptions], ("", "out_dir")),
+]
+TABLES = {"": ExperimentConfig, "limits": LimitsConfig, "notes": NotesConfig, "successors[]": ModelSettings}
+
+
+def _takes(function, keyword: str) -> bool:
+    if isinstance(function, type) and issubclass(function, BaseModel):
+        return keyword in function.model_fields
+    return keyword in inspect.signature(function).parameters
+
+
+@pytest.mark.parametrize(("flag", "commands", "functions", "key"), SETTINGS, ids=[s[0] for s in SETTINGS])
+def test_flag_python_keyword_and_experiment_key_are_one_name(flag, commands, functions, key):
+    keyword = flag.removeprefix("--").replace("-", "_")
+    for path in commands:
+        command = typer.main.get_command(app)
+        for name in path.split():
+            command = command.commands[name]
+        (param,) = [p for p in command.params if flag in getattr(p, "opts", [])]
+        assert param.name == keyword, (path, param.name)
+    for function in functions:
+        assert _takes(function, keyword), (function, keyword)
+    table, name = key
+    assert name == keyword and name in TABLES[table].model_fields
+
+
+def test_the_old_python_keyword_timeout_of_grading_is_read_with_a_warning(tmp_path):
+    task = SourceTask(instance_id="a__b-1", repo="a/b", base_commit="0" * 40, problem_statement="x")
+    with pytest.warns(FutureWarning, match=r"grade_predictions\(\): keyword timeout= is deprecated; use grading_timeout="):
+        assert grade_predictions([task], [], timeout=60) == []
+    with pytest.raises(TypeError, match="give grading_timeout= only"):
+        grade_predictions([task], [], grading_timeout=5, timeout=60)
+    for function in (grade, grade_handoff_state):  # the keyword is read before the backend is checked
+        with (pytest.warns(FutureWarning, match=rf"{function.__name__}\(\): keyword timeout= is deprecated"),
+              pytest.raises(InputError, match="unknown backend 'modal'")):
+            function(task, "", backend="modal", timeout=60)
+
+
+def test_the_raw_trace_budget_is_an_experiment_key_of_the_flags_name(tmp_path):
+    base = f'out_dir = "o"\n{{}}\n{TASKS}[predecessor]\ntrajectories = ["t/"]\n[[successors]]\nmodel = "m"\n'
+    (tmp_path / "budget.toml").write_text(base.format("raw_trace_max_chars = 300\nraw_trace_max_tokens = 80"))
+    config = load_experiment(tmp_path / "budget.toml")
+    assert (config.raw_trace_max_chars, config.raw_trace_max_tokens) == (300, 80)
+    assert config.resolved()["raw_trace_max_chars"] == 300
+    (tmp_path / "zero.toml").write_text(base.format("raw_trace_max_chars = 0"))
+    with pytest.raises(InputError) as exc:
+        load_experiment(tmp_path / "zero.toml")
+    assert exc.value.field == "raw_trace_max_chars"
+    (tmp_path / "none.toml").write_text(base.format(""))
+    assert load_experiment(tmp_path / "none.toml").raw_trace_max_chars is None
+
+
+#: The fields of a view unit's inputs before the raw_trace budget was an experiment key: a folder written
+#: then has unit keys over exactly these.
+EARLIER_VIEW_INPUTS = ("instance_id", "task", "task_sha256", "checkpoint_key", "checkpoint_dir", "patch_sha256",
+                       "view", "trajectory", "notes_model", "note_max_tokens")
+SUMMARY = "- The agent wrote reproduce.py to check f.\n- It edited pkg/mod.py so that f returns 3."
+
+
+def test_view_units_keep_their_earlier_keys_and_the_raw_trace_budget_redoes_only_raw_trace(tmp_path):
+    """A folder written before the budget was a key resumes with no new model call; setting the budget
+    redoes the raw_trace unit alone (with the budget applied) and still calls no model."""
+    _, sha = make_repo(tmp_path / "src", BASE_FILES, bare_mirror=tmp_path / "mirror" / "acme__widget.git")
+    task = SourceTask(instance_id="acme__widget-1", repo="acme/widget", base_commit=sha,
+                      problem_statement="f must return 2")
+    mirror_dir = tmp_path / "mirror"
+    run_file = write_run(tmp_path / "run.json", task.instance_id, _steps(),
+                         _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 2\n"}))
+    traj = read_trajectory(run_file)
+    rp = analyze_run(traj, task, RepoSource(mirror_dir, offline=True), use_environment=False)
+    point = rp.point("after_first_source_edit")
+    cp = materialize_checkpoint(task, traj, point, rp.patches[point.type], tmp_path / "cp",
+                                checkpoint_method(rp.replay), workspace=False)
+    task_file = tmp_path / "task.json"
+    task_file.write_text(task.model_dump_json())
+    files = {task.instance_id: TaskInputs(instance_id=task.instance_id, task=str(task_file), task_sha256="t")}
+    imported = ImportOutput(file=str(run_file), record=None, format=traj.format, agent_events=len(traj.events),
+                            prompt_tokens=None, completion_tokens=None, exit_status=None, final_patch_files=[])
+    done = [DoneCheckpoint(UnitLabels(instance_id=task.instance_id, point_type=point.type, point_key="c"),
+                           CheckpointOutput(checkpoint_dir=str(tmp_path / "cp"), patch_sha256=cp.patch_sha256,
+                                            files=cp.files, method=cp.method, event_index=point.event_index,
+                                            trajectory=imported), "c")]
+    out = tmp_path / "out"
+
+    with ScriptedServer([{"content": SUMMARY}]) as srv:
+        def plan(**budget) -> dict[str, UnitSpec]:
+            config = ExperimentConfig(out_dir=str(out), dataset={"path": "d.jsonl"}, predecessor={"trajectories": ["t"]},
+                                      successors=[{"model": "m"}], views=["raw_trace", "summary_notes"],
+                                      notes={"model": {"model": "openai/writer", "base_url": srv.base_url,
+                                                       "api_key_env": None, "retries": 0}}, **budget)
+            return {s.labels["view"]: s for s in Planner(config, files, RepoSource(offline=True)).views(done)}
+
+        before = plan()
+        for spec in before.values():
+            assert set(spec.inputs) <= set(EARLIER_VIEW_INPUTS)
+            earlier = {k: spec.inputs[k] for k in EARLIER_VIEW_INPUTS if k in spec.inputs}
+            assert spec.key == stable_hash({"stage": "view", "fn": spec.fn, "inputs": key_form(earlier)})
+        first = run_units(list(before.values()), out, InlineExecutor())
+        assert srv.served == 1 and all(r.status == "done" for r in first.values())
+        assert first[before["raw_trace"].key].output["dropped_events"] == 0
+
+        again = run_units(list(plan().values()), out, InlineExecutor())
+        assert srv.served == 1 and {k: r.output for k, r in again.items()} == {k: r.output for k, r in first.items()}
+
+        budget = plan(raw_trace_max_chars=300)
+        assert budget["summary_notes"].key == before["summary_notes"].key
+        assert budget["raw_trace"].key != before["raw_trace"].key
+        assert budget["raw_trace"].inputs["raw_trace_max_chars"] == 300
+        assert "raw_trace_max_chars" not in budget["summary_notes"].inputs
+        cut = run_units(list(budget.values()), out, InlineExecutor())
+        assert srv.served == 1  # the notes view was reused; raw_trace calls no model
+        assert cut[budget["raw_trace"].key].output["dropped_events"] > 0
+        assert cut[budget["summary_notes"].key].output == first[before["summary_notes"].key].output

@@ -6,7 +6,8 @@
 - :mod:`.redact`: secrets masked in logs, trajectories, prompts and reports;
 - :mod:`.patches`: unified diffs (files touched, per-file pieces, normalized comparison);
 - :mod:`.versions`: package versions written into records;
-- :mod:`.logs`: other libraries' loggers at WARNING unless ``--verbose``.
+- :mod:`.logs`: other libraries' loggers at WARNING unless ``--verbose``;
+- :mod:`.renames`: Python keywords renamed in this release, still read with a warning.
 
 Private to ``takeover``: import the concept packages instead.
 """

@@ -15,7 +15,20 @@ import typer
 
 from takeover import __version__
 from takeover._util.logs import third_party_logging
-from takeover.cli import agent, experiment, grade, handoff, inspect, points, quickstart, show, tasks, views
+from takeover.cli import (
+    agent,
+    doctor,
+    experiment,
+    grade,
+    handoff,
+    inspect,
+    points,
+    quickstart,
+    serve_model,
+    show,
+    tasks,
+    views,
+)
 from takeover.cli.console import PIPE_WIDTH, output_console
 from takeover.errors import TakeoverError
 
@@ -54,7 +67,7 @@ def version() -> None:
     print(__version__)
 
 
-for _module in (tasks, inspect, grade, points, views, agent, experiment, quickstart, show, handoff):
+for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff):
     _module.register(app)
 
 

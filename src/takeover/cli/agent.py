@@ -18,6 +18,10 @@ from takeover.agents import (
 )
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
+    MAX_RETRY_WAIT,
+    OUT_DIR_HELP,
+    REQUEST_TIMEOUT,
+    RETRIES,
     VIEW_HELP,
     ApiKeyEnvOption,
     BaseUrlOption,
@@ -33,8 +37,12 @@ from takeover.cli.options import (
     OfflineOption,
     PromptTokenLimitOption,
     ProtocolOption,
+    RequestTimeoutOption,
+    RetriesOption,
     StepLimitOption,
+    VerboseOption,
     WallTimeLimitSecondsOption,
+    one_view,
     renamed_flags,
 )
 from takeover.errors import InputError
@@ -69,13 +77,14 @@ def run(
         Path,
         typer.Option(
             "--out-dir",
-            help="Run folder to write (a finished run with the same inputs is kept; another run there is refused).",
+            help=f"{OUT_DIR_HELP}: the run folder (a finished run with the same inputs is kept; another run there "
+                 "is refused).",
         ),
     ],
     checkpoint_dir: Annotated[
         Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} Makes this a takeover run.")
     ] = None,
-    view: Annotated[str | None, typer.Option("--view", help=f"{VIEW_HELP} (a takeover run's view).")] = None,
+    view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} One: a takeover run's view.")] = None,
     prompt_file: Annotated[
         Path | None,
         typer.Option("--prompt-file", help="Prompt text to give instead of the task prompt / the view's prompt file."),
@@ -98,10 +107,13 @@ def run(
     cost_limit: CostLimitOption = None,
     max_consecutive_format_errors: MaxConsecutiveFormatErrorsOption = 3,
     temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
-    max_retry_wait: MaxRetryWaitOption = 60.0,
+    timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
+    retries: RetriesOption = RETRIES,
+    max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run one agent and write its run folder (run.json, events.jsonl, calls.jsonl, patch.diff, native
     trajectory).
@@ -121,6 +133,7 @@ def run(
         takeover agent run --dataset swebench.jsonl --instance-id psf__requests-2317 --model openai/qwen \\
           --base-url http://127.0.0.1:8080/v1 --agent mini-swe-agent --command-backend docker --out-dir runs/d1
     """
+    view = one_view(view, "agent run")
     try:
         if protocol not in ("text", "tools"):
             raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
@@ -137,6 +150,8 @@ def run(
             base_url=base_url,
             api_key_env=api_key_env or None,
             temperature=temperature,
+            timeout=timeout,
+            retries=retries,
             max_retry_wait=max_retry_wait,
         )
         limits = RunLimits(

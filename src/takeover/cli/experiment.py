@@ -12,7 +12,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from takeover._util.logs import third_party_logging
 from takeover.cli.console import output_console
 from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
@@ -59,82 +58,87 @@ def read_experiment(path: Path, mirror: Path | None) -> ExperimentConfig:
     return config
 
 
+def run_cmd(
+    experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML).")],
+    workers: Annotated[int | None, typer.Option("--workers", "-w", help=WORKERS_HELP)] = None,
+    executor: Annotated[str | None, typer.Option("--executor", help="local (processes) or ray.")] = None,
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Redo the units that failed before (they are kept otherwise).")
+    ] = False,
+    retry: Annotated[str | None, typer.Option("--retry", hidden=True, help="Old spelling of --retry-failed.")] = None,
+    mirror: MirrorOption = None,
+    progress: Annotated[bool, typer.Option(
+        "--progress/--no-progress", help="Show progress on stderr: a live table on a terminal, one line per "
+                                         "finished unit and stage otherwise.")] = True,
+    report: Annotated[bool, typer.Option("--report/--no-report", help="Build the report at the end.")] = True,
+    verbose: VerboseOption = False,
+) -> None:
+    """Run (or resume) an experiment: select, predecessor, points, checkpoints, handoff states, views,
+    takeover runs, grading, report. Finished units are reused; changed ones are redone.
+
+    Every other setting comes from the experiment file, under the flags' names: the model request
+    settings (timeout, retries, max_retry_wait) in each model table, note_max_tokens in [notes], the
+    raw_trace budget (raw_trace_max_chars, raw_trace_max_tokens), grading_timeout and replay_timeout in
+    [limits]. --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
+    stderr: a live table on a terminal; with output to a file or pipe, one line per finished unit
+    and per stage (time, counts, seconds, tokens). One run at a time works in an output folder
+    (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0
+    when every planned unit is done, 1 when some failed or were blocked (listed), 2 on a bad experiment
+    file or an output folder in use.
+
+    Examples:
+
+        takeover run experiment.toml --workers 4
+
+        takeover run experiment.toml --retry-failed --no-progress
+    """
+    if retry is not None:
+        if retry != "failed":
+            raise typer.BadParameter("only --retry failed is supported (now --retry-failed)", param_hint="--retry")
+        print("warning: --retry failed is deprecated; use --retry-failed (the old spelling works until the "
+              "next release)", file=sys.stderr)
+        retry_failed = True
+    if executor not in (None, "local", "ray"):
+        raise typer.BadParameter("local or ray", param_hint="--executor")
+    config = read_experiment(experiment, mirror)
+    # SIGTERM (a scheduler, `kill`) unwinds like Ctrl-C, so worker processes are stopped with us.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
+                             progress=progress, report=report)
+    _print_summary(summary, output_console())
+    if summary.problems:
+        raise typer.Exit(1)
+
+
+
+def report_cmd(
+    out_dir: Annotated[Path, typer.Argument(help="Output folder of `takeover run` (OUT_DIR).")],
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")] = True,
+    verbose: VerboseOption = False,
+) -> None:
+    """Build results.csv, report.md, report.json, report.html and plots from the per-unit result files.
+
+    Example:
+
+        takeover report out/pilot --no-plots
+    """
+    report = build_report(out_dir, plots=plots)
+    console = output_console()
+    console.print(report.markdown.split("## By handoff state")[0])
+    warned = report.data.get("warnings") or {}
+    if warned:
+        console.print(f"{len(warned)} instance(s) have grading warnings (see Warnings in report.md), e.g. "
+                      f"{next(iter(warned))}: {warned[next(iter(warned))][0]}", style="yellow", markup=False,
+                      highlight=False)
+    unusable = report.data.get("unusable_unit_files") or []
+    if unusable:
+        console.print(f"{len(unusable)} unit file(s) could not be used and count as missing (rerun takeover run "
+                      f"to redo them), e.g. {unusable[0]}", style="yellow", markup=False, highlight=False)
+    for name, path in report.files.items():
+        console.print(f"{name}: {path}")
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run`` and ``report`` to ``app``."""
-
-    @app.command("run")
-    def run_cmd(
-        experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML).")],
-        workers: Annotated[int | None, typer.Option("--workers", "-w", help=WORKERS_HELP)] = None,
-        executor: Annotated[str | None, typer.Option("--executor", help="local (processes) or ray.")] = None,
-        retry_failed: Annotated[
-            bool, typer.Option("--retry-failed", help="Redo the units that failed before (they are kept otherwise).")
-        ] = False,
-        retry: Annotated[str | None, typer.Option("--retry", hidden=True, help="Old spelling of --retry-failed.")] = None,
-        mirror: MirrorOption = None,
-        progress: Annotated[bool, typer.Option(
-            "--progress/--no-progress", help="Show progress on stderr: a live table on a terminal, one line per "
-                                             "finished unit and stage otherwise.")] = True,
-        report: Annotated[bool, typer.Option("--report/--no-report", help="Build the report at the end.")] = True,
-        verbose: VerboseOption = False,
-    ) -> None:
-        """Run (or resume) an experiment: select, predecessor, points, checkpoints, handoff states, views,
-        takeover runs, grading, report. Finished units are reused; changed ones are redone.
-
-        --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
-        stderr: a live table on a terminal; with output to a file or pipe, one line per finished unit
-        and per stage (time, counts, seconds, tokens). One run at a time works in an output folder
-        (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0
-        when every planned unit is done, 1 when some failed or were blocked (listed), 2 on a bad experiment
-        file or an output folder in use.
-
-        Examples:
-
-            takeover run experiment.toml --workers 4
-
-            takeover run experiment.toml --retry-failed --no-progress
-        """
-        if retry is not None:
-            if retry != "failed":
-                raise typer.BadParameter("only --retry failed is supported (now --retry-failed)", param_hint="--retry")
-            print("warning: --retry failed is deprecated; use --retry-failed (the old spelling works until the "
-                  "next release)", file=sys.stderr)
-            retry_failed = True
-        if verbose:
-            third_party_logging(True)
-        if executor not in (None, "local", "ray"):
-            raise typer.BadParameter("local or ray", param_hint="--executor")
-        config = read_experiment(experiment, mirror)
-        # SIGTERM (a scheduler, `kill`) unwinds like Ctrl-C, so worker processes are stopped with us.
-        signal.signal(signal.SIGTERM, _raise_interrupt)
-        summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
-                                 progress=progress, report=report)
-        _print_summary(summary, output_console())
-        if summary.problems:
-            raise typer.Exit(1)
-
-    @app.command("report")
-    def report_cmd(
-        out_dir: Annotated[Path, typer.Argument(help="Output folder of `takeover run` (OUT_DIR).")],
-        plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write PNG plots.")] = True,
-    ) -> None:
-        """Build results.csv, report.md, report.json, report.html and plots from the per-unit result files.
-
-        Example:
-
-            takeover report out/pilot --no-plots
-        """
-        report = build_report(out_dir, plots=plots)
-        console = Console()
-        console.print(report.markdown.split("## By handoff state")[0])
-        warned = report.data.get("warnings") or {}
-        if warned:
-            console.print(f"{len(warned)} instance(s) have grading warnings (see Warnings in report.md), e.g. "
-                          f"{next(iter(warned))}: {warned[next(iter(warned))][0]}", style="yellow", markup=False,
-                          highlight=False)
-        unusable = report.data.get("unusable_unit_files") or []
-        if unusable:
-            console.print(f"{len(unusable)} unit file(s) could not be used and count as missing (rerun takeover run "
-                          f"to redo them), e.g. {unusable[0]}", style="yellow", markup=False, highlight=False)
-        for name, path in report.files.items():
-            console.print(f"{name}: {path}")
+    app.command("run")(run_cmd)
+    app.command("report")(report_cmd)

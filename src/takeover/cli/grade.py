@@ -11,12 +11,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from takeover._util.logs import third_party_logging
 from takeover._util.sandbox import status
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
+    OUT_DIR_HELP,
     BackendOption,
     DatasetOption,
+    GradingTimeoutOption,
     InstanceIdsOption,
     JsonOption,
     MirrorOption,
@@ -25,14 +26,17 @@ from takeover.cli.options import (
     renamed_flags,
 )
 from takeover.errors import InputError, TakeoverError
-from takeover.grading import Prediction, grade_predictions, read_predictions
+from takeover.grading import Prediction, grade_predictions, grading_backend, read_predictions
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
 
 # Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
 # logs of one run would overwrite another's).
-DEFAULT_LOG_DIR = Path("takeover-grades")
-RENAMED = {"--instance": "--instance-id", "--env-spec": "--spec-file"}
+DEFAULT_OUT_DIR = Path("takeover-grades")
+RENAMED = {"--instance": "--instance-id", "--env-spec": "--spec-file", "--log-dir": "--out-dir",
+           "--timeout": "--grading-timeout"}
+#: Seconds per test run unless --grading-timeout says otherwise (the experiment file's default too).
+GRADING_TIMEOUT = 1800.0
 
 
 def _outcome(o, graded: bool) -> str:
@@ -51,10 +55,11 @@ def grade_command(
     ] = None,
     backend: BackendOption = "local",
     mirror: MirrorOption = None,
-    log_dir: Annotated[Path | None, typer.Option(
-        "--log-dir", help="Where logs and report.json go: DIR/<gold|empty|patch|model>/<instance_id>/ "
-                          "(default ./takeover-grades in the current folder).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds allowed for each test run.")] = 1800,
+    out_dir: Annotated[Path | None, typer.Option(
+        "--out-dir", help=f"{OUT_DIR_HELP}: logs, report.json and result.json in "
+                          "DIR/<gold|empty|patch|model>/<instance_id>/ (default ./takeover-grades in the current "
+                          "folder).")] = None,
+    grading_timeout: GradingTimeoutOption = GRADING_TIMEOUT,
     spec_file: Annotated[
         Path | None, typer.Option("--spec-file", help="Environment spec file (JSON/TOML): key 'owner/name' or "
                                                       "'owner/name/version' -> environment spec.")
@@ -65,7 +70,7 @@ def grade_command(
     ] = False,
     as_json: JsonOption = False,
     force: Annotated[bool, typer.Option(
-        "--force", help="Grade again even when --log-dir holds a result graded under the same key (same patch, "
+        "--force", help="Grade again even when --out-dir holds a result graded under the same key (same patch, "
                         "dataset row, environment specification, backend and versions).")] = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -81,10 +86,9 @@ def grade_command(
 
         takeover grade --dataset swebench_verified.jsonl --instance-id pallets__flask-5014 --gold --json
 
-        takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend docker
+        takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend docker \\
+          --grading-timeout 3600 --out-dir grades/
     """
-    if verbose:
-        third_party_logging(True)
     try:
         chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
         if chosen != 1:
@@ -118,9 +122,9 @@ def grade_command(
         results = []
         for number, pred in enumerate(preds, 1):
             results += grade_predictions(
-                tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline), timeout=timeout,
-                log_dir=log_dir if log_dir is not None else Path.cwd() / DEFAULT_LOG_DIR, spec_file=spec_file,
-                network=network, force=force)
+                tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline),
+                grading_timeout=grading_timeout, log_dir=out_dir if out_dir is not None else Path.cwd() / DEFAULT_OUT_DIR,
+                spec_file=spec_file, network=network, force=force)
             if lines:
                 r = results[-1]
                 verdict = "error" if r.error else ("resolved" if r.resolved else "not resolved")
@@ -144,7 +148,7 @@ def grade_command(
                           f"{r.env_seconds:.1f}",
                           f"{r.test_seconds:.1f}")
         console.print(table)
-        if results and results[0].backend == "local" and not results[0].sandboxed:
+        if results and grading_backend(results[0].backend).uses_sandbox and not results[0].sandboxed:
             console.print(f"[yellow]{escape(status().message)}[/yellow]", highlight=False)
         for r in results:
             if r.apply_error:
@@ -153,7 +157,7 @@ def grade_command(
             if r.error:
                 console.print(f"[red]{escape(r.instance_id)}: {escape(r.error)}[/red]", highlight=False)
             if r.timed_out:
-                console.print(f"[red]{escape(r.instance_id)}: tests timed out after {timeout:.0f} s "
+                console.print(f"[red]{escape(r.instance_id)}: tests timed out after {grading_timeout:.0f} s "
                               "(process group killed)[/red]")
             if r.reuse_note:
                 console.print(f"{escape(r.instance_id)}: {escape(r.reuse_note)}", highlight=False)

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from takeover.cli.console import output_console
-from takeover.cli.options import JsonOption
+from takeover.cli.options import JsonOption, VerboseOption
 from takeover.errors import InputError, TakeoverError
 from takeover.trajectories import read_trajectories, summarize
 from takeover.trajectories.registry import expand_paths, is_unknown_format
@@ -26,6 +26,7 @@ def inspect(
         ),
     ],
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Summarize trajectories: one row per run.
 

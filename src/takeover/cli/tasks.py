@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from takeover.cli.options import DatasetOption
+from takeover.cli.console import output_console
+from takeover.cli.options import OUT_DIR_HELP, DatasetOption, VerboseOption, old_file_flag
 from takeover.errors import InputError, TakeoverError
 from takeover.sources.tasks import (
     PAPER_DIFFICULTIES,
@@ -20,6 +20,9 @@ from takeover.sources.tasks import (
     make_selection,
     write_selection,
 )
+
+#: The file ``takeover tasks select --out-dir DIR`` writes (named as in an experiment's output folder).
+SELECTION_FILE = "tasks.jsonl"
 
 tasks_app = typer.Typer(
     help="Source tasks: load SWE-bench instances and make the seeded selection.", no_args_is_help=True
@@ -39,9 +42,14 @@ def _counts_table(title: str, column: str, counts: Counter) -> Table:
 @tasks_app.command("select")
 def select(
     dataset: DatasetOption,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the selection file DIR/{SELECTION_FILE} "
+                                                    "(JSON Lines with a header line). Required.")
+    ] = None,
     out: Annotated[
-        Path, typer.Option("--out", help="Selection file to write (JSON Lines with a header line).")
-    ],
+        Path | None, typer.Option("--out", hidden=True, help="Old spelling: the selection file to write (now "
+                                                              "--out-dir DIR).")
+    ] = None,
     difficulty: Annotated[
         list[str] | None,
         typer.Option(
@@ -56,6 +64,7 @@ def select(
         typer.Option("--limit", help=f"Number of tasks kept (paper: {PAPER_LIMIT}); 0 keeps every candidate; "
                                      "negative is an error."),
     ] = PAPER_LIMIT,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write the seeded selection of source tasks (docs/protocol.md section 2) and print per-repository and
     per-difficulty counts. The file is a dataset too (its header line records how it was made).
@@ -63,9 +72,15 @@ def select(
     Example:
 
         takeover tasks select --dataset swebench_verified.jsonl --difficulty "15 min - 1 hour" \
-          --difficulty "1-4 hours" --seed 20260430 --limit 75 --out tasks.jsonl
+          --difficulty "1-4 hours" --seed 20260430 --limit 75 --out-dir .
     """
     buckets = list(difficulty) if difficulty else list(PAPER_DIFFICULTIES)
+    out = old_file_flag("--out", out, out_dir, f"DIR/{SELECTION_FILE}")
+    if out is None:
+        if out_dir is None:
+            raise typer.BadParameter(f"give --out-dir DIR (the selection is written as DIR/{SELECTION_FILE})",
+                                     param_hint="--out-dir")
+        out = out_dir / SELECTION_FILE
     try:
         if limit < 0:
             raise InputError("--limit", f"must be 0 or more, got {limit}")
@@ -77,7 +92,7 @@ def select(
     except TakeoverError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
-    console = Console()
+    console = output_console()
     console.print(_counts_table("Selected tasks per repository", "repo", Counter(t.repo for t in chosen)))
     console.print(
         _counts_table("Selected tasks per difficulty", "difficulty", Counter(t.difficulty for t in chosen))

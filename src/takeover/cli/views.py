@@ -11,23 +11,26 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from takeover._util.logs import third_party_logging
-from takeover.cli.console import is_watched, progress_line
+from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
+    MAX_RETRY_WAIT,
+    MODEL_HELP,
+    OUT_DIR_HELP,
     POINT_TYPE_HELP,
     RAW_TRACE_RENAMED,
+    REQUEST_TIMEOUT,
+    RETRIES,
     ApiKeyEnvOption,
     BaseUrlOption,
     DatasetOption,
     MaxRetryWaitOption,
     MirrorOption,
+    NoteMaxTokensOption,
     OfflineOption,
-    OptionalModelOption,
     PointsFileOption,
     RawTraceMaxCharsOption,
     RawTraceMaxTokensOption,
@@ -35,128 +38,128 @@ from takeover.cli.options import (
     RequestTimeoutOption,
     RetriesOption,
     VerboseOption,
+    ViewsOption,
+    read_views,
     renamed_flags,
 )
 from takeover.errors import TakeoverError
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
 from takeover.views import load_inputs, write_views
-from takeover.vocabulary import VIEWS
+from takeover.views.notes import NOTE_MAX_TOKENS
 
 RENAMED = {"--point": "--point-type", "--out": "--out-dir", "--checkpoint": "--checkpoint-dir",
            "--templates": "--template-dir", **RAW_TRACE_RENAMED}
 
 
+def views(
+    file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
+    dataset: DatasetOption,
+    point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
+    checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
+    view: ViewsOption = None,
+    model: Annotated[str | None, typer.Option("--model", help=f"{MODEL_HELP} The note writer of the notes views.")] = None,
+    base_url: BaseUrlOption = None,
+    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
+    mirror: MirrorOption = None,
+    points_file: PointsFileOption = None,
+    record: RecordOption = None,
+    template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
+    raw_trace_max_chars: RawTraceMaxCharsOption = None,
+    raw_trace_max_tokens: RawTraceMaxTokensOption = None,
+    note_max_tokens: NoteMaxTokensOption = NOTE_MAX_TOKENS,
+    timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
+    retries: RetriesOption = RETRIES,
+    max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
+    offline: OfflineOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
+
+    The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
+    (replay needs the repository: --mirror). The notes views need a note-writing model (--model,
+    --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
+
+    Exit status: 0 when every requested view was written; 1 when one could not be built (for
+    example a notes view without --model) or the run has no such point; 2 on bad input (including a
+    run whose instance is not in the dataset when the point must be detected).
+
+    Examples:
+
+        takeover views trajs/psf__requests-1766.json --point-type after_first_source_edit \\
+          --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir views/ \\
+          --view raw_trace --view summary_notes --model openai/qwen --base-url http://127.0.0.1:8080/v1
+
+        takeover views trajs/psf__requests-1766.json --checkpoint-dir cp/ --dataset swebench_verified.jsonl
+    """
+    console = output_console(stderr=True)
+    if point_type is None and checkpoint_dir is None:
+        raise typer.BadParameter("give --point-type TYPE, or --checkpoint-dir DIR")
+    out = out_dir
+    if out is None:
+        if checkpoint_dir is None:
+            raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
+        out = checkpoint_dir / "views"
+    names = read_views(view, comma_form=True)
+    settings = None
+    if model:
+        settings = ModelSettings(
+            model=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries,
+            max_retry_wait=max_retry_wait,
+        )
+    try:
+        inputs = load_inputs(
+            file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
+            points_file=points_file, checkpoint_dir=checkpoint_dir,
+        )
+    except TakeoverError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    for note in inputs.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    if inputs.point is None:
+        console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
+        raise typer.Exit(1)
+    # One view at a time (write_views keeps the others in views.json), so that each shows when it is done.
+    lines = not is_watched(console)
+    for number, name in enumerate(names, 1):
+        started = time.monotonic()
+        summary = write_views(inputs, [name], out, model=settings, template_dir=template_dir,
+                              raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
+                              note_max_tokens=note_max_tokens)
+        if lines:
+            row = summary["views"].get(name) or {}
+            note = row.get("note_tokens") or {}
+            tokens = note.get("prompt_tokens", 0) + note.get("completion_tokens", 0)
+            state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
+            progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
+                          f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
+    table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
+    for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
+        table.add_column(column)
+    for name, row in summary["views"].items():
+        note = row.get("note_tokens")
+        table.add_row(
+            name,
+            str(row.get("characters", "-")),
+            str(row.get("estimated_tokens", "-")),
+            str(note["prompt_tokens"] + note["completion_tokens"]) if note else "-",
+            escape(str(row["validation"])),
+        )
+    output_console().print(table)
+    for name, row in summary["views"].items():
+        if row.get("error"):
+            # The error may already start with the view's name; print it once.
+            message = str(row["error"]).removeprefix(f"{name}:").strip()
+            console.print(f"[yellow]{name}:[/yellow] {escape(message)}")
+    console.print(f"wrote {escape(str(out / 'views.json'))}")
+    unbuilt = [name for name in names if not (summary["views"].get(name) or {}).get("file")]
+    if unbuilt:
+        console.print(f"[red]not built:[/red] {', '.join(unbuilt)}")
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``takeover views`` to ``app``."""
-
-    @app.command("views", cls=renamed_flags(RENAMED))
-    def views(
-        file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
-        dataset: DatasetOption,
-        point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
-        out_dir: Annotated[Path | None, typer.Option("--out-dir", help="Output folder: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
-        checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
-        view: Annotated[str, typer.Option("--view", help="repo_only, raw_trace, summary_notes, structured_notes, a comma-separated list of them, or all.")] = "all",
-        model: OptionalModelOption = None,
-        base_url: BaseUrlOption = None,
-        api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
-        mirror: MirrorOption = None,
-        points_file: PointsFileOption = None,
-        record: RecordOption = None,
-        template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
-        raw_trace_max_chars: RawTraceMaxCharsOption = None,
-        raw_trace_max_tokens: RawTraceMaxTokensOption = None,
-        timeout: RequestTimeoutOption = 300.0,
-        retries: RetriesOption = 3,
-        max_retry_wait: MaxRetryWaitOption = 60.0,
-        offline: OfflineOption = False,
-        verbose: VerboseOption = False,
-    ) -> None:
-        """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
-
-        The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
-        (replay needs the repository: --mirror). The notes views need a note-writing model (--model,
-        --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
-
-        Exit status: 0 when every requested view was written; 1 when one could not be built (for
-        example a notes view without --model) or the run has no such point; 2 on bad input (including a
-        run whose instance is not in the dataset when the point must be detected).
-
-        Examples:
-
-            takeover views trajs/psf__requests-1766.json --point-type after_first_source_edit \\
-              --dataset swebench_verified.jsonl --mirror /data/mirror --out-dir views/ \\
-              --model openai/qwen --base-url http://127.0.0.1:8080/v1
-
-            takeover views trajs/psf__requests-1766.json --checkpoint-dir cp/ --dataset swebench_verified.jsonl
-        """
-        if verbose:
-            third_party_logging(True)
-        console = Console(stderr=True)
-        if point_type is None and checkpoint_dir is None:
-            raise typer.BadParameter("give --point-type TYPE, or --checkpoint-dir DIR")
-        out = out_dir
-        if out is None:
-            if checkpoint_dir is None:
-                raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
-            out = checkpoint_dir / "views"
-        names = list(VIEWS) if view == "all" else [v.strip() for v in view.split(",")]
-        unknown = [n for n in names if n not in VIEWS]
-        if unknown:
-            raise typer.BadParameter(f"unknown view {unknown[0]!r}; expected all or one of {', '.join(VIEWS)}")
-        settings = None
-        if model:
-            settings = ModelSettings(
-                model=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries,
-                max_retry_wait=max_retry_wait,
-            )
-        try:
-            inputs = load_inputs(
-                file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
-                points_file=points_file, checkpoint_dir=checkpoint_dir,
-            )
-        except TakeoverError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        for note in inputs.notes:
-            console.print(f"[yellow]note:[/yellow] {escape(note)}")
-        if inputs.point is None:
-            console.print(f"[red]no {inputs.point_type} point in this run:[/red] {escape(str(inputs.missing_reason))}")
-            raise typer.Exit(1)
-        # One view at a time (write_views keeps the others in views.json), so that each shows when it is done.
-        lines = not is_watched(console)
-        for number, name in enumerate(names, 1):
-            started = time.monotonic()
-            summary = write_views(inputs, [name], out, model=settings, template_dir=template_dir,
-                                  raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens)
-            if lines:
-                row = summary["views"].get(name) or {}
-                note = row.get("note_tokens") or {}
-                tokens = note.get("prompt_tokens", 0) + note.get("completion_tokens", 0)
-                state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
-                progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
-                              f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
-        table = Table(title=f"{escape(inputs.task.instance_id)} @ {inputs.point_type} (event {inputs.point.event_index})")
-        for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
-            table.add_column(column)
-        for name, row in summary["views"].items():
-            note = row.get("note_tokens")
-            table.add_row(
-                name,
-                str(row.get("characters", "-")),
-                str(row.get("estimated_tokens", "-")),
-                str(note["prompt_tokens"] + note["completion_tokens"]) if note else "-",
-                escape(str(row["validation"])),
-            )
-        Console().print(table)
-        for name, row in summary["views"].items():
-            if row.get("error"):
-                # The error may already start with the view's name; print it once.
-                message = str(row["error"]).removeprefix(f"{name}:").strip()
-                console.print(f"[yellow]{name}:[/yellow] {escape(message)}")
-        console.print(f"wrote {escape(str(out / 'views.json'))}")
-        unbuilt = [name for name in names if not (summary["views"].get(name) or {}).get("file")]
-        if unbuilt:
-            console.print(f"[red]not built:[/red] {', '.join(unbuilt)}")
-            raise typer.Exit(1)
+    app.command("views", cls=renamed_flags(RENAMED))(views)

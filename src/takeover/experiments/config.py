@@ -8,6 +8,8 @@ Example (paths are relative to the TOML file's folder)::
     views = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
     point_types = ["after_first_source_edit", "after_first_verification_result",
                    "after_first_post_failure_edit"]
+    # raw_trace_max_chars = 40000        # raw_trace budget (default: none, as in the paper)
+    # raw_trace_max_tokens = 10000
 
     [dataset]
     path = "swebench_verified.jsonl"
@@ -31,6 +33,8 @@ Example (paths are relative to the TOML file's folder)::
     [limits]
     step_limit = 500
     wall_time_limit_seconds = 14400
+    grading_timeout = 1800              # seconds per test run (--grading-timeout)
+    # replay_timeout = 300              # seconds per replayed command (--replay-timeout)
 
     [grading]
     backend = "local"
@@ -42,8 +46,10 @@ Example (paths are relative to the TOML file's folder)::
     environment_concurrency = 2
     executor = "local"
 
-Every key has one name, the same as the Python field and the command-line flag (``--step-limit``).
-The keys renamed in this release are still read, with a warning (:data:`RENAMED_KEYS`).
+Every key has one name, the same as the Python field and the command-line flag (``--step-limit``,
+``--grading-timeout``, ``--raw-trace-max-chars``; a model table's ``timeout``, ``retries`` and
+``max_retry_wait`` are ``--timeout``, ``--retries`` and ``--max-retry-wait``). The keys renamed in this
+release are still read, with a warning (:data:`RENAMED_KEYS`).
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
 from takeover.errors import InputError
+from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
@@ -164,8 +171,9 @@ class LimitsConfig(_Strict, RunLimits):
             max_consecutive_format_errors: the agent runs' limits, :class:`takeover.limits.RunLimits`
             (mini-swe-agent's names; seconds, tokens, US dollars).
         protocol: how the agents state actions: ``text`` (the paper's) or ``tools``.
-        grading_timeout: seconds per test run when grading.
-        replay_timeout: seconds per replayed command of an imported run (``None``: the replay's own).
+        grading_timeout: seconds per test run when grading (``--grading-timeout``).
+        replay_timeout: seconds per replayed command of an imported run (``None``: the replay's own;
+            ``--replay-timeout``).
     """
 
     protocol: ActionProtocol = "text"
@@ -186,7 +194,7 @@ class GradingConfig(_Strict):
     tasks never resolve, and their results carry a warning that the report lists.
     """
 
-    backend: Literal["local", "docker"] = "local"
+    backend: GradingBackendName = DEFAULT_BACKEND
     network: bool = False
 
 
@@ -224,7 +232,9 @@ class ExperimentConfig(_Strict):
     """A whole study. Construct it from a TOML file with :func:`load_experiment` or directly in Python.
 
     Relative paths are resolved against ``base_dir`` (the TOML file's folder; the current folder when
-    built in Python).
+    built in Python). ``raw_trace_max_chars`` / ``raw_trace_max_tokens`` are the ``raw_trace`` view's
+    budget in characters / estimated tokens (``--raw-trace-max-chars`` / ``--raw-trace-max-tokens``;
+    ``None``: no budget, as in the paper; an Extension, docs/protocol.md section 7).
     """
 
     name: str = "experiment"
@@ -240,6 +250,8 @@ class ExperimentConfig(_Strict):
     successors: list[SuccessorConfig] = Field(min_length=1)
     views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
+    raw_trace_max_chars: int | None = Field(default=None, ge=1)
+    raw_trace_max_tokens: int | None = Field(default=None, ge=1)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     grading: GradingConfig = Field(default_factory=GradingConfig)
     notes: NotesConfig = Field(default_factory=NotesConfig)

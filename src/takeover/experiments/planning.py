@@ -218,8 +218,11 @@ class Planner:
                 for cp in checkpoints]
 
     def views(self, checkpoints: list[DoneCheckpoint]) -> list[UnitSpec]:
-        """One unit per (checkpoint, view); notes views call the note writer."""
+        """One unit per (checkpoint, view); notes views call the note writer, the ``raw_trace`` view has the
+        configured budget."""
         cap = self.config.notes.note_max_tokens
+        budget = {"raw_trace_max_chars": self.config.raw_trace_max_chars,
+                  "raw_trace_max_tokens": self.config.raw_trace_max_tokens}
         specs = []
         for cp in checkpoints:
             for view in self.config.views:
@@ -227,8 +230,9 @@ class Planner:
                 inputs = ViewUnitInputs(
                     **self._checkpoint_inputs(cp), view=view, trajectory=cp.output.trajectory,
                     notes_model=self.config.notes_model if notes else None,
-                    # Only a cap other than the protocol's enters the key.
+                    # Only a cap other than the protocol's, and a budget that is set, enter the key.
                     note_max_tokens=cap if notes and cap != NOTE_MAX_TOKENS else None,
+                    **(budget if view == "raw_trace" else {}),
                 )
                 labels = cp.labels.model_copy(update={"view": view})
                 specs.append(self._spec("view", stages.view_unit, inputs, labels, ["model"] if notes else []))

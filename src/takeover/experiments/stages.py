@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Collection
 from pathlib import Path
 
 from takeover._util.io import atomic_write_text, sha256_file, sha256_text
-from takeover._util.patches import patch_files, split_patch
 from takeover.agents import run_predecessor, run_takeover
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.environments import prepare_environment
@@ -23,7 +21,6 @@ from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 from takeover.grading import GradeResult, grade
 from takeover.limits import RunLimits
 from takeover.points import HandoffPoint, RunPoints, analyze_run, checkpoint_method
-from takeover.repository_states.file_classes import file_class
 from takeover.repository_states.snapshots import SnapshotError, top_level_names
 from takeover.results import (
     AgentRunOutput,
@@ -48,6 +45,9 @@ from takeover.results import (
     TakeoverRunOutput,
     ViewOutput,
     ViewUnitInputs,
+    checkpoint_diff_preserved,
+    only_source_files_changed,
+    pass_rate,
 )
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
@@ -182,7 +182,7 @@ def points_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         raise UnitFailure("no predecessor run to analyse (its unit failed)")
     traj = _read_trajectory(ref)
     snapshot_repo = ref.workspace if isinstance(ref, PredecessorRunOutput) else None
-    options = {"timeout": args.replay_timeout} if args.replay_timeout else {}
+    options = {"replay_timeout": args.replay_timeout} if args.replay_timeout else {}
     rp = analyze_run(traj, _task(args.task), ctx.repo_source, snapshot_repo=snapshot_repo, work_dir=ctx.work_dir,
                      **options)
     path = rp.save(Path(ctx.work_dir) / "points.json")
@@ -215,16 +215,12 @@ def checkpoint_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 def _grade(task: SourceTask, patch: str, settings: GradingSettings, ctx: UnitContext) -> GradeResult:
     log_dir = _fresh(Path(ctx.work_dir) / "grading")
-    result = grade(task, patch, backend=settings.backend, timeout=settings.timeout, repo_source=ctx.repo_source,
-                   log_dir=log_dir, network=settings.network)
+    result = grade(task, patch, backend=settings.backend, grading_timeout=settings.timeout,
+                   repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network)
     if result.error:
         # Grading could not finish (environment build, test patch, repository): not the agent's doing.
         raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
     return result
-
-
-def _rate(success: list[str], failure: list[str]) -> float | None:
-    return len(success) / (len(success) + len(failure)) if success or failure else None
 
 
 def handoff_state_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
@@ -234,8 +230,8 @@ def handoff_state_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     r = _grade(_task(args.task), patch, args.grading, ctx)
     return UnitOutcome(output=HandoffStateOutput(
         handoff_state=r.handoff_state, resolved=r.resolved,
-        fail_to_pass_rate=_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
-        pass_to_pass_rate=_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
+        fail_to_pass_rate=pass_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
+        pass_to_pass_rate=pass_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
         network=r.network, warnings=r.warnings))
 
 
@@ -246,8 +242,8 @@ def grade_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     r = _grade(_task(args.task), patch, args.grading, ctx)
     return UnitOutcome(output=GradeOutput(
         resolved=r.resolved, handoff_state=r.handoff_state,
-        fail_to_pass_rate=_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
-        pass_to_pass_rate=_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
+        fail_to_pass_rate=pass_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
+        pass_to_pass_rate=pass_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
         network=r.network, warnings=r.warnings))
 
 
@@ -269,7 +265,8 @@ def view_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     extra = {"note_max_tokens": args.note_max_tokens} if args.note_max_tokens else {}
     try:
         result = build_view(args.view, traj, checkpoint.point, _task(args.task), patch, model=args.notes_model,
-                            **extra)
+                            raw_trace_max_chars=args.raw_trace_max_chars,
+                            raw_trace_max_tokens=args.raw_trace_max_tokens, **extra)
     except NotesFailed as exc:
         raise UnitFailure(str(exc), "infrastructure" if exc.outcome == "model_error" else "agent",
                           prompt_tokens=exc.usage.prompt_tokens,
@@ -288,37 +285,6 @@ def view_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 
 
 # --- takeover runs ---------------------------------------------------------------------------------
-
-
-def checkpoint_diff_preserved(checkpoint_patch: str, final_patch: str) -> bool:
-    """Whether the final diff still contains the checkpoint diff: every line the checkpoint added or
-    removed is added or removed the same way in the final diff (per file)."""
-    final = split_patch(final_patch)
-
-    def changed(text: str) -> tuple[set[str], set[str]]:
-        add, rem = set(), set()
-        for line in text.splitlines():
-            if line.startswith("+") and not line.startswith("+++"):
-                add.add(line[1:])
-            elif line.startswith("-") and not line.startswith("---"):
-                rem.add(line[1:])
-        return add, rem
-
-    for path, text in split_patch(checkpoint_patch).items():
-        if path not in final:
-            return False
-        a, r = changed(text)
-        fa, fr = changed(final[path])
-        if not (a <= fa and r <= fr):
-            return False
-    return True
-
-
-def only_source_files_changed(final_patch: str, base_top_level: Collection[str] | None = None) -> bool:
-    """Whether every file the final diff changes is a source file (docs/protocol.md section 3);
-    ``base_top_level``: the top-level names of ``base_commit``, which the scratch rule needs (``None``:
-    unknown, the names alone decide)."""
-    return all(file_class(p, base_top_level=base_top_level) == "source" for p in patch_files(final_patch))
 
 
 def _base_top_level(record: RunRecord) -> list[str] | None:

@@ -7,10 +7,11 @@ Along the lines of SWE-bench's harness:
   :func:`grade_handoff_state`) and the files written per prediction;
 - :mod:`.reuse`: the :class:`GradingKey` of everything that decides a verdict; a stored result is
   reused only under an equal key;
-- :mod:`.local_backend`: evaluation without Docker, in a venv and the sandbox;
-  :mod:`.docker_backend`: swebench's official harness, one run id per graded patch;
-- :mod:`.harness`: patches applied with SWE-bench's fallbacks, the eval script and its sandboxed run;
-- :mod:`.hermetic`: the fixed environment of the test command;
+- :mod:`.backend`: what a grading backend is (:class:`GradingBackend`, a ``typing.Protocol``), and
+  :mod:`.backends`: the backends by name (:data:`BACKENDS`, :func:`grading_backend`), one folder each:
+  :mod:`.local` (evaluation without Docker, in a venv and the sandbox: SWE-bench's patch fallbacks, its
+  eval script, the fixed environment of the test command) and :mod:`.docker` (swebench's official
+  harness, one run id per graded patch);
 - :mod:`.log_parsing`: a test log as a status map, with swebench's parsers;
 - :mod:`.verdict`: the FAIL_TO_PASS / PASS_TO_PASS report, ``resolved`` (swebench's own) and the handoff
   state, in a :class:`GradeResult`.
@@ -19,12 +20,19 @@ Timeouts follow SWE-bench: a killed test run yields an empty status map (every l
 failed) and ``resolved`` is false.
 """
 
-from takeover.grading.evaluation import BACKENDS, grade, grade_handoff_state, grade_predictions
-from takeover.grading.harness import apply_with_fallbacks, eval_script, test_directives
-from takeover.grading.local_backend import NETWORK_REPOS, network_warning
+from takeover.grading.backend import GradingBackend, GradingOptions
+from takeover.grading.backends import BACKENDS, DEFAULT_BACKEND, GradingBackendName, grading_backend
+from takeover.grading.evaluation import grade, grade_handoff_state, grade_predictions, grading_key
+from takeover.grading.local import (
+    NETWORK_REPOS,
+    apply_with_fallbacks,
+    eval_script,
+    network_warning,
+    test_directives,
+)
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction, read_predictions
-from takeover.grading.reuse import GradingKey, grading_key
+from takeover.grading.reuse import EnvironmentKey, GradingKey
 from takeover.grading.verdict import (
     GradeResult,
     TestOutcome,
@@ -38,10 +46,15 @@ from takeover.vocabulary import HANDOFF_STATES
 
 __all__ = [
     "BACKENDS",
+    "DEFAULT_BACKEND",
     "HANDOFF_STATES",
     "NETWORK_REPOS",
+    "EnvironmentKey",
     "GradeResult",
+    "GradingBackend",
+    "GradingBackendName",
     "GradingKey",
+    "GradingOptions",
     "Prediction",
     "TestOutcome",
     "apply_with_fallbacks",
@@ -50,6 +63,7 @@ __all__ = [
     "grade_handoff_state",
     "grade_log",
     "grade_predictions",
+    "grading_backend",
     "grading_key",
     "handoff_state",
     "is_resolved",

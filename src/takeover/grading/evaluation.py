@@ -1,11 +1,11 @@
 """The grading entry points: predictions in, one :class:`GradeResult` each out, written as files.
 
-:func:`grade_predictions` grades SWE-bench predictions with a backend (``local``:
-:mod:`takeover.grading.local_backend`, ``docker``: :mod:`takeover.grading.docker_backend`) and writes,
-per prediction, the SWE-bench-shaped ``report.json`` and takeover's ``result.json``. A stored result is
-reused only when everything that decides its verdict is unchanged (:mod:`takeover.grading.reuse`,
-docs/protocol.md section 6). :func:`grade` grades one patch; :func:`grade_handoff_state` labels a
-checkpoint's patch with its handoff state (docs/protocol.md section 6).
+:func:`grade_predictions` grades SWE-bench predictions with a backend chosen by name
+(:data:`takeover.grading.backends.BACKENDS`: ``local``, :mod:`takeover.grading.local`; ``docker``,
+:mod:`takeover.grading.docker`) and writes, per prediction, the SWE-bench-shaped ``report.json`` and
+takeover's ``result.json``. A stored result is reused only when everything that decides its verdict is
+unchanged (:mod:`takeover.grading.reuse`, docs/protocol.md section 6). :func:`grade` grades one patch;
+:func:`grade_handoff_state` labels a checkpoint's patch with its handoff state (docs/protocol.md section 6).
 """
 
 from __future__ import annotations
@@ -16,23 +16,19 @@ from pathlib import Path
 from typing import Any
 
 from takeover._util.io import atomic_write_json, atomic_write_text
-from takeover.environments import EnvSpec
+from takeover._util.renames import renamed_keyword
 from takeover.errors import EnvironmentUnavailable, InputError
-from takeover.grading.docker_backend import HARNESS_FILES, grade_docker
-from takeover.grading.local_backend import grade_local
+from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
+from takeover.grading.backends import DEFAULT_BACKEND, grading_backend
 from takeover.grading.predictions import Prediction
-from takeover.grading.reuse import GradingKey, grading_key
+from takeover.grading.reuse import GradingKey
 from takeover.grading.verdict import GradeResult, swebench_report
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
-#: The grading backends: ``local`` (venv + sandbox) and ``docker`` (swebench's official harness).
-BACKENDS = ("local", "docker")
 #: Seconds allowed for one test run unless the caller says otherwise.
 DEFAULT_TIMEOUT = 1800.0
-
-SpecFile = Path | str | Mapping[str, EnvSpec] | None
 
 
 def _as_task(task: SourceTask | Mapping[str, Any]) -> SourceTask:
@@ -66,9 +62,33 @@ def _reuse(stored: GradeResult | None, key: GradingKey, path: Path, force: bool)
     return stored.model_copy(update={"reused": True, "reuse_note": note}), None
 
 
-def _write_files(folder: Path, result: GradeResult, model_patch: str | None) -> None:
+def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: bool, timeout: float,
+                spec_file: SpecFile = None) -> GradingKey:
+    """The :class:`GradingKey` of grading ``patch`` for ``task`` this way, on this machine: the backend's
+    :meth:`~takeover.grading.backend.GradingBackend.environment_key` and the rest of
+    :meth:`GradingKey.of`.
+
+    Args:
+        patch: the candidate patch (None and ``""`` are the empty patch).
+        backend: the backend's name (:data:`takeover.grading.backends.BACKENDS`).
+        network: the tests may use the network.
+        timeout: seconds allowed for the test run.
+        spec_file: the user's environment spec file, as for :func:`takeover.environments.env_spec_for`.
+
+    Never raises for a missing or invalid specification: the key then has no ``env_spec_sha256``, and the
+    grading itself reports the error.
+
+    Raises:
+        InputError: an unknown backend.
+    """
+    environment = grading_backend(backend).environment_key(task, spec_file)
+    return GradingKey.of(task, patch, environment, backend=backend, network=network, timeout=timeout)
+
+
+def _write_files(folder: Path, result: GradeResult, model_patch: str | None, *, writes_report: bool) -> None:
     """The files every backend leaves in ``folder``: a test log that exists (saying why no test ran when
-    none did), ``patch.diff``, ``report.json`` (the harness's own for ``docker``) and ``result.json``."""
+    none did), ``patch.diff``, ``report.json`` (those a backend that ``writes_report`` left are kept) and
+    ``result.json``."""
     if result.log_path is None:
         result.log_path = str(folder / "test_output.txt")
     if not Path(result.log_path).exists():
@@ -77,9 +97,9 @@ def _write_files(folder: Path, result: GradeResult, model_patch: str | None) -> 
         why = (f"candidate patch does not apply:\n{result.apply_error}" if result.apply_error
                else result.error or "grading stopped before the tests")
         atomic_write_text(result.log_path, f"no tests were run: {why}\n")
-    if model_patch is not None and (result.backend != "docker" or not (folder / "patch.diff").exists()):
+    if model_patch is not None and (not writes_report or not (folder / "patch.diff").exists()):
         atomic_write_text(folder / "patch.diff", model_patch)
-    if result.backend != "docker" or not (folder / "report.json").exists():
+    if not writes_report or not (folder / "report.json").exists():
         atomic_write_json(folder / "report.json", swebench_report(result, model_patch))
     atomic_write_json(folder / "result.json", result)
 
@@ -88,14 +108,15 @@ def grade_predictions(
     tasks: Iterable[SourceTask | Mapping[str, Any]],
     predictions: Iterable[Prediction | Mapping[str, Any]],
     *,
-    backend: str = "local",
+    backend: str = DEFAULT_BACKEND,
     repo_source: RepoSource | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     force: bool = False,
     keep_workspace: bool = False,
     network: bool = False,
+    timeout: float | None = None,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
@@ -110,24 +131,30 @@ def grade_predictions(
     Args:
         tasks: source tasks (``SourceTask`` or dicts) covering the predictions' ``instance_id``s.
         predictions: ``Prediction`` records or dicts (``instance_id``, ``model_name_or_path``, ``model_patch``).
-        backend: ``local`` (venv + sandbox) or ``docker`` (swebench's official harness, one run id per patch).
+        backend: the backend's name (:data:`takeover.grading.backends.BACKENDS`): ``local`` (venv + sandbox)
+            or ``docker`` (swebench's official harness, one run id per patch).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
-        timeout: seconds allowed for each test run.
+        grading_timeout: seconds allowed for each test run (``--grading-timeout``, the experiment file's
+            ``limits.grading_timeout``).
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
         force: grade again even when a stored result could be reused.
         keep_workspace: keep the temporary workspaces (``local``).
         network: let the tests use the network (``local``; off by default. SWE-bench's Docker harness
-            always has it on, and a few suites need it, e.g. psf/requests calls httpbin.org; offline, a suite
-            that reads ``HTTPBIN_URL`` gets a local httpbin: :mod:`takeover.environments.local_httpbin`).
+            always has it on: :meth:`~takeover.grading.backend.GradingBackend.tests_network`. A few suites
+            need it, e.g. psf/requests calls httpbin.org; offline, a suite that reads ``HTTPBIN_URL`` gets a
+            local httpbin: :mod:`takeover.environments.local_httpbin`).
+        timeout: the earlier name of ``grading_timeout`` (read with a ``FutureWarning`` until the next release).
 
     Raises:
         InputError: an unknown backend, or a prediction names an ``instance_id`` that is not among ``tasks``.
-        EnvironmentUnavailable: ``backend="docker"``, a prediction is to be graded, and no Docker daemon
-            answers.
+        EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
+            (``docker`` without a Docker daemon).
     """
-    if backend not in BACKENDS:
-        raise InputError("--backend", f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+    # From here on ``timeout`` is the resolved grading_timeout (the backends' own keyword).
+    timeout = renamed_keyword("grade_predictions", "timeout", timeout, "grading_timeout", grading_timeout,
+                              DEFAULT_TIMEOUT)
+    impl = grading_backend(backend)
     by_id = {t.instance_id: t for t in map(_as_task, tasks)}
     preds = [p if isinstance(p, Prediction) else Prediction.model_validate(dict(p)) for p in predictions]
     for i, p in enumerate(preds):
@@ -136,29 +163,26 @@ def grade_predictions(
                              field="instance_id")
     # Absolute: the patch and logs are handed to commands that run in the task workspace, not here.
     root = Path(log_dir).resolve() if log_dir is not None else cache_dir() / "grading"
-    source = repo_source or RepoSource()
+    options = GradingOptions(repo_source=repo_source or RepoSource(), timeout=timeout, spec_file=spec_file,
+                             network=impl.tests_network(network), force=force, keep_workspace=keep_workspace)
     results = []
     for p in preds:
         task = by_id[p.instance_id]
         folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
-        key = grading_key(task, p.model_patch, backend=backend, network=network or backend == "docker",
-                          timeout=timeout, spec_file=spec_file)
+        key = grading_key(task, p.model_patch, backend=impl.name, network=options.network, timeout=timeout,
+                          spec_file=spec_file)
         reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
         if reused is not None:
             results.append(reused)
             continue
         folder.mkdir(parents=True, exist_ok=True)
-        for name in HARNESS_FILES:  # never left over from an earlier patch
+        for name in LOG_FILES:  # never left over from an earlier patch
             (folder / name).unlink(missing_ok=True)
-        if backend == "docker":
-            result = grade_docker(task, p, key, timeout=timeout, log_dir=folder, force=force)
-        else:
-            result = grade_local(task, p, repo_source=source, timeout=timeout, log_dir=folder, spec_file=spec_file,
-                                 keep_workspace=keep_workspace, network=network)
+        result = impl.grade(task, p, key, folder, options)
         result.grading_key = key
         result.graded_at = datetime.now(UTC).isoformat(timespec="seconds")
         result.reuse_note = why
-        _write_files(folder, result, p.model_patch)
+        _write_files(folder, result, p.model_patch, writes_report=impl.writes_report)
         results.append(result)
     return results
 
@@ -167,34 +191,37 @@ def grade(
     task: SourceTask | Mapping[str, Any],
     patch: str | None,
     *,
-    backend: str = "local",
+    backend: str = DEFAULT_BACKEND,
     repo_source: RepoSource | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     model_name_or_path: str = "takeover",
     force: bool = False,
     network: bool = False,
+    timeout: float | None = None,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
     Args:
         task: a :class:`SourceTask` or an instance dict.
         patch: the candidate ``model_patch`` (``""`` = the empty patch).
-        timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
+        grading_timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
         log_dir: folder for the logs (default ``cache_dir()/grading``).
         force: grade again even when a stored result could be reused (see :func:`grade_predictions`).
         network: let the tests use the network (see :func:`grade_predictions`,
             :data:`~takeover.grading.NETWORK_REPOS`).
+        timeout: the earlier name of ``grading_timeout`` (read with a ``FutureWarning`` until the next release).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     Raises:
         InputError: an unknown backend.
-        EnvironmentUnavailable: ``backend="docker"`` and no Docker daemon answers.
+        EnvironmentUnavailable: the backend cannot grade on this machine (``docker`` without a daemon).
     """
+    grading_timeout = renamed_keyword("grade", "timeout", timeout, "grading_timeout", grading_timeout, DEFAULT_TIMEOUT)
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
-    return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, timeout=timeout,
+    return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
                              log_dir=log_dir, spec_file=spec_file, force=force, network=network)[0]
 
 
@@ -202,22 +229,26 @@ def grade_handoff_state(
     task: SourceTask,
     patch: str,
     *,
-    backend: str = "local",
+    backend: str = DEFAULT_BACKEND,
     repo_source: RepoSource | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     network: bool = False,
+    timeout: float | None = None,
 ) -> HandoffState:
-    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from :func:`grade`.
+    """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from :func:`grade`
+    (``grading_timeout``: seconds per test run; ``timeout`` is its earlier name, read with a warning).
 
     Raises:
         EnvironmentUnavailable: grading did not finish (environment, repository, test patch); the
             message has the reason.
         InputError: an unknown backend.
     """
-    result = grade(task, patch, backend=backend, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
-                   spec_file=spec_file, network=network)
+    grading_timeout = renamed_keyword("grade_handoff_state", "timeout", timeout, "grading_timeout", grading_timeout,
+                                      DEFAULT_TIMEOUT)
+    result = grade(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
+                   log_dir=log_dir, spec_file=spec_file, network=network)
     if result.handoff_state is None:
         raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state

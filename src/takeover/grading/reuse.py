@@ -4,23 +4,19 @@ section 6).
 A stored ``result.json`` is reused only when its :class:`GradingKey` equals the new one: the same patch,
 the same dataset row (everything but the text written for people, see :data:`ROW_FIELDS_NOT_IN_KEY`), the
 same environment specification and test locale, the same backend, network setting and time limit, and
-the same versions of takeover and swebench. Anything else grades again.
+the same versions of takeover and swebench. Anything else grades again. What of the environment enters
+the key is the backend's to say (its :class:`EnvironmentKey`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from takeover._util.io import sha256_text
 from takeover._util.versions import package_versions
-from takeover.environments import EnvSpec, env_spec_for
-from takeover.errors import TakeoverError
-from takeover.grading.hermetic import hermetic_locale
 from takeover.sources.tasks import SourceTask
 
 #: Dataset-row fields that do not decide a verdict: the text given to people and agents, the reference
@@ -41,6 +37,24 @@ _FIELD_NAMES = {
 }
 
 
+class EnvironmentKey(BaseModel):
+    """What of a backend's environment goes into the :class:`GradingKey`
+    (:meth:`takeover.grading.backend.GradingBackend.environment_key`).
+
+    Attributes:
+        env_spec_sha256: sha256 (:func:`value_digest`) of the specification the tests run under; None
+            when there is none (the grading then fails and is never reused).
+        test_locale: the locale the tests run in, where it depends on the machine.
+
+    A backend whose verdicts depend on more (an image's id) adds the field here and to
+    :class:`GradingKey` with a default of None and a name in ``_FIELD_NAMES``: stored keys without it
+    read as None, so results of the other backends are still reused.
+    """
+
+    env_spec_sha256: str | None = None
+    test_locale: str | None = None
+
+
 class GradingKey(BaseModel):
     """Everything that decides the verdict of one grading.
 
@@ -49,11 +63,13 @@ class GradingKey(BaseModel):
         task_sha256: sha256 of the dataset row without :data:`ROW_FIELDS_NOT_IN_KEY` (``FAIL_TO_PASS``,
             ``PASS_TO_PASS``, ``test_patch``, ``version``, ``base_commit``, the task's own environment
             spec, ...).
-        env_spec_sha256: sha256 of the environment specification (``local``: the :class:`EnvSpec` in use;
-            ``docker``: swebench's ``MAP_REPO_VERSION_TO_SPECS`` entry); None when there is none, and then
-            the grading fails and is never reused.
+        env_spec_sha256: sha256 of the environment specification (``local``: the
+            :class:`~takeover.environments.EnvSpec` in use; ``docker``: swebench's
+            ``MAP_REPO_VERSION_TO_SPECS`` entry); None when there is none, and then the grading fails and is
+            never reused.
         test_locale: the locale the tests run in (``local``; it depends on the machine's locales).
-        backend: ``local`` or ``docker``.
+        env_spec_sha256 and test_locale are the backend's :class:`EnvironmentKey`.
+        backend: the backend's name (:data:`takeover.grading.backends.BACKENDS`).
         network: the tests may use the network.
         timeout: seconds allowed for the test run.
         takeover, swebench: the installed versions.
@@ -69,6 +85,22 @@ class GradingKey(BaseModel):
     takeover: str | None = None
     swebench: str | None = None
 
+    @classmethod
+    def of(cls, task: SourceTask, patch: str | None, environment: EnvironmentKey, *, backend: str, network: bool,
+           timeout: float) -> GradingKey:
+        """The key of grading ``patch`` for ``task`` with the backend named ``backend`` in ``environment``
+        (its :class:`EnvironmentKey`), on this machine (the installed takeover and swebench versions).
+
+        Args:
+            patch: the candidate patch (None and ``""`` are the empty patch).
+            network: the tests may use the network.
+            timeout: seconds allowed for the test run.
+        """
+        versions = package_versions()
+        return cls(patch_sha256=sha256_text(patch or ""), task_sha256=task_digest(task), **environment.model_dump(),
+                   backend=backend, network=network, timeout=float(timeout), takeover=versions.get("takeover"),
+                   swebench=versions.get("swebench"))
+
     @property
     def digest(self) -> str:
         """sha256 of the key (hex, 64 characters)."""
@@ -83,51 +115,13 @@ class GradingKey(BaseModel):
         return [_FIELD_NAMES[name] for name in _FIELD_NAMES if mine[name] != theirs[name]]
 
 
-def _digest(value: Any) -> str:
+def value_digest(value: Any) -> str:
+    """sha256 of ``value`` as canonical JSON (sorted keys, UTF-8 text, ``str`` of anything else): the
+    digest of a specification in :class:`EnvironmentKey`."""
     return sha256_text(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
 
 
 def task_digest(task: SourceTask) -> str:
     """sha256 of the parts of ``task``'s dataset row that decide a verdict (all but
     :data:`ROW_FIELDS_NOT_IN_KEY`)."""
-    return _digest(task.model_dump(mode="json", exclude=set(ROW_FIELDS_NOT_IN_KEY)))
-
-
-def _swebench_spec(task: SourceTask) -> Mapping[str, Any] | None:
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
-
-    return MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}).get(task.version)
-
-
-def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: bool, timeout: float,
-                spec_file: Path | str | Mapping[str, EnvSpec] | None = None) -> GradingKey:
-    """The :class:`GradingKey` of grading ``patch`` for ``task`` this way, on this machine.
-
-    Args:
-        patch: the candidate patch (None and ``""`` are the empty patch).
-        backend: ``local`` or ``docker``.
-        network: the tests may use the network.
-        timeout: seconds allowed for the test run.
-        spec_file: the user's environment spec file (``local``), as for
-            :func:`takeover.environments.env_spec_for`.
-
-    Never raises for a missing or invalid specification: the key then has no ``env_spec_sha256``, and the
-    grading itself reports the error.
-    """
-    versions = package_versions()
-    env_digest: str | None = None
-    locale: str | None = None
-    if backend == "docker":
-        spec = _swebench_spec(task)
-        env_digest = _digest(spec) if spec is not None else None
-    else:
-        try:
-            spec = env_spec_for(task, spec_file)
-        except TakeoverError:
-            spec = None
-        if spec is not None:
-            env_digest = _digest(spec.model_dump(mode="json", exclude={"notes", "source"}))
-            locale = hermetic_locale(spec)[0]
-    return GradingKey(patch_sha256=sha256_text(patch or ""), task_sha256=task_digest(task),
-                      env_spec_sha256=env_digest, test_locale=locale, backend=backend, network=network,
-                      timeout=float(timeout), takeover=versions.get("takeover"), swebench=versions.get("swebench"))
+    return value_digest(task.model_dump(mode="json", exclude=set(ROW_FIELDS_NOT_IN_KEY)))

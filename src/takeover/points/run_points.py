@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from takeover._util.io import atomic_write_text
+from takeover._util.renames import renamed_keyword
 from takeover.errors import InputError
 from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
@@ -97,10 +98,11 @@ def analyze_run(
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
     use_environment: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
+    replay_timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
     use_sandbox: bool = True,
     result_out: list | None = None,
+    timeout: float | None = None,
 ) -> RunPoints:
     """Per-event states, verdict and handoff points of one predecessor run (docs/protocol.md sections 3-5).
 
@@ -113,13 +115,17 @@ def analyze_run(
 
     Args:
         use_environment: replay inside the task's environment when it can be prepared.
-        timeout, memory_mb: per-command limits for replay (seconds, MiB).
+        replay_timeout, memory_mb: per-command limits for replay (seconds, MiB; ``--replay-timeout``, the
+            experiment file's ``limits.replay_timeout``).
         use_sandbox: confine replayed commands with bubblewrap when available.
         result_out: when a list is given, the :class:`ReplayResult` (per-event trees and diffs) is appended.
+        timeout: the earlier name of ``replay_timeout`` (read with a ``FutureWarning`` until the next release).
 
     Raises:
         RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
     """
+    replay_timeout = renamed_keyword("analyze_run", "timeout", timeout, "replay_timeout", replay_timeout,
+                                     DEFAULT_TIMEOUT)
     base = {
         "instance_id": task.instance_id, "repo": task.repo, "base_commit": task.base_commit,
         "trajectory": trajectory.source_path, "trajectory_record": trajectory.record, "format": trajectory.format,
@@ -127,7 +133,7 @@ def analyze_run(
     }
     result: ReplayResult = event_states(
         trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
-        use_environment=use_environment, timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
+        use_environment=use_environment, timeout=replay_timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
     )
     if result_out is not None:
         result_out.append(result)

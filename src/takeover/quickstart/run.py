@@ -93,7 +93,8 @@ def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDispl
     """The endpoint the agents and the note writer call: the one given, or the embedded model, served."""
     t0 = time.monotonic()
     if not options.embedded:
-        model = ModelSettings(model=options.model, base_url=options.base_url, api_key_env=options.api_key_env)
+        model = options.with_request_settings(
+            ModelSettings(model=options.model, base_url=options.base_url, api_key_env=options.api_key_env))
         done("model", t0, f"{model.model} at {model.base_url or 'provider default'}")
         return model, None
     cached = is_cached(DEFAULT_MODEL) or options.model_path is not None
@@ -106,7 +107,7 @@ def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDispl
             t0 = time.monotonic()
     try:
         with display.working("model: starting the embedded server (llama.cpp)"):
-            model = embedded.start()
+            model = options.with_request_settings(embedded.start())
     except BaseException:
         embedded.stop()
         raise

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from takeover.errors import InputError
 from takeover.report.rows import ExperimentUnits, UnitRecord, order_views
 from takeover.report.transcript import Step, read_transcripts
+from takeover.results import TakeoverRunOutput
 from takeover.vocabulary import POINT_TYPES
 
 
@@ -147,22 +148,9 @@ _POINT_FIELDS = (
     "latest_verification_evidence",
     "validation_after_latest_source_change",
 )
-_RUN_FIELDS = (
-    "exit_status",
-    "exit_detail",
-    "agent_events",
-    "llm_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_tokens",
-    "reasoning_tokens",
-    "estimated_calls",
-    "initial_prompt_chars",
-    "initial_prompt_tokens",
-    "wall_seconds",
-    "checkpoint_diff_preserved",
-    "only_source_files_changed",
-)
+#: Fields of a takeover unit's ``output`` (:class:`~takeover.results.TakeoverRunOutput`) shown in its cell
+#: under the same name (the run folder is found apart: the recorded one may have moved).
+_RUN_FIELDS = tuple(f for f in RunCell.model_fields if f in TakeoverRunOutput.model_fields and f != "run_dir")
 
 
 def _read_text(path: Path | None) -> str | None:

@@ -9,7 +9,8 @@ Inputs, all under the experiment's output folder ``OUT``:
 
 Each planned unit file is read once (:func:`read_units`) and kept in a slim form; nothing here opens a
 trajectory. From those records come one row per planned takeover run (:func:`collect_rows`, the columns
-of ``results.csv``), the counts of handoff points per type and state (:func:`table1`), grading warnings
+of ``results.csv``: the fields of :class:`takeover.results.ResultRow`, each taken from the unit record
+field of the same name), the counts of handoff points per type and state (:func:`table1`), grading warnings
 and note-writing tokens.
 """
 
@@ -27,43 +28,9 @@ from typing import Any
 
 from takeover._util.io import atomic_write_chunks
 from takeover.errors import InputError
+from takeover.results import GRADE_OUTPUT_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RUN_OUTPUT_COLUMNS
 from takeover.vocabulary import HANDOFF_STATES, VIEWS
 
-#: Columns of ``results.csv``, one row per planned takeover run.
-RESULT_COLUMNS = [
-    "successor",
-    "instance_id",
-    "point_type",
-    "handoff_state",
-    "view",
-    "resolved",
-    "agent_events",
-    "prompt_tokens",
-    "completion_tokens",
-    "initial_prompt_chars",
-    "initial_prompt_tokens",
-    "wall_seconds",
-    "exit_status",
-    "checkpoint_diff_preserved",
-    "only_source_files_changed",
-    "fail_to_pass_rate",
-    "pass_to_pass_rate",
-    "status",
-    "failure_kind",
-    "reason",
-]
-#: Fields of a takeover unit's ``output`` copied into its row (all finished runs have them).
-RUN_OUTPUT_COLUMNS = (
-    "agent_events",
-    "prompt_tokens",
-    "completion_tokens",
-    "initial_prompt_chars",
-    "initial_prompt_tokens",
-    "wall_seconds",
-    "exit_status",
-    "checkpoint_diff_preserved",
-    "only_source_files_changed",
-)
 #: Input fields kept per stage (the rest of ``inputs`` is dropped after reading): a checkpoint unit's task
 #: file and handoff point, which the drill-down shows.
 _KEPT_INPUTS = {"checkpoint": ("task", "point")}
@@ -256,7 +223,8 @@ def handoff_states(units: ExperimentUnits) -> dict[str, str | None]:
 def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
     """One row per planned takeover run, joined with its grading and its point's handoff state.
 
-    Each row has the :data:`RESULT_COLUMNS` plus ``point_key`` and ``takeover_key``. A run that failed,
+    Each row has the :data:`~takeover.results.RESULT_COLUMNS` (the fields of
+    :class:`~takeover.results.ResultRow`) plus ``point_key`` and ``takeover_key``. A run that failed,
     is missing or blocked, or whose grading failed or is missing, is not solved (``resolved`` false) and
     has ``status``/``failure_kind``/``reason`` saying why; a finished run whose agent stopped without
     submitting has ``failure_kind`` ``agent`` (docs/protocol.md section 9).
@@ -269,12 +237,10 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
         run = units.get("takeover", entry["key"])
         grade = units.get("grade", grade_by_takeover.get(entry["key"]))
         row: dict[str, Any] = {c: None for c in RESULT_COLUMNS}
+        for c in LABEL_COLUMNS:
+            row[c] = labels[c]
         row.update(
-            successor=labels["successor"],
-            instance_id=labels["instance_id"],
-            point_type=labels["point_type"],
             point_key=labels["point_key"],
-            view=labels["view"],
             handoff_state=states.get(labels["point_key"]),
             resolved=False,
             takeover_key=entry["key"],
@@ -292,9 +258,9 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
         elif grade.status == "failed":
             failing = (grade.status, grade.failure_kind, grade.reason)
         if failing is None:
-            row["resolved"] = bool(grade.output.get("resolved"))  # type: ignore[union-attr]
-            row["fail_to_pass_rate"] = grade.output.get("fail_to_pass_rate")  # type: ignore[union-attr]
-            row["pass_to_pass_rate"] = grade.output.get("pass_to_pass_rate")  # type: ignore[union-attr]
+            for c in GRADE_OUTPUT_COLUMNS:
+                row[c] = grade.output.get(c)  # type: ignore[union-attr]
+            row["resolved"] = bool(row["resolved"])
             row["status"] = "done"
             row["failure_kind"] = "agent" if (row["exit_status"] or "submitted") != "submitted" else None
         else:
@@ -370,8 +336,8 @@ def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
-    """Write ``results.csv`` atomically: the :data:`RESULT_COLUMNS` of ``rows``, sorted by successor,
-    instance, point type and view (protocol order); written in pieces of 1,000 rows."""
+    """Write ``results.csv`` atomically: the :data:`~takeover.results.RESULT_COLUMNS` of ``rows``, sorted by
+    successor, instance, point type and view (protocol order); written in pieces of 1,000 rows."""
 
     def order(r: dict) -> tuple:
         rank = VIEWS.index(r["view"]) if r["view"] in VIEWS else len(VIEWS)

@@ -75,7 +75,6 @@ from takeover.repository_states.editors import (
     apply_edit,
     displayed_window,
     editor_command,
-    editor_flavor,
     replay_cell,
     swe_agent_command,
 )
@@ -90,6 +89,7 @@ from takeover.repository_states.snapshots import (
 from takeover.repository_states.starting_state import RecordedForm, StartingState
 from takeover.sources.repos import alternates
 from takeover.trajectories.events import Event, Trajectory
+from takeover.trajectories.registry import replay_needs
 
 # Seconds per command. Generous on purpose: only file changes matter, and a slow machine must not turn a
 # command the recorded run finished into a kill (replays must give the same verdict on every run).
@@ -401,11 +401,12 @@ def _not_a_shell_command(ev: Event, i: int, events: Sequence[Event], trajectory:
     input to a running process, an IPython cell, an editor action or one of SWE-agent's own commands;
     ``None`` for a shell command."""
     obs = _observation_after(events, i)
+    needs = replay_needs(trajectory.format)  # the recording tool's editor, window and commands
     if ev.not_applied:
         return ReplayStep(index=i, action="noop", detail="not carried out in the recorded run")
     if ev.type == "file_edit" and (ev.edit or ev.file_text is not None or ev.old_text is not None):
-        window = _shown_window(events, i) if trajectory.format == "swe-agent" else None
-        return _edited(i, apply_edit(ev, obs, editor, flavor=editor_flavor(trajectory.format), window=window))
+        window = _shown_window(events, i) if needs.edit_window else None
+        return _edited(i, apply_edit(ev, obs, editor, flavor=needs.editor_flavor, window=window))
     # mini-swe-agent's submission is a ``finish`` action that still runs a command (``git add -A && git
     # diff --cached``): it is executed too; it only stages files in the workspace's own index.
     if ev.type not in ("command", "finish") or not ev.command:
@@ -414,13 +415,13 @@ def _not_a_shell_command(ev: Event, i: int, events: Sequence[Event], trajectory:
         return ReplayStep(index=i, action="noop", detail=f"input to a running process, not a command: {ev.command[:80]!r}")
     if ev.ipython:
         return _edited(i, replay_cell(ev.command, obs.text if obs is not None else "", ev.cwd, editor))
-    if trajectory.format == "swe-agent":
+    if needs.tool_commands:
         outcome = swe_agent_command(ev.command, ev, obs, editor)
         if outcome is not None:
             return _edited(i, outcome)
     edit = editor_command(ev.command, i)
     if edit is not None:
-        return _edited(i, apply_edit(edit, obs, editor, flavor=editor_flavor(trajectory.format)))
+        return _edited(i, apply_edit(edit, obs, editor, flavor=needs.editor_flavor))
     return None
 
 

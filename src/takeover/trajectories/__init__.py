@@ -15,10 +15,11 @@ Built-in readers (one module each; the module docstring says exactly how native 
 ``codex-cli`` (:mod:`.codex_cli`), and takeover's own runs, ``takeover`` and ``takeover-dir``
 (:mod:`.takeover_run`). Add a format with :func:`register_reader` (a :class:`Reader` gets a
 :class:`Source`: the path, parsed once; :class:`Ctx` builds :class:`~takeover.errors.InputError` messages
-naming file, record and field).
+naming file, record and field; its :class:`ReplayNeeds` say what a replay needs to know of the recording
+tool, :func:`replay_needs`).
 """
 
-from takeover.trajectories._common import Ctx, Source
+from takeover.trajectories._common import Ctx, EditorFlavor, ReplayNeeds, Source
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import (
     Reader,
@@ -29,15 +30,18 @@ from takeover.trajectories.registry import (
     read_trajectory,
     readers,
     register_reader,
+    replay_needs,
     unregister_reader,
 )
 from takeover.trajectories.summary import TrajectorySummary, summarize
 
 __all__ = [
     "Ctx",
+    "EditorFlavor",
     "Event",
     "LLMCall",
     "Reader",
+    "ReplayNeeds",
     "Source",
     "Trajectory",
     "TrajectorySummary",
@@ -49,6 +53,7 @@ __all__ = [
     "read_trajectory",
     "readers",
     "register_reader",
+    "replay_needs",
     "summarize",
     "unregister_reader",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from takeover.errors import InputError
 from takeover.llm.tokens import estimate_prompt_tokens
@@ -98,18 +98,44 @@ class Source:
         return recs[0][1] if recs else None
 
 
+#: Whose editor rules a recorded ``file_edit`` action is replayed with
+#: (:mod:`takeover.repository_states.editors.editor_tools`): OpenHands 0.x (openhands-aci), the OpenHands
+#: SDK, SWE-agent's tool bundles, Claude Code, or the plain rules of every other tool.
+EditorFlavor = Literal["openhands", "openhands-sdk", "swe-agent", "claude-code", "generic"]
+
+
+@dataclass(frozen=True)
+class ReplayNeeds:
+    """What a replay must know of the tool that recorded a run, to do what it did (docs/protocol.md
+    section 5.6); each reader declares it once, for every run it reads.
+
+    Attributes:
+        editor_flavor: the rules its file editor follows (:data:`EditorFlavor`).
+        edit_window: its ``str_replace``/``insert`` edits may work inside the file window it last showed
+            (SWE-agent's windowed ``edit 'search' 'replace'`` and ``insert``).
+        tool_commands: its own file commands that are not shell programs (SWE-agent's ``create``,
+            ``open``, ``edit N:M``, ``insert``) are replayed in Python, not run in a shell.
+    """
+
+    editor_flavor: EditorFlavor = "generic"
+    edit_window: bool = False
+    tool_commands: bool = False
+
+
 @dataclass(frozen=True)
 class Reader:
     """One native trajectory format.
 
     Attributes:
-        name: the value of :attr:`Trajectory.format` this reader produces.
+        name: the value of :attr:`Trajectory.format` this reader produces (a reader of run folders may be
+            named ``<format>-dir`` and produce its file reader's format).
         detect: ``detect(source) -> bool``; true when the content is in this format. Must not raise for
             other formats (an :class:`InputError` from parsing the file is let through).
         read: ``read(source) -> list[Trajectory]`` (one per run in the file or directory).
         priority: lower is tried first.
         description: one line for listings and error messages.
         directories: whether the reader accepts a directory (run folder) rather than a file.
+        replay: what replaying its runs needs to know of the recording tool (:class:`ReplayNeeds`).
     """
 
     name: str
@@ -118,6 +144,7 @@ class Reader:
     priority: int = 100
     description: str = ""
     directories: bool = False
+    replay: ReplayNeeds = ReplayNeeds()
 
 
 class Ctx:

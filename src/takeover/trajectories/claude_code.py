@@ -75,7 +75,7 @@ import re
 from typing import Any
 
 from takeover.llm.usage import usage_from_payload
-from takeover.trajectories._common import Ctx, Reader, Source, mark_not_applied, user_reply
+from takeover.trajectories._common import Ctx, Reader, ReplayNeeds, Source, mark_not_applied, user_reply
 from takeover.trajectories._session_logs import count, session_records
 from takeover.trajectories.events import Event, LLMCall, Trajectory
 
@@ -492,5 +492,6 @@ READERS = [
         read=read,
         priority=60,
         description="Claude Code session log (~/.claude/projects/<project>/<session-id>.jsonl)",
+        replay=ReplayNeeds(editor_flavor="claude-code"),
     )
 ]

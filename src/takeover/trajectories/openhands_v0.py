@@ -46,6 +46,7 @@ from takeover.trajectories._common import (
     OPENHANDS_NOT_RUN,
     Ctx,
     Reader,
+    ReplayNeeds,
     Source,
     as_int,
     content_text,
@@ -277,4 +278,5 @@ def read(source: Source) -> list[Trajectory]:
     return out
 
 
-READERS = [Reader(name=NAME, detect=detect, read=read, priority=30, description="OpenHands 0.x output.jsonl")]
+READERS = [Reader(name=NAME, detect=detect, read=read, priority=30, description="OpenHands 0.x output.jsonl",
+                  replay=ReplayNeeds(editor_flavor="openhands"))]

@@ -42,6 +42,7 @@ from takeover.trajectories._common import (
     OPENHANDS_NOT_RUN,
     Ctx,
     Reader,
+    ReplayNeeds,
     Source,
     content_text,
     editor_event_fields,
@@ -238,6 +239,7 @@ def read(source: Source) -> list[Trajectory]:
 
 READERS = [
     Reader(
-        name=NAME, detect=detect, read=read, priority=40, description="OpenHands 0.x LLM messages (SWE-Gym)"
+        name=NAME, detect=detect, read=read, priority=40, description="OpenHands 0.x LLM messages (SWE-Gym)",
+        replay=ReplayNeeds(editor_flavor="openhands"),
     )
 ]

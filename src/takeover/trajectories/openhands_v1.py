@@ -52,6 +52,7 @@ from takeover.trajectories._common import (
     OPENHANDS_NOT_RUN,
     Ctx,
     Reader,
+    ReplayNeeds,
     Source,
     as_int,
     content_text,
@@ -66,6 +67,8 @@ from takeover.trajectories._common import (
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 
 NAME = "openhands-v1"
+#: Replays follow the SDK's ``file_editor`` (docs/protocol.md section 5.6).
+REPLAY = ReplayNeeds(editor_flavor="openhands-sdk")
 _EVENT_FILE = re.compile(r"^event-(\d+)")
 _ACTION_KINDS = ("ActionEvent",)
 _OBS_KINDS = ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation")
@@ -400,7 +403,8 @@ def read_dir(source: Source) -> list[Trajectory]:
 
 
 READERS = [
-    Reader(name=NAME, detect=detect, read=read, priority=35, description="OpenHands 1.x (SDK) output.jsonl"),
+    Reader(name=NAME, detect=detect, read=read, priority=35, description="OpenHands 1.x (SDK) output.jsonl",
+           replay=REPLAY),
     Reader(
         name=NAME + "-dir",
         detect=detect_dir,
@@ -408,5 +412,6 @@ READERS = [
         priority=35,
         directories=True,
         description="OpenHands 1.x conversation folder (base_state.json + events/)",
+        replay=REPLAY,
     ),
 ]

@@ -2,14 +2,16 @@
 :func:`read_trajectory` / :func:`iter_trajectories`.
 
 A reader (:class:`Reader`) is a name, a ``detect(source) -> bool`` that looks at the parsed content (never
-at the file name), and a ``read(source) -> list[Trajectory]``. Readers are tried in ``priority`` order
+at the file name), a ``read(source) -> list[Trajectory]`` and what a replay of its runs needs to know of
+the recording tool (:class:`ReplayNeeds`, looked up with :func:`replay_needs`). Readers are tried in ``priority`` order
 (lower first); the first whose ``detect`` accepts the source reads it. The built-in readers (one module
 each, :data:`BUILTIN_MODULES`, takeover's own run folders included) are registered when this module is
 imported; another format plugs in with::
 
     from takeover.trajectories import Reader, register_reader
 
-    register_reader(Reader(name="toy", detect=my_detect, read=my_read, priority=10))
+    register_reader(Reader(name="toy", detect=my_detect, read=my_read, priority=10,
+                           replay=ReplayNeeds(editor_flavor="generic")))
 
 ``detect`` must be cheap and must not raise for foreign content; it gets the same :class:`Source` (file
 parsed once) that ``read`` gets.
@@ -31,7 +33,7 @@ from takeover.trajectories import (
     swe_agent,
     takeover_run,
 )
-from takeover.trajectories._common import Reader, Source, complete_unreported_counts
+from takeover.trajectories._common import Reader, ReplayNeeds, Source, complete_unreported_counts
 from takeover.trajectories.events import Trajectory
 
 _READERS: dict[str, Reader] = {}
@@ -69,6 +71,14 @@ def get_reader(name: str) -> Reader:
         return _READERS[name]
     except KeyError:
         raise InputError("--format", f"unknown trajectory format {name!r}; known: {', '.join(sorted(_READERS))}") from None
+
+
+def replay_needs(fmt: str) -> ReplayNeeds:
+    """What replaying a run of format ``fmt`` (its :attr:`Trajectory.format`) needs to know of the tool that
+    recorded it: the :attr:`Reader.replay` of the reader of that name; the plain rules of
+    :class:`ReplayNeeds` for a format no registered reader has (a run built in code)."""
+    reader = _READERS.get(fmt)
+    return reader.replay if reader is not None else ReplayNeeds()
 
 
 def _unknown(source: Source) -> InputError:

@@ -40,7 +40,7 @@ import re
 import shlex
 from typing import Any
 
-from takeover.trajectories._common import Ctx, Reader, Source, as_int, content_text
+from takeover.trajectories._common import Ctx, Reader, ReplayNeeds, Source, as_int, content_text
 from takeover.trajectories.events import Event, LLMCall, Trajectory
 
 NAME = "swe-agent"
@@ -284,5 +284,6 @@ def read(source: Source) -> list[Trajectory]:
 
 
 READERS = [
-    Reader(name=NAME, detect=detect, read=read, priority=50, description="SWE-agent .traj (0.x and 1.x)")
+    Reader(name=NAME, detect=detect, read=read, priority=50, description="SWE-agent .traj (0.x and 1.x)",
+           replay=ReplayNeeds(editor_flavor="swe-agent", edit_window=True, tool_commands=True))
 ]

@@ -9,8 +9,9 @@ Output folder:
   (``not_applicable``, ``valid``, ``repaired``, ``retried``, or, for a view that was not built,
   ``model_required``, ``rejected``, ``model_error``), ``attempts``, ``rejections``, ``sha256`` and ``key``.
 
-A re-run reuses a view whose ``key`` (inputs: point, checkpoint patch, view, model, templates, budget)
-and file hash match, so note-writing tokens are not spent twice; each write is atomic.
+A re-run reuses a view whose ``key`` (inputs: point, checkpoint patch, view, model, templates, budget,
+a note cap other than 1,600) and file hash match, so note-writing tokens are not spent twice; each write
+is atomic.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from takeover._util.io import atomic_write_json, atomic_write_text, sha256_text,
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
 from takeover.views.inputs import ViewInputs
 from takeover.views.leak import LeakGuard
-from takeover.views.notes import NotesFailed
+from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed
 from takeover.views.view import ModelRequired, build_view
 from takeover.vocabulary import NOTE_VIEWS
 
@@ -45,8 +46,10 @@ def write_views(
     raw_trace_max_chars: int | None = None,
     raw_trace_max_tokens: int | None = None,
     handoff_state: str | None = None,
+    note_max_tokens: int = NOTE_MAX_TOKENS,
 ) -> dict[str, Any]:
-    """Build ``names`` for ``inputs.point`` and write ``out/<view>.md`` and ``out/views.json``.
+    """Build ``names`` for ``inputs.point`` and write ``out/<view>.md`` and ``out/views.json``
+    (``note_max_tokens``: completion tokens per note-writing call, docs/protocol.md section 7).
 
     Returns:
         the ``views.json`` content (see module docstring).
@@ -80,6 +83,9 @@ def write_views(
                 "model": model.model if model is not None and name in NOTE_VIEWS else None,
                 # The budget's names of earlier versions, so that views they built are still reused.
                 "templates": templates, "max_chars": raw_trace_max_chars, "max_tokens": raw_trace_max_tokens,
+                # Only a cap other than the protocol's enters the key (views written before it are reused).
+                **({"note_max_tokens": note_max_tokens}
+                   if name in NOTE_VIEWS and note_max_tokens != NOTE_MAX_TOKENS else {}),
             })
             old = previous.get(name) or {}
             path = out / f"{name}.md"
@@ -91,6 +97,7 @@ def write_views(
                 result = build_view(
                     name, trajectory, point, task, inputs.checkpoint_patch, model=client, template_dir=template_dir,
                     raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens, guard=guard,
+                    note_max_tokens=note_max_tokens,
                 )
             except ModelRequired as exc:
                 rows[name] = {"file": None, "validation": "model_required", "error": str(exc), "key": key}

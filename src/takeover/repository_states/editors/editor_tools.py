@@ -1,6 +1,8 @@
 """``file_edit`` actions replayed with the recording tool's own rules (docs/protocol.md section 5.6).
 
-Each editor follows the rules of the tool that recorded the run, its *flavor* (:func:`editor_flavor`):
+Each editor follows the rules of the tool that recorded the run, its *flavor*
+(:data:`~takeover.trajectories.EditorFlavor`, declared by the run's reader in its
+:class:`~takeover.trajectories.ReplayNeeds`):
 
 - ``openhands``: OpenHands' ``str_replace_editor`` (openhands-aci, OpenHands 0.x); ``openhands-sdk``: the
   software-agent-sdk ``file_editor`` (OpenHands 1.x); ``swe-agent``: SWE-agent's ``str_replace_editor``
@@ -16,7 +18,7 @@ Each editor follows the rules of the tool that recorded the run, its *flavor* (:
   its surrounding whitespace stripped (aci strips ``new_str`` too, the SDK does not); openhands-aci 0.1.x
   inserts by splitting the text at ``\\n``, later versions line by line (a last line without a newline
   gets the inserted text appended to it).
-- ``claude-code`` and ``generic`` (every other format): ``create``/``write`` writes the file (folders
+- ``claude-code`` and ``generic`` (every other tool): ``create``/``write`` writes the file (folders
   created), ``str_replace`` needs exactly one occurrence, ``replace_all`` (Claude Code's ``Edit`` with
   ``replace_all``) replaces every occurrence, ``insert`` as above, ``undo_edit`` restores the text before
   the replay's last change of the file.
@@ -41,18 +43,11 @@ from takeover.repository_states.editors.swe_agent_tools import (
     windowed_create,
     windowed_edit,
 )
+from takeover.trajectories import EditorFlavor
 from takeover.trajectories.events import Event
 
-#: Formats whose editors follow Anthropic's reference editor, by flavor.
-_FLAVORS = {
-    "openhands-v0": "openhands",
-    "openhands-v0-messages": "openhands",
-    "openhands-v1": "openhands-sdk",
-    "openhands-v1-dir": "openhands-sdk",
-    "swe-agent": "swe-agent",
-    "claude-code": "claude-code",
-}
-ANTHROPIC_FLAVORS = frozenset({"openhands", "openhands-sdk", "swe-agent"})
+#: The flavors whose editors follow Anthropic's reference editor.
+ANTHROPIC_FLAVORS: frozenset[EditorFlavor] = frozenset({"openhands", "openhands-sdk", "swe-agent"})
 #: The start of an answer in which the editor refuses or fails (openhands-aci prefixes ``ERROR:``).
 _REFUSED = re.compile(
     r"\A\s*(?:ERROR:\s*)?(?:No replacement was performed|File already exists at|The path \S.* does not exist"
@@ -67,12 +62,7 @@ _SUCCEEDED = re.compile(r"\A\s*(?:File created successfully at|The file \S.* has
 _SNIPPET_LINE = re.compile(r"^ *(\d+)\t(.*)$", re.MULTILINE)
 
 
-def editor_flavor(fmt: str) -> str:
-    """The editor flavor of a trajectory format (see the module docstring); ``generic`` for the others."""
-    return _FLAVORS.get(fmt, "generic")
-
-
-def recorded_outcome(observation: Event | None, flavor: str) -> bool | None:
+def recorded_outcome(observation: Event | None, flavor: EditorFlavor) -> bool | None:
     """What the recorded observation says of an editor action: ``True`` done, ``False`` refused or failed,
     ``None`` when it does not say (no observation, or a flavor whose reader marks failures itself)."""
     if observation is None or flavor not in ANTHROPIC_FLAVORS:
@@ -205,7 +195,7 @@ def _generic(verb: str, ev: Event, target: Path, editor: FileEditor) -> EditOutc
     return "skipped", f"unknown editor verb {ev.edit!r}"
 
 
-def apply_edit(ev: Event, observation: Event | None, editor: FileEditor, *, flavor: str = "generic",
+def apply_edit(ev: Event, observation: Event | None, editor: FileEditor, *, flavor: EditorFlavor = "generic",
                window: tuple[int, int] | None = None) -> EditOutcome:
     """Apply a ``file_edit`` event as the recording tool did.
 
@@ -213,7 +203,8 @@ def apply_edit(ev: Event, observation: Event | None, editor: FileEditor, *, flav
         ev: the action.
         observation: the recorded answer to it (``None`` if none).
         editor: the workspace's files.
-        flavor: the recording tool (:func:`editor_flavor`).
+        flavor: the recording tool's editor rules (its reader's
+            :attr:`~takeover.trajectories.ReplayNeeds.editor_flavor`).
         window: for SWE-agent's windowed editing commands, the first and last line (1-based) of the file
             window the recorded run showed before this action
             (:func:`~takeover.repository_states.editors.swe_agent_tools.displayed_window`).

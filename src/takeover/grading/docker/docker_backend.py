@@ -20,19 +20,21 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from takeover._util import sandbox
 from takeover._util.io import sha256_text
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
+from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
 from takeover.grading.predictions import Prediction
-from takeover.grading.reuse import GradingKey
+from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
 from takeover.grading.verdict import GradeResult, TestOutcome, handoff_state, report_outcomes
 from takeover.sources.tasks import SourceTask
 
-#: The files of the harness's instance folder copied to takeover's log folder.
-HARNESS_FILES = ("run_instance.log", "test_output.txt", "report.json", "eval.sh", "patch.diff")
+#: The files of the harness's instance folder copied to takeover's log folder (all it leaves there).
+HARNESS_FILES = LOG_FILES
 _RUNTIME = re.compile(r"Test runtime: ([\d_.]+) seconds")
 
 
@@ -112,7 +114,8 @@ def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, 
     from swebench.harness.constants import APPLY_PATCH_FAIL  # slow to import: only when needed
 
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
-                         backend="docker", patch_sha256=sha256_text(prediction.model_patch or ""), network=True)
+                         backend=DockerBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""),
+                         network=True)
     entry = read_harness_report(folder, prediction.instance_id, prediction.model_patch)
     run_log = folder / "run_instance.log"
     log_text = run_log.read_text(encoding="utf-8", errors="replace") if run_log.exists() else ""
@@ -169,12 +172,11 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     if not docker.available:
         raise EnvironmentUnavailable(f"{docker.message}; use --backend local, or start Docker to use the official "
                                      "harness")
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
-    from swebench.harness.run_evaluation import run_instances
+    from swebench.harness.run_evaluation import run_instances  # slow to import: only when needed
 
     base = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
-                       backend="docker", patch_sha256=key.patch_sha256, network=True)
-    if task.version not in MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}):
+                       backend=DockerBackend.name, patch_sha256=key.patch_sha256, network=True)
+    if swebench_spec(task) is None:
         base.error = (f"the docker backend needs a SWE-bench (repo, version); {task.repo} {task.version} is not in "
                       f"swebench's specifications: use --backend local with takeover_env_spec or --spec-file")
         return base
@@ -200,3 +202,42 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     copy_harness_logs(folder, log_dir)
     result.log_path = str(log_dir / "test_output.txt")
     return result
+
+
+def swebench_spec(task: SourceTask) -> Mapping[str, Any] | None:
+    """swebench's ``MAP_REPO_VERSION_TO_SPECS`` entry of the task's (repo, version), None when it has none."""
+    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
+
+    return MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}).get(task.version)
+
+
+class DockerBackend:
+    """The ``docker`` :class:`~takeover.grading.backend.GradingBackend`: see the module documentation.
+
+    The tests always have the network (SWE-bench's containers do); the environment in the grading key is
+    swebench's specification of the task's (repo, version), which decides the image.
+    """
+
+    name = "docker"
+    description = "the official SWE-bench images"
+    writes_report = True
+    uses_sandbox = False
+
+    def tests_network(self, asked: bool) -> bool:
+        """Always on: the harness's containers have the network."""
+        return True
+
+    def environment_key(self, task: SourceTask, spec_file: SpecFile) -> EnvironmentKey:
+        """The digest of swebench's specification of the task (``spec_file`` is the ``local`` backend's and
+        is not read); an empty key for a (repo, version) swebench does not know."""
+        spec = swebench_spec(task)
+        return EnvironmentKey(env_spec_sha256=value_digest(spec) if spec is not None else None)
+
+    def grade(self, task: SourceTask, prediction: Prediction, key: GradingKey, log_dir: Path,
+              options: GradingOptions) -> GradeResult:
+        """:func:`grade_docker` under the run id of ``key``.
+
+        Raises:
+            EnvironmentUnavailable: no Docker daemon answers.
+        """
+        return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir, force=options.force)

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from takeover.grading.backends import GradingBackendName
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.trajectories.takeover_run import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND
@@ -48,7 +49,8 @@ from takeover.vocabulary import (
     ViewName,
 )
 
-GradingBackend = Literal["local", "docker"]
+#: The earlier name of :data:`~takeover.grading.backends.GradingBackendName` (kept for callers that import it).
+GradingBackend = GradingBackendName
 
 
 class _Record(BaseModel):
@@ -118,7 +120,7 @@ class GradingSettings(_Record):
 
     _OMIT_WHEN_DEFAULT = ("network",)
 
-    backend: GradingBackend
+    backend: GradingBackendName
     timeout: float
     network: bool = False
 
@@ -347,14 +349,17 @@ class HandoffStateOutput(_Record):
 class ViewUnitInputs(CheckpointUnitInputs):
     """Build one view of a checkpoint (docs/protocol.md section 7). Notes views add the note writer
     (``notes_model``) and, when it is not the protocol's 1,600, the completion cap per note-writing call
-    (``note_max_tokens``, tokens)."""
+    (``note_max_tokens``, tokens); the ``raw_trace`` view adds its budget when one is set
+    (``raw_trace_max_chars`` characters, ``raw_trace_max_tokens`` estimated tokens)."""
 
-    _OMIT_WHEN_DEFAULT = ("notes_model", "note_max_tokens")
+    _OMIT_WHEN_DEFAULT = ("notes_model", "note_max_tokens", "raw_trace_max_chars", "raw_trace_max_tokens")
 
     view: ViewName
     trajectory: PredecessorOutput
     notes_model: ModelSettings | None = None
     note_max_tokens: int | None = None
+    raw_trace_max_chars: int | None = None
+    raw_trace_max_tokens: int | None = None
 
 
 class ViewOutput(_Record):

@@ -5,7 +5,7 @@ As in SWE-bench's ``run_evaluation``: a patch is applied with ``git apply``, the
 creates are removed, so the task's own version is the one run); the eval script runs the eval commands
 and the spec's test command on swebench's test directives between SWE-bench's start and end markers.
 The script runs inside :func:`takeover._util.sandbox.wrap` (no network unless asked) through
-:func:`takeover._util.processes.run_process`, with the fixed environment of :mod:`takeover.grading.hermetic`
+:func:`takeover._util.processes.run_process`, with the fixed environment of :mod:`takeover.grading.local.hermetic`
 (nothing from the caller's): at the time limit its whole process group is killed and the log gets
 SWE-bench's time-out marker.
 """
@@ -26,7 +26,7 @@ from takeover._util import sandbox
 from takeover._util.patches import patch_files
 from takeover._util.processes import ProcessResult, run_process
 from takeover.environments import EnvSpec, PreparedEnvironment
-from takeover.grading.hermetic import hermetic_environment, hermetic_eval_commands, hermetic_locale
+from takeover.grading.local.hermetic import hermetic_environment, hermetic_eval_commands, hermetic_locale
 from takeover.sources.tasks import SourceTask
 
 # SWE-bench's own order of patch application commands (run_evaluation.GIT_APPLY_CMDS, without the
@@ -112,7 +112,8 @@ def eval_script(spec: EnvSpec, task: SourceTask, prologue: Sequence[str] = ()) -
     command on the directives and the end marker (SWE-bench's constants); it exits with the test command's
     status.
 
-    The locale the eval commands export is one this machine has (:func:`~takeover.grading.hermetic.hermetic_locale`).
+    The locale the eval commands export is one this machine has
+    (:func:`~takeover.grading.local.hermetic.hermetic_locale`).
     """
     from swebench.harness.constants import (  # slow to import: only when needed
         END_TEST_OUTPUT,
@@ -142,7 +143,7 @@ def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_pat
 
     Output is appended to ``log_path``; at ``timeout`` seconds the whole process group is killed and
     SWE-bench's ``TESTS_TIMEOUT`` marker is appended. The script's environment is
-    :func:`~takeover.grading.hermetic.hermetic_environment` (``HOME`` = :func:`home_folder`), whatever this
+    :func:`~takeover.grading.local.hermetic.hermetic_environment` (``HOME`` = :func:`home_folder`), whatever this
     process's holds. ``network`` lets the tests use the network; ``readable`` are further folders the
     script reads (a service's venv in a cache under ``/tmp``).
 

@@ -7,7 +7,7 @@ edits, in the form the candidate patch was made in: :mod:`takeover.repository_st
 candidate patch
 applied with SWE-bench's fallbacks; the task's environment prepared (:mod:`takeover.environments`, which runs the
 install step after the patch, as SWE-bench's eval script does); ``test_patch`` applied and the eval script run in the sandbox with a time limit and a fixed
-environment (:mod:`takeover.grading.harness`, :mod:`takeover.grading.hermetic`); the log parsed and
+environment (:mod:`takeover.grading.local.harness`, :mod:`takeover.grading.local.hermetic`); the log parsed and
 graded (:mod:`takeover.grading.verdict`). The folder ``log_dir`` receives ``test_output.txt``,
 ``run_instance.log`` (with the test environment), ``eval.sh`` and the patches.
 
@@ -42,16 +42,18 @@ from takeover.environments.local_httpbin import (
     uses_httpbin_url,
 )
 from takeover.errors import TakeoverError
-from takeover.grading.harness import (
+from takeover.grading.backend import GradingOptions, SpecFile
+from takeover.grading.local.harness import (
     apply_test_patch,
     apply_with_fallbacks,
     eval_script,
     home_folder,
     run_tests,
 )
-from takeover.grading.hermetic import hermetic_environment, hermetic_locale
+from takeover.grading.local.hermetic import hermetic_environment, hermetic_locale
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction
+from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
 from takeover.grading.verdict import GradeResult, handoff_state, report_outcomes
 from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
 from takeover.sources.repos import RepoSource
@@ -162,7 +164,8 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
 def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float,
               log_dir: Path, spec_file: Path | str | Mapping[str, EnvSpec] | None, network: bool) -> GradeResult:
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
-                         backend="local", patch_sha256=sha256_text(prediction.model_patch or ""), network=network)
+                         backend=LocalBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""),
+                         network=network)
     warning = network_warning(task.repo, network)
     if warning:
         result.warnings.append(warning)
@@ -246,3 +249,39 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
     except Exception as exc:  # noqa: BLE001 - one broken task must not stop the others
         result.error = f"unexpected {type(exc).__name__}: {exc}"
     return result
+
+
+class LocalBackend:
+    """The ``local`` :class:`~takeover.grading.backend.GradingBackend`: see the module documentation.
+
+    The tests have the network only when asked; the environment in the grading key is the
+    :class:`~takeover.environments.EnvSpec` in use (without its notes and source) and the locale the tests
+    run in on this machine.
+    """
+
+    name = "local"
+    description = "a cached venv, sandboxed"
+    writes_report = False
+    uses_sandbox = True
+
+    def tests_network(self, asked: bool) -> bool:
+        """The network is on only when asked (the sandbox is offline)."""
+        return asked
+
+    def environment_key(self, task: SourceTask, spec_file: SpecFile) -> EnvironmentKey:
+        """The digest of the task's environment specification and its test locale on this machine; an
+        empty key when there is no valid specification."""
+        try:
+            spec = env_spec_for(task, spec_file)
+        except TakeoverError:
+            return EnvironmentKey()
+        return EnvironmentKey(env_spec_sha256=value_digest(spec.model_dump(mode="json", exclude={"notes", "source"})),
+                              test_locale=hermetic_locale(spec)[0])
+
+    def grade(self, task: SourceTask, prediction: Prediction, key: GradingKey, log_dir: Path,
+              options: GradingOptions) -> GradeResult:
+        """:func:`grade_local` with the caller's options (the key is not needed: the result is
+        :mod:`takeover.grading.evaluation`'s to store)."""
+        return grade_local(task, prediction, repo_source=options.repo_source, timeout=options.timeout,
+                           log_dir=log_dir, spec_file=options.spec_file, keep_workspace=options.keep_workspace,
+                           network=options.network)

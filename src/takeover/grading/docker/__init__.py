@@ -1,0 +1,11 @@
+"""The ``docker`` grading backend: swebench's official harness on its own images (docs/protocol.md
+section 6).
+
+- :mod:`.docker_backend`: one prediction graded by ``run_instances`` under a run id of its own
+  (:func:`grade_docker`), the harness's report read back and checked to belong to the patch, and
+  :class:`DockerBackend`, the backend registered as ``docker``.
+"""
+
+from takeover.grading.docker.docker_backend import DockerBackend, grade_docker
+
+__all__ = ["DockerBackend", "grade_docker"]
