@@ -47,9 +47,9 @@ STAND_IN_TEXT = "takeover test stand-in of a SWE-bench instance image (Debian mi
 KEY_LABEL = "org.takeover.stand-in.key"
 SUITE = "bookworm"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
-#: Debian packages of the root: git and patch for the harness, Debian's Python 3.11 with venv, and the shared
-#: libraries that pyenv's CPython builds link to.
-PACKAGES = ("git", "ca-certificates", "patch", "python3", "python3-venv", "libssl3", "libffi8", "libsqlite3-0",
+#: Debian packages of the root: git, patch and kill (procps) for the harness, Debian's Python 3.11 with venv,
+#: and the shared libraries that pyenv's CPython builds link to.
+PACKAGES = ("git", "ca-certificates", "patch", "procps", "python3", "python3-venv", "libssl3", "libffi8", "libsqlite3-0",
             "libbz2-1.0", "liblzma5", "libreadline8", "zlib1g", "libncursesw6", "libexpat1", "libtirpc3",
             "libgdbm6", "libuuid1")
 DEBIAN_PYTHON = "3.11"
@@ -193,6 +193,9 @@ def base_root() -> tuple[Path, float]:
                 if item.is_file():
                     item.unlink()
         partial.rename(root)
+        for old in stand_in_dir().glob(f"base-{SUITE}-*"):  # roots of other package lists
+            if old != root and old.is_dir() and not old.name.endswith(".partial"):
+                shutil.rmtree(old)
         return root, time.monotonic() - start
 
 

@@ -58,7 +58,7 @@ def label_args(labels: Mapping[str, str]) -> list[str]:
 @functools.cache
 def _labelling_client_class() -> type:
     """``docker.DockerClient`` whose created containers carry its ``takeover_labels`` and stop at once
-    (:data:`STOP_SIGNAL`), and whose ``created`` lists their ids in order. Made on first use: the docker
+    (:data:`STOP_SIGNAL`) (see :func:`docker_client`). Made on first use: the docker
     package takes half a second to import, which commands that never use Docker should not pay."""
     import docker
     from docker.models.containers import ContainerCollection
@@ -69,6 +69,8 @@ def _labelling_client_class() -> type:
             kwargs.setdefault("stop_signal", STOP_SIGNAL)
             container = super().create(image, command, **kwargs)
             self.client.created.append(container.id)
+            self.client.container_networks[container.id] = container_has_network(self.client, container.id)
+            self.client.container_images[container.id] = container.attrs.get("Image")
             return container
 
     class LabellingClient(docker.DockerClient):
@@ -76,6 +78,8 @@ def _labelling_client_class() -> type:
             super().__init__(*args, **kwargs)
             self.takeover_labels: dict[str, str] = {}
             self.created: list[str] = []
+            self.container_networks: dict[str, bool | None] = {}
+            self.container_images: dict[str, str | None] = {}
 
         @property
         def containers(self) -> ContainerCollection:
@@ -86,7 +90,9 @@ def _labelling_client_class() -> type:
 
 def docker_client(labels: Mapping[str, str] | None = None) -> docker.DockerClient:
     """A client of the daemon ``DOCKER_HOST`` (or the default socket) names, whose created containers carry
-    ``labels`` and stop at once (:data:`STOP_SIGNAL`); its ``created`` lists their ids, in order.
+    ``labels`` and stop at once (:data:`STOP_SIGNAL`); its ``created`` lists their ids, in order, and
+    ``container_networks`` and ``container_images`` say, by id, whether each had a network (:func:`container_has_network`)
+    and which image (content id) it was made from, measured when it was created.
 
     Raises:
         EnvironmentUnavailable: no daemon answers (docker's reason in the message).
@@ -159,18 +165,29 @@ def image_identity(name: str, client: docker.DockerClient | None = None, *, pull
 
 
 def container_has_network(client: docker.DockerClient, container_id: str) -> bool | None:
-    """Whether the container can reach beyond itself: it shares the host's network, or one of its networks
-    gave it an address. None when the container is gone."""
+    """Whether the container can reach beyond itself, started or not: it shares the host's network, or it
+    is on a network that gives containers an address (the daemon's default ``bridge`` for the default mode;
+    a daemon run with ``--bridge=none`` has none). None when the container is gone."""
     import docker.errors
 
     try:
         attrs = client.api.inspect_container(container_id)
     except docker.errors.NotFound:
         return None
-    if (attrs.get("HostConfig") or {}).get("NetworkMode") == "host":
+    mode = (attrs.get("HostConfig") or {}).get("NetworkMode") or "default"
+    if mode == "host":
         return True
-    networks = (attrs.get("NetworkSettings") or {}).get("Networks") or {}
-    return any(net.get("IPAddress") or net.get("GlobalIPv6Address") for net in networks.values())
+    if mode == "none" or mode.startswith("container:"):
+        return False
+    names = ["bridge"] if mode == "default" else [mode]
+    names += list((attrs.get("NetworkSettings") or {}).get("Networks") or {})
+    for name in dict.fromkeys(names):
+        try:
+            if client.api.inspect_network(name).get("Driver") not in (None, "", "null", "none"):
+                return True
+        except docker.errors.NotFound:
+            continue
+    return False
 
 
 def _alive(pid: int) -> bool:
