@@ -3,6 +3,7 @@ is gone and never otherwise, and images named by their content id with a one-lin
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -114,3 +115,38 @@ def test_an_image_is_named_by_its_content_id_and_a_missing_one_is_one_line(tiny_
     with pytest.raises(EnvironmentUnavailable) as err:
         image_identity(missing, pull=True)
     assert "\n" not in str(err.value) and "cannot be pulled" in str(err.value) and "127.0.0.1:9" in str(err.value)
+
+
+def test_doctor_clean_removes_only_the_containers_of_killed_runs(tiny_docker_task, client, tmp_path):
+    plain, created = client
+    dead = _start(plain, created, tiny_docker_task.stand_in.image,
+                  {**container_labels("grading", tmp_path / "logs"), PID: str(_dead_pid())})
+    alive = _start(plain, created, tiny_docker_task.stand_in.image, container_labels("grading", tmp_path / "logs"))
+    done = subprocess.run([sys.executable, "-m", "takeover", "doctor", "--clean", "--json"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"removed container {plain.containers.get(alive).name}" not in done.stderr
+    assert "removed container" in done.stderr and str(tmp_path / "logs") in done.stderr
+    left = {c.id for c in plain.containers.list(all=True)}
+    assert dead not in left and alive in left
+    docker_check = next(json.loads(line) for line in done.stdout.splitlines() if json.loads(line)["name"] == "docker")
+    assert docker_check["status"] == "ok"  # nothing stale is left
+
+
+def test_tasks_images_names_and_pulls_the_images_a_selection_needs(tiny_docker_task, tmp_path):
+    task = tiny_docker_task.task
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(task.model_dump_json() + "\n"
+                       + task.model_copy(update={"instance_id": "pallets__flask-90005"}).model_dump_json() + "\n")
+    names = subprocess.run([sys.executable, "-m", "takeover", "tasks", "images", "--dataset", str(dataset)],
+                           capture_output=True, text=True, timeout=300, check=True).stdout.split()
+    assert names == [tiny_docker_task.stand_in.image, "swebench/sweb.eval.x86_64.pallets_1776_flask-90005:latest"]
+    pulled = subprocess.run([sys.executable, "-m", "takeover", "tasks", "images", "--dataset", str(dataset),
+                             "--instance-id", task.instance_id, "--pull", "--json"],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert pulled.returncode == 0 and [json.loads(line)["id"] for line in pulled.stdout.splitlines()] == [
+        tiny_docker_task.stand_in.image_id]
+    missing = subprocess.run([sys.executable, "-m", "takeover", "tasks", "images", "--dataset", str(dataset),
+                              "--pull"], capture_output=True, text=True, timeout=300, check=False)
+    assert missing.returncode == 1 and "flask-90005:latest  error: image" in missing.stdout
+    assert "cannot be pulled" in missing.stdout
