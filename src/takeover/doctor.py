@@ -18,7 +18,9 @@ from pydantic import BaseModel
 
 from takeover import embedded_model
 from takeover._util import sandbox
+from takeover._util.containers import stale_containers
 from takeover.environments import interpreter_candidates, unbuildable_environments
+from takeover.errors import TakeoverError
 from takeover.llm import ModelCallError, ModelClient, ModelSettings
 from takeover.sources.repos import MIRROR_ENV, cache_dir
 
@@ -125,6 +127,15 @@ def check_docker() -> Check:
         return Check(name="docker", status="warn", detail="no docker client on PATH (local environments are used)",
                      fix="optional: install Docker to grade in the official SWE-bench images")
     if st.available:
+        try:
+            stale = stale_containers()
+        except TakeoverError:
+            stale = []
+        if stale:
+            return Check(name="docker", status="warn",
+                         detail=f"daemon {st.server_version} answers; {len(stale)} container(s) of killed takeover "
+                                f"runs still exist ({', '.join(c.name for c in stale[:3])})",
+                         fix="takeover doctor --clean removes them")
         return Check(name="docker", status="ok", detail=f"daemon {st.server_version} answers")
     return Check(name="docker", status="warn", detail="docker client present, but the daemon does not answer",
                  fix="optional: start the daemon (systemctl start docker) or check DOCKER_HOST and permissions")

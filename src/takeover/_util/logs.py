@@ -15,7 +15,10 @@ import os
 #: Loggers of other libraries that are kept at WARNING (children such as ``matplotlib.font_manager`` follow).
 THIRD_PARTY_LOGGERS = ("httpx", "httpcore", "matplotlib", "matplotlib.font_manager", "LiteLLM", "LiteLLM Router",
                        "LiteLLM Proxy", "litellm", "swebench", "urllib3", "filelock", "asyncio", "datasets",
-                       "huggingface_hub", "fsspec", "PIL")
+                       "huggingface_hub", "fsspec", "PIL",
+                       # mini-swe-agent's DockerEnvironment logs its container starts here (its own logger prints
+                       # on stdout)
+                       "takeover.agents.docker")
 #: Set to ``1`` by :func:`third_party_logging` with ``verbose``, so that worker processes do the same.
 VERBOSE_ENV = "TAKEOVER_VERBOSE"
 

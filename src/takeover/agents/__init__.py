@@ -18,7 +18,8 @@ Modules:
 - ``recorder.py``: :class:`~takeover.agents.recorder.RunRecorder`, the events, calls, snapshots and
   accounting of a run, shared by every runtime.
 - ``command_sandbox.py``: where the agent's commands run, :data:`COMMAND_BACKENDS` by name
-  (``--command-backend``: ``local`` sandboxed, ``docker``).
+  (``--command-backend``: ``local`` sandboxed, ``docker``); ``docker_commands.py``: the ``docker`` one, in
+  the task's SWE-bench image on the image's own repository.
 - ``mini_swe_agent/``: the mini-swe-agent runtime (the default): its loop, model interface and messages.
 
 The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounting`,

@@ -8,15 +8,18 @@ runs the commands with that environment's variables.)
   ``LocalEnvironment`` with every command wrapped by :func:`takeover._util.sandbox.wrap` (no network,
   writes only in the workspace and the run's private ``/tmp``) when a sandbox is available; unconfined
   otherwise, and ``run.json`` says so.
-- ``docker`` (:class:`DockerCommands`): mini-swe-agent's ``DockerEnvironment`` on the official SWE-bench
-  image of the instance, with the run's workspace mounted at ``/testbed`` (so snapshots are taken on the
-  host) and no network. Needs a Docker daemon; raises :class:`~takeover.errors.EnvironmentUnavailable`
+- ``docker`` (:class:`~takeover.agents.docker_commands.DockerCommands`): mini-swe-agent's
+  ``DockerEnvironment`` on the official SWE-bench image of the instance, on the image's own repository
+  copied out and mounted at ``/testbed`` (so snapshots are taken on the host), no network; the image is
+  the environment. Needs a Docker daemon; raises :class:`~takeover.errors.EnvironmentUnavailable`
   otherwise.
 
-Each backend says where the commands see the workspace (:meth:`CommandBackend.root`), how they are
-confined (:meth:`CommandBackend.description`, recorded in ``run.json``), whether they use the task's
-prepared environment, and builds the mini-swe-agent environment that runs them. Code outside this module
-picks a backend by name (:func:`command_backend`) and never tests the names itself.
+Each backend makes the run's workspace (:meth:`CommandBackend.workspace`), prepares the task's environment
+and the starting state in it (:meth:`CommandBackend.prepare`), says where the commands see the workspace
+(:meth:`CommandBackend.root`) and how they are confined (:meth:`CommandBackend.description`, recorded in
+``run.json``), removes what a killed run left (:meth:`CommandBackend.remove_stale`), and builds the
+mini-swe-agent environment that runs the commands. Code outside this module picks a backend by name
+(:func:`command_backend`) and never tests the names itself.
 
 Commands see a clean environment: variables whose names look like credentials are removed, so an agent
 cannot print an API key; the task environment's variables (its Python venv on ``PATH``) are added.
@@ -29,6 +32,7 @@ import platform
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,9 +40,17 @@ from pydantic import Field
 
 from takeover._util import sandbox
 from takeover._util.processes import run_process
+from takeover.agents.docker_commands import DockerCommands
 from takeover.agents.mini_swe_agent import _mswea
 from takeover.agents.mini_swe_agent._mswea import TESTBED
-from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.environments import prepare_environment
+from takeover.errors import InputError, TakeoverError
+from takeover.repository_states.starting_state import (
+    StartingState,
+    commit_starting_state,
+    find_environment_edits,
+)
+from takeover.sources.tasks import SourceTask
 
 _mswea.load()
 
@@ -155,11 +167,6 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         return recursive_merge(self.config.model_dump(), platform.uname()._asdict(), kwargs)
 
 
-def swebench_image(instance_id: str) -> str:
-    """Name of the official SWE-bench evaluation image of an instance (x86_64, ``latest`` tag)."""
-    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
-
-
 class CommandBackend(Protocol):
     """Where a run's commands run (registered by name in :data:`COMMAND_BACKENDS`).
 
@@ -180,11 +187,59 @@ class CommandBackend(Protocol):
     def description(self) -> str:
         """How the commands are confined, one sentence for ``run.json`` (``sandbox``)."""
 
+    def remove_stale(self, out_dir: Path) -> list[str]:
+        """Remove what killed runs in the run folder ``out_dir`` left running (containers); returns their
+        names."""
+
+    def workspace(self, *, instance_id: str, base_commit: str, image: str | None, dest: Path, patch: str,
+                  checkout: Callable[[Path], Path]) -> Path:
+        """Make the run's repository in the new folder ``dest``: ``checkout(dest)`` (the mirror's checkout of
+        ``base_commit`` with ``patch`` applied), or the backend's own (an image's) with ``patch`` applied."""
+
+    def prepare(self, task: SourceTask | None, base_commit: str, workspace: Path,
+                out_dir: Path) -> tuple[dict[str, str], dict[str, Any], StartingState]:
+        """Prepare the task's environment for the commands in ``workspace`` and its starting state
+        (docs/protocol.md section 5.2) as ``HEAD``: ``(variables for every command, the environment's
+        description for run.json, the starting state)``."""
+
     def environment(self, *, workspace: Path, tmp_dir: Path | None, env: dict[str, str], command_timeout: float,
-                    instance_id: str, image: str | None, readable: list[Path]) -> Any:
+                    instance_id: str, image: str | None, readable: list[Path], lifetime: float | None = None) -> Any:
         """The mini-swe-agent environment that runs the commands (its ``execute(action, timeout=...)``
         returns ``{"output", "returncode", "exception_info"}``); the arguments as in
         :func:`make_command_sandbox`."""
+
+
+def _task_environment(task: SourceTask | None, workspace: Path) -> tuple[dict[str, str], dict]:
+    """Variables from the task's prepared environment, and its description for run.json."""
+    if task is None:
+        return {}, {"kind": "host", "note": "no task record given: commands use the host's interpreters"}
+    prepared = prepare_environment(task, workspace)
+    return dict(prepared.env_vars()), prepared.model_dump(mode="json")
+
+
+def _starting_state(task: SourceTask | None, base_commit: str, workspace: Path, out_dir: Path) -> StartingState:
+    """The run's starting state (docs/protocol.md section 5.2), made ``HEAD`` of ``workspace``.
+
+    Preparing the task's environment in the workspace ran its setup steps there (SWE-bench's
+    ``pre_install``: ``sed`` pins in ``setup.py``, ``tox.ini``...): those edits are the environment's, never
+    the agent's. They are found as replay finds them
+    (:func:`takeover.repository_states.starting_state.find_environment_edits`,
+    in a scratch checkout under ``out_dir``) and committed on top of ``base_commit`` as SWE-bench's images
+    commit them, so the agent's ``git diff`` does not show them either. Without a task record no setup ran:
+    the starting state is ``base_commit``.
+
+    Raises:
+        TakeoverError: git fails in the workspace.
+    """
+    if task is None:
+        found = subprocess.run(["git", "rev-parse", "--verify", f"{base_commit}^{{tree}}"], cwd=workspace,
+                               capture_output=True, text=True, check=False)
+        if found.returncode != 0:
+            raise TakeoverError(f"{workspace} lacks base_commit {base_commit}: {found.stderr.strip()[:300]}")
+        return StartingState(base_commit=base_commit, tree=found.stdout.strip())
+    start = find_environment_edits(task, workspace, work_dir=out_dir)
+    commit_starting_state(workspace, start)
+    return start
 
 
 class LocalCommands:
@@ -208,8 +263,23 @@ class LocalCommands:
         """The sentence of :func:`takeover._util.sandbox.status` (which sandbox, or why none)."""
         return sandbox.status().message
 
-    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable):
-        """:class:`SandboxedLocalEnvironment` in the workspace (``instance_id`` and ``image`` unused)."""
+    def remove_stale(self, out_dir: Path) -> list[str]:
+        """Nothing: the commands of a killed run end with its process group."""
+        return []
+
+    def workspace(self, *, instance_id, base_commit, image, dest, patch, checkout):
+        """``checkout(dest)``, the mirror's checkout, which applies ``patch`` itself."""
+        return checkout(dest)
+
+    def prepare(self, task, base_commit, workspace, out_dir):
+        """The task's environment prepared on this host (:func:`takeover.environments.prepare_environment`;
+        none without a task record) and its starting state, the setup's edits committed."""
+        task_env, described = _task_environment(task, workspace)
+        return task_env, described, _starting_state(task, base_commit, workspace, out_dir)
+
+    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable, lifetime=None):
+        """:class:`SandboxedLocalEnvironment` in the workspace (``instance_id``, ``image`` and ``lifetime``
+        unused)."""
         root = self.root(workspace)
         return SandboxedLocalEnvironment(
             cwd=root,
@@ -219,49 +289,6 @@ class LocalCommands:
             readable=[str(p) for p in readable],
             env=env,
             timeout=max(1, round(command_timeout)),
-        )
-
-
-class DockerCommands:
-    """``docker``: commands in the instance's SWE-bench image, the workspace mounted at ``/testbed``."""
-
-    uses_task_environment = False
-
-    def check(self) -> None:
-        """Raises :class:`~takeover.errors.EnvironmentUnavailable` without a running Docker daemon."""
-        docker = sandbox.docker_status()
-        if not docker.available:
-            raise EnvironmentUnavailable(
-                f"the docker backend needs a running Docker daemon: {docker.message}. "
-                "Start Docker, or use the local backend (--command-backend local)"
-            )
-
-    def root(self, workspace: Path) -> str:
-        """Always ``/testbed``."""
-        return TESTBED
-
-    def description(self) -> str:
-        """A container without network."""
-        return "docker container, no network"
-
-    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable):
-        """mini-swe-agent's ``DockerEnvironment`` on ``image`` (default: the instance's SWE-bench image).
-
-        Raises:
-            EnvironmentUnavailable: no Docker daemon.
-        """
-        self.check()
-        from minisweagent.environments.docker import DockerEnvironment
-
-        return DockerEnvironment(
-            image=image or swebench_image(instance_id),
-            cwd=TESTBED,
-            # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it
-            # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
-            env={"BASH_ENV": "/root/.bashrc", **env},
-            interpreter=["bash", "-c"],
-            timeout=max(1, round(command_timeout)),
-            run_args=["--rm", "--network", "none", "-v", f"{workspace.resolve()}:{TESTBED}"],
         )
 
 
@@ -301,6 +328,7 @@ def make_command_sandbox(
     instance_id: str,
     image: str | None = None,
     readable: list[Path] | None = None,
+    lifetime: float | None = None,
 ):
     """The mini-swe-agent environment in which a run's commands run.
 
@@ -313,10 +341,11 @@ def make_command_sandbox(
         command_timeout: per-command time limit (seconds; :attr:`takeover.limits.RunLimits.command_timeout`).
         instance_id: for the SWE-bench image name; ``image`` overrides it.
         readable: extra read-only folders for the sandbox (see :class:`SandboxedLocalEnvironmentConfig`).
+        lifetime: the run's wall-time limit (seconds): a container lives no longer, plus a margin.
     Raises:
         InputError: an unknown backend.
         EnvironmentUnavailable: ``docker`` without a daemon.
     """
     return command_backend(backend).environment(
         workspace=workspace, tmp_dir=tmp_dir, env=env, command_timeout=command_timeout, instance_id=instance_id,
-        image=image, readable=list(readable or []))
+        image=image, readable=list(readable or []), lifetime=lifetime)

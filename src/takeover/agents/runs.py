@@ -27,15 +27,12 @@ from takeover.agents.run_folder import RunSpec, inputs_key, prepare_run_folder, 
 from takeover.agents.runtime import AgentRun, AgentRuntime
 from takeover.agents.runtimes import agent_runtime
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
-from takeover.environments import prepare_environment
-from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
+from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.repository_states import snapshots
 from takeover.repository_states.starting_state import (
     StartingState,
-    commit_starting_state,
-    find_environment_edits,
 )
 from takeover.sources.repos import RepoSource, alternates
 from takeover.sources.tasks import SourceTask
@@ -51,38 +48,6 @@ from takeover.vocabulary import ActionProtocol
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _task_environment(task: SourceTask | None, workspace: Path) -> tuple[dict[str, str], dict]:
-    """Variables from the task's prepared environment, and its description for run.json."""
-    if task is None:
-        return {}, {"kind": "host", "note": "no task record given: commands use the host's interpreters"}
-    prepared = prepare_environment(task, workspace)
-    return dict(prepared.env_vars()), prepared.model_dump(mode="json")
-
-
-def _starting_state(task: SourceTask | None, base_commit: str, workspace: Path, out_dir: Path) -> StartingState:
-    """The run's starting state (docs/protocol.md section 5.2), made ``HEAD`` of ``workspace``.
-
-    Preparing the task's environment in the workspace ran its setup steps there (SWE-bench's
-    ``pre_install``: ``sed`` pins in ``setup.py``, ``tox.ini``...): those edits are the environment's, never
-    the agent's. They are found as replay finds them
-    (:func:`takeover.repository_states.starting_state.find_environment_edits`,
-    in a scratch checkout under ``out_dir``) and committed on top of ``base_commit`` as SWE-bench's images
-    commit them, so the agent's ``git diff`` does not show them either. Without a task record no setup ran:
-    the starting state is ``base_commit``.
-
-    Raises:
-        TakeoverError: git fails in the workspace.
-    """
-    if task is None:
-        found = git(workspace, "rev-parse", "--verify", f"{base_commit}^{{tree}}")
-        if found.returncode != 0:
-            raise TakeoverError(f"{workspace} lacks base_commit {base_commit}: {found.stderr.strip()[:300]}")
-        return StartingState(base_commit=base_commit, tree=found.stdout.strip())
-    start = find_environment_edits(task, workspace, work_dir=out_dir)
-    commit_starting_state(workspace, start)
-    return start
 
 
 def check_run(spec: RunSpec) -> AgentRuntime:
@@ -120,31 +85,9 @@ def _finish(record: RunRecord, workspace: Path, out_dir: Path, start: StartingSt
         record.exit_detail = (record.exit_detail or "") + redact(f" final snapshot failed: {exc}")[:500]
 
 
-def run_agent(
-    spec: RunSpec, out_dir: Path, workspace: Path, *, setup_started: float | None = None
-) -> RunRecord:
-    """Run the agent runtime ``spec.agent`` on a prepared ``workspace`` as ``spec`` says and write the run
-    folder ``out_dir``.
-
-    ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
-    inside ``out_dir``. Once the task's environment is prepared in it, its starting state (``base_commit``
-    plus the environment's setup edits, docs/protocol.md section 5.2) becomes ``HEAD``, and ``patch.diff``
-    is the final state's diff against it (run.json's ``starting_state``). run.json records
-    :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with its key. ``setup_started`` (a
-    ``time.perf_counter()`` value, seconds) starts the setup clock (default: now). When the command
-    backend sees the workspace at ``/testbed`` (docker, or bubblewrap mounting it there), the prompt is the
-    same whatever the output folder; without a sandbox the prompt names the host path instead and run.json
-    says so (``path_note``).
-
-    Returns:
-        The final :class:`RunRecord` (also in ``out_dir/run.json``).
-    Raises:
-        InputError: an unknown runtime or command backend, or settings the runtime cannot honour (before
-            anything is written).
-        EnvironmentUnavailable: the backend cannot start (no Docker daemon) or the task environment fails.
-    """
-    setup_started = time.perf_counter() if setup_started is None else setup_started
-    runtime = check_run(spec)
+def _new_record(spec: RunSpec, out_dir: Path, workspace: Path) -> RunRecord:
+    """The run's :class:`RunRecord` as it starts (nothing run yet), written to ``out_dir/run.json`` before
+    anything can fail, so that a re-run recognizes (and redoes) an aborted attempt."""
     commands = command_sandbox.command_backend(spec.command_backend)
     inputs = run_inputs(spec)
     root = commands.root(workspace)
@@ -175,12 +118,40 @@ def run_agent(
         versions=package_versions(),
         started_at=_now(),
     )
-    # Written before anything can fail, so that a re-run recognizes (and redoes) an aborted attempt.
     atomic_write_json(out_dir / "run.json", redact_obj(record.model_dump(mode="json")))
+    return record
+
+
+def run_agent(
+    spec: RunSpec, out_dir: Path, workspace: Path, *, setup_started: float | None = None
+) -> RunRecord:
+    """Run the agent runtime ``spec.agent`` on a prepared ``workspace`` as ``spec`` says and write the run
+    folder ``out_dir``.
+
+    ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
+    inside ``out_dir``. Once the task's environment is prepared in it, its starting state (``base_commit``
+    plus the environment's setup edits, docs/protocol.md section 5.2) becomes ``HEAD``, and ``patch.diff``
+    is the final state's diff against it (run.json's ``starting_state``). run.json records
+    :func:`~takeover.agents.run_folder.run_inputs` of ``spec`` with its key. ``setup_started`` (a
+    ``time.perf_counter()`` value, seconds) starts the setup clock (default: now). When the command
+    backend sees the workspace at ``/testbed`` (docker, or bubblewrap mounting it there), the prompt is the
+    same whatever the output folder; without a sandbox the prompt names the host path instead and run.json
+    says so (``path_note``).
+
+    Returns:
+        The final :class:`RunRecord` (also in ``out_dir/run.json``).
+    Raises:
+        InputError: an unknown runtime or command backend, or settings the runtime cannot honour (before
+            anything is written).
+        EnvironmentUnavailable: the backend cannot start (no Docker daemon) or the task environment fails.
+    """
+    setup_started = time.perf_counter() if setup_started is None else setup_started
+    runtime = check_run(spec)
+    commands = command_sandbox.command_backend(spec.command_backend)
+    record = _new_record(spec, out_dir, workspace)
     commands.check()
-    task_env, described = _task_environment(spec.task, workspace)
+    task_env, described, start = commands.prepare(spec.task, spec.base_commit, workspace, out_dir)
     record.environment = described
-    start = _starting_state(spec.task, spec.base_commit, workspace, out_dir)
     record.starting_state, record.environment_files = start.tree, start.files
     if start.notes:
         record.environment["starting_state_notes"] = start.notes
@@ -197,7 +168,7 @@ def run_agent(
         raise EnvironmentUnavailable(str(exc)) from None
     run = AgentRun(
         spec=spec, out_dir=out_dir, workspace=workspace, starting_state=start, commands=commands,
-        command_root=root, task_env=task_env,
+        command_root=record.command_root, task_env=task_env,
         readable=alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
         tmp_dir=tmp_dir, recorder=recorder, setup_started=setup_started,
     )
@@ -224,20 +195,27 @@ def run_agent(
 
 
 def _start(
-    spec: RunSpec, out_dir: Path, make_workspace: Callable[[Path], Path], setup_started: float
+    spec: RunSpec, out_dir: Path, checkout: Callable[[Path], Path], patch: str, setup_started: float
 ) -> RunRecord:
-    """The run of ``spec`` in ``out_dir``: the finished one found there, or a new one in the workspace that
-    ``make_workspace(out_dir / "workspace")`` makes.
+    """The run of ``spec`` in ``out_dir``: the finished one found there, or a new one in the workspace its
+    command backend makes in ``out_dir / "workspace"`` (:meth:`~takeover.agents.command_sandbox.CommandBackend.workspace`:
+    ``checkout``, the mirror's checkout with ``patch`` applied, or the backend's own repository), once what
+    a killed earlier attempt left running is removed.
 
     Raises:
         InputError: the runtime or the command backend is unknown, or refuses the settings (before the
             run folder or the workspace is touched).
     """
     check_run(spec)
+    commands = command_sandbox.command_backend(spec.command_backend)
+    if out_dir.exists():  # before an unfinished attempt's folder is removed: its commands may still run
+        commands.remove_stale(out_dir)
     done = prepare_run_folder(out_dir, run_inputs(spec))
     if done is not None:
         return done
-    workspace = make_workspace(out_dir / "workspace")
+    _new_record(spec, out_dir, out_dir / "workspace")  # an attempt that fails making the workspace is known too
+    workspace = commands.workspace(instance_id=spec.instance_id, base_commit=spec.base_commit, image=spec.image,
+                                   dest=out_dir / "workspace", patch=patch, checkout=checkout)
     return run_agent(spec, out_dir, workspace, setup_started=setup_started)
 
 
@@ -291,6 +269,7 @@ def run_predecessor(
         spec,
         Path(out_dir).resolve(),
         lambda dest: source.workspace(task.repo, task.base_commit, dest),
+        "",
         setup_started,
     )
 
@@ -327,7 +306,7 @@ def run_takeover(
     """
     setup_started = time.perf_counter()
     checkpoint_dir = Path(checkpoint_dir).resolve()
-    checkpoint, _ = load_checkpoint(checkpoint_dir)
+    checkpoint, checkpoint_patch = load_checkpoint(checkpoint_dir)
     if prompt is None:
         view_path = checkpoint_dir / "views" / f"{view}.md"
         if not view_path.is_file():
@@ -370,5 +349,6 @@ def run_takeover(
         spec,
         Path(out_dir).resolve(),
         lambda dest: checkpoint_workspace(checkpoint_dir, dest, repo_source=source),
+        checkpoint_patch,
         setup_started,
     )

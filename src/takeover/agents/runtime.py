@@ -130,6 +130,7 @@ class AgentRun:
             instance_id=self.spec.instance_id,
             image=self.spec.image,
             readable=self.readable,
+            lifetime=self.spec.limits.wall_time_limit_seconds,
         )
 
 

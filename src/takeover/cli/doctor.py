@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated
 
 import typer
 
+from takeover._util.containers import remove_stale_containers
 from takeover.cli.console import output_console
 from takeover.cli.options import BASE_URL_HELP, ApiKeyEnvOption, JsonOption, MirrorOption, VerboseOption
 from takeover.doctor import render, run_checks
+from takeover.errors import TakeoverError
 
 
 def doctor(
@@ -19,6 +22,9 @@ def doctor(
     ] = None,
     api_key_env: ApiKeyEnvOption = None,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any check is not ok.")] = False,
+    clean: Annotated[bool, typer.Option(
+        "--clean", help="First remove the Docker containers of takeover runs and gradings on this host whose "
+                        "process is gone (killed); other containers are never touched.")] = False,
     as_json: JsonOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -26,13 +32,27 @@ def doctor(
     to fix what it cannot. Exits 0 unless --strict.
 
     With --json, one line per check, in the table's order: name, status (ok, warn or fail), detail, fix.
+    With --clean, each container removed is printed first (on stderr), with its output folder.
 
     Examples:
 
         takeover doctor
 
+        takeover doctor --clean
+
         takeover doctor --mirror /data/mirror --base-url http://127.0.0.1:8000/v1 --strict
     """
+    if clean:
+        try:
+            removed = remove_stale_containers()
+        except TakeoverError as exc:
+            print(f"error: --clean: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        for stale in removed:
+            print(f"removed container {stale.name} ({stale.purpose}, pid {stale.pid} gone): {stale.out_dir}",
+                  file=sys.stderr)
+        if not removed:
+            print("no container of a killed takeover run to remove", file=sys.stderr)
     checks = run_checks(mirror=mirror, base_url=base_url, api_key_env=api_key_env)
     if as_json:
         for c in checks:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -10,13 +11,23 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from takeover._util.containers import image_identity
 from takeover.cli.console import output_console
-from takeover.cli.options import OUT_DIR_HELP, DatasetOption, VerboseOption, old_file_flag
+from takeover.cli.options import (
+    OUT_DIR_HELP,
+    DatasetOption,
+    InstanceIdsOption,
+    JsonOption,
+    VerboseOption,
+    old_file_flag,
+)
+from takeover.environments import instance_image_name
 from takeover.errors import InputError, TakeoverError
 from takeover.sources.tasks import (
     PAPER_DIFFICULTIES,
     PAPER_LIMIT,
     PAPER_SEED,
+    load_tasks,
     make_selection,
     write_selection,
 )
@@ -101,6 +112,59 @@ def select(
         f"selected {header.count} of {header.candidates} tasks in {len(buckets)} bucket(s); "
         f"seed {seed}; dataset sha256 {header.dataset_sha256[:12]}...; wrote {out}"
     )
+
+
+@tasks_app.command("images")
+def images(
+    dataset: DatasetOption,
+    instance_id: InstanceIdsOption = None,
+    pull: Annotated[bool, typer.Option("--pull", help="Pull each image the Docker daemon lacks (and keep it); "
+                                                      "print each with its content id and size.")] = False,
+    as_json: JsonOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Print the official SWE-bench images that the tasks of a dataset or selection need for the docker
+    backends (one name a line), and with --pull make sure the Docker daemon has each. Exit status 1 when an
+    image could not be pulled (each such line says why), 2 on bad input.
+
+    With --json, one line per image: name, id (null without --pull), size_bytes, error.
+
+    Examples:
+
+        takeover tasks images --dataset tasks.jsonl
+
+        takeover tasks images --dataset tasks.jsonl --pull
+    """
+    try:
+        tasks = load_tasks(dataset)
+        known = {t.instance_id for t in tasks}
+        unknown = sorted(set(instance_id or ()) - known)
+        if unknown:
+            raise InputError(dataset, f"no task {', '.join(unknown)}", field="instance_id")
+    except TakeoverError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    names = list(dict.fromkeys(instance_image_name(t.instance_id) for t in tasks
+                               if not instance_id or t.instance_id in instance_id))
+    failed = 0
+    for name in names:
+        record = {"name": name, "id": None, "size_bytes": None, "error": None}
+        if pull:
+            try:
+                found = image_identity(name, pull=True)
+                record.update(id=found.id, size_bytes=found.size_bytes)
+            except TakeoverError as exc:
+                record["error"], failed = str(exc), failed + 1
+        if as_json:
+            print(json.dumps(record))
+        elif record["error"]:
+            print(f"{name}  error: {record['error']}")
+        elif pull:
+            print(f"{name}  {record['id'][:19]}  {(record['size_bytes'] or 0) / 1e9:.2f} GB")
+        else:
+            print(name)
+    if failed:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,9 @@ Docker takeover builds the same thing as Python virtual environments, from the s
 - :mod:`.build_steps` and :mod:`.hints`: the build's logged, time-limited commands and what a failed
   one lacks;
 - :mod:`.prepared`: :func:`prepare_environment`, the entry point, and :class:`PreparedEnvironment`.
+
+With Docker, the environment is the task's official SWE-bench image instead: :mod:`.official_image` names it
+and makes swebench's ``TestSpec`` of the task without the network (:func:`official_test_spec`).
 """
 
 from takeover.environments.build_steps import BUILD_TIMEOUT
@@ -27,6 +30,7 @@ from takeover.environments.host_limits import (
     unbuildable_environments,
 )
 from takeover.environments.interpreters import find_interpreter, interpreter_candidates, uv_binary
+from takeover.environments.official_image import instance_image_name, official_test_spec
 from takeover.environments.prepared import PreparedEnvironment, prepare_environment
 from takeover.environments.requirements import read_environment_yml, read_requirements
 from takeover.environments.setup_commit import SetupCommit, setup_commit_for
@@ -55,8 +59,10 @@ __all__ = [
     "failure_hint",
     "find_interpreter",
     "host_blockers",
+    "instance_image_name",
     "interpreter_candidates",
     "load_spec_file",
+    "official_test_spec",
     "prepare_environment",
     "read_environment_yml",
     "read_requirements",

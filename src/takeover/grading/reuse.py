@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, model_serializer
 
 from takeover._util.io import sha256_text
 from takeover._util.versions import package_versions
@@ -29,6 +29,7 @@ _FIELD_NAMES = {
     "task_sha256": "the dataset row",
     "env_spec_sha256": "the environment specification",
     "test_locale": "the test locale",
+    "image_id": "the image",
     "backend": "the backend",
     "network": "the network setting",
     "timeout": "the time limit",
@@ -45,14 +46,17 @@ class EnvironmentKey(BaseModel):
         env_spec_sha256: sha256 (:func:`value_digest`) of the specification the tests run under; None
             when there is none (the grading then fails and is never reused).
         test_locale: the locale the tests run in, where it depends on the machine.
+        image_id: the content id (``sha256:...``) of the image the tests run in (``docker``): the same name
+            can point at other content tomorrow, and a verdict is the image's as much as the patch's.
 
-    A backend whose verdicts depend on more (an image's id) adds the field here and to
-    :class:`GradingKey` with a default of None and a name in ``_FIELD_NAMES``: stored keys without it
-    read as None, so results of the other backends are still reused.
+    A backend whose verdicts depend on more adds the field here and to :class:`GradingKey` with a default of
+    None and a name in ``_FIELD_NAMES``: stored keys without it read as None, so results of the other
+    backends are still reused.
     """
 
     env_spec_sha256: str | None = None
     test_locale: str | None = None
+    image_id: str | None = None
 
 
 class GradingKey(BaseModel):
@@ -68,7 +72,8 @@ class GradingKey(BaseModel):
             ``MAP_REPO_VERSION_TO_SPECS`` entry); None when there is none, and then the grading fails and is
             never reused.
         test_locale: the locale the tests run in (``local``; it depends on the machine's locales).
-        env_spec_sha256 and test_locale are the backend's :class:`EnvironmentKey`.
+        image_id: the content id of the image the tests run in (``docker``; None when the daemon has none).
+        env_spec_sha256, test_locale and image_id are the backend's :class:`EnvironmentKey`.
         backend: the backend's name (:data:`takeover.grading.backends.BACKENDS`).
         network: the tests may use the network.
         timeout: seconds allowed for the test run.
@@ -79,6 +84,7 @@ class GradingKey(BaseModel):
     task_sha256: str
     env_spec_sha256: str | None = None
     test_locale: str | None = None
+    image_id: str | None = None
     backend: str
     network: bool
     timeout: float
@@ -101,6 +107,15 @@ class GradingKey(BaseModel):
                    backend=backend, network=network, timeout=float(timeout), takeover=versions.get("takeover"),
                    swebench=versions.get("swebench"))
 
+    @model_serializer(mode="wrap")
+    def _image_only_when_known(self, handler: Any) -> dict[str, Any]:
+        # A key without an image (every local key) is written, compared and digested as keys were before
+        # images were part of it.
+        data = handler(self)
+        if self.image_id is None:
+            data.pop("image_id", None)
+        return data
+
     @property
     def digest(self) -> str:
         """sha256 of the key (hex, 64 characters)."""
@@ -112,7 +127,7 @@ class GradingKey(BaseModel):
         if old is None:
             return ["the grading key (the stored result has none)"]
         mine, theirs = self.model_dump(), old.model_dump()
-        return [_FIELD_NAMES[name] for name in _FIELD_NAMES if mine[name] != theirs[name]]
+        return [_FIELD_NAMES[name] for name in _FIELD_NAMES if mine.get(name) != theirs.get(name)]
 
 
 def value_digest(value: Any) -> str:

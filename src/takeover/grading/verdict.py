@@ -37,7 +37,8 @@ class GradeResult(BaseModel):
         handoff_state: docs/protocol.md section 6 label; None when grading itself failed (see ``error``).
         FAIL_TO_PASS, PASS_TO_PASS: the swebench report lists.
         backend: ``local`` or ``docker``.
-        env_seconds, test_seconds: wall seconds for preparing the environment and running the tests.
+        env_seconds, test_seconds: wall seconds for preparing the environment (``docker``: finding or pulling
+            the image) and running the tests (``docker``: the harness's own test time, 0 when no test ran).
         env_cached: the task's shared venv existed already; env_build_seconds: wall seconds spent building it.
         log_path: the test log (``test_output.txt``) with SWE-bench's markers; ``report.json`` is beside it.
         applied: the candidate patch applied; ``apply_error`` names the failing file/hunk when not.
@@ -46,7 +47,8 @@ class GradeResult(BaseModel):
         sandboxed: the tests ran inside the sandbox (:mod:`takeover._util.sandbox`).
         patch_sha256: sha256 of the candidate patch.
         notes: the environment's adaptations (skipped system steps, conda to pip, a locale fallback).
-        network: the tests ran with the network on (``local`` backend; SWE-bench's Docker harness has it on).
+        network: the tests ran with the network on (``local``: as asked; ``docker``: measured, whether the
+            harness's container had a network).
         warnings: reasons the result may not match the official harness, e.g. the repository's tests need
             the network (:data:`~takeover.grading.NETWORK_REPOS`) and it was off.
         grading_key: everything that decided the verdict; a stored result is reused only under an equal key
@@ -62,6 +64,7 @@ class GradeResult(BaseModel):
             None when no environment was built), and ``setup_commit_source`` how it was chosen:
             ``environment_setup_commit`` (the task's own), ``stand-in`` (the shipped table, when the dataset
             lacks it) or ``base_commit`` (:mod:`takeover.environments.setup_commit`).
+        image, image_id: the image the tests ran in and its content id (``docker``; None otherwise).
     """
 
     model_config = ConfigDict(populate_by_name=True)
@@ -95,6 +98,8 @@ class GradeResult(BaseModel):
     setup_commit_source: str | None = None
     set_aside: list[str] = Field(default_factory=list)
     reference_note: str | None = None
+    image: str | None = None
+    image_id: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
@@ -102,7 +107,7 @@ class GradeResult(BaseModel):
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
             "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note", "setup_commit",
-            "setup_commit_source", "set_aside", "reference_note"})
+            "setup_commit_source", "set_aside", "reference_note", "image", "image_id"})
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:

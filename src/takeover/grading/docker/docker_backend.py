@@ -1,7 +1,23 @@
-"""The ``docker`` grading backend: swebench's official harness (``run_instances``) on its own images.
+"""The ``docker`` grading backend: swebench's official harness (``run_instance``) on its own images.
 
 It needs a Docker daemon (:func:`takeover._util.sandbox.docker_status`) and a SWE-bench (repo, version); a
 prediction for any other task gets an error in its result.
+
+What it adds to running swebench's harness as it is:
+
+- **No download at grading**: the harness's ``TestSpec`` is made with the task's requirement files read
+  from the mirror (:func:`takeover.environments.official_image.official_test_spec`), so a grading needs no
+  network where the image already holds the environment; without a mirror swebench downloads them, and a
+  failed download is one line in the result's ``error``.
+- **The image is part of the key and of the result**: the instance image's content id enters the
+  :class:`~takeover.grading.reuse.GradingKey` (a changed image under the same name grades again, in either
+  direction), and ``result.json`` records ``image`` and ``image_id``. A missing image is pulled once and
+  kept (every point and view of a task reuses it); one that cannot be pulled is one line naming it and
+  docker's reason.
+- **Labelled containers** that stop at once (:mod:`takeover._util.containers`); the stale ones of the
+  grading's log folder (a grading killed with SIGKILL) are removed before it runs again.
+- **Measured, not assumed**: ``network`` says whether the harness's container had a network;
+  ``test_seconds`` is the harness's own test time, 0 when no test ran.
 
 SWE-bench's ``run_instance`` returns the stored ``report.json`` of
 ``logs/run_evaluation/<run_id>/<model_name_or_path>/<instance_id>/`` (under the current folder) when one
@@ -25,12 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from takeover._util import sandbox
+from takeover._util.containers import container_labels, docker_client, image_identity, remove_stale_containers
 from takeover._util.io import sha256_text
+from takeover.environments.official_image import instance_image_name, official_test_spec
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
 from takeover.grading.verdict import GradeResult, TestOutcome, handoff_state, report_outcomes
+from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
 #: The files of the harness's instance folder copied to takeover's log folder (all it leaves there).
@@ -114,8 +133,7 @@ def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, 
     from swebench.harness.constants import APPLY_PATCH_FAIL  # slow to import: only when needed
 
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
-                         backend=DockerBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""),
-                         network=True)
+                         backend=DockerBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""))
     entry = read_harness_report(folder, prediction.instance_id, prediction.model_patch)
     run_log = folder / "run_instance.log"
     log_text = run_log.read_text(encoding="utf-8", errors="replace") if run_log.exists() else ""
@@ -135,9 +153,10 @@ def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, 
     elif test_output.exists() and "Timeout error" in test_output.read_text(encoding="utf-8", errors="replace"):
         result.applied, result.timed_out = True, True
         result.FAIL_TO_PASS, result.PASS_TO_PASS, _ = report_outcomes({}, task)
-        result.test_seconds = result.test_seconds or timeout
     else:
-        result.error = f"the official harness wrote no report in {folder} (see run_instance.log there)"
+        why = next((line.split(" - ERROR - ", 1)[1] for line in log_text.splitlines() if " - ERROR - " in line), "")
+        result.error = (f"the official harness wrote no report{': ' + why[:400] if why else ''} "
+                        f"(its log: {run_log.resolve()})")
     result.handoff_state = handoff_state(result)
     return result
 
@@ -152,19 +171,22 @@ def copy_harness_logs(folder: Path, log_dir: Path) -> None:
 
 
 def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, timeout: float, log_dir: Path,
-                 force: bool = False) -> GradeResult:
-    """Grade ``prediction`` with the official harness under its own run id (:func:`harness_run_id`); the
-    harness's logs are copied to ``log_dir``.
+                 force: bool = False, repo_source: RepoSource | None = None) -> GradeResult:
+    """Grade ``prediction`` with the official harness under its own run id (:func:`harness_run_id`) on the
+    task's instance image (pulled when absent, and kept); the harness's logs are copied to ``log_dir``.
 
     Args:
         key: the grading's key (its digest names the run).
         timeout: seconds for the test run (the harness's own limit).
         log_dir: ``<log_dir>/<model_name_or_path>/<instance_id>`` of :func:`~takeover.grading.grade_predictions`.
         force: remove the harness's stored results of this run id first, so that it runs the tests again.
+        repo_source: where the task's requirement files are read (a mirror, or offline the clone cache);
+            without either, swebench downloads them from GitHub.
 
     Returns:
-        The :class:`GradeResult`; a failure of this prediction (unknown (repo, version), container,
-        results of another patch) is in its ``error``.
+        The :class:`GradeResult` with ``image`` and ``image_id``; a failure of this prediction (unknown (repo,
+        version), requirement files, image, container, results of another patch) is one line in its
+        ``error``.
     Raises:
         EnvironmentUnavailable: no Docker daemon answers.
     """
@@ -172,32 +194,52 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     if not docker.available:
         raise EnvironmentUnavailable(f"{docker.message}; use --backend local, or start Docker to use the official "
                                      "harness")
-    from swebench.harness.run_evaluation import run_instances  # slow to import: only when needed
+    from swebench.harness.run_evaluation import run_instance  # slow to import: only when needed
 
     base = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
-                       backend=DockerBackend.name, patch_sha256=key.patch_sha256, network=True)
+                       backend=DockerBackend.name, patch_sha256=key.patch_sha256)
     if swebench_spec(task) is None:
         base.error = (f"the docker backend needs a SWE-bench (repo, version); {task.repo} {task.version} is not in "
                       f"swebench's specifications: use --backend local with takeover_env_spec or --spec-file")
+        return base
+    base.image = instance_image_name(task.instance_id)
+    started = time.monotonic()
+    try:
+        spec = official_test_spec(task, repo_source)
+        image = image_identity(spec.instance_image_key, pull=True)
+    except EnvironmentUnavailable as exc:
+        base.error = str(exc)
+        return base
+    base.image_id, base.env_seconds = image.id, round(time.monotonic() - started, 3)
+    if key.image_id is not None and key.image_id != image.id:
+        base.error = (f"image {image.name} changed while this grading started ({key.image_id[:19]} became "
+                      f"{image.id[:19]}); grade again")
         return base
     run_id = harness_run_id(key)
     pred = harness_prediction(prediction, key)
     folder = harness_folder(run_id, pred)
     if force and folder.exists():
         shutil.rmtree(folder)
-    # exclude_none: swebench reads environment_setup_commit when the key exists, even when it is null
-    instance = task.model_dump(mode="json", exclude_none=True)
-    start = time.monotonic()
+    remove_stale_containers(log_dir)  # a grading of this folder killed before its container was removed
+    client = docker_client(container_labels("grading", log_dir))
     with contextlib.redirect_stdout(sys.stderr):  # the harness's progress lines must not mix with --json output
-        run_instances({pred["instance_id"]: pred}, [instance], cache_level="env", clean=False, force_rebuild=False,
-                      max_workers=1, run_id=run_id, timeout=int(timeout))
-    seconds = time.monotonic() - start
+        run_instance(spec, pred, rm_image=False, force_rebuild=False, client=client, run_id=run_id,
+                     timeout=int(timeout))
     try:
         result = result_from_harness(folder, task, prediction, timeout=timeout)
     except TakeoverError as exc:
         base.error = str(exc)
         return base
-    result.test_seconds = result.test_seconds or seconds
+    result.image, result.image_id, result.env_seconds = base.image, image.id, base.env_seconds
+    created = client.created[-1] if client.created else None
+    result.network = bool(created and client.container_networks.get(created))
+    if created and client.container_images.get(created) not in (None, image.id):
+        result.error = (f"the harness ran image {client.container_images[created][:19]}, not {image.id[:19]} "
+                        f"({image.name} changed during the grading); grade again")
+        result.handoff_state = None
+    if result.error is not None and not sandbox.docker_status().available:
+        result.error = (f"the Docker daemon stopped answering during the grading; start it and grade again "
+                        f"({result.error})")
     result.notes.append(f"official harness run id {run_id}; its own logs: {folder.resolve()}")
     copy_harness_logs(folder, log_dir)
     result.log_path = str(log_dir / "test_output.txt")
@@ -214,8 +256,8 @@ def swebench_spec(task: SourceTask) -> Mapping[str, Any] | None:
 class DockerBackend:
     """The ``docker`` :class:`~takeover.grading.backend.GradingBackend`: see the module documentation.
 
-    The tests always have the network (SWE-bench's containers do); the environment in the grading key is
-    swebench's specification of the task's (repo, version), which decides the image.
+    The tests are asked to have the network (SWE-bench's containers are); the environment in the grading key
+    is swebench's specification of the task's (repo, version) and the content id of its instance image.
     """
 
     name = "docker"
@@ -224,14 +266,22 @@ class DockerBackend:
     uses_sandbox = False
 
     def tests_network(self, asked: bool) -> bool:
-        """Always on: the harness's containers have the network."""
+        """Always asked for: the harness makes its containers in the daemon's default network (whether they
+        got one is measured per grading, the result's ``network``)."""
         return True
 
     def environment_key(self, task: SourceTask, spec_file: SpecFile) -> EnvironmentKey:
         """The digest of swebench's specification of the task (``spec_file`` is the ``local`` backend's and
-        is not read); an empty key for a (repo, version) swebench does not know."""
+        is not read) and the content id of its instance image, pulled first when the daemon lacks it; an
+        empty key for a (repo, version) swebench does not know, no image id without a daemon or an image."""
         spec = swebench_spec(task)
-        return EnvironmentKey(env_spec_sha256=value_digest(spec) if spec is not None else None)
+        if spec is None:
+            return EnvironmentKey()
+        try:
+            image_id = image_identity(instance_image_name(task.instance_id), pull=True).id
+        except EnvironmentUnavailable:
+            image_id = None  # the grading itself says why
+        return EnvironmentKey(env_spec_sha256=value_digest(spec), image_id=image_id)
 
     def grade(self, task: SourceTask, prediction: Prediction, key: GradingKey, log_dir: Path,
               options: GradingOptions) -> GradeResult:
@@ -240,4 +290,5 @@ class DockerBackend:
         Raises:
             EnvironmentUnavailable: no Docker daemon answers.
         """
-        return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir, force=options.force)
+        return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir, force=options.force,
+                            repo_source=options.repo_source)

@@ -1,0 +1,172 @@
+"""The ``docker`` command backend: an agent's commands run in a container of the task's official SWE-bench
+image, on the repository exactly as the image holds it.
+
+- **The workspace is the image's own ``/testbed``** (:meth:`DockerCommands.workspace`), copied out once per
+  run (:func:`takeover.environments.official_image.workspace_from_image`): its complete git history (no
+  alternates naming host paths the container cannot see), SWE-bench's setup commit, and the files the
+  image's install built (compiled extensions, ``.egg-info``). A takeover run's checkpoint patch is applied on
+  top. The copy is mounted at ``/testbed``, so takeover takes every snapshot on the host as for ``local``.
+- **The image is the environment** (:meth:`DockerCommands.prepare`): nothing is built on the host;
+  ``run.json``'s ``environment`` records the image and its content id, and the starting state
+  (docs/protocol.md section 5.2) is the image's repository as copied: its ``HEAD`` (``base_commit`` plus
+  SWE-bench's setup commit) with the untracked files the install left, so neither shows in ``patch.diff``.
+- **The container** (:meth:`DockerCommands.environment`) is mini-swe-agent's ``DockerEnvironment`` on the
+  image's content id, without network, labelled as takeover's (:mod:`takeover._util.containers`), living no
+  longer than the run's wall-time limit, stopped at once (SIGKILL), and git in it trusts the mounted
+  ``/testbed`` whatever uid owns the host folder (as SWE-bench's eval script does). A rerun in the same run
+  folder first removes the containers a killed run left (:meth:`DockerCommands.remove_stale`).
+- Its log lines go to ``takeover.agents.docker``, never to stdout (``--json`` keeps stdout JSON Lines).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from takeover._util import sandbox
+from takeover._util.containers import (
+    STOP_SIGNAL,
+    container_labels,
+    label_args,
+    remove_stale_containers,
+)
+from takeover.agents.mini_swe_agent._mswea import TESTBED
+from takeover.checkpoints import apply_patch
+from takeover.environments.official_image import workspace_from_image
+from takeover.errors import EnvironmentUnavailable
+from takeover.repository_states import snapshots
+from takeover.repository_states.starting_state import StartingState
+from takeover.sources.tasks import SourceTask
+
+#: Where the copied workspace records what it was copied from (inside its ``.git``: never part of a snapshot).
+IMAGE_RECORD = Path("takeover") / "image.json"
+#: Seconds a container outlives the run's wall-time limit (setup, the final snapshot), so that one left by a
+#: killed run ends by itself even when no rerun removes it.
+LIFETIME_MARGIN = 600.0
+_LOG = logging.getLogger("takeover.agents.docker")
+
+
+def _image_record(workspace: Path) -> dict[str, Any]:
+    """The record :meth:`DockerCommands.workspace` wrote in ``workspace``.
+
+    Raises:
+        EnvironmentUnavailable: the workspace was not copied from an image.
+    """
+    path = snapshots.git_dir(workspace) / IMAGE_RECORD
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise EnvironmentUnavailable(f"{workspace} was not copied from an image ({path} is missing): the docker "
+                                     "backend runs on the image's own repository") from None
+
+
+class DockerCommands:
+    """``docker``: commands in the instance's SWE-bench image (see the module docstring)."""
+
+    uses_task_environment = False
+
+    def check(self) -> None:
+        """Raises :class:`~takeover.errors.EnvironmentUnavailable` without a running Docker daemon."""
+        docker = sandbox.docker_status()
+        if not docker.available:
+            raise EnvironmentUnavailable(
+                f"the docker backend needs a running Docker daemon: {docker.message}. "
+                "Start Docker, or use the local backend (--command-backend local)"
+            )
+
+    def root(self, workspace: Path) -> str:
+        """Always ``/testbed``."""
+        return TESTBED
+
+    def description(self) -> str:
+        """A container without network."""
+        return "docker container, no network"
+
+    def remove_stale(self, out_dir: Path) -> list[str]:
+        """Remove the containers of runs in ``out_dir`` whose process is gone (a run killed with SIGKILL);
+        returns their names. Without a daemon there is nothing to remove (and :meth:`workspace` says so)."""
+        if not sandbox.docker_status().available:
+            return []
+        return [c.name for c in remove_stale_containers(out_dir)]
+
+    def workspace(self, *, instance_id: str, base_commit: str, image: str | None, dest: Path, patch: str,
+                  checkout: Callable[[Path], Path]) -> Path:
+        """The image's ``/testbed`` copied to ``dest`` (``checkout``, the mirror's, is not used), its
+        starting state snapshotted, then ``patch`` (a checkpoint's, or empty) applied.
+
+        Raises:
+            EnvironmentUnavailable: no daemon; the image is missing and cannot be pulled, or its repository
+                is not at ``base_commit`` (one line naming the image and docker's reason).
+            InputError: ``patch`` does not apply.
+        """
+        self.check()
+        copied = workspace_from_image(instance_id, base_commit, dest, container_labels("agent run", dest.parent),
+                                      image=image)
+        start = snapshots.take_snapshot(dest)  # HEAD and the untracked files the image's install left
+        record = {"image": copied.image.name, "image_id": copied.image.id, "repo_digests": copied.image.repo_digests,
+                  "head": copied.head, "starting_tree": start}
+        path = snapshots.git_dir(dest) / IMAGE_RECORD
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=2), encoding="utf-8")
+        apply_patch(dest, patch)
+        return dest
+
+    def prepare(self, task: SourceTask | None, base_commit: str, workspace: Path,
+                out_dir: Path) -> tuple[dict[str, str], dict[str, Any], StartingState]:
+        """``({}, the image as run.json's environment, the starting state)``: nothing is prepared on the host.
+
+        Raises:
+            EnvironmentUnavailable: ``workspace`` was not copied from an image.
+        """
+        record = _image_record(workspace)
+        diffs, _ = snapshots.without_generated(snapshots.snapshot_diff(workspace, base_commit, record["starting_tree"]))
+        described = {"kind": "docker image", "image": record["image"], "image_id": record["image_id"],
+                     "repo_digests": record["repo_digests"], "repository": f"the image's {TESTBED} at {record['head']}",
+                     "note": "the image is the environment: nothing was built on this host"}
+        return {}, described, StartingState(base_commit=base_commit, tree=record["starting_tree"], diffs=diffs,
+                                            steps=[f"the image's {TESTBED} (SWE-bench's setup commit {record['head'][:12]})"])
+
+    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable,
+                    lifetime: float | None = None):
+        """mini-swe-agent's ``DockerEnvironment`` on the image the workspace was copied from (its content id),
+        the workspace mounted at ``/testbed``, no network, labelled, living ``lifetime`` seconds plus
+        :data:`LIFETIME_MARGIN` (default: two hours, mini-swe-agent's).
+
+        Raises:
+            EnvironmentUnavailable: no Docker daemon, the workspace was not copied from an image, or the
+                container cannot start (one line with docker's reason).
+        """
+        self.check()
+        from minisweagent.environments.docker import DockerEnvironment
+
+        record = _image_record(workspace)
+        labels = container_labels("agent run", Path(workspace).parent)
+        seconds = lifetime + LIFETIME_MARGIN if lifetime else 7200
+        try:
+            environment = DockerEnvironment(
+                image=record["image_id"],
+                cwd=TESTBED,
+                # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it
+                # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
+                env={"BASH_ENV": "/root/.bashrc", **env},
+                interpreter=["bash", "-c"],
+                timeout=max(1, round(command_timeout)),
+                container_timeout=f"{round(seconds)}s",
+                run_args=["--rm", "--network", "none", "--stop-signal", STOP_SIGNAL, *label_args(labels),
+                          "-v", f"{Path(workspace).resolve()}:{TESTBED}"],
+                logger=_LOG,
+            )
+        except subprocess.CalledProcessError as exc:
+            reason = " ".join((exc.stderr or exc.stdout or str(exc)).split())[:300]
+            raise EnvironmentUnavailable(f"cannot start a container of image {record['image']} "
+                                         f"({record['image_id'][:19]}): {reason}") from None
+        # The mounted folder is owned by the host's user, not the container's root: trust it, as SWE-bench's
+        # eval script does (system-wide, so the image's own ~/.gitconfig stays as it is).
+        trusted = environment.execute({"command": f"git config --system --add safe.directory {TESTBED}"})
+        if trusted["returncode"] != 0:
+            _LOG.warning("git in the container may refuse %s: %s", TESTBED, trusted["output"][:200])
+        return environment

@@ -1,0 +1,131 @@
+"""The docker grading backend on a real Docker daemon: swebench's harness on the task's instance image
+(a stand-in built by the tests, tests/docker_images.py), without network. Gold resolves, empty does not,
+every per-test status equals the local backend's; the image's content id is part of the key (a changed
+image is graded again, both ways); reuse and --force as for the local backend; faults are one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import docker
+import pytest
+from docker_images import TINY_F2P, TINY_P2P
+from prerequisites import requires
+
+from takeover.grading import grade
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires("docker daemon", "debootstrap")]
+
+
+@pytest.fixture(autouse=True)
+def _harness_logs_in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the harness writes logs/run_evaluation under the current folder
+
+# a patch of a file the repository does not have: neither git apply nor patch --fuzz can apply it
+BROKEN_PATCH = "diff --git a/src/nope.py b/src/nope.py\n--- a/src/nope.py\n+++ b/src/nope.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+
+
+def statuses(result) -> dict[str, str]:
+    """``{test: "pass"|"fail"}`` of a result's FAIL_TO_PASS and PASS_TO_PASS tests."""
+    out = {}
+    for outcome in (result.FAIL_TO_PASS, result.PASS_TO_PASS):
+        out.update({t: "pass" for t in outcome.success} | {t: "fail" for t in outcome.failure})
+    return out
+
+
+def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(tiny_docker_task, tmp_path):
+    task, source, stand_in = tiny_docker_task.task, tiny_docker_task.source, tiny_docker_task.stand_in
+    logs = tmp_path / "logs"
+    gold = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
+    empty = grade(task, "", backend="docker", repo_source=source, log_dir=logs, model_name_or_path="empty")
+    assert gold.error is None and gold.resolved and gold.handoff_state == "resolved_preserve"
+    assert empty.error is None and not empty.resolved and empty.handoff_state == "needs_completion"
+    assert statuses(gold) == {TINY_F2P[0]: "pass", TINY_P2P[0]: "pass"}
+    assert statuses(empty) == {TINY_F2P[0]: "fail", TINY_P2P[0]: "pass"}
+    local_gold = grade(task, task.patch, repo_source=source, log_dir=tmp_path / "local", model_name_or_path="gold")
+    local_empty = grade(task, "", repo_source=source, log_dir=tmp_path / "local", model_name_or_path="empty")
+    assert statuses(local_gold) == statuses(gold) and statuses(local_empty) == statuses(empty)
+    # the image, measured: its name and content id are in the result and the key; no network in this daemon
+    saved = json.loads((logs / "gold" / task.instance_id / "result.json").read_text())
+    assert saved["image"] == stand_in.image and saved["image_id"] == stand_in.image_id
+    assert saved["grading_key"]["image_id"] == stand_in.image_id and saved["network"] is False
+    assert gold.test_seconds > 0 and (logs / "gold" / task.instance_id / "report.json").exists()
+    assert not [c for c in docker.from_env().containers.list(all=True)
+                if c.labels.get("org.takeover.out-dir", "").startswith(str(tmp_path))]
+
+    again = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
+    assert again.reused and again.resolved and again.graded_at == gold.graded_at
+    forced = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold",
+                   force=True)
+    assert not forced.reused and forced.resolved and "--force" in forced.reuse_note
+
+
+@pytest.fixture
+def restored_image(tiny_docker_task):
+    """The stand-in's name points at the stand-in again after the test, whatever the test tagged."""
+    stand_in = tiny_docker_task.stand_in
+    yield stand_in
+    client = docker.from_env()
+    client.images.get(stand_in.image_id).tag(stand_in.image)
+
+
+def test_a_changed_image_under_the_same_name_is_graded_again_both_ways(tiny_docker_task, restored_image, tmp_path):
+    task, source = tiny_docker_task.task, tiny_docker_task.source
+    client = docker.from_env()
+    logs = tmp_path / "logs"
+    first = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+    assert first.resolved and first.image_id == restored_image.image_id
+    # a broken image under the same name: its test runner is gone
+    container = client.containers.create(restored_image.image_id, ["rm", "/opt/miniconda3/envs/testbed/bin/pytest"])
+    container.start()
+    container.wait()
+    broken = container.commit(repository=restored_image.image.rsplit(":", 1)[0], tag="latest")
+    container.remove()
+    try:
+        bad = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+        assert not bad.reused and not bad.resolved and bad.image_id == broken.id
+        assert "the image changed" in bad.reuse_note
+        client.images.get(restored_image.image_id).tag(restored_image.image)  # the fixed image again
+        good = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+        assert not good.reused and good.resolved and good.image_id == restored_image.image_id
+        assert "the image changed" in good.reuse_note
+    finally:
+        client.images.get(restored_image.image_id).tag(restored_image.image)
+        client.images.remove(broken.id, force=True)
+
+
+def test_faults_are_one_line_each(tiny_docker_task, tmp_path):
+    task, source = tiny_docker_task.task, tiny_docker_task.source
+    logs = tmp_path / "logs"
+    invalid = grade(task, BROKEN_PATCH, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="bad")
+    assert invalid.error is None and not invalid.applied and invalid.handoff_state == "invalid"
+    assert invalid.test_seconds == 0 and "patch" in invalid.apply_error  # no test ran: no test time
+
+    missing_task = task.model_copy(update={"instance_id": "pallets__flask-90004"})
+    missing = grade(missing_task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+    assert missing.handoff_state is None and "\n" not in missing.error
+    assert "swebench/sweb.eval.x86_64.pallets_1776_flask-90004:latest" in missing.error
+    assert "cannot be pulled" in missing.error and "docker pull" in missing.error
+
+    elsewhere = task.model_copy(update={"environment_setup_commit": "e" * 40})  # not in the mirror
+    unreadable = grade(elsewhere, task.patch, backend="docker", repo_source=source, log_dir=logs)
+    assert "\n" not in unreadable.error and "requirements/dev.txt" in unreadable.error
+
+
+def test_cli_grades_with_a_one_second_limit_and_says_so(tiny_docker_task, tmp_path):
+    task, source = tiny_docker_task.task, tiny_docker_task.source
+    dataset = tmp_path / "tasks.jsonl"
+    dataset.write_text(task.model_dump_json() + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "takeover", "grade", "--dataset", str(dataset), "--instance-id", task.instance_id,
+         "--gold", "--backend", "docker", "--mirror", str(source.mirror), "--offline", "--grading-timeout", "1",
+         "--out-dir", str(tmp_path / "logs"), "--json"], capture_output=True, text=True, timeout=900, check=False,
+        cwd=tmp_path)
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1, done.stdout[:2000] + done.stderr[-2000:]
+    record = json.loads(lines[0])
+    assert record["timed_out"] and not record["resolved"] and record["handoff_state"] == "needs_completion"
+    assert record["FAIL_TO_PASS"]["failure"] == TINY_F2P and record["image"].endswith("pallets_1776_flask-90001:latest")
+    assert "Traceback" not in done.stderr
