@@ -6,6 +6,7 @@ A new runtime is a folder of its own under ``takeover/agents/`` whose class foll
 
 from __future__ import annotations
 
+from takeover.agents.command.command_runtime import CommandRuntime
 from takeover.agents.mini_swe_agent.mswea_runtime import MiniSweAgentRuntime
 from takeover.agents.openhands.oh_runtime import OpenHandsRuntime
 from takeover.agents.runtime import AgentRuntime
@@ -16,6 +17,7 @@ from takeover.trajectories.takeover_run import DEFAULT_AGENT
 RUNTIMES: dict[str, AgentRuntime] = {
     DEFAULT_AGENT: MiniSweAgentRuntime(),
     "openhands": OpenHandsRuntime(),
+    "command": CommandRuntime(),
 }
 
 

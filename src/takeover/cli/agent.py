@@ -91,6 +91,16 @@ def run(
         typer.Option("--command-backend", help=f"Where the agent's commands run: {' or '.join(COMMAND_BACKENDS)} "
                      "(local: sandboxed on this host; docker: the SWE-bench image)."),
     ] = DEFAULT_COMMAND_BACKEND,
+    agent_command: Annotated[
+        str | None,
+        typer.Option("--agent-command", help="With --agent command: the shell command that runs your agent, with "
+                     "{prompt_file}, {session_file}, {workspace}, {model}, {base_url} (README: recipes)."),
+    ] = None,
+    session_glob: Annotated[
+        str | None,
+        typer.Option("--session-glob", help="With --agent command: where the agent writes its session record when "
+                     "it names the file itself (relative to the run's session/ folder, or ~/... in its home)."),
+    ] = None,
     step_limit: StepLimitOption = 500,
     wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
     command_timeout: CommandTimeoutOption = 600.0,
@@ -154,10 +164,11 @@ def run(
         if checkpoint_dir is not None:
             record = run_takeover(checkpoint_dir, view, settings, out_dir, task=task, prompt=prompt, limits=limits,
                                   protocol=protocol, agent=agent, command_backend=command_backend,
-                                  repo_source=source)
+                                  repo_source=source, agent_command=agent_command, session_glob=session_glob)
         else:
             record = run_predecessor(task, settings, out_dir, limits=limits, protocol=protocol, agent=agent,
-                                     command_backend=command_backend, prompt=prompt, repo_source=source)
+                                     command_backend=command_backend, prompt=prompt, repo_source=source,
+                                     agent_command=agent_command, session_glob=session_glob)
     except InputError as exc:  # bad options, or --out-dir holding another run: nothing was run
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
