@@ -53,6 +53,8 @@ from takeover.vocabulary import ActionProtocol, ExitStatus
 
 #: Seconds the driver gets after the wall-time limit to stop by itself before it is killed.
 GRACE_SECONDS = 20.0
+#: Seconds OpenHands may take to start (import, tools) before its first event.
+STARTUP_SECONDS = 600.0
 #: OpenHands' record of the run, inside the run folder (its ``persistence_dir``).
 RECORD_DIR = "openhands"
 _MODEL_ERRORS = ("LLM", "API", "RateLimit", "Timeout", "ServiceUnavailable", "BadRequest", "Authentication",
@@ -175,12 +177,19 @@ class OpenHandsRuntime:
                                   daemon=True)
         server.start()
         killed = False
+        launched = time.perf_counter()
         try:
             while proc.poll() is None:
-                if run.seconds_left() < -GRACE_SECONDS or failure:
+                # The wall clock starts with OpenHands' first event; until then only a start-up limit applies.
+                late = run.seconds_left() < -GRACE_SECONDS if run.started else (
+                    time.perf_counter() - launched > STARTUP_SECONDS)
+                if late or failure:
                     kill_group(proc.pid)
-                    killed = True
+                    killed = run.started
                     proc.wait()
+                    if not run.started and not failure:
+                        failure.append(f"OpenHands did not start within {STARTUP_SECONDS:.0f} s "
+                                       f"(log: {home / 'driver.log'})")
                     break
                 time.sleep(0.2)
         except BaseException:
