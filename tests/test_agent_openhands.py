@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git
+from conftest import git, make_repo
 from prerequisites import requires
 from test_agent_runs import _checkpoint_folder
-from test_agents import events_of, settings, tree_file
+from test_agents import bash, events_of, settings, tree_file
 from test_cli_points_flags import points_json
 
 from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
 from takeover.errors import InputError
+from takeover.experiments import load_experiment, run_experiment
+from takeover.experiments.units import load_results
 from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer, count_words, function_call, prompt_words
 
@@ -145,3 +147,62 @@ def test_openhands_refuses_what_it_cannot_honour_before_the_run(tmp_path, task_a
             run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), agent="openhands",
                             **kwargs)
         assert exc.value.field == field and srv.requests == [] and not (tmp_path / "run").exists()
+
+
+# --- an experiment whose successors are mini-swe-agent and OpenHands ------------------------------------
+
+CALC = "def add(a, b):\n    return a - b\n"
+TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+
+
+def _reply(request: dict, n: int) -> dict:
+    """The predecessor (mini-swe-agent) breaks add() another way; the mini-swe-agent successor fixes it with
+    sed, the OpenHands successor with its file editor."""
+    messages = request["messages"]
+    turns = sum(m["role"] == "assistant" for m in messages)
+    if "<function=" in messages[0]["content"]:  # OpenHands' text protocol
+        return [function_call("file_editor", command="str_replace", path="/testbed/calc.py", old_str="a * b",
+                              new_str="a + b"), FINISH][min(turns, 1)]
+    if "<takeover_instructions>" in messages[1]["content"]:
+        return [bash("sed -i 's/a [*] b/a + b/' calc.py"), bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")][
+            min(turns, 1)]
+    return [bash("sed -i 's/a - b/a * b/' calc.py"), bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")][min(turns, 1)]
+
+
+@needs_openhands
+@pytest.mark.slow
+def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both(tmp_path):
+    _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": CALC}, bare_mirror=tmp_path / "mirror" / "acme__calc.git")
+    scratch, _ = make_repo(tmp_path / "scratch", {"calc.py": CALC})
+    (scratch / "test_calc.py").write_text(TESTS)
+    git(scratch, "add", "-N", "test_calc.py")
+    row = {"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": sha, "version": "0.1",
+           "problem_statement": "add() returns a - b; it must return a + b.", "patch": "",
+           "test_patch": git(scratch, "diff"), "FAIL_TO_PASS": ["test_calc.py::test_add"], "PASS_TO_PASS": [],
+           "difficulty": "15 min - 1 hour",
+           "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}}
+    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
+    with ScriptedServer(_reply) as srv:
+        model = f'model = "scripted"\nbase_url = "{srv.base_url}"\napi_key_env = ""\nretries = 0\n'
+        (tmp_path / "e.toml").write_text(
+            f'out_dir = "out"\nmirror = "mirror"\noffline = true\nviews = ["repo_only"]\n'
+            f'point_types = ["after_first_source_edit"]\nbootstrap_resamples = 50\n'
+            f'[dataset]\npath = "tasks.jsonl"\ndifficulties = ["15 min - 1 hour"]\n'
+            f'[predecessor.model]\n{model}'
+            f'[[successors]]\n{model}[[successors]]\n{model}agent = "openhands"\n'
+            f'[limits]\nstep_limit = 4\ngrading_timeout = 120\n')
+        config = load_experiment(tmp_path / "e.toml")
+        summary = run_experiment(config, executor="inline", progress=False)
+    assert summary.problems == [], summary.problems_by_reason()
+    names = ["scripted (mini-swe-agent)", "scripted (openhands)"]
+    assert config.successor_names == names
+    report = json.loads((config.out / "report.json").read_text())
+    entries = {e["successor"]: e for e in report["summary"]}
+    assert sorted(entries) == names
+    assert {n: e["solved_rate"] for n, e in entries.items()} == {n: 1.0 for n in names}
+    # mini-swe-agent: two steps of a command and its output; OpenHands: the edit and finish, each with its
+    # observation: four agent events each, on different prompts.
+    assert {n: e["median_agent_events"] for n, e in entries.items()} == {n: 4 for n in names}
+    takeovers = load_results(config.out, "takeover")
+    by_agent = {r.inputs.get("agent", "mini-swe-agent"): r for r in takeovers.values()}
+    assert by_agent["openhands"].output["prompt_tokens"] > by_agent["mini-swe-agent"].output["prompt_tokens"] > 0

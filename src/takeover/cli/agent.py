@@ -16,6 +16,7 @@ from takeover.agents import (
     run_predecessor,
     run_takeover,
 )
+from takeover.agents.command.command_runtime import AgentSessionMissing
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
     VIEW_HELP,
@@ -172,6 +173,9 @@ def run(
     except InputError as exc:  # bad options, or --out-dir holding another run: nothing was run
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    except AgentSessionMissing as exc:  # the user's agent ran but left nothing to read: the run failed
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
     # Agent outcomes (submitted, limits, format errors) are results: exit 0. A model endpoint or an
     # environment that failed is infrastructure: exit 1, so scripts notice.
     failed = record.exit_status in INFRA_EXIT_STATUSES
@@ -188,7 +192,8 @@ def run(
     )
     print(
         f"  events {acc.agent_events}, LLM calls {acc.llm_calls} ({acc.format_errors} format errors), "
-        f"prompt tokens {acc.prompt_tokens} ({acc.usage}), completion tokens {acc.completion_tokens}"
+        + (f"prompt tokens {acc.prompt_tokens} ({acc.usage}), completion tokens {acc.completion_tokens}"
+           if acc.usage != "unavailable" else "prompt tokens n/a, completion tokens n/a (the agent recorded no usage)")
     )
     print(
         f"  wall {acc.wall_seconds:.1f}s = model {acc.model_seconds:.1f}s + commands {acc.command_seconds:.1f}s "
