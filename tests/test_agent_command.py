@@ -143,7 +143,7 @@ def test_the_command_runtime_refuses_the_limits_of_the_agent_s_own_loop_before_t
     with pytest.raises(InputError, match="settings of agent = \"command\""):
         load_experiment(tmp_path / "other.toml")
     (tmp_path / "bad.toml").write_text(base + 'agent = "command"\nagent_command = "run {prompt}"\n')
-    with pytest.raises(InputError, match="bad placeholder 'prompt'"):
+    with pytest.raises(InputError, match="bad placeholder {prompt}"):
         load_experiment(tmp_path / "bad.toml")
     (tmp_path / "ok.toml").write_text(base + 'agent = "command"\nagent_command = "claude -p < {prompt_file}"\n')
     assert load_experiment(tmp_path / "ok.toml").successors[0].agent_command == "claude -p < {prompt_file}"

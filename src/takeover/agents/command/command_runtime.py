@@ -12,8 +12,11 @@ replaced by a shell-quoted value:
 - ``{model}``, ``{base_url}``: the run's model settings (``--model``, ``--base-url``), for agents pointed at
   an OpenAI-compatible endpoint.
 
+The same values are in the command's environment as ``TAKEOVER_PROMPT_FILE``, ``TAKEOVER_SESSION_FILE``,
+``TAKEOVER_WORKSPACE``, ``TAKEOVER_MODEL`` and ``TAKEOVER_BASE_URL``, for use inside quoted strings.
+
 For example ``codex exec --json --skip-git-repo-check "$(cat {prompt_file})" > {session_file}`` or
-``claude -p --output-format stream-json --verbose < {prompt_file}`` with
+``claude -p --permission-mode acceptEdits --allowedTools Bash Edit Write Read < {prompt_file}`` with
 ``--session-glob '~/.claude/projects/*/*.jsonl'``.
 
 What is recorded: the session file, read with takeover's readers (Claude Code, Codex CLI, OpenHands,
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -61,6 +65,8 @@ PLACEHOLDERS = ("prompt_file", "session_file", "workspace", "model", "base_url")
 #: The run folder's folder for the agent: its prompt file, session file and home.
 SESSION_DIR = "session"
 _DEFAULTS = RunLimits()
+#: A placeholder: a name alone in braces (``{prompt_file}``; ``{name="x"}`` is none).
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class AgentSessionMissing(TakeoverError):
@@ -75,12 +81,18 @@ def check_template(template: str | None, *, where: str = "agent_command") -> str
     """
     if not template or not template.strip():
         raise InputError(where, "the command runtime needs a command template (--agent-command / agent_command)")
-    try:
-        template.format(**{name: "" for name in PLACEHOLDERS})
-    except (KeyError, IndexError, ValueError) as exc:
-        raise InputError(where, f"bad placeholder {exc} in {template!r}: use "
-                         + ", ".join("{" + p + "}" for p in PLACEHOLDERS)) from None
+    unknown = [name for name in _PLACEHOLDER.findall(template) if name not in PLACEHOLDERS]
+    if unknown:
+        raise InputError(where, f"bad placeholder {{{unknown[0]}}} in {template!r}: use "
+                         + ", ".join("{" + p + "}" for p in PLACEHOLDERS))
     return template
+
+
+def render(template: str, values: dict[str, str]) -> str:
+    """``template`` with each placeholder ``{name}`` of :data:`PLACEHOLDERS` replaced by its shell-quoted
+    value; other braces (a TOML table in an agent's ``-c`` flag) stay as they are."""
+    return _PLACEHOLDER.sub(lambda m: shlex.quote(values[m.group(1)]) if m.group(1) in values else m.group(0),
+                            template)
 
 
 class CommandRuntime:
@@ -122,16 +134,17 @@ class CommandRuntime:
         session_file = session / "session.jsonl"
         values = {"prompt_file": str(prompt_file), "session_file": str(session_file), "workspace": run.command_root,
                   "model": spec.model.model, "base_url": spec.model.base_url or ""}
-        command = template.format(**{k: shlex.quote(v) for k, v in values.items()})
+        command = render(template, values)
         sandboxed = run.command_root != str(run.workspace)
         argv = ["bash", "-c", command]
         if sandboxed:
-            argv = sandbox.wrap(argv, run.workspace, writable=[session], tmp=run.tmp_dir,
+            argv = sandbox.wrap(argv, run.workspace, cwd=run.command_root, writable=[session], tmp=run.tmp_dir,
                                 readable=[*run.readable, *_named_under_tmp(template)], mount_at=run.command_root,
                                 network=True)
             rec.record.sandbox = ("sandbox: bubblewrap around the agent command (host network kept for its model; "
                                   "writes only in the workspace, the run's session folder and /tmp)")
-        env = {**os.environ, **(run.task_env if run.commands.uses_task_environment else {}), "HOME": str(home)}
+        env = {**os.environ, **(run.task_env if run.commands.uses_task_environment else {}), "HOME": str(home),
+               **{f"TAKEOVER_{name.upper()}": value for name, value in values.items()}}
         rec.record.environment["agent_command"] = redact(command)
         rec.initial_prompt([{"content": spec.prompt}])
         run.start_clock()
@@ -163,7 +176,7 @@ def _named_under_tmp(template: str) -> list[Path]:
     """Folders of the files and folders the template names by an absolute path under ``/tmp`` (the
     sandbox's ``/tmp`` is the run's own, so an agent program kept there would vanish): mounted read-only."""
     try:
-        words = shlex.split(template.format(**{name: "" for name in PLACEHOLDERS}))
+        words = shlex.split(render(template, {name: "" for name in PLACEHOLDERS}))
     except ValueError:
         return []
     found = []
