@@ -20,6 +20,8 @@ Modules:
 - ``command_sandbox.py``: where the agent's commands run, :data:`COMMAND_BACKENDS` by name
   (``--command-backend``: ``local`` sandboxed, ``docker``).
 - ``mini_swe_agent/``: the mini-swe-agent runtime (the default): its loop, model interface and messages.
+- ``openhands/``: the OpenHands runtime (``--agent openhands``), in its own cached Python 3.12 venv.
+- ``command/``: the user's own agent (``--agent command --agent-command TEMPLATE``).
 
 The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounting`,
 :class:`TakeoverOrigin`, :func:`read_run`) are :mod:`takeover.trajectories.takeover_run`; the limits are
