@@ -167,6 +167,14 @@ def _httpbin_packages() -> str | None:
     return None
 
 
+def _openhands_environment() -> str | None:
+    # Built once into takeover's cache (environment.json marks a finished build); a test never builds it.
+    cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
+    if not list((cache / "openhands").glob("*/environment.json")):
+        return f"OpenHands' environment is not built in {cache / 'openhands'}"
+    return None
+
+
 PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("git", _which("git"), "apt-get install git"),
     Prerequisite("bubblewrap", _bubblewrap, "apt-get install bubblewrap"),
@@ -179,6 +187,9 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("httpbin packages", _httpbin_packages,
                  "python -c 'from takeover.environments.local_httpbin import httpbin_venv; httpbin_venv()' "
                  "(once, with access to the package index; .ci/run does it)"),
+    Prerequisite("openhands environment", _openhands_environment,
+                 "python -c 'from takeover.agents.openhands.oh_env import openhands_environment; "
+                 "openhands_environment()' (once, with Python 3.12 and the package index; .ci/run does it)"),
     Prerequisite("tiktoken vocabulary", _tiktoken_vocabulary, "pip install litellm tiktoken (dependencies)"),
     Prerequisite("mirror", _mirror, "set TAKEOVER_MIRROR to a mirror of the real SWE-bench repositories",
                  allowed_in_ci=True),

@@ -122,7 +122,7 @@ def test_a_runtime_that_cannot_honour_a_limit_says_so_before_the_run(tmp_path, t
         run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), agent=scribe,
                         limits=limits)
     assert exc.value.field == "prompt_token_limit" and srv.requests == [] and not (tmp_path / "run").exists()
-    with pytest.raises(InputError, match="unknown agent runtime 'nobody': use mini-swe-agent or scribe"):
+    with pytest.raises(InputError, match="unknown agent runtime 'nobody': use mini-swe-agent or openhands or command or scribe"):
         run_takeover(_checkpoint_folder(tmp_path, task), "repo_only", settings(srv), tmp_path / "t", agent="nobody")
 
     # In an experiment file, before any unit: the file, the successor and the limit are named.
@@ -160,7 +160,7 @@ def test_agent_run_picks_the_runtime_with_agent_and_the_command_backend_with_com
     with ScriptedServer([]) as srv:
         bad = _agent_run(tmp_path / "b", task, mirror, srv, "--agent", "nobody")
         worse = _agent_run(tmp_path / "c", task, mirror, srv, "--command-backend", "modal")
-    assert bad.exit_code == 2 and "--agent: unknown agent runtime 'nobody': use mini-swe-agent or scribe" in bad.output
+    assert bad.exit_code == 2 and "--agent: unknown agent runtime 'nobody': use mini-swe-agent or openhands or command or scribe" in bad.output
     assert worse.exit_code == 2 and f"unknown command backend 'modal': use {' or '.join(COMMAND_BACKENDS)}" in (
         worse.output)
 

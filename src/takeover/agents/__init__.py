@@ -21,6 +21,8 @@ Modules:
   (``--command-backend``: ``local`` sandboxed, ``docker``); ``docker_commands.py``: the ``docker`` one, in
   the task's SWE-bench image on the image's own repository.
 - ``mini_swe_agent/``: the mini-swe-agent runtime (the default): its loop, model interface and messages.
+- ``openhands/``: the OpenHands runtime (``--agent openhands``), in its own cached Python 3.12 venv.
+- ``command/``: the user's own agent (``--agent command --agent-command TEMPLATE``).
 
 The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounting`,
 :class:`TakeoverOrigin`, :func:`read_run`) are :mod:`takeover.trajectories.takeover_run`; the limits are

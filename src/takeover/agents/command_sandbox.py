@@ -173,9 +173,12 @@ class CommandBackend(Protocol):
     Attributes:
         uses_task_environment: commands get the variables of the task's environment prepared on this host
             (its venv on ``PATH``); a backend with an environment of its own (an image) does not.
+        on_host: commands run on this host (sandboxed where possible). A runtime whose commands run inside
+            its own process (OpenHands, the user's own agent) can use only such a backend.
     """
 
     uses_task_environment: bool
+    on_host: bool
 
     def check(self) -> None:
         """Raise :class:`~takeover.errors.EnvironmentUnavailable`, saying how to fix it, when this machine
@@ -246,6 +249,7 @@ class LocalCommands:
     """``local``: commands on this host in the workspace, inside bubblewrap when it is available."""
 
     uses_task_environment = True
+    on_host = True
 
     def check(self) -> None:
         """Nothing to check: without a sandbox the commands run unconfined and ``run.json`` says so."""
@@ -290,6 +294,11 @@ class LocalCommands:
             env=env,
             timeout=max(1, round(command_timeout)),
         )
+
+
+def host_command_backends() -> list[str]:
+    """The names of the command backends whose commands run on this host (:attr:`CommandBackend.on_host`)."""
+    return [name for name, backend in COMMAND_BACKENDS.items() if backend.on_host]
 
 
 #: The command backends by name (``--command-backend``, the experiment file's ``command_backend``).

@@ -68,6 +68,7 @@ class DockerCommands:
     """``docker``: commands in the instance's SWE-bench image (see the module docstring)."""
 
     uses_task_environment = False
+    on_host = False
 
     def check(self) -> None:
         """Raises :class:`~takeover.errors.EnvironmentUnavailable` without a running Docker daemon."""

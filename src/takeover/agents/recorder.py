@@ -127,12 +127,26 @@ class RunRecorder:
             acc.cached_tokens = (acc.cached_tokens or 0) + usage.cached_tokens
         if usage.reasoning_tokens is not None:
             acc.reasoning_tokens = (acc.reasoning_tokens or 0) + usage.reasoning_tokens
-        if usage.estimated:
+        if usage.estimated and acc.usage != "unavailable":
             acc.usage = "estimated"
             acc.estimated_calls += 1
         if acc.initial_prompt_tokens is None:
             acc.initial_prompt_tokens = usage.prompt_tokens
         acc.cost += cost
+        acc.model_seconds += seconds
+        return call.index
+
+    def add_call_without_usage(self, seconds: float, *, format_error: bool = False) -> int:
+        """Record one model call that returned a response whose usage nobody recorded (an agent's own
+        record that keeps none): the call counts, its tokens are unknown, and the run's ``usage`` becomes
+        ``unavailable`` (docs/protocol.md section 1: shown as ``n/a``). Returns the call's index."""
+        call = LLMCall(index=len(self.calls), usage=None, model=self.record.model.get("model"),
+                       format_error=format_error, seconds=round(seconds, 6))
+        self.calls.append(call)
+        acc = self.accounting
+        acc.llm_calls += 1
+        acc.format_errors += int(format_error)
+        acc.usage = "unavailable"
         acc.model_seconds += seconds
         return call.index
 

@@ -45,6 +45,9 @@ class RunSpec(BaseModel):
         command_backend: where commands run, a name of :data:`takeover.agents.COMMAND_BACKENDS`: ``local``
             (sandboxed when possible) or ``docker`` (the SWE-bench image). Its earlier name ``backend`` is
             read too.
+        agent_command: for the ``command`` runtime, the command template that runs the user's agent
+            (:mod:`takeover.agents.command.command_runtime`); ``session_glob``: where its session record is
+            when the agent chooses the file's name.
         origin: for a takeover run, the checkpoint and the view.
         task: the source task record, whose prepared environment the commands use (optional).
         image: the docker backend's image (default: the instance's SWE-bench image).
@@ -62,6 +65,8 @@ class RunSpec(BaseModel):
     protocol: ActionProtocol = "text"
     agent: str = DEFAULT_AGENT
     command_backend: str = DEFAULT_COMMAND_BACKEND
+    agent_command: str | None = None
+    session_glob: str | None = None
     origin: TakeoverOrigin | None = None
     task: SourceTask | None = None
     image: str | None = None
@@ -79,7 +84,8 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
     """What determines an agent run (its key is :func:`inputs_key`): task, checkpoint patch and view, the
     prompt's sha256, the model settings that change answers (model, temperature, max_tokens, extra),
     limits, protocol, command backend and, when it is not the default, the agent runtime (so that runs of
-    the default runtime keep the keys they had before runtimes had names). Host paths are left out, so that
+    the default runtime keep the keys they had before runtimes had names) and, when given, the command
+    runtime's ``agent_command`` and ``session_glob``. Host paths are left out, so that
     the same run in another folder has the same key."""
     inputs = {
         "kind": spec.kind,
@@ -97,6 +103,9 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
     }
     if spec.agent != DEFAULT_AGENT:
         inputs["agent"] = spec.agent
+    for name in ("agent_command", "session_glob"):  # the command runtime's own settings, when given
+        if getattr(spec, name) is not None:
+            inputs[name] = getattr(spec, name)
     return inputs
 
 

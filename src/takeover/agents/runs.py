@@ -230,6 +230,8 @@ def run_predecessor(
     command_backend: str = DEFAULT_COMMAND_BACKEND,
     prompt: str | None = None,
     repo_source: RepoSource | None = None,
+    agent_command: str | None = None,
+    session_glob: str | None = None,
 ) -> RunRecord:
     """A predecessor run: a fresh workspace at ``task.base_commit`` and the original task prompt
     (docs/protocol.md section 8). A finished run already in ``out_dir`` is returned without re-running.
@@ -245,6 +247,8 @@ def run_predecessor(
             (:data:`takeover.agents.COMMAND_BACKENDS`).
         prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
+        agent_command, session_glob: the ``command`` runtime's command template and where the agent's
+            session record is (:mod:`takeover.agents.command.command_runtime`).
     Raises:
         InputError: ``out_dir`` holds another run; an unknown runtime or command backend, or settings the
             runtime cannot honour (nothing is written).
@@ -262,6 +266,8 @@ def run_predecessor(
         protocol=protocol,
         agent=agent,
         command_backend=command_backend,
+        agent_command=agent_command,
+        session_glob=session_glob,
         task=task,
     )
     source = repo_source or RepoSource()
@@ -287,6 +293,8 @@ def run_takeover(
     agent: str = DEFAULT_AGENT,
     command_backend: str = DEFAULT_COMMAND_BACKEND,
     repo_source: RepoSource | None = None,
+    agent_command: str | None = None,
+    session_glob: str | None = None,
 ) -> RunRecord:
     """A takeover run: a fresh copy of the checkpoint workspace and the full takeover prompt of ``view``
     (docs/protocol.md sections 5, 7 and 8). A finished run already in ``out_dir`` is returned without
@@ -341,6 +349,8 @@ def run_takeover(
         protocol=protocol,
         agent=agent,
         command_backend=command_backend,
+        agent_command=agent_command,
+        session_glob=session_glob,
         origin=origin,
         task=task,
     )

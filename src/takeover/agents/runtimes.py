@@ -6,7 +6,9 @@ A new runtime is a folder of its own under ``takeover/agents/`` whose class foll
 
 from __future__ import annotations
 
+from takeover.agents.command.command_runtime import CommandRuntime
 from takeover.agents.mini_swe_agent.mswea_runtime import MiniSweAgentRuntime
+from takeover.agents.openhands.oh_runtime import OpenHandsRuntime
 from takeover.agents.runtime import AgentRuntime
 from takeover.errors import InputError
 from takeover.trajectories.takeover_run import DEFAULT_AGENT
@@ -14,6 +16,8 @@ from takeover.trajectories.takeover_run import DEFAULT_AGENT
 #: Every agent runtime, by the name a user gives it (the first is the default, :data:`DEFAULT_AGENT`).
 RUNTIMES: dict[str, AgentRuntime] = {
     DEFAULT_AGENT: MiniSweAgentRuntime(),
+    "openhands": OpenHandsRuntime(),
+    "command": CommandRuntime(),
 }
 
 

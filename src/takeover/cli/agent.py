@@ -16,7 +16,9 @@ from takeover.agents import (
     run_predecessor,
     run_takeover,
 )
+from takeover.agents.command.command_runtime import AgentSessionMissing
 from takeover.cli.options import (
+    AGENT_HELP,
     CHECKPOINT_DIR_HELP,
     MAX_RETRY_WAIT,
     OUT_DIR_HELP,
@@ -93,13 +95,23 @@ def run(
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     protocol: ProtocolOption = "text",
     agent: Annotated[
-        str, typer.Option("--agent", help=f"Agent runtime: {' or '.join(RUNTIMES)}.")
+        str, typer.Option("--agent", help=AGENT_HELP)
     ] = DEFAULT_AGENT,
     command_backend: Annotated[
         str,
         typer.Option("--command-backend", help=f"Where the agent's commands run: {' or '.join(COMMAND_BACKENDS)} "
                      "(local: sandboxed on this host; docker: the SWE-bench image)."),
     ] = DEFAULT_COMMAND_BACKEND,
+    agent_command: Annotated[
+        str | None,
+        typer.Option("--agent-command", help="With --agent command: the shell command that runs your agent, with "
+                     "{prompt_file}, {session_file}, {workspace}, {model}, {base_url} (README: recipes)."),
+    ] = None,
+    session_glob: Annotated[
+        str | None,
+        typer.Option("--session-glob", help="With --agent command: where the agent writes its session record when "
+                     "it names the file itself (relative to the run's session/ folder, or ~/... in its home)."),
+    ] = None,
     step_limit: StepLimitOption = 500,
     wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
     command_timeout: CommandTimeoutOption = 600.0,
@@ -169,13 +181,17 @@ def run(
         if checkpoint_dir is not None:
             record = run_takeover(checkpoint_dir, view, settings, out_dir, task=task, prompt=prompt, limits=limits,
                                   protocol=protocol, agent=agent, command_backend=command_backend,
-                                  repo_source=source)
+                                  repo_source=source, agent_command=agent_command, session_glob=session_glob)
         else:
             record = run_predecessor(task, settings, out_dir, limits=limits, protocol=protocol, agent=agent,
-                                     command_backend=command_backend, prompt=prompt, repo_source=source)
+                                     command_backend=command_backend, prompt=prompt, repo_source=source,
+                                     agent_command=agent_command, session_glob=session_glob)
     except InputError as exc:  # bad options, or --out-dir holding another run: nothing was run
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    except AgentSessionMissing as exc:  # the user's agent ran but left nothing to read: the run failed
+        print(f"error: {exc}", file=sys.stderr)
+        raise typer.Exit(1) from None
     # Agent outcomes (submitted, limits, format errors) are results: exit 0. A model endpoint or an
     # environment that failed is infrastructure: exit 1, so scripts notice.
     failed = record.exit_status in INFRA_EXIT_STATUSES
@@ -192,7 +208,8 @@ def run(
     )
     print(
         f"  events {acc.agent_events}, LLM calls {acc.llm_calls} ({acc.format_errors} format errors), "
-        f"prompt tokens {acc.prompt_tokens} ({acc.usage}), completion tokens {acc.completion_tokens}"
+        + (f"prompt tokens {acc.prompt_tokens} ({acc.usage}), completion tokens {acc.completion_tokens}"
+           if acc.usage != "unavailable" else "prompt tokens n/a, completion tokens n/a (the agent recorded no usage)")
     )
     print(
         f"  wall {acc.wall_seconds:.1f}s = model {acc.model_seconds:.1f}s + commands {acc.command_seconds:.1f}s "

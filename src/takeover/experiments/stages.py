@@ -142,8 +142,10 @@ def _run_output(record: RunRecord, run_dir: Path) -> dict:
     patch = run_dir / "patch.diff"
     return AgentRunOutput(
         run_dir=str(run_dir), exit_status=record.exit_status, exit_detail=record.exit_detail,
-        agent_events=acc.agent_events, llm_calls=acc.llm_calls, prompt_tokens=acc.prompt_tokens,
-        completion_tokens=acc.completion_tokens, cached_tokens=acc.cached_tokens,
+        agent_events=acc.agent_events, llm_calls=acc.llm_calls,
+        prompt_tokens=acc.prompt_tokens if acc.usage != "unavailable" else None,
+        completion_tokens=acc.completion_tokens if acc.usage != "unavailable" else None,
+        cached_tokens=acc.cached_tokens,
         reasoning_tokens=acc.reasoning_tokens, usage=acc.usage, estimated_calls=acc.estimated_calls,
         initial_prompt_chars=acc.initial_prompt_chars, initial_prompt_tokens=acc.initial_prompt_tokens,
         wall_seconds=acc.wall_seconds, model_seconds=acc.model_seconds, command_seconds=acc.command_seconds,
@@ -156,7 +158,7 @@ def _fail_on_infrastructure(kind: str, out: AgentRunOutput) -> None:
     """A run that ended on a model or environment failure is an infrastructure failure of its unit."""
     if out.exit_status in INFRA_EXIT_STATUSES:
         raise UnitFailure(f"{kind} run ended with {out.exit_status}: {out.exit_detail}",
-                          prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
+                          prompt_tokens=out.prompt_tokens or 0, completion_tokens=out.completion_tokens or 0)
 
 
 def predecessor_run_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
@@ -165,10 +167,11 @@ def predecessor_run_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     run_dir = _fresh(Path(ctx.work_dir) / "run")
     record = run_predecessor(_task(args.task), args.model, run_dir, limits=_run_limits(args.limits),
                              protocol=args.limits.protocol, agent=args.agent, command_backend=args.command_backend,
-                             repo_source=ctx.repo_source)
+                             repo_source=ctx.repo_source, agent_command=args.agent_command,
+                             session_glob=args.session_glob)
     out = PredecessorRunOutput(**_run_output(record, run_dir), workspace=record.workspace)
     _fail_on_infrastructure("predecessor", out)
-    return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
+    return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens or 0, completion_tokens=out.completion_tokens or 0)
 
 
 # --- points and checkpoints ------------------------------------------------------------------------
@@ -308,7 +311,8 @@ def takeover_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         raise UnitFailure(f"{args.view_path} changed after its view unit wrote it; run again")
     record = run_takeover(args.checkpoint_dir, args.view, args.model, run_dir, task=_task(args.task), prompt=prompt,
                           limits=_run_limits(args.limits), protocol=args.limits.protocol, agent=args.agent,
-                          command_backend=args.command_backend, repo_source=ctx.repo_source)
+                          command_backend=args.command_backend, repo_source=ctx.repo_source,
+                          agent_command=args.agent_command, session_glob=args.session_glob)
     shared = _run_output(record, run_dir)
     final = _read(shared["patch_path"]) if shared["patch_path"] else ""
     out = TakeoverRunOutput(
@@ -318,4 +322,4 @@ def takeover_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         only_source_files_changed=only_source_files_changed(final, _base_top_level(record)),
     )
     _fail_on_infrastructure("takeover", out)
-    return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens)
+    return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens or 0, completion_tokens=out.completion_tokens or 0)

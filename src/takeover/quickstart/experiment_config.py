@@ -44,7 +44,7 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
         dataset=DatasetConfig(path=str(dataset), instance_ids=list(options.instance_ids), difficulties=[],
                               limit=None),
         predecessor=PredecessorConfig(trajectories=[str(p) for p in trajectories]),
-        successors=[endpoint],
+        successors=[{**endpoint, "agent": options.agent}],
         views=list(options.views or VIEWS),
         point_types=list(options.point_types),
         limits=LimitsConfig(step_limit=options.step_limit, wall_time_limit_seconds=options.wall_time_limit_seconds),

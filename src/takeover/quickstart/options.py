@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from takeover.agents import DEFAULT_AGENT, RUNTIMES
 from takeover.errors import InputError
 from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.llm import ModelSettings
@@ -56,7 +57,7 @@ def _input_error(exc: ValidationError) -> InputError:
     if err["type"] == "literal_error" and field in CHOICES:
         noun, allowed = CHOICES[field]
         return InputError(flag_of(field), f"unknown {noun} {err['input']!r}; choose from {', '.join(allowed)}")
-    return InputError(flag_of(field) if field else "quickstart options", err["msg"])
+    return InputError(flag_of(field) if field else "quickstart options", err["msg"].removeprefix("Value error, "))
 
 
 class QuickstartOptions(BaseModel):
@@ -81,6 +82,8 @@ class QuickstartOptions(BaseModel):
         timeout, retries, max_retry_wait: the model requests' seconds, retries and longest wait between
             attempts (seconds), as in :class:`takeover.llm.ModelSettings`; ``None``: the endpoint's own
             (for the embedded model, its server's: one CPU-bound server answers slowly).
+        agent: the agent runtime of the takeover runs (:data:`takeover.agents.RUNTIMES`: ``mini-swe-agent``,
+            ``openhands``).
 
     Raises:
         InputError: a value of the wrong type or outside the vocabulary (unknown point type, view or
@@ -109,6 +112,15 @@ class QuickstartOptions(BaseModel):
     timeout: float | None = Field(default=None, ge=1)
     retries: int | None = Field(default=None, ge=0)
     max_retry_wait: float = Field(default=ModelSettings.model_fields["max_retry_wait"].default, ge=0)
+    agent: str = DEFAULT_AGENT
+
+    @field_validator("agent")
+    @classmethod
+    def _known_agent(cls, value: str) -> str:
+        if value not in RUNTIMES or value == "command":
+            raise ValueError(f"unknown agent runtime {value!r} for the quickstart: use "
+                             + " or ".join(name for name in RUNTIMES if name != "command"))
+        return value
 
     def __init__(self, **data: Any):
         try:

@@ -186,22 +186,26 @@ class ImportOutput(_Record):
 
 
 class PredecessorRunInputs(TaskInputs):
-    """Run the predecessor ``model`` on the task under ``limits``, with the agent runtime ``agent`` and its
-    commands in ``command_backend`` (both written only when not the default, so that the keys of runs of
+    """Run the predecessor ``model`` on the task under ``limits``, with the agent runtime ``agent`` (the
+    ``command`` runtime with its ``agent_command`` and ``session_glob``) and its commands in
+    ``command_backend`` (each written only when not the default, so that the keys of runs of
     the default runtime, which had neither field, stay as they were)."""
 
-    _OMIT_WHEN_DEFAULT = ("agent", "command_backend")
+    _OMIT_WHEN_DEFAULT = ("agent", "command_backend", "agent_command", "session_glob")
 
     model: ModelSettings
     limits: AgentSettings
     agent: str = DEFAULT_AGENT
     command_backend: str = DEFAULT_COMMAND_BACKEND
+    agent_command: str | None = None
+    session_glob: str | None = None
 
 
 class AgentRunOutput(_Record):
     """One agent run of ours (docs/protocol.md section 8): its run folder, why it ended, its accounting
     (events, calls, tokens, seconds; ``usage`` is ``estimated`` when ``estimated_calls`` calls carried no
-    usage) and its final patch (``patch_path`` ``None`` when empty; the sha256 is then that of the empty
+    usage, ``unavailable`` when the agent recorded none: the token counts are then ``None``, n/a in the
+    report) and its final patch (``patch_path`` ``None`` when empty; the sha256 is then that of the empty
     text)."""
 
     run_dir: str
@@ -209,11 +213,11 @@ class AgentRunOutput(_Record):
     exit_detail: str | None
     agent_events: int
     llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
     cached_tokens: int | None
     reasoning_tokens: int | None
-    usage: Literal["reported", "estimated"]
+    usage: Literal["reported", "estimated", "unavailable"]
     estimated_calls: int
     initial_prompt_chars: int
     initial_prompt_tokens: int | None
@@ -395,7 +399,7 @@ class TakeoverInputs(CheckpointUnitInputs):
     and ``view_path`` are ``None`` only in a blocked unit (its view was not built). ``agent`` and
     ``command_backend`` as in :class:`PredecessorRunInputs`."""
 
-    _OMIT_WHEN_DEFAULT = ("agent", "command_backend")
+    _OMIT_WHEN_DEFAULT = ("agent", "command_backend", "agent_command", "session_glob")
 
     view: ViewName
     view_key: str
@@ -405,6 +409,8 @@ class TakeoverInputs(CheckpointUnitInputs):
     limits: AgentSettings
     agent: str = DEFAULT_AGENT
     command_backend: str = DEFAULT_COMMAND_BACKEND
+    agent_command: str | None = None
+    session_glob: str | None = None
 
 
 class TakeoverRunOutput(AgentRunOutput):

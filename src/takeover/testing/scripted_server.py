@@ -23,6 +23,7 @@ A script entry (dict) is one of:
 - ``{"delay": 5.0, ...}``: sleep that many seconds before answering (to provoke client timeouts).
 - ``{"drop": true}``: close the connection without answering (a dropped connection).
 - ``{"tool_calls": [{"name": "bash", "arguments": {...}}], "content": ""}``: a native tool call answer.
+- :func:`function_call` makes an OpenHands text-protocol answer (a ``<function=...>`` block in ``content``).
 
 ``script`` may also be a callable ``f(request_json, n) -> entry`` for answers that depend on the request.
 When the script is exhausted the server answers HTTP 500 ``script exhausted``.
@@ -47,6 +48,16 @@ Script = list[Entry] | Callable[[dict, int], Entry]
 def count_words(text: str) -> int:
     """The scripted server's deterministic token count: whitespace-separated words."""
     return len(text.split())
+
+
+def function_call(name: str, **parameters: object) -> Entry:
+    """A script entry whose reply is one OpenHands text-protocol function call (``native_tool_calling``
+    off): ``<function=NAME>`` with one ``<parameter=KEY>VALUE</parameter>`` per keyword, as OpenHands'
+    prompt asks a model to write it; e.g. ``function_call("terminal", command="ls")``,
+    ``function_call("file_editor", command="create", path="/testbed/a.py", file_text="x = 1\n")``,
+    ``function_call("finish", message="done")``."""
+    params = "".join(f"<parameter={key}>{value}</parameter>\n" for key, value in parameters.items())
+    return {"content": f"<function={name}>\n{params}</function>"}
 
 
 def _message_text(msg: dict) -> str:

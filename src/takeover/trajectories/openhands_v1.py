@@ -31,7 +31,8 @@ How events map (decided here):
   ``stats.usage_to_metrics.*.token_usages`` (``base_state.json``) matched by ``response_id``; the sample
   rows have ``metrics: null``, so their calls have ``usage=None``.
 
-``final_patch`` = ``test_result.git_patch`` when present; ``working_dir`` = ``base_state.workspace.working_dir``
+``metadata`` holds each event's native ``id`` (``event_ids``) and each call's ``llm_response_id``
+(``call_response_ids``). ``final_patch`` = ``test_result.git_patch`` when present; ``working_dir`` = ``base_state.workspace.working_dir``
 or the first command observation's ``metadata.working_dir``; ``exit_status`` = the row's ``error`` or
 ``finished`` after a ``FinishAction``.
 """
@@ -169,6 +170,8 @@ def build(
     """
     events: list[Event] = []
     calls: list[LLMCall] = []
+    event_ids: list[str | None] = []  # the native ``id`` of each event
+    call_ids: list[str | None] = []  # the ``llm_response_id`` of each call
     call_by_response: dict[str, int] = {}
     by_native_id: dict[str, int] = {}
     by_tool_call: dict[str, int] = {}
@@ -178,7 +181,10 @@ def build(
     last_action: int | None = None
     shell_cwd: str | None = None  # the persistent shell's directory, as last reported
 
+    native_id: str | None = None
     for i, ev in enumerate(history):
+        event_ids += [native_id] * (len(events) - len(event_ids))  # the events the last native event made
+        native_id = ev.get("id") if isinstance(ev.get("id"), str) else None
         ectx = item_ctx(i) if item_ctx else ctx.item("history", i)
         kind = ectx.need(ev, "kind", str)
         source = ev.get("source")
@@ -193,6 +199,7 @@ def build(
                         index=len(calls), usage=usage_by_response.get(rid) if isinstance(rid, str) else None
                     )
                 )
+                call_ids.append(rid if isinstance(rid, str) else None)
                 call = len(calls) - 1
                 if isinstance(rid, str):
                     call_by_response[rid] = call
@@ -272,6 +279,7 @@ def build(
                         index=len(calls), usage=usage_by_response.get(rid) if isinstance(rid, str) else None
                     )
                 )
+                call_ids.append(rid if isinstance(rid, str) else None)
                 events.append(
                     Event(
                         index=len(events),
@@ -290,6 +298,7 @@ def build(
                 events.append(user_reply(events, text, last_action))
             continue
         # SystemPromptEvent, Condensation*, PauseEvent, ConversationStateUpdateEvent...: not agent events.
+    event_ids += [native_id] * (len(events) - len(event_ids))
 
     return Trajectory(
         format=NAME,
@@ -301,6 +310,7 @@ def build(
         working_dir=working_dir,
         events=events,
         llm_calls=calls,
+        metadata={"event_ids": event_ids, "call_response_ids": call_ids},
     )
 
 
@@ -332,7 +342,7 @@ def read(source: Source) -> list[Trajectory]:
         )
         if error:
             traj.exit_status = str(error).split(":", 1)[0][:80]
-        traj.metadata = {"error": error, "dataset": meta.get("dataset")}
+        traj.metadata.update({"error": error, "dataset": meta.get("dataset")})
         out.append(traj)
     return out
 
@@ -398,7 +408,7 @@ def read_dir(source: Source) -> list[Trajectory]:
     status = state.get("execution_status") or state.get("agent_status")
     if isinstance(status, str) and not traj.exit_status:
         traj.exit_status = status
-    traj.metadata = {"conversation_id": state.get("id"), "event_files": len(files)}
+    traj.metadata.update({"conversation_id": state.get("id"), "event_files": len(files)})
     return [traj]
 
 

@@ -74,8 +74,10 @@ class RunAccounting(BaseModel):
         prompt_tokens: cumulative prompt tokens = sum of ``usage.prompt_tokens`` over every call.
         completion_tokens, cached_tokens, reasoning_tokens: sums over every call (``cached_tokens`` and
             ``reasoning_tokens`` are ``None`` when no call reported them).
-        usage: ``reported`` when every call carried usage, else ``estimated`` (a local tokenizer counted
-            what a call left out or reported as 0; see :func:`takeover.llm.complete_usage`).
+        usage: ``reported`` when every call carried usage, ``estimated`` when a local tokenizer counted
+            what a call left out or reported as 0 (see :func:`takeover.llm.complete_usage`), ``unavailable``
+            when a call has no usage at all and nothing could stand in (an agent of the ``command`` runtime
+            whose own record keeps none): the token sums are then unknown, shown as ``n/a``, never as 0.
         estimated_calls: calls whose usage holds an estimated count.
         initial_prompt_chars: characters of the system + first user message (the task or takeover prompt
             inside the agent's instance template).
@@ -99,7 +101,7 @@ class RunAccounting(BaseModel):
     completion_tokens: int = 0
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
-    usage: Literal["reported", "estimated"] = "reported"
+    usage: Literal["reported", "estimated", "unavailable"] = "reported"
     estimated_calls: int = 0
     initial_prompt_chars: int = 0
     initial_prompt_tokens: int | None = None
