@@ -73,7 +73,7 @@ def test_docker_backend_needs_a_daemon(tmp_path, task_and_mirror):
         result = CliRunner().invoke(app, [
             "agent", "run", "--dataset", str(dataset), "--instance-id", task.instance_id, "--model", "scripted",
             "--base-url", srv.base_url, "--api-key-env", "", "--mirror", str(mirror), "--offline",
-            "--out-dir", str(tmp_path / "run"), "--backend", "docker"],
+            "--out-dir", str(tmp_path / "run"), "--command-backend", "docker"],
             env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
         assert srv.served == 0
     assert isinstance(result.exception, EnvironmentUnavailable) and "Docker daemon" in str(result.exception)

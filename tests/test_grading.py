@@ -107,7 +107,7 @@ def calc_task(tmp_path, monkeypatch):
 
 def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
     task, source = calc_task
-    gold = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    gold = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
     assert gold.error is None and gold.applied
     assert gold.resolved and gold.handoff_state == "resolved_preserve"
     assert gold.FAIL_TO_PASS.success == ["tests/test_calc.py::test_add"]
@@ -118,7 +118,7 @@ def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
     report = json.loads((Path(gold.log_path).parent / "report.json").read_text())
     assert report["acme__calc-1"]["resolved"] is True
 
-    empty = grade(task, "", repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    empty = grade(task, "", repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
     assert not empty.resolved and empty.handoff_state == "needs_completion"
     assert empty.FAIL_TO_PASS.failure == ["tests/test_calc.py::test_add"]
     assert empty.PASS_TO_PASS.success == ["tests/test_calc.py::test_mul"]
@@ -129,7 +129,7 @@ def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
 def test_a_relative_log_dir_is_read_from_the_current_folder(calc_task, tmp_path, monkeypatch):
     task, source = calc_task
     monkeypatch.chdir(tmp_path)
-    gold = grade(task, GOLD, repo_source=source, log_dir="logs", timeout=120)
+    gold = grade(task, GOLD, repo_source=source, log_dir="logs", grading_timeout=120)
     assert gold.applied and gold.resolved and gold.handoff_state == "resolved_preserve"
     assert Path(gold.log_path).is_absolute() and Path(gold.log_path).is_relative_to(tmp_path / "logs")
 
@@ -148,7 +148,7 @@ def test_patch_that_does_not_apply_is_invalid_with_the_hunk(calc_task, tmp_path)
 
 def test_patch_breaking_pass_to_pass_is_broke_existing(calc_task, tmp_path):
     task, source = calc_task
-    r = grade(task, BREAKS_MUL, repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    r = grade(task, BREAKS_MUL, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
     assert r.FAIL_TO_PASS.success == ["tests/test_calc.py::test_add"]
     assert r.PASS_TO_PASS.failure == ["tests/test_calc.py::test_mul"]
     assert r.handoff_state == "broke_existing" and not r.resolved
@@ -171,7 +171,7 @@ def test_hanging_test_is_killed_with_its_process_group(calc_task, tmp_path):
     token = f"{uuid.uuid4().int % 10**6 + 10**6}.{os.getpid()}"  # a unique sleep duration to look for
     box = {}
     worker = threading.Thread(target=lambda: box.update(r=grade(task, _hang_patch(token), repo_source=source,
-                                                                   log_dir=tmp_path / "logs", timeout=6)))
+                                                                   log_dir=tmp_path / "logs", grading_timeout=6)))
     worker.start()
     seen = False
     while worker.is_alive():
@@ -222,7 +222,7 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
     runner = CliRunner()
     res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-1", "--patch", str(patch),
                               "--mirror", str(tmp_path / "mirror"), "--offline", "--json",
-                              "--log-dir", str(tmp_path / "logs")])
+                              "--out-dir", str(tmp_path / "logs")])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["handoff_state"] == "invalid" and out["resolved"] is False
@@ -242,7 +242,7 @@ def test_unbuildable_environment_is_reported_and_other_tasks_go_on(calc_task, tm
     results = grade_predictions(
         [task, old],
         [{"instance_id": "acme__calc-2", "model_patch": GOLD}, {"instance_id": "acme__calc-1", "model_patch": GOLD}],
-        repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+        repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
     broken, fine = results
     assert broken.error is not None and "no Python 2.5" in broken.error and "pyenv install 2.5" in broken.error
     assert broken.handoff_state is None and not broken.resolved
@@ -319,7 +319,7 @@ def test_pre_install_steps_run_before_the_candidate_patch_and_never_twice(patch,
         "PASS_TO_PASS": ["tests/test_setup.py::test_true"],
         "takeover_env_spec": {**SPEC, "pre_install": PRE_INSTALL},
     }
-    result = grade(task, patch, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", timeout=120)
+    result = grade(task, patch, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", grading_timeout=120)
     assert result.error is None, result.error
     assert result.FAIL_TO_PASS.success == ["tests/test_setup.py::test_fixed_in_the_starting_state"]
     assert result.resolved
@@ -333,7 +333,7 @@ def test_an_environment_this_host_cannot_build_is_said_before_the_repository_is_
     task, _ = calc_task
     nowhere = RepoSource(tmp_path / "empty-mirror", offline=True)  # cloning would fail: no repository there
     old = {**task, "takeover_env_spec": {**SPEC, "python": "2.5"}}
-    result = grade(old, GOLD, repo_source=nowhere, log_dir=tmp_path / "logs", timeout=120)
+    result = grade(old, GOLD, repo_source=nowhere, log_dir=tmp_path / "logs", grading_timeout=120)
     assert result.error is not None and "cannot be built on this host" in result.error
     assert "--backend docker" in result.error and "not in the mirror" not in result.error
     log = (tmp_path / "logs" / "takeover" / "acme__calc-1" / "run_instance.log").read_text()

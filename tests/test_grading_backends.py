@@ -117,6 +117,6 @@ def test_a_result_folder_written_before_the_backend_seam_is_reused(tmp_path, tas
     (folder / "result.json").write_text(json.dumps(stored))
     # No repository and no Docker daemon are needed: nothing is graded again.
     result = grade(task, GOLD, backend=key["backend"], repo_source=RepoSource(tmp_path / "nowhere", offline=True),
-                   log_dir=tmp_path / "logs", timeout=timeout)
+                   log_dir=tmp_path / "logs", grading_timeout=timeout)
     assert result.reused and result.resolved and result.graded_at == "2026-01-01T00:00:00+00:00"
     assert GradeResult.model_validate(stored).grading_key == result.grading_key == current

@@ -57,7 +57,7 @@ def test_network_warning_only_for_known_repositories_without_network():
 @requires("bubblewrap")  # without it the tests would see the host network either way
 def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, tmp_path):
     task, source = requests_task
-    offline = grade(task, "", repo_source=source, log_dir=tmp_path / "off", timeout=120)
+    offline = grade(task, "", repo_source=source, log_dir=tmp_path / "off", grading_timeout=120)
     assert offline.error is None and offline.network is False
     assert offline.FAIL_TO_PASS.failure == ["tests/test_net.py::test_network"]  # only lo inside the sandbox
     assert not offline.resolved
@@ -65,7 +65,7 @@ def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, 
     assert offline.summary()["warnings"] == offline.warnings
     assert "network for the tests: off" in (Path(offline.log_path).parent / "run_instance.log").read_text()
 
-    online = grade(task, "", repo_source=source, log_dir=tmp_path / "on", timeout=120, network=True)
+    online = grade(task, "", repo_source=source, log_dir=tmp_path / "on", grading_timeout=120, network=True)
     assert online.error is None and online.network is True and online.warnings == []
     assert online.FAIL_TO_PASS.success == ["tests/test_net.py::test_network"]  # the host's interfaces are seen
     assert online.resolved
@@ -74,9 +74,9 @@ def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, 
 def test_saved_result_is_not_reused_when_the_network_setting_differs(requests_task, tmp_path):
     task, source = requests_task
     logs = tmp_path / "logs"
-    first = grade(task, "", repo_source=source, log_dir=logs, timeout=120, force=False)
+    first = grade(task, "", repo_source=source, log_dir=logs, grading_timeout=120, force=False)
     assert first.network is False and first.warnings
-    again = grade(task, "", repo_source=source, log_dir=logs, timeout=120, force=False, network=True)
+    again = grade(task, "", repo_source=source, log_dir=logs, grading_timeout=120, force=False, network=True)
     assert again.network is True and again.warnings == []
 
 
@@ -184,7 +184,7 @@ def test_a_suite_reading_httpbin_url_is_served_a_local_httpbin_without_network(t
         "FAIL_TO_PASS": ["tests/test_http.py::test_get_with_params"], "PASS_TO_PASS": ["tests/test_http.py::test_true"],
         "takeover_env_spec": SPEC,
     }
-    result = grade(task, "", repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", timeout=120)
+    result = grade(task, "", repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", grading_timeout=120)
     assert result.error is None and result.network is False
     assert result.FAIL_TO_PASS.success == ["tests/test_http.py::test_get_with_params"]
     assert result.resolved and result.warnings == []
@@ -192,6 +192,6 @@ def test_a_suite_reading_httpbin_url_is_served_a_local_httpbin_without_network(t
     assert "export HTTPBIN_URL=" in (tmp_path / "logs" / "takeover" / "psf__requests-2" / "eval.sh").read_text()
     # A test that calls an internet host itself still fails offline: the warning says it may be one of those.
     past = grade(task, PAST_HTTPBIN_PATCH, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs2",
-                 timeout=120)
+                 grading_timeout=120)
     assert past.PASS_TO_PASS.failure == ["tests/test_http.py::test_true"] and not past.resolved
     assert past.warnings == [PAST_HTTPBIN_WARNING.format(repo="psf/requests")]

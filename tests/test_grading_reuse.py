@@ -62,7 +62,7 @@ def calc(tmp_path, monkeypatch):
 
 
 def _first(task, source, logs, patch=GOLD, **kwargs):
-    result = grade(task, patch, repo_source=source, log_dir=logs, timeout=120, **kwargs)
+    result = grade(task, patch, repo_source=source, log_dir=logs, grading_timeout=120, **kwargs)
     assert result.error is None and not result.reused and result.graded_at
     return result
 
@@ -72,13 +72,13 @@ def test_same_grading_is_reused_and_says_from_when(calc):
     first = _first(task, source, logs)
     saved = logs / "takeover" / "acme__calc-3" / "result.json"
     mtime = saved.stat().st_mtime_ns
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, timeout=120)
+    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
     assert again.reused and saved.stat().st_mtime_ns == mtime
     assert again.graded_at == first.graded_at and first.graded_at in again.reuse_note
     assert "--force" in again.reuse_note and again.summary()["reused"] is True
     # the text given to people is not part of the key
     reworded = {**task, "problem_statement": "add() is wrong", "hints_text": "look at calc.py"}
-    assert grade(reworded, GOLD, repo_source=source, log_dir=logs, timeout=120).reused
+    assert grade(reworded, GOLD, repo_source=source, log_dir=logs, grading_timeout=120).reused
 
 
 @pytest.mark.parametrize(("what", "change"), [
@@ -108,9 +108,9 @@ def test_spec_file_change_grades_again(calc):
     task, source, logs = calc
     plain = {k: v for k, v in task.items() if k != "takeover_env_spec"}
     _first(plain, source, logs, spec_file={"acme/calc": EnvSpec(**SPEC)})
-    same = grade(plain, GOLD, repo_source=source, log_dir=logs, timeout=120, spec_file={"acme/calc": EnvSpec(**SPEC)})
+    same = grade(plain, GOLD, repo_source=source, log_dir=logs, grading_timeout=120, spec_file={"acme/calc": EnvSpec(**SPEC)})
     assert same.reused
-    other = grade(plain, GOLD, repo_source=source, log_dir=logs, timeout=120,
+    other = grade(plain, GOLD, repo_source=source, log_dir=logs, grading_timeout=120,
                   spec_file={"acme/calc": EnvSpec(**{**SPEC, "test_cmd": SPEC["test_cmd"] + " -q"})})
     assert not other.reused and "the environment specification" in other.reuse_note
 
@@ -124,7 +124,7 @@ def test_a_result_from_other_versions_is_graded_again(calc, package, what):
     stored = json.loads(saved.read_text())
     stored["grading_key"][package] = "0.0.1"  # as an earlier installation wrote it
     saved.write_text(json.dumps(stored))
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, timeout=120)
+    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
     assert not again.reused and what in again.reuse_note
     assert json.loads(saved.read_text())["grading_key"][package] != "0.0.1"
 
@@ -135,18 +135,18 @@ def test_a_result_without_key_or_with_an_error_is_graded_again(calc):
     saved = logs / "takeover" / "acme__calc-3" / "result.json"
     stored = json.loads(saved.read_text())
     saved.write_text(json.dumps({k: v for k, v in stored.items() if k != "grading_key"}))  # an older result.json
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, timeout=120)
+    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
     assert not again.reused and "has none" in again.reuse_note
     stored = json.loads(saved.read_text())
     saved.write_text(json.dumps({**stored, "error": "environment: broken"}))
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, timeout=120)
+    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
     assert not again.reused and "had an error" in again.reuse_note
 
 
 def test_force_grades_again(calc):
     task, source, logs = calc
     _first(task, source, logs)
-    forced = grade(task, GOLD, repo_source=source, log_dir=logs, timeout=120, force=True)
+    forced = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120, force=True)
     assert not forced.reused and "--force" in forced.reuse_note and forced.resolved
 
 
@@ -159,13 +159,13 @@ def test_backend_is_part_of_the_key(calc):
     if subprocess.run(["sh", "-c", "test -S /var/run/docker.sock"], check=False).returncode != 0:
         # the stored local result is not handed out as the docker backend's: it must grade, and cannot here
         with pytest.raises(EnvironmentUnavailable, match="no Docker daemon answers"):
-            grade(task, GOLD, backend="docker", repo_source=source, log_dir=logs, timeout=120)
+            grade(task, GOLD, backend="docker", repo_source=source, log_dir=logs, grading_timeout=120)
     # a stored docker result under an equal key is reused without a daemon
     saved = logs / "takeover" / "acme__calc-3" / "result.json"
     docker_result = GradeResult.model_validate_json(saved.read_text()).model_copy(
         update={"backend": "docker", "network": True, "grading_key": docker_key})
     saved.write_text(docker_result.model_dump_json())
-    reused = grade(task, GOLD, backend="docker", repo_source=source, log_dir=logs, timeout=120)
+    reused = grade(task, GOLD, backend="docker", repo_source=source, log_dir=logs, grading_timeout=120)
     assert reused.reused and reused.backend == "docker"
 
 
@@ -181,7 +181,7 @@ def test_cli_says_reused_and_force_grades_again(calc, tmp_path):
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text(json.dumps(task) + "\n")
     args = ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-3", "--gold", "--mirror",
-            str(tmp_path / "mirror"), "--offline", "--log-dir", str(logs)]
+            str(tmp_path / "mirror"), "--offline", "--out-dir", str(logs)]
     runner = CliRunner()
     first = runner.invoke(app, [*args, "--json"])
     assert first.exit_code == 0, first.output

@@ -151,8 +151,8 @@ def test_structured_notes_valid_note_as_json_with_the_prompt_written_to_a_file(c
     session, root, _ = claude
     before = fingerprint(root)
     server.script([note()])
-    out = tmp_path / "next.md"
-    result = cli("handoff", session, "--repo", root, *model_args(server), "--json", "--out", out)
+    out = tmp_path / "next" / "prompt.md"
+    result = cli("handoff", session, "--repo", root, *model_args(server), "--json", "--out-dir", out.parent)
     assert result.exit_code == 0, result.output
     assert fingerprint(root) == before
     [line] = result.stdout.splitlines()
@@ -232,8 +232,8 @@ def test_the_leak_guard_rejects_grading_vocabulary_without_repeating_hidden_text
 def test_three_rejected_notes_print_the_facts_and_no_prompt(claude, server, tmp_path):
     session, root, _ = claude
     server.script([note(work_completed="Tests pass now; the checkpoint is fine.")] * 3)
-    out = tmp_path / "next.md"
-    result = cli("handoff", session, "--repo", root, *model_args(server), "--out", out)
+    out = tmp_path / "next" / "prompt.md"
+    result = cli("handoff", session, "--repo", root, *model_args(server), "--out-dir", out.parent)
     assert result.exit_code == 1, result.output
     assert "## No structured_notes view" in result.stdout and PROMPT_MARKER not in result.stdout
     assert "rejected after 3 attempt(s)" in result.stdout

@@ -115,7 +115,7 @@ def test_limits_sandbox_and_work_folder_reach_the_replay(calc, tmp_path):
     assert where.startswith(str(tmp_path / "work" / "takeover-points-")) and where.endswith("/workspace")
     assert list((tmp_path / "work").iterdir()) == []  # removed afterwards
     slow = analyze_run(run_of(["sleep 5", "sed -i 's/a - b/a + b/' calc.py"], fix), task, source,
-                       use_environment=False, timeout=1)
+                       use_environment=False, replay_timeout=1)
     assert not slow.replay.verified and "time limit" in slow.replay.reason
     hungry = "python3 -c \"b = bytearray(600 * 1024 * 1024); print(len(b))\""
     fat = analyze_run(run_of([hungry, "sed -i 's/a - b/a + b/' calc.py"], fix), task, source,

@@ -143,7 +143,7 @@ def test_points_grade_and_views_to_a_pipe_print_a_line_per_item(recorded):
                                          "model_patch": patch}) + "\n"
                              for name, patch in (("fix", FIX_PATCH), ("none", ""))))
     graded = _takeover(root, "grade", "--dataset", "tasks.jsonl", "--predictions", "preds.jsonl", "--mirror", "mirror",
-                       "--offline", "--log-dir", str(root / "grades"))
+                       "--offline", "--out-dir", str(root / "grades"))
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     lines = [line for line in graded.stderr.splitlines() if re.match(rf"{TIME} grade ", line)]
     assert len(lines) == 2, graded.stderr
@@ -152,7 +152,7 @@ def test_points_grade_and_views_to_a_pipe_print_a_line_per_item(recorded):
     assert re.fullmatch(rf"{TIME} grade 2/2 not resolved \(\w+\), environment .*: acme__calc-1", lines[1])
 
     views = _takeover(root, "views", "runs/acme__calc-1", "--point-type", "after_first_source_edit", "--dataset",
-                      "tasks.jsonl", "--mirror", "mirror", "--offline", "--view", "repo_only,raw_trace",
+                      "tasks.jsonl", "--mirror", "mirror", "--offline", "--view", "repo_only", "--view", "raw_trace",
                       "--out-dir", "views")
     assert views.returncode == 0, views.stderr[-3000:]
     assert re.search(rf"^{TIME} views 1/2 repo_only written \(\w+\), \d+\.\d s, 0 note tokens$", views.stderr,

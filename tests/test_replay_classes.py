@@ -67,7 +67,7 @@ def _recorded_patch(tmp_path, name: str, *, setup: str | None, commands: list[st
 def _analyze(path, task, source, **options):
     traj = read_trajectories(path)[0]
     results: list = []
-    rp = analyze_run(traj, task, source, use_environment=False, timeout=60, result_out=results, **options)
+    rp = analyze_run(traj, task, source, use_environment=False, replay_timeout=60, result_out=results, **options)
     return traj, rp, results[0]
 
 
@@ -118,7 +118,7 @@ def test_both_forms_give_the_same_points_and_the_task_environment_changes_nothin
     # The same run in the other image, and replayed inside the task's prepared environment (which runs the
     # setup step itself): the same points, patches and environment edits.
     traj = read_trajectories(tmp_path / "committed.json")[0]
-    with_env = analyze_run(traj, task, source, use_environment=True, timeout=60)
+    with_env = analyze_run(traj, task, source, use_environment=True, replay_timeout=60)
     assert with_env.replay.verified and with_env.replay.interpreter.startswith("task environment"), with_env.replay
     for rp in (found["working_tree"], with_env):
         assert rp.points == found["committed"].points

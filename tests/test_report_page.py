@@ -286,9 +286,9 @@ def test_show_a_takeover_run_folder_and_imported_trajectories(experiment, tmp_pa
     assert cell["grading"]["status"] == "not_graded"
     # Any imported format, through the trajectory readers; a file of several runs gives one section each.
     mini = data_dir / "trajectories" / "mini-swe-agent" / "psf__requests-1766.json"
-    result = CliRunner().invoke(app, ["show", str(mini), "--out", str(tmp_path / "mini.html")])
+    result = CliRunner().invoke(app, ["show", str(mini), "--out-dir", str(tmp_path / "pages")])
     assert result.exit_code == 0, result.output
-    mini_html = (tmp_path / "mini.html").read_text(encoding="utf-8")
+    mini_html = (tmp_path / "pages" / "psf__requests-1766.html").read_text(encoding="utf-8")
     section = decode_section(re.search(r'id="data-r0">([^<]+)<', mini_html).group(1))
     (transcript,) = read_transcripts(mini)
     assert section["role"] == "agent" and len(section["runs"][0]["steps"]) == len(transcript.steps) == 25
@@ -302,6 +302,6 @@ def test_show_a_takeover_run_folder_and_imported_trajectories(experiment, tmp_pa
 def test_show_reports_a_bad_path_as_one_error_line(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text('{"nothing": "here"}')
-    result = CliRunner().invoke(app, ["show", str(bad), "--out", str(tmp_path / "x.html")])
-    assert result.exit_code != 0 and not (tmp_path / "x.html").exists()
+    result = CliRunner().invoke(app, ["show", str(bad), "--out-dir", str(tmp_path / "pages")])
+    assert result.exit_code != 0 and not (tmp_path / "pages" / "bad.html").exists()
     assert "unknown trajectory format" in str(result.exception)

@@ -98,7 +98,7 @@ def test_runs_and_their_checkpoints_leave_the_environment_setup_out_and_grade_as
     assert '+"""Arithmetic."""' in final and "+    return a + b" in final
 
     # Grading makes the setup's edit itself, once: the successor's patch resolves the task.
-    result = grade(task, final, repo_source=source, log_dir=tmp_path / "logs", timeout=120)
+    result = grade(task, final, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
     assert result.error is None and result.applied, result
     assert result.PASS_TO_PASS.failure == [] and result.resolved, result
 

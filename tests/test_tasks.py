@@ -128,7 +128,7 @@ def test_select_tasks_follows_protocol_section_2():
 @requires("shared:swebench_verified.jsonl")
 def test_tasks_select_command_is_reproducible(tmp_path):
     runner = CliRunner()
-    outs = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    outs = [tmp_path / "a" / "tasks.jsonl", tmp_path / "b" / "tasks.jsonl"]
     for out in outs:
         result = runner.invoke(
             app,
@@ -145,8 +145,8 @@ def test_tasks_select_command_is_reproducible(tmp_path):
                 str(PAPER_SEED),
                 "--limit",
                 "75",
-                "--out",
-                str(out),
+                "--out-dir",
+                str(out.parent),
             ],
         )
         assert result.exit_code == 0, result.output
@@ -179,7 +179,7 @@ def test_tasks_select_command_is_reproducible(tmp_path):
     assert (
         f"django/django             │    {django} │"
         in runner.invoke(
-            app, ["tasks", "select", "--dataset", str(DATASET), "--out", str(tmp_path / "c.jsonl")]
+            app, ["tasks", "select", "--dataset", str(DATASET), "--out-dir", str(tmp_path / "c")]
         ).output
     )
 
@@ -188,8 +188,8 @@ def test_tasks_select_bad_dataset_exits_2(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance_id": "x__y-1", "repo": "x/y"}\n')
     result = CliRunner().invoke(
-        app, ["tasks", "select", "--dataset", str(bad), "--out", str(tmp_path / "o.jsonl")]
+        app, ["tasks", "select", "--dataset", str(bad), "--out-dir", str(tmp_path / "o")]
     )
     assert result.exit_code == 2
     assert f"{bad}: line 1: field 'base_commit'" in result.output
-    assert not (tmp_path / "o.jsonl").exists()
+    assert not (tmp_path / "o" / "tasks.jsonl").exists()

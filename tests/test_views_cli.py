@@ -148,7 +148,7 @@ def checkpoint_dir(tmp_path):
 
 def test_checkpoint_folder_gives_point_patch_and_output_folder(checkpoint_dir):
     result = CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint-dir",
-                                      str(checkpoint_dir), "--view", "repo_only,raw_trace"], catch_exceptions=False)
+                                      str(checkpoint_dir), "--view", "repo_only", "--view", "raw_trace"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     index = json.loads((checkpoint_dir / "views" / "views.json").read_text())
     assert index["point"]["type"] == "after_first_source_edit" and index["point"]["event_index"] == 14

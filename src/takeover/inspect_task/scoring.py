@@ -73,9 +73,9 @@ def prompt_tokens(events: Sequence[object]) -> tuple[int | None, int | None]:
     return prompt, sum(u.output_tokens for u in used)
 
 
-def _grade(task, patch: str, backend: str, source: RepoSource, timeout: float):
+def _grade(task, patch: str, backend: str, source: RepoSource, grading_timeout: float):
     with _grading:
-        return grade(task, patch, backend=backend, repo_source=source, timeout=timeout)
+        return grade(task, patch, backend=backend, repo_source=source, grading_timeout=grading_timeout)
 
 
 def _rate(passed: list, failed: list) -> float | None:
@@ -85,14 +85,14 @@ def _rate(passed: list, failed: list) -> float | None:
 
 @scorer(metrics={"resolved": [mean()], "agent_events": [mean()], "prompt_tokens": [mean()]})
 def handoff_scorer(dataset: str, mirror: str | None = None, offline: bool = False, backend: str = "local",
-                   timeout: float = 1800.0):
+                   grading_timeout: float = 1800.0):
     """Grade the sample's final repository and count its events and tokens (module docstring).
 
     Args:
         dataset: the SWE-bench dataset file (JSON Lines) holding the instances' rows.
         mirror, offline: where repositories come from (:class:`takeover.sources.repos.RepoSource`).
         backend: ``local`` (default) or ``docker``.
-        timeout: seconds for the test run.
+        grading_timeout: seconds for the test run (``--grading-timeout`` elsewhere).
     """
     source = RepoSource(mirror, offline=offline)
     tasks = task_index(load_tasks(Path(dataset)))
@@ -110,7 +110,7 @@ def handoff_scorer(dataset: str, mirror: str | None = None, offline: bool = Fals
         if task is None:
             return Score(value={"resolved": 0.0, **counts}, answer=patch, explanation="not graded",
                          metadata={"grading_error": f"instance {meta['instance_id']} is not in {dataset}"})
-        graded = await asyncio.to_thread(_grade, task, patch, backend, source, timeout)
+        graded = await asyncio.to_thread(_grade, task, patch, backend, source, grading_timeout)
         return Score(
             value={"resolved": 1.0 if graded.resolved else 0.0, **counts},
             answer=patch,

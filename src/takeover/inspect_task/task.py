@@ -73,6 +73,6 @@ def handoff(
     return Task(
         dataset=handoff_samples(checkpoints, views),
         solver=[checkpoint_repository(mirror=mirror, offline=offline), as_solver(_agent(solver, command_timeout))],
-        scorer=handoff_scorer(dataset, mirror=mirror, offline=offline, backend=backend, timeout=grading_timeout),
+        scorer=handoff_scorer(dataset, mirror=mirror, offline=offline, backend=backend, grading_timeout=grading_timeout),
         sandbox="local",
     )
