@@ -39,7 +39,7 @@ from takeover.grading import grade_handoff_state
 from takeover.points import RunPoints, analyze_run, checkpoint_method
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
-from takeover.trajectories import read_trajectories, read_trajectory
+from takeover.trajectories import CUT_LAST_LINE, read_trajectories, read_trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 from takeover.vocabulary import POINT_TYPES
 
@@ -162,6 +162,8 @@ def points(
             continue
         for traj in runs:
             where = f"{path}" + (f" {traj.record}" if traj.record else "")
+            if traj.metadata.get(CUT_LAST_LINE):
+                print(f"note: {traj.metadata[CUT_LAST_LINE]}", file=sys.stderr)
             task = tasks.get(traj.instance_id or "")
             if task is None:
                 print(f"skipped: {where}: instance {traj.instance_id!r} is not in {dataset}", file=sys.stderr)

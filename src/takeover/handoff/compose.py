@@ -24,6 +24,7 @@ from takeover.handoff.session import read_session, session_point, session_task
 from takeover.handoff.worktree import RepositoryState, repository_state
 from takeover.llm import ModelClient, ModelSettings, ModelUsage
 from takeover.points import HandoffPoint
+from takeover.trajectories import CUT_LAST_LINE
 from takeover.views import DeterministicFields, NotesFailed, ViewResult, build_view, compute_fields
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import VIEWS, ViewName
@@ -151,6 +152,8 @@ def compose_handoff(
     task = session_task(trajectory, Path(state.root).name, state.base_commit)
     point, edits = session_point(trajectory, state.root, state.patch)
     notes = list(state.notes)
+    if meta.get(CUT_LAST_LINE):  # a session killed mid-write is handed over from its complete lines
+        notes.append(meta[CUT_LAST_LINE])
     name: ViewName = view or ("structured_notes" if model is not None else "raw_trace")
     if model is None and view is None:
         notes.append("no model given: the view is raw_trace (--model and --base-url write structured notes)")

@@ -65,7 +65,8 @@ version); ``metadata``: ``session_id``, ``git_branch``, ``summary``, ``sidechain
 Errors: :class:`~takeover.errors.InputError` naming the file, the line and the field for a record that is
 not an object, has no ``type``, a conversation record without ``message``/``message.content``, a content
 block without ``type`` (or a ``tool_use`` without ``id``/``name``/``input``, a ``tool_result`` without
-``tool_use_id``) and a usage count that is not a non-negative integer.
+``tool_use_id``) and a usage count that is not a non-negative integer. A last line cut off mid-write (the
+session was killed) is left out and named in ``metadata["cut_last_line"]``.
 """
 
 from __future__ import annotations
@@ -493,5 +494,6 @@ READERS = [
         priority=60,
         description="Claude Code session log (~/.claude/projects/<project>/<session-id>.jsonl)",
         replay=ReplayNeeds(editor_flavor="claude-code"),
+        cut_last_line=True,
     )
 ]
