@@ -207,16 +207,34 @@ class Ctx:
         return InputError(self.path, reason, record=self.record, field=self.field(key))
 
     def need(self, obj: Any, key: str, kind: type | tuple[type, ...] | None = None) -> Any:
-        """``obj[key]``, raising :class:`InputError` (naming the field) when missing or of the wrong type."""
+        """``obj[key]``, raising :class:`InputError` (naming the field and, with ``kind``, the expected type)
+        when missing, null or of the wrong type."""
         if not isinstance(obj, dict):
-            raise self.error(f"expected a JSON object, got {type(obj).__name__}")
-        if key not in obj or obj[key] is None:
+            raise self.error(f"expected a JSON object, got {_json_type(type(obj).__name__)}")
+        if key not in obj:
             raise self.error("missing required field", key)
-        value = obj[key]
-        if kind is not None and not isinstance(value, kind):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise self.error(f"expected {_json_type(names)}, got {_json_type(type(value).__name__)}", key)
-        return value
+        if obj[key] is None:
+            raise self.error(f"expected {_type_names(kind)}, got null" if kind else "missing required field (null)", key)
+        return self.optional(obj, key, kind) if kind is not None else obj[key]
+
+    def optional(self, obj: dict, key: str, kind: type | tuple[type, ...]) -> Any:
+        """``obj[key]`` when it is absent (``None``), null (``None``) or of type ``kind``.
+
+        Raises:
+            InputError: present and of another type (names the field and both types).
+        """
+        error = self.wrong_type(obj, key, kind)
+        if error is not None:
+            raise error
+        return obj.get(key)
+
+    def wrong_type(self, obj: dict, key: str, kind: type | tuple[type, ...]) -> InputError | None:
+        """The error for ``obj[key]`` holding another JSON type than ``kind`` (``None`` when it is absent,
+        null or of that type); a boolean is not a number here."""
+        value = obj.get(key)
+        if value is None or isinstance(value, kind) and not (isinstance(value, bool) and bool not in _kinds(kind)):
+            return None
+        return self.error(f"expected {_type_names(kind)}, got {_json_type(type(value).__name__)}", key)
 
     def list_of_objects(self, obj: Any, key: str) -> list[dict]:
         """``obj[key]`` as a list whose items are all JSON objects."""
@@ -227,6 +245,14 @@ class Ctx:
                     f"expected a JSON object, got {_json_type(type(item).__name__)}"
                 )
         return items
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _type_names(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(_json_type(k.__name__) for k in _kinds(kind))
 
 
 def _json_type(py: str) -> str:
