@@ -114,7 +114,7 @@ MaxConsecutiveFormatErrorsOption = Annotated[
 RecordOption = Annotated[int | None, typer.Option("--record", help=RECORD_HELP)]
 PointsFileOption = Annotated[Path | None, typer.Option("--points-file", help=POINTS_FILE_HELP)]
 SnapshotRepoOption = Annotated[Path | None, typer.Option("--snapshot-repo", help=SNAPSHOT_REPO_HELP)]
-WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP)]
+WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP, min=1)]
 MaxRetryWaitOption = Annotated[float, typer.Option("--max-retry-wait", help=MAX_RETRY_WAIT_HELP)]
 RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP, min=1)]
 RetriesOption = Annotated[int, typer.Option("--retries", help=RETRIES_HELP)]

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from takeover._util import sandbox
+from takeover._util.folders import check_writable
 from takeover.checkpoints import materialize_checkpoint
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
@@ -139,6 +140,8 @@ def points(
     err = output_console(stderr=True)
     console = output_console()
     lines = not is_watched(err)
+    if out_dir is not None:
+        check_writable(out_dir)  # before the replays, which may take minutes
     tasks = task_index(load_tasks(dataset))
     source = RepoSource(mirror, offline=offline)
     st = sandbox.status()
@@ -228,6 +231,7 @@ def checkpoint(
     point = point_type
     if point not in POINT_TYPES:
         raise InputError("--point-type", f"unknown point type {point!r}; expected one of {', '.join(POINT_TYPES)}")
+    check_writable(out_dir)
     traj = read_trajectory(file, record=record)
     task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
     if task is None:

@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.table import Table
 
+from takeover._util.folders import check_writable
 from takeover.cli.console import model_progress, output_console
 from takeover.cli.options import (
     BASE_URL_HELP,
@@ -275,6 +276,7 @@ def quickstart(
         retries=retries,
         max_retry_wait=max_retry_wait,
     )
+    check_writable(out_dir)
     display = ConsoleDisplay()
     result = run_quickstart(options, display)
     if not result.ok:
