@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from takeover._util.folders import check_writable
 from takeover.cli.console import output_console
 from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
@@ -29,12 +30,18 @@ def _print_summary(summary: ExperimentSummary, console: Console) -> None:
     for stage, c in summary.counts.items():
         table.add_row(stage, *(str(c.get(k, 0)) for k in ("planned", "done", "failed", "blocked", "reused", "ran")))
     console.print(table)
+    if summary.import_notes:
+        console.print("[yellow]Trajectory files not imported[/] (also in import_notes.txt):")
+        for note in summary.import_notes:
+            console.print(f"  {note}", markup=False, highlight=False)
     if summary.skipped_instances:
         console.print(f"[yellow]{len(summary.skipped_instances)} selected instance(s) without a predecessor:[/]")
         for iid, why in sorted(summary.skipped_instances.items()):
-            console.print(f"  {iid}: {why}")
+            console.print(f"  {iid}: {why}", markup=False, highlight=False)
     grouped = summary.problems_by_reason()
-    if grouped:
+    if not planned(summary):
+        console.print("[red]Nothing was planned:[/] no selected instance has a predecessor run (see above).")
+    elif grouped:
         console.print("[red]Units failed or blocked[/] (rerun them with --retry-failed):")
         for stage, reasons in grouped.items():
             for reason, n in reasons:
@@ -43,6 +50,11 @@ def _print_summary(summary: ExperimentSummary, console: Console) -> None:
         console.print("[green]Every planned unit is done.[/]")
     for name, path in summary.report_files.items():
         console.print(f"{name}: {path}")
+
+
+def planned(summary: ExperimentSummary) -> int:
+    """How many units the run planned, over every stage (blocked ones included)."""
+    return sum(c.get("planned", 0) for c in summary.counts.values())
 
 
 def read_experiment(path: Path, mirror: Path | None) -> ExperimentConfig:
@@ -60,7 +72,8 @@ def read_experiment(path: Path, mirror: Path | None) -> ExperimentConfig:
 
 def run_cmd(
     experiment: Annotated[Path, typer.Argument(help="Experiment file (TOML).")],
-    workers: Annotated[int | None, typer.Option("--workers", "-w", help=WORKERS_HELP)] = None,
+    workers: Annotated[int | None, typer.Option("--workers", "-w", help=f"{WORKERS_HELP} Default: the experiment "
+                                                "file's execution.workers.", min=1)] = None,
     executor: Annotated[str | None, typer.Option("--executor", help="local (processes) or ray.")] = None,
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Redo the units that failed before (they are kept otherwise).")
@@ -83,8 +96,9 @@ def run_cmd(
     stderr: a live table on a terminal; with output to a file or pipe, one line per finished unit
     and per stage (time, counts, seconds, tokens). One run at a time works in an output folder
     (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0
-    when every planned unit is done, 1 when some failed or were blocked (listed), 2 on a bad experiment
-    file or an output folder in use.
+    when every planned unit is done, 1 when some failed or were blocked (listed) or nothing could be
+    planned (no selected instance has a predecessor run), 2 on a bad experiment file, a selection that
+    holds no task, or an output folder in use or that cannot be written.
 
     Examples:
 
@@ -101,12 +115,13 @@ def run_cmd(
     if executor not in (None, "local", "ray"):
         raise typer.BadParameter("local or ray", param_hint="--executor")
     config = read_experiment(experiment, mirror)
+    check_writable(config.out, flag="the experiment file's out_dir")
     # SIGTERM (a scheduler, `kill`) unwinds like Ctrl-C, so worker processes are stopped with us.
     signal.signal(signal.SIGTERM, _raise_interrupt)
     summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
                              progress=progress, report=report)
     _print_summary(summary, output_console())
-    if summary.problems:
+    if summary.problems or not planned(summary):
         raise typer.Exit(1)
 
 
@@ -122,6 +137,7 @@ def report_cmd(
 
         takeover report out/pilot --no-plots
     """
+    check_writable(out_dir, flag="")
     report = build_report(out_dir, plots=plots)
     console = output_console()
     console.print(report.markdown.split("## By handoff state")[0])
