@@ -19,7 +19,7 @@ from rich.table import Table
 
 from takeover._util import sandbox
 from takeover._util.folders import check_writable
-from takeover.checkpoints import materialize_checkpoint
+from takeover.checkpoints import materialize_checkpoint, refuse_other_checkpoint
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     OUT_DIR_HELP,
@@ -220,8 +220,11 @@ def checkpoint(
 ) -> None:
     """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point.
 
+    A folder that holds another checkpoint is refused before any work and left as it was; the new
+    folder is built beside OUT and renamed into place whole.
+
     Exit status: 0 when written; 1 when the run has no such point (the reason is printed); 2 on bad
-    input.
+    input or an OUT that holds another checkpoint.
 
     Example:
 
@@ -236,6 +239,7 @@ def checkpoint(
     task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
     if task is None:
         raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+    refuse_other_checkpoint(out_dir, task.instance_id, point)  # before the replay, which may take minutes
     source = RepoSource(mirror, offline=offline)
     rp = RunPoints.load(points_file) if points_file else analyze_run(
         traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
