@@ -134,16 +134,16 @@ def swap_in(built: Path | str, dest: Path | str) -> bool:
     return True
 
 
-def scratch_folder(prefix: str, *, dir: Path | str | None = None) -> Path:
-    """A new temporary folder ``<prefix><pid>-<random>`` (in ``dir``, default the system's temporary
-    directory), after removing this user's folders of that prefix left by processes that are gone. The caller
-    removes it; if the process is killed first, the next call with the same prefix does.
+def scratch_folder(prefix: str, *, label: str = "", dir: Path | str | None = None) -> Path:
+    """A new temporary folder ``<prefix><pid>-[<label>-]<random>`` (in ``dir``, default the system's
+    temporary directory), after removing this user's folders of that prefix left by processes that are gone.
+    The caller removes it; if the process is killed first, the next call with the same prefix does.
 
     Raises:
         OSError: the folder cannot be created.
     """
     sweep_scratch(prefix, dir=dir)
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=dir))
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-{label + '-' if label else ''}", dir=dir))
 
 
 def sweep_scratch(prefix: str, *, dir: Path | str | None = None) -> None:

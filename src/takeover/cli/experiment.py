@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import sys
 import warnings
@@ -16,11 +17,42 @@ from takeover._util.folders import check_writable
 from takeover.cli.console import output_console
 from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
+from takeover.experiments.units import load_results
 from takeover.report import build_report
 
 
+class _Signalled(KeyboardInterrupt):
+    """A SIGTERM unwinding the run as Ctrl-C does; ``signum`` gives the exit status (128 + signum)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
 def _raise_interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+    raise _Signalled(signum)
+
+
+def kept_units(out: Path) -> dict[str, dict[str, int]]:
+    """``{stage: {status: count}}`` of the unit results stored in ``OUT/units`` (what a resume reuses)."""
+    units = out / "units"
+    kept: dict[str, dict[str, int]] = {}
+    for folder in sorted(units.iterdir()) if units.is_dir() else []:
+        if folder.is_dir():
+            for result in load_results(out, folder.name).values():
+                counts = kept.setdefault(folder.name, {})
+                counts[result.status] = counts.get(result.status, 0) + 1
+    return kept
+
+
+def interrupted_line(out: Path, resume: str) -> str:
+    """The one line an interrupted run ends with: the unit results kept in ``out`` and how to resume."""
+    kept = kept_units(out)
+    total = sum(sum(c.values()) for c in kept.values())
+    parts = ", ".join(f"{stage} " + " ".join(f"{n} {status}" for status, n in sorted(c.items()))
+                      for stage, c in kept.items())
+    return (f"interrupted: {total} finished unit(s) kept in {out / 'units'}" + (f" ({parts})" if parts else "")
+            + f"; units that were running are redone on resume: {resume}")
 
 
 def _print_summary(summary: ExperimentSummary, console: Console) -> None:
@@ -98,7 +130,8 @@ def run_cmd(
     (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0
     when every planned unit is done, 1 when some failed or were blocked (listed) or nothing could be
     planned (no selected instance has a predecessor run), 2 on a bad experiment file, a selection that
-    holds no task, or an output folder in use or that cannot be written.
+    holds no task, or an output folder in use or that cannot be written; 130 on Ctrl-C (143 on SIGTERM),
+    after one line on stderr saying how many finished units were kept and the command that resumes.
 
     Examples:
 
@@ -118,8 +151,14 @@ def run_cmd(
     check_writable(config.out, flag="the experiment file's out_dir")
     # SIGTERM (a scheduler, `kill`) unwinds like Ctrl-C, so worker processes are stopped with us.
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
-                             progress=progress, report=report)
+    try:
+        summary = run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
+                                 progress=progress, report=report)
+    except KeyboardInterrupt as exc:
+        resume = " ".join(["takeover run", shlex.quote(str(experiment)),
+                           *(["--mirror", shlex.quote(str(mirror))] if mirror is not None else [])])
+        print(interrupted_line(config.out, resume), file=sys.stderr)
+        raise typer.Exit(128 + exc.signum if isinstance(exc, _Signalled) else 130) from None
     _print_summary(summary, output_console())
     if summary.problems or not planned(summary):
         raise typer.Exit(1)
