@@ -133,6 +133,8 @@ def handoff(
         sys.stdout.write(handoff_markdown(result))
     if prompt_file is not None and result.prompt is not None:
         print(f"wrote the takeover prompt to {prompt_file}", file=sys.stderr)
+    if result.size_warning:  # also in the output's notes, which a prompt this size buries
+        print(f"warning: {result.size_warning}", file=sys.stderr)
     if result.prompt is None:
         raise typer.Exit(1)
 
