@@ -18,6 +18,9 @@ datasets through ``tasks select``, ``points`` and ``grade --predictions``; predi
 --predictions``; experiment files through ``run``. A traceback is an exception that escapes the entry point
 (anything but the exit of a command). The output is one line per family (inputs, commands, exit statuses,
 tracebacks) and one line per distinct traceback (exception type and the frame it was raised in).
+
+Measured here (2 shared cores): the full pass, 1228 inputs through 3555 commands, 0 tracebacks (about 10
+minutes); ``--quick``, 421 inputs through 1134 commands, 0 tracebacks (2 min 37 s).
 """
 
 from __future__ import annotations
