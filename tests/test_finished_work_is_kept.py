@@ -1,12 +1,18 @@
 """No command destroys finished work (docs/protocol.md section 5): a checkpoint folder that holds another
 point's checkpoint is refused before any work and left byte for byte as it was, a rerun of the same
-checkpoint keeps it, and a failed build leaves nothing half written."""
+checkpoint keeps it, and of two checkpoints written into one folder at once one is kept whole."""
 
 from __future__ import annotations
 
-from test_checkpoints import _final_patch, _steps, mirror  # noqa: F401  (mirror is a fixture)
+import threading
+
+from test_checkpoints import _final_patch, _steps, analyzed, mirror  # noqa: F401  (fixtures)
 from test_cli_points_flags import write_run
 from user_commands import files_under, takeover
+
+from takeover.checkpoints import load_checkpoint, materialize_checkpoint
+from takeover.errors import InputError
+from takeover.points import checkpoint_method
 
 
 def test_a_checkpoint_folder_holding_another_point_is_refused_and_left_unchanged(mirror, tmp_path):  # noqa: F811
@@ -49,3 +55,30 @@ def test_a_checkpoint_folder_holding_another_point_is_refused_and_left_unchanged
     assert refused.errors == [(f"error: {stray}: is not empty and holds no readable checkpoint.json; nothing was "
                               "written: give a new or empty folder")]
     assert files_under(tmp_path) == kept
+
+
+def test_of_two_concurrent_checkpoints_into_one_folder_one_is_kept_whole(analyzed, tmp_path):  # noqa: F811
+    task, source, traj, rp = analyzed
+    out = tmp_path / "cp"
+    outcomes: dict[str, object] = {}
+
+    def write(point_type: str) -> None:
+        point = rp.point(point_type)
+        try:
+            outcomes[point_type] = materialize_checkpoint(task, traj, point, rp.patches[point_type], out,
+                                                          checkpoint_method(rp.replay), repo_source=source)
+        except InputError as exc:
+            outcomes[point_type] = exc
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in ("after_first_source_edit",
+                                                                   "after_first_post_failure_edit")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    kept = [p for p, o in outcomes.items() if not isinstance(o, InputError)]
+    refused = [o for o in outcomes.values() if isinstance(o, InputError)]
+    assert len(kept) == 1 and len(refused) == 1
+    checkpoint, patch = load_checkpoint(out)  # whole and readable: its patch matches its record
+    assert checkpoint.point.type == kept[0] and patch == rp.patches[kept[0]]
+    assert [p.name for p in tmp_path.iterdir()] == ["cp"]  # nothing left beside it
