@@ -53,7 +53,7 @@ def test_a_view_larger_than_the_models_context_is_warned_with_the_way_out(tmp_pa
     (warning,) = [line for line in big.stderr.splitlines() if line.startswith("warning: ")]
     assert warning.startswith("warning: the raw_trace prompt is ")
     assert "more than the model's context of 6,000 tokens (as its endpoint reports it); --raw-trace-max-tokens N " \
-           "keeps the newest events that fit" in warning
+           "keeps the newest events that fit (the handoff event always)" in warning
     assert f"- Note: {warning.removeprefix('warning: ')}" in big.stdout
     assert small.exit_code == 0 and "warning:" not in small.stderr
     assert files_under(tmp_path) == before

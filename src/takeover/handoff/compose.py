@@ -45,8 +45,9 @@ def size_warning(view: ViewResult, context_tokens: int | None) -> str | None:
     if view.estimated_tokens <= limit:
         return None
     against = (f"the model's context of {context_tokens:,} tokens (as its endpoint reports it)" if context_tokens
-               else f"{LARGE_VIEW_TOKENS:,} tokens, the context of most models")
-    way_out = ("--raw-trace-max-tokens N keeps the newest events that fit" if view.view == "raw_trace"
+               else f"{LARGE_VIEW_TOKENS:,} tokens, beyond the context of most models")
+    way_out = ("--raw-trace-max-tokens N keeps the newest events that fit (the handoff event always)"
+               if view.view == "raw_trace"
                else "a smaller view (--view) or a model with a larger context")
     return (f"the {view.view} prompt is {view.estimated_tokens:,} estimated tokens ({len(view.prompt):,} "
             f"characters), more than {against}; {way_out}")
