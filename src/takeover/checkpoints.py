@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from takeover._util.folders import building_beside, swap_in
 from takeover._util.io import atomic_write_bytes, atomic_write_json, sha256_bytes
 from takeover._util.patches import first_difference, split_patch
 from takeover.errors import InputError
@@ -27,7 +28,7 @@ from takeover.repository_states.snapshots import patch_bytes, patch_sha256, snap
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
-from takeover.vocabulary import CheckpointMethod, HandoffState
+from takeover.vocabulary import EVENT_CUT, CheckpointMethod, HandoffState
 
 
 class Checkpoint(BaseModel):
@@ -122,6 +123,63 @@ def checkpoint_workspace(checkpoint_dir: Path | str, dest: Path, *, repo_source:
     return workspace
 
 
+def existing_checkpoint(folder: Path | str) -> Checkpoint | None:
+    """The checkpoint a folder already holds (``None``: the folder is absent or empty), so that a command
+    can refuse before any work to write another checkpoint over it.
+
+    Raises:
+        InputError: the folder holds files but no readable ``checkpoint.json`` (nothing is written over
+            files that are not a checkpoint).
+    """
+    folder = Path(folder)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        if folder.exists() and not folder.is_dir():
+            raise InputError(folder, "is a file, not a checkpoint folder; give another --out-dir")
+        return None
+    record = folder / "checkpoint.json"
+    try:
+        return Checkpoint.model_validate_json(record.read_bytes())
+    except (OSError, ValueError):
+        raise InputError(folder, "is not empty and holds no readable checkpoint.json; nothing was written: "
+                         "give a new or empty folder") from None
+
+
+def refuse_other_checkpoint(folder: Path | str, instance_id: str, point_type: str,
+                            patch_sha256: str | None = None, *, event_index: int | None = None) -> Checkpoint | None:
+    """The checkpoint ``folder`` holds when it is the same one (same instance, point type and, when given,
+    patch and event: a cut at an event, point type ``event``, is the same only at the same event), or
+    ``None`` for an absent or empty folder.
+
+    Raises:
+        InputError: ``folder`` holds another checkpoint (or files that are not one); the message names it,
+            and nothing has been written.
+    """
+    held = existing_checkpoint(folder)
+    if held is None:
+        return None
+    if (held.instance_id, held.point.type) != (instance_id, point_type) or (
+            patch_sha256 is not None and held.patch_sha256 != patch_sha256) or (
+            event_index is not None and held.point.event_index != event_index):
+        wanted = f"{point_type} (event {event_index})" if event_index is not None else point_type
+        raise InputError(folder, f"holds the checkpoint of {held.instance_id} {held.point.type} (event "
+                         f"{held.point.event_index}); nothing was written: give another folder for "
+                         f"{instance_id} {wanted}, or remove this one")
+    return held
+
+
+def _verified_workspace(ws: Path, task: SourceTask, patch: str, repo_source: RepoSource | None) -> None:
+    """Check out ``base_commit`` + ``patch`` in ``ws`` unless it holds files, then check that its snapshot
+    gives exactly ``patch`` again."""
+    if not (ws.exists() and any(ws.iterdir())):
+        (repo_source or RepoSource()).workspace(task.repo, task.base_commit, ws)
+        apply_patch(ws, patch)
+    got = snapshot_patch(ws, task.base_commit, take_snapshot(ws))
+    mismatch = first_difference(got, patch)
+    if mismatch is not None:
+        raise InputError(ws, f"workspace does not reproduce checkpoint.patch (first difference at {mismatch}); "
+                         "remove the folder to rebuild it")
+
+
 def materialize_checkpoint(
     task: SourceTask,
     trajectory: Trajectory | None,
@@ -138,38 +196,49 @@ def materialize_checkpoint(
     unless ``workspace`` is false, ``workspace/`` = ``base_commit`` + ``patch``.
 
     The workspace is verified: after ``git apply`` its snapshot (untracked files included) must give
-    exactly ``patch`` again (same files, same hunks). An existing workspace folder is reused only if it
-    passes the same check. ``handoff_state`` is left unset: a caller that grades the checkpoint
-    (:func:`takeover.grading.grade`, docs/protocol.md section 6) sets it and saves the record again
-    (:meth:`Checkpoint.save`). ``environment_files`` (``RunPoints.replay.environment_files``) are recorded in
-    ``checkpoint.json``.
+    exactly ``patch`` again (same files, same hunks). A new folder is built beside ``out_dir`` and renamed
+    into place whole (:func:`takeover._util.folders.swap_in`), so a failure or a kill leaves ``out_dir`` as
+    it was, and of two commands writing one folder at once one wins and the other is refused. A folder that
+    holds this same checkpoint (instance, point type, patch) is kept: its workspace is reused if it passes
+    the same check (built beside and swapped in if absent), and its ``handoff_state`` stays. ``handoff_state``
+    is otherwise left unset: a caller that grades the checkpoint (:func:`takeover.grading.grade`,
+    docs/protocol.md section 6) sets it and saves the record again (:meth:`Checkpoint.save`).
+    ``environment_files`` (``RunPoints.replay.environment_files``) are recorded in ``checkpoint.json``.
 
     Raises:
-        InputError: the patch does not apply or the workspace does not reproduce it.
-        FileExistsError: ``out_dir/workspace`` exists with other content.
+        InputError: ``out_dir`` holds another checkpoint or files that are not one (nothing is written),
+            another command wrote ``out_dir`` meanwhile, the patch does not apply or the workspace does not
+            reproduce it.
         RepositoryUnavailable: the repository cannot be obtained.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "checkpoint.patch", patch_bytes(patch))
-    ws_path = None
-    if workspace:
-        ws = out / "workspace"
-        if not (ws.exists() and any(ws.iterdir())):
-            (repo_source or RepoSource()).workspace(task.repo, task.base_commit, ws)
-            apply_patch(ws, patch)
-        got = snapshot_patch(ws, task.base_commit, take_snapshot(ws))
-        mismatch = first_difference(got, patch)
-        if mismatch is not None:
-            raise InputError(ws, f"workspace does not reproduce checkpoint.patch (first difference at {mismatch}); "
-                             "remove the folder to rebuild it")
-        ws_path = str(ws)
+    held = refuse_other_checkpoint(out, task.instance_id, point.type, patch_sha256(patch),
+                                   event_index=point.event_index if point.type == EVENT_CUT else None)
+    ws = out / "workspace"
     checkpoint = Checkpoint(
         instance_id=task.instance_id, repo=task.repo, base_commit=task.base_commit, point=point,
         files=sorted(split_patch(patch)) if patch.strip() else [], patch_sha256=patch_sha256(patch),
         method=method, trajectory=trajectory.source_path if trajectory else None,
-        trajectory_record=trajectory.record if trajectory else None, workspace=ws_path,
+        trajectory_record=trajectory.record if trajectory else None, workspace=str(ws) if workspace else None,
         environment_files=sorted(environment_files),
+        handoff_state=held.handoff_state if held is not None else None,
     )
-    checkpoint.save(out)
+    if held is not None:
+        if workspace and ws.exists() and any(ws.iterdir()):
+            _verified_workspace(ws, task, patch, repo_source)
+        elif workspace:
+            with building_beside(ws) as built:
+                _verified_workspace(built, task, patch, repo_source)
+                if not swap_in(built, ws):
+                    raise InputError(ws, "was written by another command meanwhile; run this one again")
+        checkpoint.save(out)
+        return checkpoint
+    with building_beside(out) as built:
+        atomic_write_bytes(built / "checkpoint.patch", patch_bytes(patch))
+        if workspace:
+            _verified_workspace(built / "workspace", task, patch, repo_source)
+        checkpoint.save(built)
+        if not swap_in(built, out):
+            raise InputError(out, "another command wrote a checkpoint here meanwhile; nothing of this one was "
+                             "kept: give another folder or remove this one")
     return checkpoint

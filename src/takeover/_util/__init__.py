@@ -1,6 +1,9 @@
 """The machinery under every stage; nothing here knows the protocol.
 
-- :mod:`.io`: atomic writes, JSON Lines, stable hashes, readers of earlier field names;
+- :mod:`.io`: atomic writes, the one reader of text files (one-line errors for bytes that are not UTF-8),
+  JSON Lines, stable hashes, readers of earlier field names;
+- :mod:`.folders`: output folders checked before the work and swapped in whole, scratch folders of dead
+  processes removed;
 - :mod:`.processes`: the one process runner (a command in its own session, killed with all it started);
 - :mod:`.sandbox`: bubblewrap (no network, writes only in the workspace);
 - :mod:`.redact`: secrets masked in logs, trajectories, prompts and reports;

@@ -117,14 +117,61 @@ def append_jsonl(path: Path | str, row: Any) -> None:
         os.fsync(fh.fileno())
 
 
-def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line (1-based line numbers).
+def not_utf8(path: Path | str, data: bytes, start: int, *, offset: int = 0, first_line: int = 1) -> InputError:
+    """The error for bytes of ``path`` that are not UTF-8: ``data`` holds the text read, ``start`` the first
+    bad byte in it; ``offset`` and ``first_line`` say where ``data`` begins in the file (for a file read line
+    by line). Names the file, the line and the byte (0-based, in the file) and column (1-based)."""
+    line_start = data.rfind(b"\n", 0, start) + 1
+    line = first_line + data.count(b"\n", 0, start)
+    return InputError(path, f"not UTF-8 text (byte {offset + start}, column {start - line_start + 1})",
+                      record=f"line {line}")
+
+
+def read_text(path: Path | str) -> str:
+    """The UTF-8 text of the file ``path``, exactly as written (no newline translation: patches and prompts
+    keep their carriage returns). The one reader of a user's text files, so that every file read gets the
+    same one-line errors.
 
     Raises:
-        takeover.errors.InputError: a line is not valid JSON (names the file and line).
+        takeover.errors.InputError: the file is missing, unreadable (a folder, no permission) or not UTF-8
+            (names the line, the byte and the column).
     """
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a folder, not a file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, data, exc.start) from None
+
+
+def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line (1-based line numbers), reading one line at a
+    time.
+
+    Raises:
+        takeover.errors.InputError: the file cannot be read, or a line is not UTF-8 or not valid JSON (names
+            the file and the line).
+    """
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below; open errors become InputError
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    offset = 0
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise not_utf8(path, raw, exc.start, offset=offset, first_line=lineno) from None
+            offset += len(raw)
             if not line.strip():
                 continue
             try:

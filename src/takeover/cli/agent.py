@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from takeover._util.folders import check_writable
+from takeover._util.io import read_text
 from takeover.agents import (
     COMMAND_BACKENDS,
     DEFAULT_AGENT,
@@ -156,7 +158,8 @@ def run(
                              f"unknown command backend {command_backend!r}: use {' or '.join(COMMAND_BACKENDS)}")
         if (checkpoint_dir is None) != (view is None):
             raise InputError("--checkpoint-dir/--view", "a takeover run needs both --checkpoint-dir and --view")
-        prompt = prompt_file.read_text(encoding="utf-8") if prompt_file else None
+        prompt = read_text(prompt_file) if prompt_file else None
+        check_writable(out_dir)
         settings = ModelSettings(
             model=model,
             base_url=base_url,

@@ -11,6 +11,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from takeover._util.folders import check_writable
+from takeover._util.io import read_text
 from takeover._util.sandbox import status
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
@@ -95,6 +97,8 @@ def grade_command(
             raise InputError("command line", "give exactly one of --patch FILE, --gold, --empty, --predictions FILE")
         if predictions is None and not instance_id:
             raise InputError("command line", "--instance-id ID is required with --patch, --gold or --empty")
+        log_dir = out_dir if out_dir is not None else Path.cwd() / DEFAULT_OUT_DIR
+        check_writable(log_dir)
         tasks = load_tasks(dataset)
         by_id = task_index(tasks)
         for iid in instance_id or []:
@@ -108,10 +112,7 @@ def grade_command(
             preds = []
             for iid in instance_id or []:
                 if patch is not None:
-                    try:
-                        text = patch.read_text(encoding="utf-8")
-                    except OSError as exc:
-                        raise InputError(patch, f"cannot read patch ({exc.strerror})") from None
+                    text = read_text(patch)
                     preds.append(Prediction(instance_id=iid, model_name_or_path="patch", model_patch=text))
                 elif gold:
                     preds.append(Prediction(instance_id=iid, model_name_or_path="gold", model_patch=by_id[iid].patch))
@@ -123,7 +124,7 @@ def grade_command(
         for number, pred in enumerate(preds, 1):
             results += grade_predictions(
                 tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline),
-                grading_timeout=grading_timeout, log_dir=out_dir if out_dir is not None else Path.cwd() / DEFAULT_OUT_DIR,
+                grading_timeout=grading_timeout, log_dir=log_dir,
                 spec_file=spec_file, network=network, force=force)
             if lines:
                 r = results[-1]

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from takeover._util.folders import check_writable
 from takeover._util.io import atomic_write_text
 from takeover.cli.options import (
     EVENT_HELP,
@@ -117,6 +118,8 @@ def handoff(
     if prompt_file is None and out_dir is not None:
         prompt_file = out_dir / PROMPT_FILE
     try:
+        if prompt_file is not None:
+            check_writable(prompt_file, file=True, flag="--out-dir" if out is None else "--out")
         result = compose_handoff(
             session, repo, model=_settings(model, base_url, api_key_env, timeout, retries, max_retry_wait),
             view=one_view(view, "handoff"), record=record, raw_trace_max_chars=raw_trace_max_chars,
@@ -132,6 +135,8 @@ def handoff(
         sys.stdout.write(handoff_markdown(result))
     if prompt_file is not None and result.prompt is not None:
         print(f"wrote the takeover prompt to {prompt_file}", file=sys.stderr)
+    if result.size_warning:  # also in the output's notes, which a prompt this size buries
+        print(f"warning: {result.size_warning}", file=sys.stderr)
     if result.prompt is None:
         raise typer.Exit(1)
 
@@ -184,6 +189,8 @@ def resume(
     try:
         if protocol not in ("text", "tools"):
             raise typer.BadParameter(f"unknown protocol {protocol!r}: use text or tools")
+        if out_dir is not None:
+            check_writable(out_dir)
         limits = RunLimits(step_limit=step_limit, wall_time_limit_seconds=wall_time_limit_seconds,
                            command_timeout=command_timeout, prompt_token_limit=prompt_token_limit,
                            cost_limit=cost_limit, max_consecutive_format_errors=max_consecutive_format_errors)

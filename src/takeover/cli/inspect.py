@@ -13,7 +13,7 @@ from rich.table import Table
 from takeover.cli.console import output_console
 from takeover.cli.options import JsonOption, VerboseOption
 from takeover.errors import InputError, TakeoverError
-from takeover.trajectories import read_trajectories, summarize
+from takeover.trajectories import CUT_LAST_LINE, read_trajectories, summarize
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 
 
@@ -36,7 +36,8 @@ def inspect(
     token totals are partial, over the calls that record usage).
 
     Bad files are reported as one ``error: FILE: RECORD: field 'F': reason`` line each on stderr; the good
-    files are still reported, and the exit status is 2 when any file was bad.
+    files are still reported, and the exit status is 2 when any file was bad. A session log whose last
+    line was cut off mid-write (the agent was killed) is read up to it, with a ``note:`` line.
 
     Examples:
 
@@ -70,6 +71,8 @@ def inspect(
                 failed += 1
                 continue
             for traj in trajectories:
+                if traj.metadata.get(CUT_LAST_LINE):
+                    print(f"note: {traj.metadata[CUT_LAST_LINE]}", file=sys.stderr)
                 summary = summarize(traj)
                 if as_json:
                     print(json.dumps(summary.json_row(), ensure_ascii=False), flush=True)

@@ -18,7 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from takeover._util import sandbox
-from takeover.checkpoints import materialize_checkpoint
+from takeover._util.folders import check_writable
+from takeover.checkpoints import materialize_checkpoint, refuse_other_checkpoint
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     OUT_DIR_HELP,
@@ -40,9 +41,9 @@ from takeover.grading import grade_handoff_state
 from takeover.points import RunEvents, RunPoints, analyze_run, checkpoint_method, cut_at_event, run_events
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
-from takeover.trajectories import read_trajectories, read_trajectory
+from takeover.trajectories import CUT_LAST_LINE, read_trajectories, read_trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format
-from takeover.vocabulary import POINT_TYPES
+from takeover.vocabulary import EVENT_CUT, POINT_TYPES
 
 POINTS_RENAMED = {"--out": "--out-dir", "--timeout": "--replay-timeout"}
 CHECKPOINT_RENAMED = {"--out": "--out-dir", "--point": "--point-type", "--timeout": "--replay-timeout"}
@@ -190,6 +191,8 @@ def points(
     err = output_console(stderr=True)
     console = output_console()
     lines = not is_watched(err)
+    if out_dir is not None:
+        check_writable(out_dir)  # before the replays, which may take minutes
     tasks = task_index(load_tasks(dataset))
     source = RepoSource(mirror, offline=offline)
     st = sandbox.status()
@@ -213,6 +216,8 @@ def points(
             continue
         for traj in runs:
             where = f"{path}" + (f" {traj.record}" if traj.record else "")
+            if traj.metadata.get(CUT_LAST_LINE):
+                print(f"note: {traj.metadata[CUT_LAST_LINE]}", file=sys.stderr)
             task = tasks.get(traj.instance_id or "")
             if task is None:
                 print(f"skipped: {where}: instance {traj.instance_id!r} is not in {dataset}", file=sys.stderr)
@@ -286,8 +291,11 @@ def checkpoint(
     event N (--event N: the same exact states and rules as the point types; checkpoint.json then names
     the event, point type "event").
 
+    A folder that holds another checkpoint is refused before any work and left as it was; the new
+    folder is built beside OUT and renamed into place whole.
+
     Exit status: 0 when written; 1 when the run has no such point or no exact state after that event
-    (the reason is printed); 2 on bad input.
+    (the reason is printed); 2 on bad input or an OUT that holds another checkpoint.
 
     Examples:
 
@@ -305,10 +313,13 @@ def checkpoint(
     if event is not None and points_file is not None:
         raise InputError("--points-file", "a cut at an event needs the run's states, which a points file does "
                          "not hold; leave out --points-file")
+    check_writable(out_dir)
     traj = read_trajectory(file, record=record)
     task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
     if task is None:
         raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+    # Before the replay, which may take minutes.
+    refuse_other_checkpoint(out_dir, task.instance_id, point or EVENT_CUT, event_index=event)
     source = RepoSource(mirror, offline=offline)
     if event is not None:
         cut = cut_at_event(traj, task, event, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)

@@ -14,6 +14,7 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.table import Table
 
+from takeover._util.folders import check_writable
 from takeover.agents import DEFAULT_AGENT
 from takeover.cli.console import model_progress, output_console
 from takeover.cli.options import (
@@ -283,6 +284,7 @@ def quickstart(
         max_retry_wait=max_retry_wait,
         agent=agent,
     )
+    check_writable(out_dir)
     display = ConsoleDisplay()
     result = run_quickstart(options, display)
     if not result.ok:

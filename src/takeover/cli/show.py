@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from takeover._util.folders import check_writable
 from takeover.cli.options import OUT_DIR_HELP, VerboseOption, old_file_flag
 from takeover.report import write_run_page
 
@@ -48,6 +49,7 @@ def show(
     """
     name = f"{page_name(path)}.html"
     target = old_file_flag("--out", out, out_dir, "DIR/NAME.html") or (out_dir or Path()) / name
+    check_writable(target, file=True, flag="--out-dir" if out is None else "--out")
     print(write_run_page(path, target, format=format))
 
 

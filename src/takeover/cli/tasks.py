@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from takeover._util.containers import image_identity
+from takeover._util.folders import check_writable
 from takeover.cli.console import output_console
 from takeover.cli.options import (
     OUT_DIR_HELP,
@@ -95,6 +96,7 @@ def select(
     try:
         if limit < 0:
             raise InputError("--limit", f"must be 0 or more, got {limit}")
+        check_writable(out, file=True, flag="--out-dir" if out_dir is not None else "--out")
         # Buckets typed by the user must exist; the paper's default set may be partly absent from a subset.
         header, chosen = make_selection(
             dataset, buckets, seed, limit if limit > 0 else None, check_buckets=bool(difficulty)

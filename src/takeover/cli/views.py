@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from takeover._util.folders import check_writable
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
@@ -106,6 +107,7 @@ def views(
             raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
         out = checkpoint_dir / "views"
     names = read_views(view, comma_form=True)
+    check_writable(out)
     settings = None
     if model:
         settings = ModelSettings(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from takeover._util.io import read_text
 from takeover.environments.conda import adapt_steps, conda_packages_as_pip, tox_current_env_steps
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.sources.tasks import SourceTask
@@ -155,8 +156,8 @@ def load_spec_file(path: Path | str) -> dict[str, EnvSpec]:
         InputError: unreadable file, or an entry that is not a valid :class:`EnvSpec` (names the key).
     """
     path = Path(path)
+    text = read_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     except (OSError, ValueError) as exc:
         raise InputError(path, f"cannot read spec file ({exc})") from None

@@ -55,6 +55,7 @@ release are still read, with a warning (:data:`RENAMED_KEYS`).
 
 from __future__ import annotations
 
+import re
 import tomllib
 import warnings
 from pathlib import Path
@@ -62,6 +63,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from takeover._util.io import read_text
 from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
 from takeover.agents.command.command_runtime import check_template
 from takeover.errors import InputError
@@ -417,6 +419,15 @@ def _read_renamed_keys(raw: dict[str, Any], path: Path) -> None:
                 _rename(section, where, old, new, path)
 
 
+def _toml_type(value: Any) -> str:
+    """The TOML name of a value's type, for "expected X, got Y" messages."""
+    for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
+                       (list, "an array"), (dict, "a table")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
 def _rename(section: dict[str, Any], where: str, old: str, new: str, path: Path) -> None:
     """Move ``section[old]`` to ``section[new]`` with a ``FutureWarning`` (``where``: the table's key prefix).
 
@@ -444,12 +455,17 @@ def load_experiment(path: Path | str) -> ExperimentConfig:
             error names the file and the TOML key (``successors[0].base_url``).
     """
     path = Path(path)
+    if not path.exists():
+        raise InputError(path, "experiment file not found")
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "experiment file not found") from None
+        raw = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(path, f"not valid TOML: {exc}") from None
+        where = re.search(r" \(at line (\d+), column (\d+)\)$", str(exc))
+        if where is None:
+            raise InputError(path, f"not valid TOML: {exc}") from None
+        reason = str(exc)[: where.start()]
+        raise InputError(path, f"not valid TOML: {reason} (column {where.group(2)})",
+                         record=f"line {where.group(1)}") from None
     _read_renamed_keys(raw, path)
     raw.setdefault("base_dir", str(path.resolve().parent))
     try:
@@ -461,5 +477,7 @@ def load_experiment(path: Path | str) -> ExperimentConfig:
             msg = "unknown key"
         elif err["type"] == "missing":
             msg = "required key is missing"
+        elif err["type"].endswith(("_type", "_parsing")) and "input" in err:
+            msg += f", got {_toml_type(err['input'])}"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InputError(path, msg + more, field=_loc(err["loc"]) or None) from None

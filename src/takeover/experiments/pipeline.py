@@ -34,6 +34,7 @@ from rich.console import Console
 
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover._util.versions import package_versions
+from takeover.errors import InputError
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.engine import FollowUp, ProgressCallback, make_executor, run_units
 from takeover.experiments.folder_lock import hold_out_dir
@@ -64,6 +65,8 @@ class ExperimentSummary(BaseModel):
             from an earlier run), ``ran`` (executed now).
         problems: every failed or blocked unit, with its reason.
         skipped_instances: selected instances without a predecessor (no trajectory to import), with why.
+        import_notes: trajectory files that were not imported (could not be read, or a second run of an
+            instance), one line each (also in ``OUT/import_notes.txt`` and the report).
         report_files: files written by the report.
         seconds: wall time of this call.
     """
@@ -72,6 +75,7 @@ class ExperimentSummary(BaseModel):
     counts: dict[str, dict[str, int]] = Field(default_factory=dict)
     problems: list[Problem] = Field(default_factory=list)
     skipped_instances: dict[str, str] = Field(default_factory=dict)
+    import_notes: list[str] = Field(default_factory=list)
     report_files: dict[str, str] = Field(default_factory=dict)
     seconds: float = 0.0
 
@@ -128,7 +132,9 @@ def _run_experiment(config: ExperimentConfig, *, workers: int | None, executor: 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "config.resolved.json", config.resolved())
     atomic_write_json(out / "versions.json", package_versions())
-    workers = workers or config.execution.workers
+    if workers is not None and workers < 1:
+        raise InputError("--workers", f"must be 1 or more, got {workers}")
+    workers = workers if workers is not None else config.execution.workers
     kind = executor or config.execution.executor
     caps = {
         "model": config.execution.model_concurrency or workers,
@@ -230,8 +236,11 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary, stage: _St
     """
     out = config.out
     notes: list[str] = []
-    index = index_trajectories(config, notes) if config.predecessor.trajectories else None
-    tasks = select_source_tasks(config, index)
+    unreadable: dict[str, str] = {}
+    index = index_trajectories(config, notes, unreadable) if config.predecessor.trajectories else None
+    summary.import_notes = notes
+    stage.plan.import_notes = notes
+    tasks = select_source_tasks(config, index, unreadable)
     planner = Planner(config, write_task_files(out, tasks), config.repo_source())
     if notes:
         atomic_write_text(out / "import_notes.txt", "\n".join(notes) + "\n")
@@ -239,7 +248,8 @@ def _run_stages(config: ExperimentConfig, summary: ExperimentSummary, stage: _St
     environments = None
     if config.execution.prepare_environments:
         environments = stage("environment", planner.environments(tasks))
-    predecessors = planner.predecessors(tasks, index, summary.skipped_instances)
+    predecessors = planner.predecessors(tasks, index, summary.skipped_instances, unreadable)
+    stage.plan.not_imported = summary.skipped_instances
     predecessor_results = stage("predecessor", predecessors)
     points, blocked = planner.points(predecessors, predecessor_results, environments)
     points_results = stage("points", points, blocked)

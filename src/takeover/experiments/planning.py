@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from takeover._util.io import atomic_write_json
 from takeover.experiments import stages
 from takeover.experiments.config import ExperimentConfig
+from takeover.experiments.selection import why_not_imported
 from takeover.experiments.units import UnitResult, UnitSpec
 from takeover.results import (
     AgentSettings,
@@ -58,6 +59,9 @@ class Plan:
     def __init__(self, config: ExperimentConfig):
         self.config = config
         self.stages: dict[str, list[PlanEntry]] = {s: [] for s in stages_of(config)}
+        #: Selected instances without a predecessor run, with why; the notes on trajectory files not imported.
+        self.not_imported: dict[str, str] = {}
+        self.import_notes: list[str] = []
 
     def add(self, stage: str, specs: list[UnitSpec], blocked: Blocked) -> None:
         """Record ``stage``'s units (runnable, then blocked with their reasons) and rewrite ``plan.json``."""
@@ -67,7 +71,8 @@ class Plan:
         self.write()
 
     def write(self) -> None:
-        """Write ``OUT/plan.json``: name, bootstrap settings, views, successors, point types and the units."""
+        """Write ``OUT/plan.json``: name, bootstrap settings, views, successors, point types, the units, the
+        selected instances without a predecessor run (``not_imported``, with why) and ``import_notes``."""
         c = self.config
         atomic_write_json(
             c.out / "plan.json",
@@ -79,6 +84,8 @@ class Plan:
                 "point_types": list(c.point_types),
                 "stages": {stage: [e.model_dump(mode="json") for e in entries]
                            for stage, entries in self.stages.items()},
+                "not_imported": dict(sorted(self.not_imported.items())),
+                "import_notes": self.import_notes,
             },
         )
 
@@ -141,15 +148,16 @@ class Planner:
                            UnitLabels(instance_id=t.instance_id), ["env"]) for t in tasks]
 
     def predecessors(self, tasks: list[SourceTask], index: dict[str, TrajectoryFile] | None,
-                     skipped: dict[str, str]) -> list[UnitSpec]:
+                     skipped: dict[str, str], unreadable: dict[str, str] | None = None) -> list[UnitSpec]:
         """One unit per task: import its recorded run (``index`` given) or run the predecessor model.
-        Tasks without a recorded run are added to ``skipped`` with the reason."""
+        Tasks without a recorded run are added to ``skipped`` with the reason (``unreadable``: the errors of
+        the trajectory files that could not be read, by path, so that the reason names the real one)."""
         specs = []
         for t in tasks:
             labels = UnitLabels(instance_id=t.instance_id)
             if index is not None:
                 if t.instance_id not in index:
-                    skipped[t.instance_id] = "no imported trajectory for this instance"
+                    skipped[t.instance_id] = why_not_imported(t.instance_id, unreadable or {})
                     continue
                 inputs = ImportInputs(**self._task(t.instance_id), trajectory=index[t.instance_id])
                 specs.append(self._spec("predecessor", stages.import_unit, inputs, labels, []))

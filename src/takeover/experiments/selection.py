@@ -19,7 +19,8 @@ from takeover.trajectories import read_trajectories
 from takeover.trajectories.registry import expand_paths
 
 
-def select_source_tasks(config: ExperimentConfig, import_index: dict[str, TrajectoryFile] | None) -> list[SourceTask]:
+def select_source_tasks(config: ExperimentConfig, import_index: dict[str, TrajectoryFile] | None,
+                        unreadable: dict[str, str] | None = None) -> list[SourceTask]:
     """The source tasks of the experiment (docs/protocol.md section 2).
 
     Explicit ``dataset.instance_ids`` win. Otherwise the dataset is filtered to ``repos`` (when given) and,
@@ -29,11 +30,13 @@ def select_source_tasks(config: ExperimentConfig, import_index: dict[str, Trajec
     difficulty).
 
     Raises:
-        InputError: the dataset cannot be read, or an explicit instance id is not in it (field
-            ``dataset.instance_ids``).
+        InputError: the dataset cannot be read, an explicit instance id is not in it (field
+            ``dataset.instance_ids``), or no task is selected (field ``dataset``: the message says which
+            step left none: repositories, imported trajectories, difficulties or the limit).
     """
     tasks = load_tasks(config.dataset_path)
     ds = config.dataset
+    every = len(tasks)
     if ds.instance_ids:
         by_id = task_index(tasks)
         unknown = [i for i in ds.instance_ids if i not in by_id]
@@ -41,12 +44,27 @@ def select_source_tasks(config: ExperimentConfig, import_index: dict[str, Trajec
             raise InputError(config.dataset_path, f"instances not in the dataset: {', '.join(unknown[:5])}",
                              field="dataset.instance_ids")
         return [by_id[i] for i in ds.instance_ids]
+    steps = [f"the dataset holds {every} task(s)"]
     if ds.repos:
         tasks = [t for t in tasks if t.repo in set(ds.repos)]
+        steps.append(f"{len(tasks)} of repos {', '.join(ds.repos)}")
     if import_index is not None:
         tasks = [t for t in tasks if t.instance_id in import_index]
+        unread = (f"; {len(unreadable)} trajectory file(s) could not be read, e.g. {next(iter(unreadable.values()))}"
+                  if unreadable else "")
+        steps.append(f"{len(tasks)} with an imported trajectory ({len(import_index)} run(s) imported{unread})")
     difficulties = ds.difficulties or sorted({t.difficulty for t in tasks if t.difficulty is not None})
-    return select_tasks(tasks, difficulties, ds.seed, ds.limit)
+    chosen = select_tasks(tasks, difficulties, ds.seed, ds.limit)
+    if not chosen:
+        present = sorted({t.difficulty for t in tasks if t.difficulty})
+        if tasks and ds.limit == 0:
+            steps.append("limit 0")
+        elif tasks:
+            steps.append(f"none in difficulties {', '.join(map(repr, difficulties)) or '(none)'} (present: "
+                         f"{', '.join(map(repr, present)) or 'none'})")
+        raise InputError(config.dataset_path, "the experiment selects no task: " + "; ".join(steps),
+                         field="dataset")
+    return chosen
 
 
 def _trajectory_files(paths: list[Path]) -> list[Path]:
@@ -61,12 +79,15 @@ def _trajectory_files(paths: list[Path]) -> list[Path]:
     return files
 
 
-def index_trajectories(config: ExperimentConfig, notes: list[str]) -> dict[str, TrajectoryFile]:
+def index_trajectories(config: ExperimentConfig, notes: list[str],
+                       unreadable: dict[str, str] | None = None) -> dict[str, TrajectoryFile]:
     """``{instance_id: TrajectoryFile}`` over the configured trajectory files.
 
     Each file's index is cached under ``OUT/work/import_index/<sha256>.json`` so a re-run does not parse
-    the trajectories again. Files no reader recognises are skipped with a note appended to ``notes``
-    (folders of agent output often hold summaries beside the runs). When an instance has several runs,
+    the trajectories again (a file that could not be read is cached with its error, so a re-run says it
+    again). Files that cannot be read (damaged, or no reader recognises them: folders of agent output
+    often hold summaries beside the runs) are skipped with a note appended to ``notes`` and, when
+    ``unreadable`` is given, their one-line error put there by path. When an instance has several runs,
     the first (file order, then record order) is used and the others are noted.
 
     Raises:
@@ -77,19 +98,28 @@ def index_trajectories(config: ExperimentConfig, notes: list[str]) -> dict[str, 
     for f in _trajectory_files(config.trajectory_paths):
         sha = sha256_file(f)
         cached = cache / f"{sha}.json"
+        entries: list | dict = []
         if cached.exists():
-            entries = json.loads(cached.read_text())
-        else:
+            try:
+                entries = json.loads(cached.read_bytes())
+            except ValueError:  # a damaged cache entry is read again
+                cached.unlink()
+        if not cached.exists():
             try:
                 trajs = read_trajectories(f)
             except InputError as exc:
-                notes.append(f"skipped {f}: {exc.reason}")
-                entries = []
+                entries = {"skipped": str(exc)}
             else:
                 entries = [
                     {"record": t.record, "instance_id": t.instance_id, "format": t.format} for t in trajs
                 ]
             atomic_write_json(cached, entries)
+        if isinstance(entries, dict):
+            error = str(entries.get("skipped"))
+            notes.append(f"skipped {error}")
+            if unreadable is not None:
+                unreadable[str(f)] = error
+            continue
         for e in entries:
             iid = e["instance_id"]
             if not iid:
@@ -112,3 +142,16 @@ def write_task_files(out: Path, tasks: list[SourceTask]) -> dict[str, TaskInputs
                                           task_sha256=stable_hash(t.model_dump(mode="json"), 32))
     atomic_write_text(out / "tasks.jsonl", "".join(t.model_dump_json() + "\n" for t in tasks))
     return files
+
+
+def why_not_imported(instance_id: str, unreadable: dict[str, str]) -> str:
+    """Why a selected instance has no run to import: its trajectory file could not be read (a file whose
+    name holds the instance id), or some files could not be read and none of the others holds its run."""
+    own = [error for path, error in unreadable.items() if instance_id in Path(path).name]
+    if own:
+        return f"its trajectory file could not be read: {own[0]}"
+    if unreadable:
+        error = next(iter(unreadable.values()))
+        return (f"no imported trajectory for this instance; {len(unreadable)} trajectory file(s) could not be "
+                f"read (see import_notes.txt), e.g. {error}")
+    return "no imported trajectory for this instance"

@@ -7,9 +7,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from takeover._util.io import iter_jsonl
+from takeover._util.io import iter_jsonl, read_text
 from takeover.errors import InputError
 
 
@@ -31,8 +31,9 @@ def read_predictions(path: Path | str, instance_ids: Collection[str] | None = No
             found here before anything is graded.
 
     Raises:
-        InputError: bad JSON, a record without ``instance_id``, or one outside ``instance_ids`` (names file,
-            record and field).
+        InputError: an unreadable file, bad JSON or bytes that are not UTF-8, a record without
+            ``instance_id``, a field of the wrong type, or a record outside ``instance_ids`` (names file, record
+            and field).
     """
     path = Path(path)
     rows: list[tuple[str, Any]] = []
@@ -40,9 +41,9 @@ def read_predictions(path: Path | str, instance_ids: Collection[str] | None = No
         rows = [(f"line {n}", v) for n, v in iter_jsonl(path)]
     else:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(path, f"cannot read predictions ({exc})") from None
+            data = json.loads(read_text(path))
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"not valid JSON ({exc.msg} at column {exc.colno})", record=f"line {exc.lineno}") from None
         if isinstance(data, dict):
             rows = [(f"key {k!r}", {"instance_id": k, **v} if isinstance(v, dict) else v) for k, v in data.items()]
         elif isinstance(data, list):
@@ -60,5 +61,9 @@ def read_predictions(path: Path | str, instance_ids: Collection[str] | None = No
                              field="instance_id")
         if row.get("model_patch") is not None and not isinstance(row.get("model_patch"), str):
             raise InputError(path, "model_patch must be a string", record=where, field="model_patch")
-        preds.append(Prediction.model_validate(row))
+        try:
+            preds.append(Prediction.model_validate(row))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(path, err["msg"], record=where, field=".".join(map(str, err["loc"])) or None) from None
     return preds

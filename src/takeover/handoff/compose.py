@@ -27,6 +27,7 @@ from takeover.handoff.worktree import RepositoryState, repository_state
 from takeover.llm import ModelClient, ModelSettings, ModelUsage
 from takeover.points import HandoffPoint
 from takeover.repository_states.snapshots import patch_sha256
+from takeover.trajectories import CUT_LAST_LINE
 from takeover.views import DeterministicFields, NotesFailed, ViewResult, build_view, compute_fields
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import VIEWS, ViewName
@@ -34,6 +35,25 @@ from takeover.vocabulary import VIEWS, ViewName
 #: The task prompt template for sessions (overrides the study's SWE-bench one).
 TEMPLATES = Path(__file__).with_name("templates")
 TASK_SOURCE = "the session's first user request (there is no separate problem statement)"
+
+#: Estimated tokens above which a view is said to be too large when the model's context is not known
+#: (no model, or an endpoint that does not report it): more than the context window of most models.
+LARGE_VIEW_TOKENS = 1_000_000
+
+
+def size_warning(view: ViewResult, context_tokens: int | None) -> str | None:
+    """The warning for a view larger than the model's context (``context_tokens``, from the endpoint), or,
+    when that is unknown, than :data:`LARGE_VIEW_TOKENS`; ``None`` when it fits. Names the way out."""
+    limit = context_tokens or LARGE_VIEW_TOKENS
+    if view.estimated_tokens <= limit:
+        return None
+    against = (f"the model's context of {context_tokens:,} tokens (as its endpoint reports it)" if context_tokens
+               else f"{LARGE_VIEW_TOKENS:,} tokens, beyond the context of most models")
+    way_out = ("--raw-trace-max-tokens N keeps the newest events that fit (the handoff event always)"
+               if view.view == "raw_trace"
+               else "a smaller view (--view) or a model with a larger context")
+    return (f"the {view.view} prompt is {view.estimated_tokens:,} estimated tokens ({len(view.prompt):,} "
+            f"characters), more than {against}; {way_out}")
 
 
 class SessionInfo(BaseModel):
@@ -85,6 +105,7 @@ class Handoff(BaseModel):
         view_name: the view asked for; ``view``: the built view (prompt, note usage, validation), or
             ``None`` when its notes failed (``failure``).
         notes: remarks for the user.
+        size_warning: the prompt is larger than the model's context (:func:`size_warning`), or ``None``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -99,6 +120,7 @@ class Handoff(BaseModel):
     view: ViewResult | None = None
     failure: NotesFailure | None = None
     notes: list[str] = Field(default_factory=list)
+    size_warning: str | None = None
 
     @property
     def prompt(self) -> str | None:
@@ -167,6 +189,8 @@ def compose_handoff(
                                          "untracked": [f for f in state.untracked if f in files]})
         notes.append(f"handoff after event {event}: {how}")
     point, edits = session_point(trajectory, state.root, state.patch, event)
+    if meta.get(CUT_LAST_LINE):  # a session killed mid-write is handed over from its complete lines
+        notes.append(meta[CUT_LAST_LINE])
     name: ViewName = view or ("structured_notes" if model is not None else "raw_trace")
     if model is None and view is None:
         notes.append("no model given: the view is raw_trace (--model and --base-url write structured notes)")
@@ -179,6 +203,17 @@ def compose_handoff(
         )
     except NotesFailed as exc:
         failure = NotesFailure(outcome=exc.outcome, reasons=exc.reasons, attempts=exc.attempts, usage=exc.usage)
+    warning = None
+    if built is not None:
+        context = None
+        if isinstance(model, ModelClient):
+            context = model.context_tokens()
+        elif model is not None:
+            with ModelClient(model) as client:
+                context = client.context_tokens()
+        warning = size_warning(built, context)
+        if warning:
+            notes.append(warning)
     info = SessionInfo(
         path=str(session), format=trajectory.format, format_version=trajectory.format_version,
         session_id=meta.get("session_id"), model=trajectory.model, working_dir=trajectory.working_dir,
@@ -189,5 +224,5 @@ def compose_handoff(
     )
     return Handoff(
         session=info, repository=state, point=point, source_edits=edits, facts=compute_fields(point, state.patch),
-        view_name=name, view=built, failure=failure, notes=notes,
+        view_name=name, view=built, failure=failure, notes=notes, size_warning=warning,
     )

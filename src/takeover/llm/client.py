@@ -210,6 +210,28 @@ class ModelClient:
             raise ModelCallError(f"{s.base_url}/models: {attempts[-1].error}", status=exc.status,
                                  attempts=attempts) from None
 
+    def context_tokens(self) -> int | None:
+        """The model's context window (tokens) as the endpoint reports it in ``GET <base_url>/models``:
+        ``max_model_len`` (vLLM), ``context_length`` (OpenRouter, LM Studio) or ``meta.n_ctx`` /
+        ``meta.n_ctx_train`` (llama.cpp's server), of the entry named ``model`` (or the only entry).
+        ``None`` when the endpoint says nothing of it or cannot be asked: one attempt, never an error,
+        since the answer only decides a warning."""
+        if not self.settings.base_url:
+            return None
+        try:
+            data = self._request_http("GET", "/models").get("data")
+        except AttemptFailed:
+            return None
+        entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+        named = [m for m in entries if m.get("id") == self.settings.model] or (entries if len(entries) == 1 else [])
+        for entry in named:
+            meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+            for value in (entry.get("max_model_len"), entry.get("context_length"), meta.get("n_ctx"),
+                          meta.get("n_ctx_train")):
+                if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                    return value
+        return None
+
     def _retried(self, attempt: Callable[[], tuple[T, dict[str, Any]]], attempts: list[CallAttempt]) -> T:
         """``attempt()`` under the retry policy; each attempt is appended to ``attempts`` with its seconds,
         the wait after it and the fields ``attempt`` returns beside its result. Re-raises the last

@@ -34,7 +34,8 @@ class Report(BaseModel):
             ``takeover_key``).
         data: ``name``, ``bootstrap`` settings, ``takeover_runs``, the ``summary`` table and the
             ``by_handoff_state``/``by_point_type`` breakdowns, ``table1`` counts, ``note_writing`` tokens,
-            grading ``warnings`` and ``units`` (status counts per stage).
+            grading ``warnings``, ``units`` (status counts per stage), ``not_imported`` (selected instances
+            without a predecessor run, with why) and ``import_notes`` (trajectory files not imported).
         markdown: the text of ``report.md``.
     """
 
@@ -79,6 +80,8 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "warnings": grading_warnings(units),
         "units": units.status,
         "unusable_unit_files": units.unusable,
+        "not_imported": units.plan.get("not_imported", {}),
+        "import_notes": units.plan.get("import_notes", []),
     }
     # Built without validation: the rows and tables are made above, and validating would copy every row.
     report = Report.model_construct(out_dir=str(out), rows=rows, data=data, markdown=render_markdown(data))

@@ -1,8 +1,8 @@
 """``report.md``: the report's tables as Markdown (docs/protocol.md section 9).
 
 Sections: the main table (all handoff points), the breakdowns by handoff state and by point type, Table 1
-(handoff points per type and state, and the missing points), grading warnings, note-writing tokens and
-the units of work per stage. Numbers are formatted here only; every figure comes from ``report.json``.
+(handoff points per type and state, and the missing points), the runs not imported (and why), grading
+warnings, note-writing tokens and the units of work per stage. Numbers are formatted here only; every figure comes from ``report.json``.
 """
 
 from __future__ import annotations
@@ -84,16 +84,26 @@ def render_markdown(data: dict) -> str:
     t1 = data["table1"]
     states = order_states(list({s for c in t1["points"].values() for s in c}))
     md.write("## Handoff points per type and state (Table 1)\n\n")
-    md.write("| point type | " + " | ".join(states) + " | total |\n|---|" + "---|" * (len(states) + 1) + "\n")
-    for ptype, c in t1["points"].items():
-        md.write(f"| {ptype} | " + " | ".join(str(c.get(s, 0)) for s in states) + f" | {sum(c.values())} |\n")
-    md.write("| total | " + " | ".join(str(t1["total"].get(s, 0)) for s in states)
-             + f" | {sum(t1['total'].values())} |\n\n")
+    if not states:
+        md.write("No handoff point has a handoff state yet.\n\n")
+    else:
+        md.write("| point type | " + " | ".join(states) + " | total |\n|---|" + "---|" * (len(states) + 1) + "\n")
+        for ptype, c in t1["points"].items():
+            md.write(f"| {ptype} | " + " | ".join(str(c.get(s, 0)) for s in states) + f" | {sum(c.values())} |\n")
+        md.write("| total | " + " | ".join(str(t1["total"].get(s, 0)) for s in states)
+                 + f" | {sum(t1['total'].values())} |\n\n")
     if t1["missing_points"]:
         md.write("Missing points (never replaced by a fallback):\n\n")
         for ptype, items in t1["missing_points"].items():
             for m in items:
                 md.write(f"- {ptype}, {m['instance_id']}: {m['reason']}\n")
+        md.write("\n")
+    if data.get("not_imported") or data.get("import_notes"):
+        md.write("## Runs not imported\n\n")
+        for iid, why in data.get("not_imported", {}).items():
+            md.write(f"- {iid}: {why}\n")
+        for note in data.get("import_notes", []):
+            md.write(f"- {note}\n")
         md.write("\n")
     if data.get("warnings"):
         md.write("## Warnings\n\nGrading results that may not match the official SWE-bench harness:\n\n")

@@ -91,11 +91,12 @@ class RepoSource(BaseModel):
         cached = self.clones / f"{slug}.git"
         if cached.exists() and (commit is None or _has_commit(cached, commit)):
             return cached
-        where = f"mirror {self.mirror}" if self.mirror else f"no mirror (--mirror or {MIRROR_ENV})"
+        where = self._not_in_mirror(slug, commit)
         if self.offline:
             raise RepositoryUnavailable(
-                f"{repo}{'@' + commit[:12] if commit else ''} is not in the {where} and network access is off; "
-                f"put a bare clone at <mirror>/{slug}.git (git clone --bare {GITHUB_URL.format(repo=repo)})"
+                f"{repo}{'@' + commit[:12] if commit else ''} cannot be obtained: {where}, it is not in the cache "
+                f"and network access is off; put a bare clone at <mirror>/{slug}.git (git clone --bare "
+                f"{GITHUB_URL.format(repo=repo)})"
             )
         try:
             if not cached.exists():
@@ -115,6 +116,20 @@ class RepoSource(BaseModel):
         if commit is not None and not _has_commit(cached, commit):
             raise RepositoryUnavailable(f"commit {commit} not found in {repo}")
         return cached
+
+    def _not_in_mirror(self, slug: str, commit: str | None) -> str:
+        """Why the mirror does not supply ``slug`` at ``commit``: no mirror, a mirror folder that does not
+        exist, a mirror without the repository, or a repository without the commit."""
+        if self.mirror is None:
+            return f"no mirror is given (--mirror or {MIRROR_ENV})"
+        if not self.mirror.exists():
+            return f"the mirror folder {self.mirror} does not exist"
+        if not self.mirror.is_dir():
+            return f"the mirror {self.mirror} is a file, not a folder"
+        candidate = self.mirror / f"{slug}.git"
+        if not candidate.exists():
+            return f"the mirror {self.mirror} has no {slug}.git"
+        return f"{candidate} lacks commit {commit}"
 
     def workspace(self, repo: str, commit: str, dest: Path | str) -> Path:
         """Check out ``commit`` of ``repo`` into the new folder ``dest`` (must not exist or be empty).

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from takeover._util.io import atomic_write_text, iter_jsonl, sha256_file
+from takeover._util.io import atomic_write_text, iter_jsonl, read_text, sha256_file
 from takeover.errors import EnvironmentUnavailable, InputError
 
 #: Difficulty buckets of the paper's selection (docs/protocol.md section 2).
@@ -136,7 +136,7 @@ def _load_jsonl(path: Path) -> list[SourceTask]:
 
 def _load_json(path: Path) -> list[SourceTask]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise InputError(path, f"not valid JSON ({exc.msg} at column {exc.colno})", record=f"line {exc.lineno}") from None
     if isinstance(data, dict):
@@ -189,19 +189,20 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
         file used (JSON lists or JSON-encoded strings).
 
     Raises:
-        InputError: unreadable file or a bad row (names file, ``line N``/``index N``/``row N`` and field).
+        InputError: unreadable file, a bad row (names file, ``line N``/``index N``/``row N`` and field), or a
+            file that holds no task.
         EnvironmentUnavailable: a dataset name that cannot be loaded (offline and not cached, unknown name).
     """
     path = Path(source)
     if path.is_file():
         suffix = path.suffix.lower()
-        if suffix == ".jsonl":
-            return _load_jsonl(path)
-        if suffix == ".json":
-            return _load_json(path)
-        if suffix == ".parquet":
-            return _load_parquet(path)
-        raise InputError(path, f"unknown dataset file type {suffix!r} (expected .jsonl, .json or .parquet)")
+        loaders = {".jsonl": _load_jsonl, ".json": _load_json, ".parquet": _load_parquet}
+        if suffix not in loaders:
+            raise InputError(path, f"unknown dataset file type {suffix!r} (expected .jsonl, .json or .parquet)")
+        tasks = loaders[suffix](path)
+        if not tasks:
+            raise InputError(path, "holds no tasks (an empty dataset)")
+        return tasks
     if path.exists():
         raise InputError(path, "is not a file")
     name = str(source)

@@ -80,9 +80,11 @@ class ScriptedServer:
         served: number of script entries answered (errors included).
     """
 
-    def __init__(self, script: Script, *, model: str = "scripted-model", port: int = 0):
+    def __init__(self, script: Script, *, model: str = "scripted-model", port: int = 0,
+                 context_tokens: int | None = None):
         self.script = script
         self.model = model
+        self.context_tokens = context_tokens
         self.requests: list[dict] = []
         self.served = 0
         self._lock = threading.Lock()
@@ -191,7 +193,10 @@ class ScriptedServer:
 
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, {"object": "list", "data": [{"id": server.model, "object": "model"}]})
+                    entry = {"id": server.model, "object": "model"}
+                    if server.context_tokens is not None:  # as vLLM reports it
+                        entry["max_model_len"] = server.context_tokens
+                    self._send(200, {"object": "list", "data": [entry]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 

@@ -16,10 +16,11 @@ Built-in readers (one module each; the module docstring says exactly how native 
 (:mod:`.takeover_run`). Add a format with :func:`register_reader` (a :class:`Reader` gets a
 :class:`Source`: the path, parsed once; :class:`Ctx` builds :class:`~takeover.errors.InputError` messages
 naming file, record and field; its :class:`ReplayNeeds` say what a replay needs to know of the recording
-tool, :func:`replay_needs`).
+tool, :func:`replay_needs`). A session log cut off mid-write is read up to its last complete line, and
+``metadata[CUT_LAST_LINE]`` of its run says what was left out.
 """
 
-from takeover.trajectories._common import Ctx, EditorFlavor, ReplayNeeds, Source
+from takeover.trajectories._common import CUT_LAST_LINE, Ctx, EditorFlavor, ReplayNeeds, Source
 from takeover.trajectories.events import Event, LLMCall, Trajectory, Usage
 from takeover.trajectories.registry import (
     Reader,
@@ -36,6 +37,7 @@ from takeover.trajectories.registry import (
 from takeover.trajectories.summary import TrajectorySummary, summarize
 
 __all__ = [
+    "CUT_LAST_LINE",
     "Ctx",
     "EditorFlavor",
     "Event",

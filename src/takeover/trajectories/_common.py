@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
+from takeover._util.io import read_text
 from takeover.errors import InputError
 from takeover.llm.tokens import estimate_prompt_tokens
 from takeover.trajectories.events import Event, Trajectory, Usage
@@ -35,13 +36,16 @@ class Source:
         if not self.path.exists():
             raise InputError(self.path, "no such file or directory")
         self.is_dir = self.path.is_dir()
+        #: The error of a JSON Lines file's last line when it was cut off mid-write (no newline after it, not
+        #: valid JSON): :attr:`parsed` leaves it out, and a reader of logs written as a session goes
+        #: (:attr:`Reader.cut_last_line`) reads the lines before it; every other reader raises it.
+        self.cut_last_line: InputError | None = None
 
     @cached_property
     def text(self) -> str:
-        try:
-            return self.path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(self.path, f"not UTF-8 text (byte {exc.start})") from None
+        """The file's UTF-8 text (:func:`takeover._util.io.read_text`: bytes that are not UTF-8 are an
+        :class:`InputError` naming the line and the byte)."""
+        return read_text(self.path)
 
     @cached_property
     def parsed(self) -> tuple[str, Any]:
@@ -69,17 +73,22 @@ class Source:
                     record=f"line {first_error.lineno}",
                 ) from None
         rows = []
-        for lineno, line in enumerate(text.split("\n"), start=1):
+        lines = text.split("\n")
+        for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
                 rows.append((lineno, json.loads(line)))
             except json.JSONDecodeError as exc:
-                raise InputError(
+                error = InputError(
                     self.path,
                     f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno} (truncated or malformed line)",
                     record=f"line {lineno}",
-                ) from None
+                )
+                if lineno == len(lines) and rows:  # no newline after it: the writer stopped in the middle
+                    self.cut_last_line = error
+                    break
+                raise error from None
         return "jsonl", rows
 
     def records(self) -> list[tuple[str | None, Any]]:
@@ -136,6 +145,9 @@ class Reader:
         description: one line for listings and error messages.
         directories: whether the reader accepts a directory (run folder) rather than a file.
         replay: what replaying its runs needs to know of the recording tool (:class:`ReplayNeeds`).
+        cut_last_line: the format is a log written line by line while the agent works (a session that was
+            killed mid-write ends in a cut line): the complete lines are read, and the run's
+            ``metadata[CUT_LAST_LINE]`` says which line was left out. Other readers refuse such a file.
     """
 
     name: str
@@ -145,6 +157,21 @@ class Reader:
     description: str = ""
     directories: bool = False
     replay: ReplayNeeds = ReplayNeeds()
+    cut_last_line: bool = False
+
+
+#: Key of :attr:`Trajectory.metadata` that holds the note on a last line (or last event file) that was cut
+#: off mid-write and left out: a session interrupted while it was written is still handed over.
+CUT_LAST_LINE = "cut_last_line"
+
+
+def cut_line_note(error: InputError, complete: int, what: str = "line") -> str:
+    """The note recorded under :data:`CUT_LAST_LINE`: which record was cut off (``error``, from parsing it)
+    and how many complete ones (``complete`` lines, or event files with ``what="event file"``) are read."""
+    where = f"{error.path}: {error.record}" if error.record and what == "line" else error.path
+    reason = error.reason.removesuffix(" (truncated or malformed line)").removesuffix(" (truncated or malformed file)")
+    return (f"{where}, the last {what}, was cut off mid-write ({reason}): it is left out, and the {complete} "
+            f"complete {what}s before it are read")
 
 
 class Ctx:
@@ -180,16 +207,34 @@ class Ctx:
         return InputError(self.path, reason, record=self.record, field=self.field(key))
 
     def need(self, obj: Any, key: str, kind: type | tuple[type, ...] | None = None) -> Any:
-        """``obj[key]``, raising :class:`InputError` (naming the field) when missing or of the wrong type."""
+        """``obj[key]``, raising :class:`InputError` (naming the field and, with ``kind``, the expected type)
+        when missing, null or of the wrong type."""
         if not isinstance(obj, dict):
-            raise self.error(f"expected a JSON object, got {type(obj).__name__}")
-        if key not in obj or obj[key] is None:
+            raise self.error(f"expected a JSON object, got {_json_type(type(obj).__name__)}")
+        if key not in obj:
             raise self.error("missing required field", key)
-        value = obj[key]
-        if kind is not None and not isinstance(value, kind):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise self.error(f"expected {_json_type(names)}, got {_json_type(type(value).__name__)}", key)
-        return value
+        if obj[key] is None:
+            raise self.error(f"expected {_type_names(kind)}, got null" if kind else "missing required field (null)", key)
+        return self.optional(obj, key, kind) if kind is not None else obj[key]
+
+    def optional(self, obj: dict, key: str, kind: type | tuple[type, ...]) -> Any:
+        """``obj[key]`` when it is absent (``None``), null (``None``) or of type ``kind``.
+
+        Raises:
+            InputError: present and of another type (names the field and both types).
+        """
+        error = self.wrong_type(obj, key, kind)
+        if error is not None:
+            raise error
+        return obj.get(key)
+
+    def wrong_type(self, obj: dict, key: str, kind: type | tuple[type, ...]) -> InputError | None:
+        """The error for ``obj[key]`` holding another JSON type than ``kind`` (``None`` when it is absent,
+        null or of that type); a boolean is not a number here."""
+        value = obj.get(key)
+        if value is None or isinstance(value, kind) and not (isinstance(value, bool) and bool not in _kinds(kind)):
+            return None
+        return self.error(f"expected {_type_names(kind)}, got {_json_type(type(value).__name__)}", key)
 
     def list_of_objects(self, obj: Any, key: str) -> list[dict]:
         """``obj[key]`` as a list whose items are all JSON objects."""
@@ -200,6 +245,14 @@ class Ctx:
                     f"expected a JSON object, got {_json_type(type(item).__name__)}"
                 )
         return items
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _type_names(kind: type | tuple[type, ...]) -> str:
+    return " or ".join(_json_type(k.__name__) for k in _kinds(kind))
 
 
 def _json_type(py: str) -> str:

@@ -35,8 +35,8 @@ How records map (decided here; docs/protocol.md section 1):
   ``cache_creation_input_tokens``; ``reasoning_tokens`` is ``None`` (not reported apart).
 - Actions: each ``tool_use`` block is one action of its call; the call's ``thinking`` and ``text`` blocks
   before it are the ``thought`` of the call's first action. A call with no ``tool_use`` is one ``message``
-  action (its text; thinking as ``thought``). Tools: ``Bash`` -> ``command`` (``cwd`` = the record's
-  ``cwd``); ``Edit`` -> ``file_edit`` ``str_replace`` (``replace_all`` when set) with the exact
+  action (its text; thinking as ``thought``). Tools (:mod:`.claude_code_tools`): ``Bash`` -> ``command``
+  (``cwd`` = the record's ``cwd``); ``Edit`` -> ``file_edit`` ``str_replace`` (``replace_all`` when set) with the exact
   ``old_text``/``new_text``; ``MultiEdit`` -> one ``file_edit`` per entry of ``edits`` in order (the tool
   applies them in sequence), so the call counts as that many actions; ``Write`` -> ``file_edit`` ``write``
   with ``file_text``; ``NotebookEdit`` -> ``file_edit`` ``notebook_edit`` without texts (a replay refuses
@@ -65,18 +65,22 @@ version); ``metadata``: ``session_id``, ``git_branch``, ``summary``, ``sidechain
 Errors: :class:`~takeover.errors.InputError` naming the file, the line and the field for a record that is
 not an object, has no ``type``, a conversation record without ``message``/``message.content``, a content
 block without ``type`` (or a ``tool_use`` without ``id``/``name``/``input``, a ``tool_result`` without
-``tool_use_id``) and a usage count that is not a non-negative integer.
+``tool_use_id``), a usage count that is not a non-negative integer, and an input field of one of Claude
+Code's tools holding another JSON type than the tool takes (``Bash`` ``command`` an array) in a call whose
+result is not an error (a call Claude Code refused for it stays a ``message``). A last line cut off mid-write (the
+session was killed) is left out and named in ``metadata["cut_last_line"]``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+from takeover.errors import InputError
 from takeover.llm.usage import usage_from_payload
 from takeover.trajectories._common import Ctx, Reader, ReplayNeeds, Source, mark_not_applied, user_reply
 from takeover.trajectories._session_logs import count, session_records
+from takeover.trajectories.claude_code_tools import input_type_error, tool_fields
 from takeover.trajectories.events import Event, LLMCall, Trajectory
 
 NAME = "claude-code"
@@ -131,105 +135,6 @@ def _text_of(content: Any) -> str:
     return "\n".join(parts)
 
 
-def _tool_fields(name: str, tool_input: dict) -> list[dict[str, Any]]:
-    """Event fields (with ``text``) of the action(s) of one ``tool_use`` block (see the module docstring)."""
-
-    def s(key: str, obj: dict = tool_input) -> str | None:
-        return obj[key] if isinstance(obj.get(key), str) else None
-
-    path = s("file_path")
-    if name == "Bash" and s("command") is not None:
-        return [{"type": "command", "command": s("command"), "text": s("command")}]
-    if name == "Edit" and path and s("old_string") is not None and s("new_string") is not None:
-        verb = "replace_all" if tool_input.get("replace_all") is True else "str_replace"
-        return [
-            {
-                "type": "file_edit",
-                "path": path,
-                "edit": verb,
-                "old_text": s("old_string"),
-                "new_text": s("new_string"),
-                "text": f"Edit {path}",
-            }
-        ]
-    edits = tool_input.get("edits")
-    if (
-        name == "MultiEdit"
-        and path
-        and isinstance(edits, list)
-        and edits
-        and all(
-            isinstance(e, dict) and s("old_string", e) is not None and s("new_string", e) is not None
-            for e in edits
-        )
-    ):
-        return [
-            {
-                "type": "file_edit",
-                "path": path,
-                "edit": "replace_all" if e.get("replace_all") is True else "str_replace",
-                "old_text": e["old_string"],
-                "new_text": e["new_string"],
-                "text": f"MultiEdit {path} ({k} of {len(edits)})",
-            }
-            for k, e in enumerate(edits, start=1)
-        ]
-    if name == "Write" and path and s("content") is not None:
-        return [
-            {
-                "type": "file_edit",
-                "path": path,
-                "edit": "write",
-                "file_text": s("content"),
-                "text": f"Write {path}",
-            }
-        ]
-    if name == "NotebookEdit" and s("notebook_path"):
-        return [
-            {
-                "type": "file_edit",
-                "path": s("notebook_path"),
-                "edit": "notebook_edit",
-                "text": f"NotebookEdit {json.dumps(tool_input, ensure_ascii=False)}",
-            }
-        ]
-    if name == "Read" and path:
-        offset, limit = tool_input.get("offset"), tool_input.get("limit")
-        start = offset if isinstance(offset, int) and not isinstance(offset, bool) and offset > 0 else None
-        size = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
-        fields: dict[str, Any] = {"type": "file_view", "path": path, "text": f"Read {path}"}
-        if start or size:
-            first = start or 1
-            fields["view_range"] = [first, first + size - 1 if size else -1]
-        return [fields]
-    if name in ("LS", "Glob", "Grep"):
-        what = s("pattern") if name != "LS" else None
-        where = s("path")
-        return [
-            {
-                "type": "file_view",
-                "path": where,
-                "text": " ".join(p for p in (name, what, "in" if what and where else None, where) if p),
-            }
-        ]
-    if name in ("Task", "Agent") and (s("prompt") or s("description")):
-        return [
-            {
-                "type": "message",
-                "text": f"{name} ({s('subagent_type') or 'subagent'}): "
-                f"{s('description') or ''}\n{s('prompt') or ''}".rstrip(),
-            }
-        ]
-    if name == "TodoWrite" and isinstance(tool_input.get("todos"), list):
-        lines = [
-            f"- [{t.get('status', '')}] {t.get('content', '')}"
-            for t in tool_input["todos"]
-            if isinstance(t, dict)
-        ]
-        return [{"type": "message", "text": "TodoWrite\n" + "\n".join(lines)}]
-    return [{"type": "message", "text": f"{name} {json.dumps(tool_input, ensure_ascii=False)}"}]
-
-
 def _rejected(text: str, result_meta: Any) -> bool:
     """Whether an error result says Claude Code did not run the call (the person rejected it, or a
     permission rule denied it); a call interrupted while it ran says so in ``toolUseResult.interrupted``."""
@@ -263,6 +168,7 @@ class _Session:
         self.seen_blocks: set[tuple[int, str, str]] = set()
         self.actions_of: dict[str, list[int]] = {}  # tool_use id -> action event indices
         self.inputs: dict[str, dict] = {}
+        self.wrong_inputs: dict[str, InputError] = {}  # tool_use id -> an input field of the wrong type
         self.task_prompt: str | None = None
         self.last_action: int | None = None
         self.model: str | None = None
@@ -336,6 +242,9 @@ class _Session:
                 tool_input = bctx.need(block, "input", dict)
                 if tool_id not in self.actions_of:
                     self.tool_use(tool_id, name, tool_input, call, record)
+                    wrong = input_type_error(name, tool_input, bctx.key("input"))
+                    if wrong is not None:
+                        self.wrong_inputs[tool_id] = wrong
             # server-side tool blocks and redacted thinking carry nothing a successor can use
 
     def tool_use(self, tool_id: str, name: str, tool_input: dict, call: int, record: dict) -> None:
@@ -343,7 +252,7 @@ class _Session:
         thought = "\n".join(parts["thinking"] + parts["text"]) or None
         cwd = record.get("cwd") if isinstance(record.get("cwd"), str) else None
         indices = []
-        for k, fields in enumerate(_tool_fields(name, tool_input)):
+        for k, fields in enumerate(tool_fields(name, tool_input)):
             text = fields.pop("text")
             first = thought if k == 0 else None
             event = Event(
@@ -412,6 +321,8 @@ class _Session:
     def tool_result(self, bctx: Ctx, block: dict, meta: Any) -> None:
         tool_id = bctx.need(block, "tool_use_id", str)
         is_error = block.get("is_error") is True
+        if tool_id in self.wrong_inputs and not is_error:
+            raise self.wrong_inputs[tool_id]  # Claude Code ran the call: its input cannot be of that type
         text = _text_of(block.get("content"))
         actions = self.actions_of.get(tool_id) or []
         cause = actions[-1] if actions else None
@@ -493,5 +404,6 @@ READERS = [
         priority=60,
         description="Claude Code session log (~/.claude/projects/<project>/<session-id>.jsonl)",
         replay=ReplayNeeds(editor_flavor="claude-code"),
+        cut_last_line=True,
     )
 ]

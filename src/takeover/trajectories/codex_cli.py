@@ -72,7 +72,8 @@ How records map (decided here; docs/protocol.md section 1):
 Errors: :class:`~takeover.errors.InputError` naming the file, the line and the field for a record that is
 not an object, an envelope line without ``type`` or ``payload`` object, a response item without
 ``type``, a call without ``name``/``call_id``/``arguments``, an output without ``call_id``, and a token
-count that is not a non-negative integer.
+count that is not a non-negative integer. A last line cut off mid-write (the session was killed) is left
+out and named in ``metadata["cut_last_line"]``.
 """
 
 from __future__ import annotations
@@ -493,5 +494,6 @@ READERS = [
         read=read,
         priority=60,
         description="Codex CLI session rollout (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)",
+        cut_last_line=True,
     )
 ]

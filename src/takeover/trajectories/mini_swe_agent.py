@@ -92,7 +92,7 @@ def detect(source: Source) -> bool:
     if source.parsed[0] != "document":
         return False
     doc = source.parsed[1]
-    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+    if not isinstance(doc, dict) or "messages" not in doc:  # a damaged messages is read's error, not another format
         return False
     tag = doc.get("trajectory_format")
     if isinstance(tag, str) and tag.startswith("mini-swe-agent"):
@@ -330,7 +330,8 @@ def read(source: Source) -> list[Trajectory]:
     doc = source.parsed[1]
     ctx = Ctx(source.path, None)
     messages = ctx.list_of_objects(doc, "messages")
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = ctx.optional(doc, "info", dict) or {}
+    submission = ctx.key("info").optional(info, "submission", str)
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
     # mini-swe-agent runs every command in a fresh shell started in the configured cwd.
@@ -360,7 +361,6 @@ def read(source: Source) -> list[Trajectory]:
 
     model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
     instance_id = doc.get("instance_id") or info.get("instance_id")
-    submission = info.get("submission")
     exit_status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else None
     if exit_status is not None and exit_status != "Submitted":
         # The harness fills ``submission`` only when the agent submitted; otherwise it holds "" or the
@@ -375,7 +375,7 @@ def read(source: Source) -> list[Trajectory]:
         model=model_cfg.get("model_name") if isinstance(model_cfg.get("model_name"), str) else None,
         exit_status=exit_status,
         task_prompt=task_prompt,
-        final_patch=submission if isinstance(submission, str) else None,
+        final_patch=submission,
         working_dir=env.get("cwd") if isinstance(env.get("cwd"), str) else None,
         events=run.events,
         llm_calls=run.calls,

@@ -34,7 +34,8 @@ How events map (decided here):
 ``metadata`` holds each event's native ``id`` (``event_ids``) and each call's ``llm_response_id``
 (``call_response_ids``). ``final_patch`` = ``test_result.git_patch`` when present; ``working_dir`` = ``base_state.workspace.working_dir``
 or the first command observation's ``metadata.working_dir``; ``exit_status`` = the row's ``error`` or
-``finished`` after a ``FinishAction``.
+``finished`` after a ``FinishAction``. In a conversation folder, a last event file that is not valid JSON (the
+run was killed while the SDK wrote it) is left out and named in ``metadata["cut_last_line"]``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from typing import Any
 from takeover.errors import InputError
 from takeover.trajectories._common import (
     BASH_TOOLS,
+    CUT_LAST_LINE,
     EDITOR_TOOLS,
     FINISH_TOOLS,
     OPENHANDS_NOT_RUN,
@@ -57,6 +59,7 @@ from takeover.trajectories._common import (
     Source,
     as_int,
     content_text,
+    cut_line_note,
     editor_event_fields,
     mark_not_applied,
     openhands_process_input,
@@ -379,8 +382,16 @@ def read_dir(source: Source) -> list[Trajectory]:
         raise InputError(root / "base_state.json", "expected a JSON object")
     files = _event_files(root / "events")
     history = []
-    for f in files:
-        ev = _load_json(f)
+    cut = None
+    for n, f in enumerate(files):
+        try:
+            ev = _load_json(f)
+        except InputError as exc:
+            # The SDK writes one file per event as the agent works: a run killed mid-write ends in a cut one.
+            if n == len(files) - 1 and n > 0 and "not valid JSON" in exc.reason:
+                cut, files = exc, files[:-1]
+                break
+            raise
         if not isinstance(ev, dict):
             raise InputError(f, f"expected a JSON object, got {type(ev).__name__}")
         history.append(ev)
@@ -409,6 +420,8 @@ def read_dir(source: Source) -> list[Trajectory]:
     if isinstance(status, str) and not traj.exit_status:
         traj.exit_status = status
     traj.metadata.update({"conversation_id": state.get("id"), "event_files": len(files)})
+    if cut is not None:
+        traj.metadata[CUT_LAST_LINE] = cut_line_note(cut, len(files), "event file")
     return [traj]
 
 

@@ -34,7 +34,14 @@ from takeover.trajectories import (
     swe_agent,
     takeover_run,
 )
-from takeover.trajectories._common import Reader, ReplayNeeds, Source, complete_unreported_counts
+from takeover.trajectories._common import (
+    CUT_LAST_LINE,
+    Reader,
+    ReplayNeeds,
+    Source,
+    complete_unreported_counts,
+    cut_line_note,
+)
 from takeover.trajectories.events import Trajectory
 
 _READERS: dict[str, Reader] = {}
@@ -188,7 +195,8 @@ def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Tr
     Returns:
         One :class:`Trajectory` per run, in file order; ``source_path`` and ``record`` say where each came from.
         A recorded prompt count of 0 for a non-empty prompt is replaced by an estimate flagged ``estimated``
-        (docs/protocol.md section 1).
+        (docs/protocol.md section 1). A session log whose last line was cut off mid-write (a reader with
+        :attr:`Reader.cut_last_line`) is read up to it, and ``metadata[CUT_LAST_LINE]`` says so.
 
     Raises:
         InputError: truncated or malformed file, unknown format, or a record missing a required field; the
@@ -197,6 +205,12 @@ def read_trajectories(path: Path | str, *, format: str | None = None) -> list[Tr
     source = Source(path)
     reader = get_reader(format) if format else _detect(source)
     runs = reader.read(source)
+    if source.cut_last_line is not None:
+        if not reader.cut_last_line:
+            raise source.cut_last_line
+        complete = sum(1 for line in source.text.split("\n")[:-1] if line.strip())
+        for run in runs:
+            run.metadata[CUT_LAST_LINE] = cut_line_note(source.cut_last_line, complete)
     for run in runs:
         complete_unreported_counts(run)  # a reported prompt count of 0 is not a count (protocol section 1)
     return runs

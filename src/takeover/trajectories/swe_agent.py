@@ -251,7 +251,7 @@ def read(source: Source) -> list[Trajectory]:
             continue
         task_prompt = content_text(entry.get("content"))
         break
-    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    info = ctx.optional(doc, "info", dict) or {}
     stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
     totals = None
     # All zeros (demonstrations replayed without a model record them so) means no usage was recorded.
@@ -262,7 +262,7 @@ def read(source: Source) -> list[Trajectory]:
             "api_calls": as_int(stats.get("api_calls")),
             "per_call": False,
         }
-    submission = info.get("submission")
+    submission = ctx.key("info").optional(info, "submission", str)
     environment = doc.get("environment")
     return [
         Trajectory(
@@ -274,7 +274,7 @@ def read(source: Source) -> list[Trajectory]:
             instance_id=_instance_id(doc, source),
             exit_status=info.get("exit_status") if isinstance(info.get("exit_status"), str) else None,
             task_prompt=task_prompt,
-            final_patch=submission if isinstance(submission, str) else None,
+            final_patch=submission,
             working_dir=working_dir,
             events=events,
             llm_calls=calls,

@@ -13,7 +13,8 @@ mini-swe-agent runs the loop (query the model, parse one action, execute it, ren
 - ``save`` (called by mini-swe-agent after every step): the recorder writes the step
   (:class:`~takeover.agents.recorder.RunRecorder`, the messages turned into events by
   :class:`~takeover.agents.mini_swe_agent.messages.MessageEvents`); the native trajectory (rewritten
-  whole, its cost grows with the run) is rewritten every :data:`NATIVE_EVERY` steps and when the run ends.
+  whole, its cost grows with the run) is rewritten every :data:`NATIVE_EVERY` steps and when the run ends,
+  each command's ``raw_output`` clipped to :data:`RAW_OUTPUT_MAX_CHARS` (:func:`clip_raw_outputs`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,32 @@ from minisweagent.exceptions import FormatError, InterruptAgentFlow, Submitted, 
 
 #: Steps between rewrites of the native trajectory (always written at the end).
 NATIVE_EVERY = 10
+
+#: Characters of a command's output kept in the native trajectory's ``extra.raw_output`` (head and tail
+#: halves): mini-swe-agent keeps the whole output there beside the observation it showed the model (which
+#: its observation template clips, as the events do), so two long commands made a 74.8 MB file.
+RAW_OUTPUT_MAX_CHARS = 10_000
+
+
+def clip_raw_outputs(data: dict, limit: int = RAW_OUTPUT_MAX_CHARS) -> dict:
+    """``data`` (a serialized native trajectory) with each message's ``extra.raw_output`` longer than
+    ``limit`` characters cut to its first and last ``limit // 2`` characters around a line saying how many
+    were left out; the messages the agent holds are not changed (the clipped ones are copies)."""
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return data
+    clipped = []
+    for message in messages:
+        extra = message.get("extra") if isinstance(message, dict) else None
+        raw = extra.get("raw_output") if isinstance(extra, dict) else None
+        if isinstance(raw, str) and len(raw) > limit:
+            half = limit // 2
+            left_out = len(raw) - 2 * half
+            raw = (f"{raw[:half]}\n[... {left_out} characters of {len(raw)} left out of the native "
+                   f"trajectory ...]\n{raw[-half:]}")
+            message = {**message, "extra": {**extra, "raw_output": raw}}
+        clipped.append(message)
+    return {**data, "messages": clipped}
 
 
 def _exit_message(status: ExitStatus, detail: str = "") -> dict:
@@ -181,6 +208,7 @@ class TakeoverAgent(DefaultAgent):
         ended = bool(self.messages) and self.messages[-1].get("role") == "exit"
         data = self.serialize(*extra_dicts) if ended or self.n_calls % NATIVE_EVERY == 0 else None
         if data is not None:
+            data = clip_raw_outputs(data)
             self.recorder.write_native(self.native_name, data)
         self.recorder.flush(self.events.ready())
         return data

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from takeover._util import sandbox
+from takeover._util.folders import scratch_folder
 from takeover._util.io import atomic_write_text, sha256_text
 from takeover.environments import (
     EnvSpec,
@@ -74,6 +75,9 @@ NETWORK_REPOS: dict[str, str] = {
 }
 #: The warning of a suite served a local httpbin, kept only when a test failed: a failure may be one of the
 #: tests that call an internet host themselves (https://httpbin.org, other hosts) and fail offline.
+#: Prefix of the temporary folder of one grading: ``takeover-grade-<pid>-<instance_id>-<random>``.
+GRADE_SCRATCH = "takeover-grade-"
+
 PAST_HTTPBIN_WARNING = ("{repo}: HTTPBIN_URL was served by a local httpbin, but some tests reach past it (https "
                         "URLs, other hosts) and fail without network whatever the patch; a failing test may be one "
                         "of them (grade with --network on a machine with internet access, or --backend docker)")
@@ -178,7 +182,10 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
         The :class:`GradeResult` with its handoff state. Nothing is raised for a failure of this one
         prediction (repository, environment, test patch, or an unexpected error): it is in ``error``.
     """
-    tmp = Path(tempfile.mkdtemp(prefix=f"takeover-grade-{task.instance_id}-"))
+    # Named with our pid, so that the folder of a grading killed with kill -9 is removed by the next one;
+    # a workspace kept for debugging is named without it and never removed.
+    tmp = (Path(tempfile.mkdtemp(prefix=f"takeover-grade-{task.instance_id}-")) if keep_workspace
+           else scratch_folder(GRADE_SCRATCH, label=task.instance_id))
     try:
         result = _grade_in(tmp / "repo", task, prediction, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
                            spec_file=spec_file, network=network)

@@ -1,0 +1,399 @@
+"""Damaged inputs through the commands a user runs: count the inputs tried and the tracebacks seen (goal 0).
+
+    .venv/bin/python benchmarks/fuzz_inputs.py [--data DIR] [--paths N] [--seed S] [--keep DIR] [--quick]
+
+For every shared trajectory file of each format (``../shared/data/trajectories``; ``--quick``: one file per
+format), for a Claude Code session and a Codex CLI rollout written by the test suite's builders, for a
+small dataset (JSON Lines and JSON), a predictions file and an experiment file, it writes variants:
+
+- truncated: cut at 1/8 ... 7/8 of the bytes, one byte short, and in the middle of the last line;
+- not UTF-8: a byte 0xff at 10%, 50% and 90% of the file, and a broken two-byte sequence;
+- wrong-typed: at ``--paths`` field paths (distinct by shape, chosen with ``--seed``) the value replaced by
+  one of another JSON type (and by ``null``); for the experiment file, every key.
+
+and runs each through the commands a user would run on it, in this process, through ``takeover``'s own
+entry point (:func:`takeover.cli.main`): trajectories through ``inspect``, ``show``, ``points`` (offline,
+no mirror: the replay is not reached for real repositories) and, for the two session formats, ``handoff``;
+datasets through ``tasks select``, ``points`` and ``grade --predictions``; predictions through ``grade
+--predictions``; experiment files through ``run``. A traceback is an exception that escapes the entry point
+(anything but the exit of a command). The output is one line per family (inputs, commands, exit statuses,
+tracebacks) and one line per distinct traceback (exception type and the frame it was raised in).
+
+Measured here (2 shared cores): the full pass, 1228 inputs through 3555 commands, 0 tracebacks (about 10
+minutes); ``--quick``, 421 inputs through 1134 commands, 0 tracebacks (2 min 37 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import random
+import shutil
+import sys
+import tempfile
+import traceback
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data"
+sys.path.insert(0, str(ROOT / "tests"))  # the suite's builders of session files and small repositories
+
+SUPPORT = {"index.json", "run_results_summary.json"}
+
+
+# --- variants ---------------------------------------------------------------------------------------
+
+
+def truncated(data: bytes) -> Iterator[tuple[str, bytes]]:
+    n = len(data)
+    for k in range(1, 8):
+        yield f"cut at {k}/8", data[: n * k // 8]
+    yield "one byte short", data[:-1]
+    body = data.rstrip(b"\n")
+    last = body.rfind(b"\n") + 1
+    yield "cut in the last line", body[: last + max(1, (len(body) - last) // 2)]
+
+
+def not_utf8(data: bytes) -> Iterator[tuple[str, bytes]]:
+    n = len(data)
+    for pct in (10, 50, 90):
+        at = n * pct // 100
+        yield f"0xff at {pct}%", data[:at] + b"\xff" + data[at:]
+    quote = data.find(b'"', n // 3)
+    at = quote + 1 if quote >= 0 else n // 3
+    yield "broken 2-byte sequence", data[:at] + b"\xc3(" + data[at:]
+
+
+def _paths(value: Any, prefix: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    yield prefix, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:50]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _shape(path: tuple) -> tuple:
+    return tuple("*" if isinstance(p, int) else p for p in path)
+
+
+def _others(value: Any) -> list[Any]:
+    """Values of other JSON types than ``value``'s: the kinds of damage a hand edit or another tool makes."""
+    if isinstance(value, bool) or value is None:
+        return ["yes", [value]]
+    if isinstance(value, (int, float)):
+        return [str(value), [value]]
+    if isinstance(value, str):
+        return [[value], 7]
+    if isinstance(value, list):
+        return ["a string", {"0": value[0] if value else None}]
+    return ["a string", [value]]
+
+
+def _set(doc: Any, path: tuple, new: Any) -> Any:
+    if not path:
+        return new
+    doc = json.loads(json.dumps(doc))
+    node = doc
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = new
+    return doc
+
+
+def wrong_typed(docs: list[Any], n_paths: int, rng: random.Random) -> Iterator[tuple[str, list[Any]]]:
+    """Variants of ``docs`` (the records of a file) with one value changed to another type, or to null."""
+    by_shape: dict[tuple, tuple[int, tuple, Any]] = {}
+    for i, doc in enumerate(docs):
+        for path, value in _paths(doc):
+            if path and _shape(path) not in by_shape:
+                by_shape[_shape(path)] = (i, path, value)
+    shapes = sorted(by_shape, key=repr)
+    rng.shuffle(shapes)
+    for shape in shapes[:n_paths]:
+        i, path, value = by_shape[shape]
+        for new in [*_others(value), None][:3]:
+            if new is None and value is None:
+                continue
+            label = ".".join(map(str, path))
+            yield f"{label} = {json.dumps(new)[:30]}", [*docs[:i], _set(docs[i], path, new), *docs[i + 1:]]
+
+
+def json_variants(data: bytes, n_paths: int, rng: random.Random, *, lines: bool) -> Iterator[tuple[str, bytes]]:
+    yield from (("truncated: " + k, v) for k, v in truncated(data))
+    yield from (("not UTF-8: " + k, v) for k, v in not_utf8(data))
+    text = data.decode("utf-8")
+    docs = [json.loads(x) for x in text.splitlines() if x.strip()] if lines else [json.loads(text)]
+    for label, changed in wrong_typed(docs, n_paths, rng):
+        if lines:
+            yield "wrong type: " + label, "".join(json.dumps(d) + "\n" for d in changed).encode()
+        else:
+            yield "wrong type: " + label, json.dumps(changed[0], indent=1).encode()
+
+
+# --- the experiment file: a small TOML writer for the variants -------------------------------------
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(v)
+
+
+def toml_text(doc: dict) -> str:
+    top = [f"{k} = {_toml_value(v)}" for k, v in doc.items() if not isinstance(v, dict) and
+           not (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))]
+    parts = ["\n".join(top)]
+    for k, v in doc.items():
+        if isinstance(v, dict):
+            parts.append(f"[{k}]\n" + "\n".join(f"{a} = {_toml_value(b)}" for a, b in v.items()))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            parts += [f"[[{k}]]\n" + "\n".join(f"{a} = {_toml_value(b)}" for a, b in x.items()) for x in v]
+    return "\n\n".join(parts) + "\n"
+
+
+def toml_variants(doc: dict) -> Iterator[tuple[str, bytes]]:
+    data = toml_text(doc).encode()
+    yield from (("truncated: " + k, v) for k, v in truncated(data))
+    yield from (("not UTF-8: " + k, v) for k, v in not_utf8(data))
+    for path, value in _paths(doc):
+        if not path or isinstance(path[-1], int):
+            continue
+        for new in _others(value)[:2]:
+            if isinstance(new, list) and any(isinstance(x, (dict, type(None))) for x in new):
+                continue  # TOML has no null, and a list of tables is another shape
+            try:
+                text = toml_text(_set(doc, path, new))
+            except TypeError:  # TOML has no null
+                continue
+            yield f"wrong type: {'.'.join(map(str, path))} = {json.dumps(new)[:30]}", text.encode()
+
+
+# --- running a command ------------------------------------------------------------------------------
+
+
+class Tally:
+    """Inputs tried, commands run, exit statuses and tracebacks, per family."""
+
+    def __init__(self, log: Path | None = None) -> None:
+        self.log = log.open("w", encoding="utf-8", buffering=1) if log else None
+        self.only: str | None = None
+        self.inputs: Counter = Counter()
+        self.commands: Counter = Counter()
+        self.statuses: dict[str, Counter] = defaultdict(Counter)
+        self.tracebacks: dict[str, list[str]] = defaultdict(list)
+        self.by_family: Counter = Counter()
+
+    def run(self, family: str, label: str, argv: list[str]) -> None:
+        from takeover.cli import main
+
+        if self.only and not family.startswith(self.only):
+            return
+        self.commands[family] += 1
+        out, err = io.StringIO(), io.StringIO()
+        saved = sys.argv
+        sys.argv = ["takeover", *argv]
+        status: Any = 0
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                main()
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - what we count
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+            self.tracebacks[f"{type(exc).__name__} at {where}"].append(f"{family}: {argv[0]}: {label}")
+            self.by_family[family] += 1
+            status = "traceback"
+        finally:
+            sys.argv = saved
+        if "Traceback (most recent call last)" in err.getvalue() + out.getvalue():
+            self.tracebacks["a traceback printed as text"].append(f"{family}: {argv[0]}: {label}")
+            self.by_family[family] += 1
+        self.statuses[family][status] += 1
+        if self.log:
+            said = (err.getvalue().strip().splitlines() or [""])[-1][:300]
+            self.log.write(f"{family}\t{label}\t{argv[0]}\t{status}\t{said}\n")
+
+    def report(self) -> None:
+        print(f"{'family':<28} {'inputs':>6} {'commands':>8} {'tracebacks':>10}  exit statuses")
+        for family in self.commands:
+            statuses = ", ".join(f"{k}: {v}" for k, v in sorted(self.statuses[family].items(), key=str))
+            print(f"{family:<28} {self.inputs[family]:>6} {self.commands[family]:>8} {self.by_family[family]:>10}  "
+                  f"{statuses}")
+        total = sum(self.by_family.values())
+        print(f"{'all':<28} {sum(self.inputs[f] for f in self.commands):>6} {sum(self.commands.values()):>8} {total:>10}")
+        for sig, where in sorted(self.tracebacks.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {len(where):>4} x {sig}   e.g. {where[0]}")
+
+
+# --- the inputs -------------------------------------------------------------------------------------
+
+
+def trajectory_files(data: Path, quick: bool) -> dict[str, list[Path]]:
+    from takeover.trajectories import detect_format
+
+    found: dict[str, list[Path]] = defaultdict(list)
+    for p in sorted((data / "trajectories").rglob("*")):
+        if p.is_file() and p.name not in SUPPORT and "eval_reports" not in p.parts:
+            found[detect_format(p)].append(p)
+    if quick:
+        return {k: v[:1] for k, v in found.items()}
+    return found
+
+
+def session_files(work: Path) -> dict[str, list[Path]]:
+    import test_claude_code
+    import test_codex_cli
+
+    folder = work / "sessions"
+    folder.mkdir()
+    return {"claude-code": [test_claude_code.session_file(folder)], "codex-cli": [test_codex_cli.rollout_file(folder)]}
+
+
+def small_dataset(data: Path, ids: set[str], work: Path) -> tuple[Path, Path]:
+    """The shared dataset's rows of ``ids`` (and two more), as JSON Lines and as a JSON list."""
+    rows = []
+    with open(data / "swebench_verified.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["instance_id"] in ids or len(rows) < 2:
+                rows.append(row)
+    jsonl, js = work / "dataset.jsonl", work / "dataset.json"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    js.write_text(json.dumps(rows, indent=1))
+    return jsonl, js
+
+
+def write_variants(folder: Path, name: str, variants: Iterator[tuple[str, bytes]]) -> Iterator[tuple[str, Path]]:
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, (label, data) in enumerate(variants):
+        path = folder / f"{n:03d}-{name}"
+        path.write_bytes(data)
+        yield label, path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--paths", type=int, default=8, help="field paths changed per file (wrong-typed)")
+    parser.add_argument("--seed", type=int, default=20260430)
+    parser.add_argument("--quick", action="store_true", help="one trajectory file per format")
+    parser.add_argument("--keep", type=Path, help="write the variants here and keep them (default: a temp folder)")
+    parser.add_argument("--only", help="run only the families whose name starts with this (e.g. experiment)")
+    parser.add_argument("--log", type=Path, help="write one line per command run: family, input, command, exit "
+                                                 "status, last line on stderr")
+    args = parser.parse_args()
+
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.pop("TAKEOVER_MIRROR", None)
+    rng = random.Random(args.seed)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="takeover-fuzz-"))
+    work.mkdir(parents=True, exist_ok=True)
+    tally = Tally(args.log)
+    tally.only = args.only
+    try:
+        run_all(args, rng, work, tally)
+    finally:
+        tally.report()
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def run_all(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tally) -> None:
+    from conftest import make_repo
+
+    trajectories = {**trajectory_files(args.data, args.quick), **session_files(work)}
+    ids = set()
+    for files in trajectories.values():
+        for f in files:
+            with contextlib.suppress(Exception):
+                from takeover.trajectories import read_trajectories
+
+                ids |= {t.instance_id for t in read_trajectories(f) if t.instance_id}
+    dataset, dataset_json = small_dataset(args.data, ids, work)
+    repo, _ = make_repo(work / "repo", {"calc.py": "def add(a, b):\n    return a - b\n"})
+    out = work / "out"
+
+    def traj_commands(fmt: str) -> Callable[[Path], list[list[str]]]:
+        def commands(path: Path) -> list[list[str]]:
+            cmds = [["inspect", str(path)], ["show", str(path), "--out-dir", str(out / "pages")],
+                    ["points", str(path), "--dataset", str(dataset), "--offline", "--out-dir", str(out / "points")]]
+            if fmt in ("claude-code", "codex-cli"):
+                cmds.append(["handoff", str(path), "--repo", str(repo)])
+            return cmds
+        return commands
+
+    for fmt, files in trajectories.items():
+        for f in files:
+            lines = f.suffix == ".jsonl"
+            family = f"trajectory {fmt}"
+            for label, path in write_variants(work / "traj" / fmt, f.name, json_variants(
+                    f.read_bytes(), args.paths, rng, lines=lines)):
+                tally.inputs[family] += 1
+                for argv in traj_commands(fmt)(path):
+                    tally.run(family, f"{f.name}: {label}", argv)
+
+    preds = work / "preds.jsonl"
+    with open(dataset, encoding="utf-8") as fh:
+        some_id = min(json.loads(line)["instance_id"] for line in fh if json.loads(line)["instance_id"] in ids)
+    preds.write_text(json.dumps({"instance_id": some_id, "model_name_or_path": "m", "model_patch": ""}) + "\n")
+    mini = next(iter(trajectories.get("mini-swe-agent", [])), None)
+    for base, lines in ((dataset, True), (dataset_json, False)):
+        family = f"dataset {base.suffix}"
+        for label, path in write_variants(work / "dataset", base.name, json_variants(
+                base.read_bytes(), args.paths, rng, lines=lines)):
+            tally.inputs[family] += 1
+            tally.run(family, label, ["tasks", "select", "--dataset", str(path), "--out-dir", str(out / "tasks"),
+                                      "--limit", "0"])
+            tally.run(family, label, ["grade", "--dataset", str(path), "--predictions", str(preds), "--offline",
+                                      "--out-dir", str(out / "grades")])
+            if mini is not None:
+                tally.run(family, label, ["points", str(mini), "--dataset", str(path), "--offline"])
+
+    for base, lines in ((preds, True), (work / "preds.json", False)):
+        if not lines:
+            base.write_text(json.dumps({some_id: {"instance_id": some_id, "model_name_or_path": "m",
+                                                   "model_patch": ""}}, indent=1))
+        family = f"predictions {base.suffix}"
+        for label, path in write_variants(work / "preds", base.name, json_variants(
+                base.read_bytes(), args.paths, rng, lines=lines)):
+            tally.inputs[family] += 1
+            tally.run(family, label, ["grade", "--dataset", str(dataset), "--predictions", str(path), "--offline",
+                                      "--out-dir", str(out / "grades")])
+
+    family = "experiment .toml"
+    experiment = {
+        "name": "fuzz", "out_dir": str(out / "experiment"), "offline": True, "views": ["repo_only"],
+        "point_types": ["after_first_source_edit"], "bootstrap_resamples": 10,
+        "dataset": {"path": str(dataset), "difficulties": [], "limit": 1, "instance_ids": [some_id]},
+        "predecessor": {"trajectories": [str(mini.parent if mini else work / "traj")]},
+        "successors": [{"model": "openai/none", "base_url": "http://127.0.0.1:9/v1", "retries": 0}],
+        "limits": {"step_limit": 2, "wall_time_limit_seconds": 30, "grading_timeout": 30},
+        "execution": {"workers": 1},
+    }
+    for label, path in write_variants(work / "experiment", "experiment.toml", toml_variants(experiment)):
+        tally.inputs[family] += 1
+        tally.run(family, label, ["run", str(path), "--no-progress"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Folders a command writes: checked before the work, built beside and swapped in whole, and scratch
+folders that a later run removes when the process that made them is gone.
+
+- :func:`check_writable`: an output location that cannot be written is refused before any work (a command
+  that replays or grades for minutes and then cannot save loses it all).
+- :func:`building_beside` / :func:`swap_in`: a folder whose files belong together (a checkpoint) is built in
+  a new folder beside its destination and renamed into place in one step: a reader sees the whole folder
+  or none of it, and a folder that exists already is never half overwritten. ``rename(2)`` onto a folder
+  that is not empty fails, so of two commands building the same folder at once exactly one wins.
+- :func:`scratch_folder` / :func:`sweep_scratch`: temporary folders named with the pid of the process that
+  made them, so that the folders of a process killed with ``kill -9`` (it could not clean up) are removed
+  by the next run instead of piling up in the temporary directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from takeover.errors import InputError
+
+#: Infix of a folder being built beside its destination: ``.<name>.partial-<pid>-<random>``.
+PARTIAL = ".partial-"
+
+
+def check_writable(path: Path | str, *, flag: str = "--out-dir", file: bool = False) -> Path:
+    """Check, before any work, that the folder ``path`` (with ``file``: the file ``path``) can be created
+    and written; nothing is left behind by the check. Returns ``path``.
+
+    The check writes a probe file and removes it (permission bits alone say nothing for root, a read-only
+    file system or a full quota).
+
+    Raises:
+        InputError: ``path`` (or a folder on the way to it) is a file, a file ``path`` is a folder, or the
+            nearest existing folder cannot be written; the message names ``flag`` as the way out.
+    """
+    path = Path(path)
+    way_out = f"give {flag} another location" if flag else "give another location"
+    if file:
+        if path.is_dir():
+            raise InputError(path, f"is a folder, not a file; {way_out}")
+        folder = path.parent
+    else:
+        folder = path
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            raise InputError(path, f"cannot be written: {existing} is a broken symbolic link; {way_out}")
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(path, f"cannot be written: {existing} is a file, not a folder; {way_out}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".takeover-write-check-", dir=existing)
+    except OSError as exc:
+        where = "" if existing == folder else f" (in {existing})"
+        raise InputError(path, f"cannot be written{where}: {exc.strerror or exc}; {way_out}") from None
+    os.close(fd)
+    os.unlink(probe)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _remove_if_orphaned(folder: Path, pid_text: str) -> None:
+    """Remove ``folder`` when it is this user's and the process ``pid_text`` that made it is gone."""
+    try:
+        pid = int(pid_text)
+        owner = folder.lstat().st_uid
+    except (ValueError, OSError):
+        return
+    if pid != os.getpid() and owner == os.getuid() and not _alive(pid):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sweep_partials(dest: Path) -> None:
+    pattern = re.compile(re.escape(f".{dest.name}{PARTIAL}") + r"(\d+)-")
+    with contextlib.suppress(OSError):
+        for entry in dest.parent.iterdir():
+            m = pattern.match(entry.name)
+            if m and entry.is_dir():
+                _remove_if_orphaned(entry, m.group(1))
+
+
+@contextlib.contextmanager
+def building_beside(dest: Path | str) -> Iterator[Path]:
+    """A new empty folder beside ``dest`` (``.<name>.partial-<pid>-<random>`` in the same parent, so that
+    :func:`swap_in` is one rename), removed at the end of the ``with`` unless it was swapped in. Folders
+    left beside ``dest`` by processes that are gone (killed mid-build) are removed first.
+
+    Raises:
+        OSError: the parent folder cannot be created or written.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    _sweep_partials(dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}{PARTIAL}{os.getpid()}-", dir=dest.parent))
+    try:
+        yield tmp
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def swap_in(built: Path | str, dest: Path | str) -> bool:
+    """Rename the folder ``built`` to ``dest`` when ``dest`` is absent or an empty folder; returns whether
+    it did. ``False``: ``dest`` holds something (another command got there first), and nothing was changed.
+
+    Raises:
+        OSError: the rename fails for another reason (a file at ``dest``, another file system).
+    """
+    dest = Path(dest)
+    try:
+        os.rename(built, dest)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False
+        raise
+    return True
+
+
+def scratch_folder(prefix: str, *, label: str = "", dir: Path | str | None = None) -> Path:
+    """A new temporary folder ``<prefix><pid>-[<label>-]<random>`` (in ``dir``, default the system's
+    temporary directory), after removing this user's folders of that prefix left by processes that are gone.
+    The caller removes it; if the process is killed first, the next call with the same prefix does.
+
+    Raises:
+        OSError: the folder cannot be created.
+    """
+    sweep_scratch(prefix, dir=dir)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-{label + '-' if label else ''}", dir=dir))
+
+
+def sweep_scratch(prefix: str, *, dir: Path | str | None = None) -> None:
+    """Remove this user's folders ``<prefix><pid>-...`` of ``dir`` (default: the temporary directory) whose
+    process no longer runs. Folders of live processes, of other users, and names without a pid are left
+    alone."""
+    base = Path(dir) if dir is not None else Path(tempfile.gettempdir())
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-")
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            m = pattern.match(entry.name)
+            if m and entry.is_dir() and not entry.is_symlink():
+                _remove_if_orphaned(entry, m.group(1))
