@@ -45,6 +45,7 @@ from takeover.cli.options import (
 from takeover.doctor import render, run_checks
 from takeover.embedded_model import EmbeddedModel, ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
+from takeover.llm import LoggedCall
 from takeover.quickstart import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,
@@ -57,6 +58,7 @@ from takeover.quickstart import (
     QuickstartOptions,
     QuickstartResult,
     StageTime,
+    describe_call,
     run_quickstart,
 )
 from takeover.vocabulary import VIEWS
@@ -154,6 +156,13 @@ class ConsoleDisplay(QuickstartDisplay):
         with Live(tracker, console=self.console, refresh_per_second=2, transient=False):
             yield None
         self.console.print()
+
+    def model_call(self, call: LoggedCall, number: int) -> None:
+        """One line per model call: the unit it serves, its tokens and seconds (:func:`describe_call`)."""
+        if self.watched:
+            self.console.print(describe_call(call, number), markup=False, highlight=False, soft_wrap=True)
+        else:
+            self._line(describe_call(call, number))
 
     def stage_done(self, stage: StageTime) -> None:
         """``✓ stage: seconds — detail`` (with the time of day when nobody watches)."""
