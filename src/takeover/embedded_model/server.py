@@ -65,6 +65,8 @@ STOP_GRACE = 2.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+#: Seconds a request to the embedded server may take (see :meth:`EmbeddedModel.start`).
+REQUEST_TIMEOUT = 3600.0
 #: Memory the quickstart needs with the embedded model (GB): the server's peak resident memory measured by
 #: benchmarks/bench_quickstart.py (about 1.1 GB: weights, KV cache, compute buffers) plus a takeover run's
 #: and a grading's processes, with room to spare.
@@ -255,9 +257,12 @@ class EmbeddedModel:
             raise
         # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
         # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
-        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
+        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7). The timeout is
+        # long: the server has one slot and finishes a request whose client gave up, so a retry after a
+        # timeout only waits behind it and then generates the answer again (seen on a loaded machine: a
+        # 9,900-token prompt took 1,640 s, its retry after 900 s added 140 s).
         self.settings = ModelSettings(model=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
-                                      temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1,
+                                      temperature=0.0, max_tokens=self.max_tokens, timeout=REQUEST_TIMEOUT, retries=1,
                                       extra={"response_format": "json_object", "identity": self.identity()})
         return self.settings
 
