@@ -68,7 +68,7 @@ SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "p
 #: Seconds a request to the embedded server may take (see :meth:`EmbeddedModel.start`).
 REQUEST_TIMEOUT = 3600.0
 #: Memory the quickstart needs with the embedded model (GB): the server's peak resident memory measured by
-#: benchmarks/bench_quickstart.py (about 1.1 GB: weights, KV cache, compute buffers) plus a takeover run's
+#: benchmarks/bench_quickstart.py (951 MiB: weights, KV cache, compute buffers) plus a takeover run's
 #: and a grading's processes, with room to spare.
 MEMORY_NEEDED_GB = 2.0
 
