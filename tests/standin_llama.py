@@ -22,7 +22,7 @@ import argparse, importlib, json, os, sys, threading
 
 parser = argparse.ArgumentParser()
 for flag in ("--model", "--model_alias", "--host", "--port", "--n_ctx", "--n_threads", "--n_threads_batch",
-             "--n_batch", "--flash_attn"):
+             "--n_batch", "--flash_attn", "--logits_all"):
     parser.add_argument(flag)
 args = parser.parse_args()
 with open(os.environ["STANDIN_ARGV"], "w") as fh:

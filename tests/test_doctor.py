@@ -23,7 +23,7 @@ def test_all_rows_in_order_on_this_machine(tmp_path, monkeypatch):
     checks = doctor.run_checks()
     assert [c.name for c in checks] == ["python", "interpreters", "environments", "git", "sandbox", "docker", "mirror",
                                         "model endpoint", "llama-cpp", "embedded model", "embedded inference",
-                                        "disk"]
+                                        "disk", "memory"]
     rows = by_name(checks)
     assert rows["python"].status == "ok"  # the suite runs on 3.11+
     git_version = subprocess.run(["git", "--version"], check=False, capture_output=True, text=True).stdout.strip()
@@ -39,6 +39,7 @@ def test_all_rows_in_order_on_this_machine(tmp_path, monkeypatch):
     assert rows["embedded model"].status == "warn" and "not cached" in rows["embedded model"].detail
     assert rows["embedded inference"].status == "warn" and "skipped" in rows["embedded inference"].detail
     assert rows["disk"].status in ("ok", "fail") and "GB free" in rows["disk"].detail
+    assert rows["memory"].detail.endswith("the quickstart's embedded model needs about 2 GB")
     for c in checks:
         assert (c.fix == "") == (c.status == "ok"), c  # every problem comes with a fix, and only problems
 

@@ -13,6 +13,7 @@ from prerequisites import requires
 
 from takeover import embedded_model as em
 from takeover.embedded_model import ModelPart, ModelSpec, ModelUnavailable
+from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import ScriptedServer
 
 
@@ -217,6 +218,63 @@ def test_server_command_line_uses_the_settings(tmp_path):
     assert flags["--host"] == "127.0.0.1" and flags["--port"] == "9999"
     assert flags["--n_ctx"] == "8192" and flags["--n_threads"] == "2"
     assert flags["--model_alias"] == "qwen2.5-coder-0.5b-instruct"
+    assert flags["--logits_all"] == "false"  # llama-cpp-python's default keeps n_ctx x n_vocab float32 scores
+
+
+def test_the_embedded_model_is_named_by_its_weights_and_settings_not_its_port(tmp_path):
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"GGUF tiny")
+    digest = hashlib.sha256(b"GGUF tiny").hexdigest()
+    one, two = em.EmbeddedModel(weights, port=9999), em.EmbeddedModel(weights, port=8888, n_threads=1)
+    assert one.identity() == two.identity() == (
+        f"qwen2.5-coder-0.5b-instruct gguf-sha256:{digest} n_ctx=16384 n_batch=512 flash_attn=true")
+    before = one.identity()
+    assert em.EmbeddedModel(weights, n_ctx=4096).identity() != before
+    weights.write_bytes(b"GGUF other")
+    assert em.EmbeddedModel(weights).identity() != before
+
+
+def test_unit_keys_of_the_embedded_model_do_not_depend_on_its_port():
+    from takeover.experiments.units import UnitSpec
+
+    def key(model: ModelSettings) -> str:
+        return UnitSpec(stage="view", fn="takeover.experiments.stages:view_unit",
+                        inputs={"instance_id": "a__b-1", "notes_model": model.model_dump()}).key
+
+    identity = {"identity": "qwen2.5-coder-0.5b-instruct gguf-sha256:abc n_ctx=16384", "response_format": "json_object"}
+    embedded = [ModelSettings(model="openai/qwen", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None,
+                              extra=identity) for port in (41001, 41002)]
+    assert key(embedded[0]) == key(embedded[1])
+    other = embedded[0].model_copy(update={"extra": {**identity, "identity": "another gguf-sha256:def"}})
+    assert key(other) != key(embedded[0])
+    # Any other endpoint: the address is part of its identity, as it always was.
+    plain = [ModelSettings(model="openai/qwen", base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None)
+             for port in (41001, 41002)]
+    assert key(plain[0]) != key(plain[1])
+
+
+SERVER_LOG = """Using chat eos_token: <|im_end|>
+llama_perf_context_print:        load time =       0.26 ms
+llama_perf_context_print: prompt eval time =     810.10 ms /    36 tokens (   22.50 ms per token,    44.44 tokens per second)
+llama_perf_context_print:        eval time =      75.25 ms /     1 runs   (   75.25 ms per token,    13.29 tokens per second)
+llama_perf_context_print:       total time =    1133.04 ms /    37 tokens
+llama_perf_context_print:    graphs reused =          0
+INFO:     127.0.0.1:50000 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+Llama.generate: 4 prefix-match hit, remaining 4870 prompt tokens to eval
+llama_perf_context_print:        load time =       0.26 ms
+llama_perf_context_print: prompt eval time =   61000.00 ms /  4870 tokens (   12.53 ms per token,    79.84 tokens per second)
+llama_perf_context_print:        eval time =   40000.00 ms /   300 runs   (  133.33 ms per token,     7.50 tokens per second)
+llama_perf_context_print:       total time =  101500.00 ms /  5170 tokens
+Llama.generate: 5100 prefix-match hit, remaining 20 prompt tokens to eval
+llama_perf_context_print: prompt eval time =     400.00 ms /    20 tokens (   20.00 ms per token,    50.00 tokens per second)
+"""
+
+
+def test_the_server_log_gives_each_requests_reused_and_evaluated_prompt_tokens():
+    first, second = em.parse_server_log(SERVER_LOG)  # the third request is still running: left out
+    assert (first.reused_tokens, first.evaluated_tokens, first.generated_tokens) == (0, 36, 1)
+    assert (second.reused_tokens, second.evaluated_tokens, second.generated_tokens) == (4, 4870, 300)
+    assert (second.prompt_ms, second.generation_ms, second.total_ms) == (61000.0, 40000.0, 101500.0)
 
 
 def test_start_explains_what_is_missing(tmp_path):

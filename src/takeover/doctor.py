@@ -246,13 +246,40 @@ def check_disk(path: Path | None = None) -> Check:
                  fix=f"free at least {MIN_FREE_GB:.0f} GB or set TAKEOVER_CACHE to a larger disk")
 
 
+def _available_memory_gb() -> float | None:
+    """``MemAvailable`` of ``/proc/meminfo`` (GB), ``None`` where there is none (not Linux)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024 / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory() -> Check:
+    """Available memory against what the quickstart needs with the embedded model
+    (:data:`takeover.embedded_model.MEMORY_NEEDED_GB`, measured by benchmarks/bench_quickstart.py)."""
+    need = embedded_model.MEMORY_NEEDED_GB
+    free = _available_memory_gb()
+    if free is None:
+        return Check(name="memory", status="warn", detail="available memory unknown (no /proc/meminfo)",
+                     fix=f"the quickstart's embedded model needs about {need:.0f} GB")
+    detail = f"{free:.1f} GB available; the quickstart's embedded model needs about {need:.0f} GB"
+    if free >= need:
+        return Check(name="memory", status="ok", detail=detail)
+    return Check(name="memory", status="warn", detail=detail,
+                 fix="close other programs, or use --base-url with an endpoint on another machine")
+
+
 def run_checks(*, mirror: Path | str | None = None, base_url: str | None = None,
                api_key_env: str | None = None) -> list[Check]:
     """Run every check in a fixed order: python, interpreters, environments, git, sandbox, docker, mirror,
-    model endpoint, llama-cpp, embedded model, embedded inference, disk."""
+    model endpoint, llama-cpp, embedded model, embedded inference, disk, memory."""
     return [
         check_python(), check_interpreters(), check_environments(), check_git(), check_sandbox(), check_docker(), check_mirror(mirror),
         check_endpoint(base_url, api_key_env), check_llama_cpp(), check_embedded_model(), check_inference(), check_disk(),
+        check_memory(),
     ]
 
 

@@ -47,6 +47,7 @@ from takeover.cli.options import (
 )
 from takeover.embedded_model import ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
+from takeover.llm import LoggedCall
 from takeover.quickstart import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,
@@ -59,6 +60,7 @@ from takeover.quickstart import (
     QuickstartOptions,
     QuickstartResult,
     StageTime,
+    describe_call,
     run_quickstart,
 )
 from takeover.vocabulary import VIEWS
@@ -131,6 +133,13 @@ class ConsoleDisplay(QuickstartDisplay):
         with Live(tracker, console=self.console, refresh_per_second=2, transient=False):
             yield None
         self.console.print()
+
+    def model_call(self, call: LoggedCall, number: int) -> None:
+        """One line per model call: the unit it serves, its tokens and seconds (:func:`describe_call`)."""
+        if self.watched:
+            self.console.print(describe_call(call, number), markup=False, highlight=False, soft_wrap=True)
+        else:
+            self._line(describe_call(call, number))
 
     def stage_done(self, stage: StageTime) -> None:
         """``✓ stage: seconds — detail`` (with the time of day when nobody watches)."""

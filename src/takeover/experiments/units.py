@@ -34,6 +34,8 @@ from takeover._util.io import append_jsonl, atomic_write_json, stable_hash, to_j
 from takeover._util.logs import third_party_logging
 from takeover._util.redact import redact
 from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable, TakeoverError
+from takeover.llm.call_log import serving_unit
+from takeover.llm.settings import key_form as endpoint_key_form
 from takeover.sources.repos import RepoSource
 
 FailureKind = Literal["infrastructure", "agent"]
@@ -69,12 +71,14 @@ def _json_object(value: Any) -> Any:
 
 
 def key_form(value: Any) -> Any:
-    """``value`` with model endpoint settings under the field names they had when unit keys were first
-    written (``name``, now ``ModelSettings.model``), so that a folder written before a rename is resumed,
-    not redone with new model calls. Only the key uses this form; the unit file stores the inputs as they are."""
+    """``value`` with model endpoint settings in their key form (:func:`takeover.llm.settings.key_form`:
+    under the field names they had when unit keys were first written, ``name`` for ``ModelSettings.model``,
+    and without the address of an endpoint that names its model otherwise), so that a folder written before a
+    rename is resumed, not redone with new model calls, and so is one whose embedded model ran on another
+    port. Only the key uses this form; the unit file stores the inputs as they are."""
     if isinstance(value, dict):
         if {"model", "base_url", "api_key_env"} <= value.keys():
-            value = {("name" if k == "model" else k): v for k, v in value.items()}
+            value = endpoint_key_form(value)
         return {k: key_form(v) for k, v in value.items()}
     if isinstance(value, list):
         return [key_form(v) for v in value]
@@ -307,7 +311,8 @@ def execute_unit(function: Callable[[dict, UnitContext], UnitOutcome | dict], sp
         "node": node,
     }
     try:
-        outcome = function(spec.inputs, ctx)
+        with serving_unit({"stage": spec.stage, "key": key, **spec.labels}):  # named by its model calls' log
+            outcome = function(spec.inputs, ctx)
         if isinstance(outcome, dict):
             outcome = UnitOutcome(output=outcome)
         result = UnitResult(

@@ -13,6 +13,12 @@ Contract:
   :class:`ReasoningOnlyReply` at once (asking again would get the same reply).
 - The API key is read from the environment at call time and never appears in an error message, a log
   line or a returned record (everything textual goes through :func:`takeover._util.redact.redact`).
+- A call may ask for JSON that follows a schema (``response_schema``, :mod:`takeover.llm.response_format`):
+  the request carries the endpoint's ``response_format`` shape; an endpoint that refuses it (HTTP 400/422
+  naming it) is asked once more without it and not sent it again in this process. Each attempt records
+  the mode it sent (:attr:`~takeover.llm.usage.CallAttempt.response_format`).
+- With ``$TAKEOVER_CALL_LOG`` set, every attempt of a completion is also appended to that file as it ends
+  (:mod:`takeover.llm.call_log`).
 
 Two transports. For an OpenAI-compatible endpoint (a ``base_url`` with a bare model name, an ``openai/``
 prefix, or a prefix that is no litellm provider such as ``Qwen/...``) we send the request ourselves with
@@ -35,7 +41,15 @@ import httpx
 
 from takeover._util.redact import redact
 from takeover.errors import TakeoverError
+from takeover.llm.call_log import log_call, logged_call
 from takeover.llm.replies import Completion, completion_from_payload
+from takeover.llm.response_format import (
+    ResponseSchema,
+    refused,
+    refuses_response_format,
+    remember_refusal,
+    request_field,
+)
 from takeover.llm.retry import RETRYABLE_STATUSES, AttemptFailed, retry_after_seconds, retrying
 from takeover.llm.settings import ModelSettings
 from takeover.llm.usage import CallAttempt, ModelUsage, complete_usage, usage_from_payload
@@ -140,6 +154,7 @@ class ModelClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         tools: list[dict[str, Any]] | None = None,
+        response_schema: ResponseSchema | None = None,
     ) -> Completion:
         """Send one chat request under the retry policy.
 
@@ -147,6 +162,9 @@ class ModelClient:
             messages: OpenAI chat messages (``{"role", "content", ...}``).
             temperature, max_tokens: override the settings for this call (``max_tokens`` in tokens).
             tools: OpenAI tool definitions for native tool calls.
+            response_schema: ask for JSON that follows this schema, in the endpoint's ``response_format``
+                shape (:meth:`response_format_mode`); refused once (HTTP 400/422 naming the parameter), the
+                request is sent again without it, and so are later ones to this endpoint.
 
         Returns:
             the :class:`Completion` of the answered attempt, with every attempt of the call.
@@ -157,11 +175,13 @@ class ModelClient:
                 every attempt failed. The message is redacted and names the model, never the key.
         """
         s = self.settings
+        mode = self.response_format_mode() if response_schema is not None else "none"
         request = {
             "messages": messages,
             "temperature": s.temperature if temperature is None else temperature,
             "max_tokens": s.max_tokens if max_tokens is None else max_tokens,
             "tools": tools,
+            "response_format": request_field(mode, response_schema) if response_schema is not None else None,
         }
         send = self._send_http if self.transport == "http" else self._send_litellm
         if self.transport == "litellm":
@@ -173,7 +193,16 @@ class ModelClient:
 
         attempts: list[CallAttempt] = []
         try:
-            completion = self._retried(attempt, attempts)
+            try:
+                completion = self._retried(attempt, attempts, log=True,
+                                           response_format=None if mode == "none" else mode)
+            except AttemptFailed as exc:
+                if mode == "none" or not refuses_response_format(exc.status, attempts[-1].error):
+                    raise
+                # The endpoint refuses structured output: once more without it, and never again here.
+                remember_refusal(self.transport, s.base_url, s.model)
+                request["response_format"] = None
+                completion = self._retried(attempt, attempts, log=True)
         except AttemptFailed as exc:
             where = f"model {s.model!r} at {s.base_url or 'provider default'}"
             if exc.status == "reasoning_only":
@@ -186,6 +215,15 @@ class ModelClient:
                 self.usage.add(a)
         completion.attempts = attempts
         return completion
+
+    def response_format_mode(self) -> str:
+        """The ``response_format`` shape this endpoint is sent for a schema: the settings'
+        ``extra["response_format"]`` (default ``json_schema``), or ``none`` once it refused the parameter in
+        this process (:mod:`takeover.llm.response_format`)."""
+        s = self.settings
+        if refused(self.transport, s.base_url, s.model):
+            return "none"
+        return str(s.extra.get("response_format") or "json_schema")
 
     def list_models(self) -> list[str]:
         """The model names an OpenAI-compatible endpoint serves (``GET <base_url>/models``; ``[]`` when its
@@ -232,23 +270,31 @@ class ModelClient:
                     return value
         return None
 
-    def _retried(self, attempt: Callable[[], tuple[T, dict[str, Any]]], attempts: list[CallAttempt]) -> T:
+    def _retried(self, attempt: Callable[[], tuple[T, dict[str, Any]]], attempts: list[CallAttempt], *,
+                 log: bool = False, response_format: str | None = None) -> T:
         """``attempt()`` under the retry policy; each attempt is appended to ``attempts`` with its seconds,
-        the wait after it and the fields ``attempt`` returns beside its result. Re-raises the last
+        the wait after it, the ``response_format`` mode it sent and the fields ``attempt`` returns beside its
+        result (and, with ``log``, to the call log, :mod:`takeover.llm.call_log`). Re-raises the last
         :class:`AttemptFailed`."""
+
+        def record(call: CallAttempt) -> None:
+            attempts.append(call)
+            if log:
+                log_call(logged_call(self.settings.model, call))
 
         def timed() -> T:
             started = time.monotonic()
             try:
                 result, fields = attempt()
             except AttemptFailed as exc:
-                attempts.append(CallAttempt(
+                record(CallAttempt(
                     attempt=len(attempts) + 1, status=exc.status, seconds=round(time.monotonic() - started, 6),
                     retry_after=exc.retry_after, usage=exc.usage, error=redact(str(exc))[:500],
+                    response_format=response_format,
                 ))
                 raise
-            attempts.append(CallAttempt(attempt=len(attempts) + 1, status="ok",
-                                        seconds=round(time.monotonic() - started, 6), **fields))
+            record(CallAttempt(attempt=len(attempts) + 1, status="ok", seconds=round(time.monotonic() - started, 6),
+                               response_format=response_format, **fields))
             return result
 
         def waiting(seconds: float) -> None:
@@ -313,7 +359,7 @@ class ModelClient:
             raise AttemptFailed("bad_response", "answer is not a JSON object", retryable=False)
         return payload
 
-    def _send_http(self, *, messages, temperature, max_tokens, tools) -> dict[str, Any]:
+    def _send_http(self, *, messages, temperature, max_tokens, tools, response_format) -> dict[str, Any]:
         s = self.settings
         body: dict[str, Any] = {"model": s.model.removeprefix("openai/"), "messages": _api_messages(messages),
                                 "temperature": temperature}
@@ -321,10 +367,12 @@ class ModelClient:
             body["max_tokens"] = int(max_tokens)
         if tools:
             body["tools"] = tools
+        if response_format:
+            body["response_format"] = response_format
         body.update(s.extra.get("params") or {})
         return self._request_http("POST", "/chat/completions", body)
 
-    def _send_litellm(self, *, messages, temperature, max_tokens, tools) -> dict[str, Any]:
+    def _send_litellm(self, *, messages, temperature, max_tokens, tools, response_format) -> dict[str, Any]:
         litellm = import_litellm()
         s = self.settings
         kwargs: dict[str, Any] = {"model": litellm_model_name(s), "messages": messages, "temperature": temperature,
@@ -333,6 +381,8 @@ class ModelClient:
             kwargs["max_tokens"] = int(max_tokens)
         if tools:
             kwargs["tools"] = tools
+        if response_format:
+            kwargs["response_format"] = response_format
         if s.base_url:
             kwargs["api_base"] = s.base_url
         key = s.api_key()
@@ -349,11 +399,14 @@ class ModelClient:
 
 
 def _error_detail(resp: httpx.Response) -> str:
+    """The error text of a failed answer: OpenAI's ``error.message``, else the body (FastAPI servers, such as
+    llama-cpp-python's, answer a refused field with ``{"detail": [...]}`` naming it)."""
     try:
         detail = resp.json().get("error", {})
-        return detail.get("message", "") if isinstance(detail, dict) else str(detail)
+        message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
     except (ValueError, AttributeError):
-        return resp.text[:300]
+        message = ""
+    return message or " ".join(resp.text.split())[:300]
 
 
 def _litellm_failure(exc: Exception, timeout: float) -> AttemptFailed:

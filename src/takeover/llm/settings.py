@@ -12,9 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from takeover._util.io import with_current_names
+from takeover.llm.response_format import RESPONSE_FORMAT_MODES
 
 #: Keys :attr:`ModelSettings.extra` may hold.
-EXTRA_KEYS = ("client", "params")
+EXTRA_KEYS = ("client", "params", "response_format", "identity")
 #: Field names of earlier versions: earlier name -> name. Records written before the rename (``run.json``,
 #: unit records, experiment files) are still read; experiment files warn (``takeover.experiments.config``).
 EARLIER_FIELD_NAMES: dict[str, str] = {"name": "model"}
@@ -41,7 +42,12 @@ class ModelSettings(BaseModel):
         max_retry_wait: cap (seconds) on any wait between two attempts, a server's ``Retry-After``
             included.
         extra: ``{"client": "http" | "litellm"}`` forces a transport (see
-            :func:`takeover.llm.client.transport_for`); ``{"params": {...}}`` is merged into every request.
+            :func:`takeover.llm.client.transport_for`); ``{"params": {...}}`` is merged into every request;
+            ``{"response_format": "json_schema" | "json_object" | "none"}`` is the shape in which a request
+            asks for JSON that follows a schema (:mod:`takeover.llm.response_format`; default
+            ``json_schema``); ``{"identity": "..."}`` names the model behind ``base_url`` when its address
+            changes from run to run (the embedded model: its weights' sha256 and server settings), so that
+            unit keys use it instead of the address (:func:`key_form`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -72,6 +78,11 @@ class ModelSettings(BaseModel):
             raise ValueError(f"extra.client is {value['client']!r}; expected 'http' or 'litellm'")
         if not isinstance(value.get("params", {}), dict):
             raise ValueError("extra.params must be a table of request parameters")  # noqa: TRY004 - pydantic reports ValueError only
+        if value.get("response_format", "json_schema") not in RESPONSE_FORMAT_MODES:
+            raise ValueError(f"extra.response_format is {value['response_format']!r}; expected one of "
+                             f"{', '.join(RESPONSE_FORMAT_MODES)}")
+        if not isinstance(value.get("identity", ""), str):
+            raise ValueError("extra.identity must be a string")  # noqa: TRY004 - pydantic reports ValueError only
         return value
 
     def api_key(self) -> str | None:
@@ -81,3 +92,14 @@ class ModelSettings(BaseModel):
     def public(self) -> dict:
         """Settings safe to write into run records: no secrets, only the variable's name."""
         return self.model_dump(mode="json")
+
+
+def key_form(data: dict[str, Any]) -> dict[str, Any]:
+    """An endpoint's settings (a :meth:`ModelSettings.model_dump`) as unit keys hash them: fields under the
+    names they had when keys were first written (:data:`EARLIER_FIELD_NAMES`, reversed: ``model`` is
+    hashed as ``name``), and without ``base_url`` when ``extra.identity`` says which model answers there
+    (the embedded model is served on a free port, a new one each run; its identity is its weights' sha256
+    and server settings). The settings of any other endpoint hash as they always did."""
+    earlier = {current: name for name, current in EARLIER_FIELD_NAMES.items()}
+    identified = bool((data.get("extra") or {}).get("identity"))
+    return {earlier.get(k, k): v for k, v in data.items() if not (identified and k == "base_url")}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from takeover.llm.tokens import estimate_prompt_tokens, estimate_tokens
 
@@ -142,6 +142,9 @@ class CallAttempt(BaseModel):
         finish_reason: the reply's ``finish_reason`` (``stop``, ``length``, ``tool_calls``...).
         usage: tokens of the attempt (``None`` for failed attempts that reported none).
         error: redacted error text for failed attempts.
+        response_format: the ``response_format`` mode the request carried (``json_schema`` or
+            ``json_object``, see :mod:`takeover.llm.response_format`); ``None`` (left out of the record):
+            none was sent.
     """
 
     attempt: int
@@ -152,6 +155,15 @@ class CallAttempt(BaseModel):
     finish_reason: str | None = None
     usage: Usage | None = None
     error: str | None = None
+    response_format: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_format(self, handler):
+        # Records of calls that asked for no structured output stay as they were before the field existed.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("response_format") is None:
+            data.pop("response_format", None)
+        return data
 
 
 class ModelUsage(BaseModel):

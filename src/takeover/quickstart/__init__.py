@@ -15,7 +15,8 @@ writes).
 """
 
 from takeover.quickstart.downloads import download, quickstart_cache, resolve_dataset, resolve_trajectories
-from takeover.quickstart.experiment_config import build_config, rerun_command, warning_text
+from takeover.quickstart.experiment_config import build_config, report_notice, rerun_command, warning_text
+from takeover.quickstart.model_calls import CALLS_FILE, describe_call
 from takeover.quickstart.options import (
     BUDGET_MINUTES,
     DEFAULT_INSTANCE,
@@ -25,6 +26,7 @@ from takeover.quickstart.options import (
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
     DEFAULT_WORKERS,
     EMBEDDED_NOTE_MAX_TOKENS,
+    EMBEDDED_STEP_MAX_TOKENS,
     QuickstartOptions,
 )
 from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
@@ -33,6 +35,7 @@ from takeover.quickstart.run import QuickstartDisplay, run_quickstart
 
 __all__ = [
     "BUDGET_MINUTES",
+    "CALLS_FILE",
     "DEFAULT_INSTANCE",
     "DEFAULT_OUT_DIR",
     "DEFAULT_POINT_TYPES",
@@ -40,6 +43,7 @@ __all__ = [
     "DEFAULT_WALL_TIME_LIMIT_SECONDS",
     "DEFAULT_WORKERS",
     "EMBEDDED_NOTE_MAX_TOKENS",
+    "EMBEDDED_STEP_MAX_TOKENS",
     "HF_DATASET",
     "PINNED",
     "PinnedTask",
@@ -48,9 +52,11 @@ __all__ = [
     "QuickstartResult",
     "StageTime",
     "build_config",
+    "describe_call",
     "download",
     "quickstart_cache",
     "quickstart_md",
+    "report_notice",
     "rerun_command",
     "resolve_dataset",
     "resolve_trajectories",

@@ -2,8 +2,8 @@
 
 :func:`build_config` turns the options into an :class:`~takeover.experiments.ExperimentConfig` (explicit
 instances, imported predecessor runs, one model as note writer and successor, the task environments
-prepared as the first stage); :func:`warning_text` is the notice at the top of its report, with the
-command that reruns it with a real model (:func:`rerun_command`).
+prepared as the first stage); :func:`report_notice` is the notice at the top of every report of its
+folder, with the command that reruns it with a real model (:func:`rerun_command`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from takeover.experiments.config import (
 )
 from takeover.llm import ModelSettings
 from takeover.quickstart.options import QuickstartOptions
+from takeover.report.notice import ReportNotice, notice_markdown
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import VIEWS
 
@@ -74,21 +75,33 @@ def rerun_command(options: QuickstartOptions) -> str:
     return shlex.join(argv)
 
 
-def warning_text(options: QuickstartOptions, model: ModelSettings) -> str:
-    """The notice put at the top of the quickstart's report (Markdown)."""
+def report_notice(options: QuickstartOptions, model: ModelSettings) -> ReportNotice:
+    """The notice every report of the quickstart's folder shows (``OUT/notice.json``,
+    :mod:`takeover.report.notice`): with the embedded model, that this is a demonstration and not a
+    measurement, and always the command that reruns it with a real model."""
     if options.embedded:
-        head = ("**This is a demonstration, not a measurement.** The successor and the note writer were the "
-                "embedded Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, on CPU) under a "
-                f"{options.step_limit}-step limit, on {len(options.instance_ids)} task(s). A 0.5B model's solved "
+        title = "This is a demonstration, not a measurement."
+        text = ("The successor and the note writer were the embedded Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, on CPU) "
+                f"under a {options.step_limit}-step limit and a {options.wall_time_limit_seconds:.0f}-second "
+                f"wall-time limit per takeover run, on {len(options.instance_ids)} task(s). A 0.5B model's solved "
                 "rates mean nothing: it almost never solves a SWE-bench task, so every number below only shows "
                 "that the pipeline ran end to end (handoff point, checkpoint, grading, four views, takeover "
                 "runs, report). The paper's measurements used 27B-31B models, 500 steps and 181 handoff points.")
         if options.notes_cap != NOTE_MAX_TOKENS:
-            head += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
+            text += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
                      "is 1,600) to keep the demonstration short on a CPU.")
     else:
-        head = (f"Quickstart run with {model.model} under a {options.step_limit}-step limit on "
-                f"{len(options.instance_ids)} task(s): too few handoff points for the rates to be conclusive.")
-    return (f"{head}\n\nRerun with a real model (any OpenAI-compatible endpoint: vLLM, Ollama, OpenAI):\n\n"
-            f"```bash\n{rerun_command(options)}\n```\n\nand for a study, write an experiment file and use "
-            "`takeover run` (see the README).\n")
+        title = f"Quickstart run with {model.model}."
+        text = (f"Under a {options.step_limit}-step limit on {len(options.instance_ids)} task(s): too few handoff "
+                "points for the rates to be conclusive.")
+    return ReportNotice(
+        title=title, text=text,
+        command_intro="Rerun with a real model (any OpenAI-compatible endpoint: vLLM, Ollama, OpenAI):",
+        command=rerun_command(options),
+        closing="For a study, write an experiment file and use `takeover run` (see the README).",
+    )
+
+
+def warning_text(options: QuickstartOptions, model: ModelSettings) -> str:
+    """The notice as Markdown (:func:`report_notice`; the command line prints it at the end)."""
+    return notice_markdown(report_notice(options, model).model_dump())

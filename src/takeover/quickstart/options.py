@@ -33,6 +33,10 @@ DEFAULT_OUT_DIR = "takeover-quickstart"
 DEFAULT_WORKERS = 2
 #: Completion tokens per note-writing call with the embedded model (see :attr:`QuickstartOptions.notes_cap`).
 EMBEDDED_NOTE_MAX_TOKENS = 512
+#: Completion tokens per takeover step with the embedded model: a THOUGHT and one command block (the 0.5B
+#: model's useful part was measured at 40-150 tokens; what follows it, up to any cap, is observations it
+#: invents, which cost generation time and are never executed).
+EMBEDDED_STEP_MAX_TOKENS = 256
 #: The defaults are sized for this many minutes on an idle 2-core machine once installed.
 BUDGET_MINUTES = 15
 

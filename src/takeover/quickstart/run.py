@@ -2,9 +2,16 @@
 
 :func:`run_quickstart` resolves the inputs (:mod:`.downloads`), starts the embedded model when no endpoint
 is given, runs the experiment built by :func:`~takeover.quickstart.experiment_config.build_config` through
-the experiment engine (whose first stage builds the task environments), builds the report with the notice
-that a 0.5B model's solved rates mean nothing, and returns a :class:`~.outcome.QuickstartResult`. It
-prints nothing: a :class:`QuickstartDisplay` is told about each step (the command line's shows them).
+the experiment engine (whose first stage builds the task environments), builds the report and returns a
+:class:`~.outcome.QuickstartResult`. The notice that a 0.5B model's solved rates mean nothing is written
+into the output folder first (``OUT/notice.json``, :mod:`takeover.report.notice`), so every report of the
+folder shows it, ``takeover report`` included. Every model call is logged to ``OUT/model-calls.jsonl``
+(:mod:`.model_calls`). It prints nothing: a :class:`QuickstartDisplay` is told about each step and each
+model call (the command line's shows them).
+
+A rerun in the same folder resumes: finished units are reused by their keys, and the embedded model's
+key is its weights' sha256 and settings, not the free port it was served on this time
+(:meth:`takeover.embedded_model.EmbeddedModel.identity`).
 """
 
 from __future__ import annotations
@@ -22,13 +29,14 @@ from takeover.experiments.engine import ProgressCallback
 from takeover.experiments.folder_lock import hold_out_dir
 from takeover.experiments.progress import ProgressTracker
 from takeover.experiments.units import load_results
-from takeover.llm import ModelSettings
+from takeover.llm import LoggedCall, ModelSettings
 from takeover.quickstart.downloads import resolve_dataset, resolve_trajectories
-from takeover.quickstart.experiment_config import build_config, warning_text
-from takeover.quickstart.options import QuickstartOptions
+from takeover.quickstart.experiment_config import build_config, report_notice, warning_text
+from takeover.quickstart.model_calls import CallWatcher, logging_calls
+from takeover.quickstart.options import EMBEDDED_STEP_MAX_TOKENS, QuickstartOptions
 from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
-from takeover.report import build_report
-from takeover.results import EnvironmentOutput
+from takeover.report import build_report, write_notice
+from takeover.results import EnvironmentOutput, ViewOutput
 
 
 class QuickstartDisplay:
@@ -36,7 +44,8 @@ class QuickstartDisplay:
     (:class:`takeover.cli.quickstart.ConsoleDisplay` does, with rich). Calls come in this order:
     :meth:`started`; per stage :meth:`working` around the work, then :meth:`stage_done`;
     :meth:`downloading_model` around a first-time model download; :meth:`running` around the experiment's
-    stages; :meth:`stopped` when a stage could not run."""
+    stages, with :meth:`model_call` for each model call meanwhile; :meth:`stopped` when a stage could not
+    run."""
 
     def started(self, options: QuickstartOptions, out_dir: Path) -> None:
         """The quickstart begins; the report will be ``out_dir/report.md``."""
@@ -57,6 +66,11 @@ class QuickstartDisplay:
         """The experiment's stages run; ``tracker`` counts their units. Yields the callback that receives
         the engine's events (it must pass them on to ``tracker``), or ``None``: ``tracker`` receives them."""
         yield None
+
+    def model_call(self, call: LoggedCall, number: int) -> None:
+        """A model call (one attempt) ended: ``call`` says which unit it served (``number``: its 1-based
+        number within that unit), its tokens and seconds (:func:`takeover.quickstart.model_calls.describe_call`
+        words it). Called from another thread than the other methods."""
 
     def stage_done(self, stage: StageTime) -> None:
         """A stage finished (wall time in seconds, what it did)."""
@@ -88,6 +102,20 @@ def _environments(out: Path) -> str:
     return "; ".join(built)
 
 
+def _views(out: Path) -> str:
+    """Note-writing attempts per notes view (``summary_notes 1 attempt``); empty without notes views."""
+    parts = []
+    for result in load_results(out, "view").values():
+        attempts = result.output.get("attempts") if result.status == "done" else None
+        view = result.labels.get("view", "?")
+        if result.status == "done" and attempts:
+            parts.append(f"{view} {attempts} attempt{'s' if attempts != 1 else ''} "
+                         f"({ViewOutput.model_validate(result.output).validation})")
+        elif result.status != "done":
+            parts.append(f"{view} not built ({(result.reason or '')[:120]})")
+    return "; ".join(sorted(parts))
+
+
 def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDisplay,
                  done: Callable[[str, float, str], None]) -> tuple[ModelSettings, EmbeddedModel | None]:
     """The endpoint the agents and the note writer call: the one given, or the embedded model, served."""
@@ -100,7 +128,8 @@ def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDispl
     cached = is_cached(DEFAULT_MODEL) or options.model_path is not None
     with display.downloading_model() as progress:
         embedded = EmbeddedModel(options.model_path, n_ctx=options.n_ctx, progress=progress,
-                                 model_parts=options.model_parts, log_path=out / "model-server.log")
+                                 model_parts=options.model_parts, log_path=out / "model-server.log",
+                                 max_tokens=EMBEDDED_STEP_MAX_TOKENS)
         if not cached:
             embedded.model_path = ensure_model(DEFAULT_MODEL, model_parts=options.model_parts, progress=progress)
             done("model download + assembly", t0, str(embedded.model_path))
@@ -162,15 +191,20 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
         result.model = model.public()
 
         current = "experiment"
+        result.notice = warning_text(options, model)
+        write_notice(out, report_notice(options, model))  # before any result: every report of the folder says it
         tracker = ProgressTracker()
         t0 = time.monotonic()
-        with display.running(tracker) as on_event:
+        with (display.running(tracker) as on_event, logging_calls(out) as calls,
+              CallWatcher(calls, display.model_call)):
             summary = run_experiment(build_config(options, dataset, trajectories, model),
                                      progress=on_event or tracker, report=False)
         result.stages += _stage_rows(tracker)
         for row in result.stages:
             if row.stage == "environment":
                 row.detail = _environments(out) or row.detail
+            if row.stage == "view":
+                row.detail = "; ".join(filter(None, [row.detail, _views(out)]))
         result.problems = [f"{p.stage}: {p.status} {p.reason}" for p in summary.problems]
         display.stage_done(StageTime(stage="experiment stages", seconds=round(time.monotonic() - t0, 1)))
         broken = [p for p in summary.problems if p.stage == "environment"]
@@ -181,11 +215,8 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
         current = "report"
         t0 = time.monotonic()
         report = build_report(out)
-        result.notice = warning_text(options, model)
-        report_md = out / "report.md"
-        atomic_write_text(report_md, "# takeover quickstart\n\n" + result.notice + "\n" + report.markdown)
         stage_done("report", t0, ", ".join(sorted(report.files)))
-        result.report = str(report_md)
+        result.report = report.files["report.md"]
         result.views_summary = list(report.data.get("summary", []))
         result.ok = True
     except (TakeoverError, OSError) as exc:

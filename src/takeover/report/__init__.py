@@ -2,7 +2,8 @@
 section 9).
 
 Public API: :func:`build_report` (``takeover report OUT_DIR``) and :class:`Report`;
-:func:`write_run_page` (``takeover show RUN_DIR|TRAJECTORY``).
+:func:`write_run_page` (``takeover show RUN_DIR|TRAJECTORY``); :class:`ReportNotice` and
+:func:`write_notice` (a notice every report of a folder shows, :mod:`.notice`).
 
 Modules, in the order data flows through them: :mod:`.stats` (medians, paired bootstrap, McNemar,
 Wilson), :mod:`.rows` (unit files read once, one row per takeover run), :mod:`.tables` (the summary
@@ -13,6 +14,7 @@ point), :mod:`.page` (what ``report.html`` shows), :mod:`.html_page` (the Jinja 
 """
 
 from takeover.report.experiment_report import Report, build_report
+from takeover.report.notice import ReportNotice, read_notice, write_notice
 from takeover.report.run_page import write_run_page
 
-__all__ = ["Report", "build_report", "write_run_page"]
+__all__ = ["Report", "ReportNotice", "build_report", "read_notice", "write_notice", "write_run_page"]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
 from takeover.report.markdown import render_markdown
+from takeover.report.notice import read_notice
 from takeover.report.page import build_drilldown, build_page
 from takeover.report.plots import write_plots
 from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
@@ -50,6 +51,9 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     """Read ``OUT/plan.json`` and the unit files, write ``results.csv``, ``report.json``, ``report.md``,
     (with ``html``) ``report.html`` and (with ``plots``) the PNG plots; return the :class:`Report`.
 
+    A notice the folder carries (``OUT/notice.json``, :mod:`takeover.report.notice`: the quickstart's
+    "a demonstration, not a measurement") heads ``report.md`` and ``report.html``.
+
     ``report.html`` also reads each takeover run's folder for its steps (through the unit records'
     paths, or ``OUT/work/takeover/<key>/run``); a missing folder leaves that run without steps.
 
@@ -61,6 +65,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     """
     out = Path(out_dir)
     units = read_units(out)
+    notice = read_notice(out)
     boot = units.plan.get("bootstrap", {})
     resamples = int(boot.get("resamples", DEFAULT_RESAMPLES))
     seed = int(boot.get("seed", DEFAULT_SEED))
@@ -72,6 +77,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         tables = pending.result()
     data: dict[str, Any] = {
         "name": units.plan.get("name", "experiment"),
+        **({"notice": notice.model_dump()} if notice else {}),
         "bootstrap": {"resamples": resamples, "seed": seed, "statistic": "relative change of medians, paired"},
         "takeover_runs": len(rows),
         **tables,

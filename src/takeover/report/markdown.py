@@ -1,14 +1,16 @@
 """``report.md``: the report's tables as Markdown (docs/protocol.md section 9).
 
-Sections: the main table (all handoff points), the breakdowns by handoff state and by point type, Table 1
-(handoff points per type and state, and the missing points), the runs not imported (and why), grading
-warnings, note-writing tokens and the units of work per stage. Numbers are formatted here only; every figure comes from ``report.json``.
+Sections: the folder's notice when it has one (:mod:`takeover.report.notice`), the main table (all handoff
+points), the breakdowns by handoff state and by point type, Table 1 (handoff points per type and state, and
+the missing points), the runs not imported (and why), grading warnings, note-writing tokens and the units of
+work per stage. Numbers are formatted here only; every figure comes from ``report.json``.
 """
 
 from __future__ import annotations
 
 import io
 
+from takeover.report.notice import notice_markdown
 from takeover.report.rows import order_states
 
 
@@ -68,6 +70,8 @@ def render_markdown(data: dict) -> str:
     """``report.md``: the main table, breakdowns, Table 1, note-writing tokens and unit status."""
     md = io.StringIO()
     md.write(f"# Handoff debt report: {data.get('name', 'experiment')}\n\n")
+    if data.get("notice"):
+        md.write(notice_markdown(data["notice"]))
     md.write(
         "One takeover run per (handoff point, view, successor). Solved rate counts every planned run; runs "
         "that failed for infrastructure reasons or are missing count as not solved and are listed apart. "

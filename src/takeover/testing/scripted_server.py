@@ -27,6 +27,13 @@ A script entry (dict) is one of:
 
 ``script`` may also be a callable ``f(request_json, n) -> entry`` for answers that depend on the request.
 When the script is exhausted the server answers HTTP 500 ``script exhausted``.
+
+Structured output: every request's ``response_format`` (``None`` when it carried none) is recorded in
+:attr:`ScriptedServer.response_formats`. A server made with ``refuse_response_format=400`` (or ``422``)
+plays an endpoint that does not support the parameter: it answers every request that carries one with that
+status and an error naming ``response_format``, as OpenAI-compatible servers do, without using a script
+entry; ``refuse_response_format="json_schema"`` refuses only that type (llama-cpp-python's server accepts
+``json_object`` with a schema but not ``json_schema``, and answers 422).
 """
 
 from __future__ import annotations
@@ -76,17 +83,20 @@ class ScriptedServer:
     """Context manager: ``with ScriptedServer([...]) as srv: srv.base_url`` -> ``http://127.0.0.1:PORT/v1``.
 
     Attributes:
-        requests: the JSON bodies received, in order.
+        requests: the JSON bodies received, in order (refused ones included).
         served: number of script entries answered (errors included).
+        refused: requests refused for their ``response_format`` (see the module docstring).
     """
 
     def __init__(self, script: Script, *, model: str = "scripted-model", port: int = 0,
-                 context_tokens: int | None = None):
+                 context_tokens: int | None = None, refuse_response_format: int | str | None = None):
         self.script = script
         self.model = model
         self.context_tokens = context_tokens
+        self.refuse_response_format = refuse_response_format
         self.requests: list[dict] = []
         self.served = 0
+        self.refused = 0
         self._lock = threading.Lock()
         self._counter = itertools.count()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
@@ -100,6 +110,25 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def response_formats(self) -> list[dict | None]:
+        """The ``response_format`` of every request received, in order (``None``: the request had none)."""
+        return [r.get("response_format") for r in self.requests]
+
+    def _refusal(self, body: dict) -> tuple[int, dict] | None:
+        """``(status, error body)`` when this server refuses the request's ``response_format``, else ``None``."""
+        wanted, given = self.refuse_response_format, body.get("response_format")
+        if wanted is None or given is None:
+            return None
+        if wanted == "json_schema":
+            if not (isinstance(given, dict) and given.get("type") == "json_schema"):
+                return None
+            # FastAPI's request validation, as llama-cpp-python's server answers it.
+            return 422, {"detail": [{"type": "literal_error", "loc": ["body", "response_format", "type"],
+                                     "msg": "Input should be 'text' or 'json_object'", "input": "json_schema"}]}
+        return int(wanted), {"error": {"message": "Unrecognized request argument supplied: response_format",
+                                       "type": "invalid_request_error", "param": "response_format"}}
 
     def start(self) -> Self:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-server", daemon=True)
@@ -209,6 +238,13 @@ class ScriptedServer:
                     return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"unknown path {self.path}"}})
+                    return
+                refusal = server._refusal(body)
+                if refusal is not None:
+                    with server._lock:
+                        server.requests.append(body)
+                        server.refused += 1
+                    self._send(*refusal)
                     return
                 entry = server._next_entry(body)
                 if entry is None:

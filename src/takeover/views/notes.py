@@ -14,7 +14,10 @@ repeating any hidden text) and asked again, at most :data:`MAX_RETRIES` (2) time
   (:func:`~takeover.views.structured.summary_problems`), no leak (:mod:`takeover.views.leak`);
 - structured notes: a JSON object matching :class:`~takeover.views.structured.ModelNotes` (repaired when
   fenced or wrapped in text), no overconfidence or contradiction
-  (:func:`~takeover.views.structured.content_problems`), no leak in the rendered view.
+  (:func:`~takeover.views.structured.content_problems`), no leak in the rendered view. The request asks
+  the endpoint for JSON of the notes' schema (:func:`~takeover.views.structured.notes_json_schema`,
+  constrained decoding where the endpoint supports it: **Extension**, docs/protocol.md section 7.4); each
+  attempt records the ``response_format`` mode it was sent with. The validation is the same either way.
 
 Thinking never enters a view: the answer is the reply's ``content`` with ``<think>``/``<thinking>``
 blocks removed (:func:`takeover.llm.strip_thinking`) before it is validated or rendered. A reply cut at the
@@ -39,7 +42,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from takeover.errors import TakeoverError
-from takeover.llm import CallAttempt, ModelCallError, ModelClient, ModelUsage
+from takeover.llm import CallAttempt, ModelCallError, ModelClient, ModelUsage, ResponseSchema
 from takeover.points import HandoffPoint
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
@@ -48,11 +51,14 @@ from takeover.views.leak import LeakGuard
 from takeover.views.prompt import render
 from takeover.views.structured import (
     FIELD_DESCRIPTIONS,
+    FIELD_LIMIT,
     MODEL_FIELDS,
     DeterministicFields,
     ModelNotes,
+    answer_rules,
     compute_fields,
     content_problems,
+    notes_json_schema,
     parse_model_notes,
     summary_problems,
 )
@@ -105,6 +111,22 @@ class NotesFailed(TakeoverError):
         super().__init__(f"{view}: no acceptable notes after {attempts} attempt(s) ({outcome}): {last}")
 
 
+def summary_words(max_tokens: int) -> tuple[int, int]:
+    """The length summary notes are asked for (words): the protocol's 200 to 500, shortened so that the
+    answer fits ``max_tokens`` (about 0.55 words per token of English prose, room left for the bullets), so
+    that a smaller cap (docs/protocol.md section 7.3: 512 with the embedded model) does not cut the answer
+    and cost a retry. Lengths are asked for, never enforced."""
+    most = max(50, min(500, int(max_tokens * 0.55)))
+    return min(200, most // 2), most
+
+
+def field_chars(max_tokens: int) -> int:
+    """The length each structured field is asked to stay under (characters): the seven fields and the JSON
+    around them fit ``max_tokens`` (about 3.5 characters per token), at most 600 (the fields' limit of 1,500
+    characters is checked whatever was asked)."""
+    return max(80, min(600, FIELD_LIMIT, int(max_tokens * 3.5 / len(MODEL_FIELDS)) - 30))
+
+
 def _unwrap_fence(text: str) -> tuple[str, bool]:
     m = re.fullmatch(r"\s*```[^\n]*\n(.*?)\n?```\s*", text, re.DOTALL)
     return (m.group(1).strip(), True) if m else (text.strip(), False)
@@ -146,6 +168,7 @@ def write_notes(
     checked = compute_fields(point, checkpoint_patch)
     facts = checked if structured else None
     entries, earlier = evidence_packet(trajectory, point.event_index, remove_code=structured)
+    min_words, max_words = summary_words(max_tokens)
     request = render(
         "notes_structured.md.j2" if structured else "notes_summary.md.j2",
         template_dir,
@@ -155,6 +178,10 @@ def write_notes(
         clip=PACKET_CLIP,
         facts=facts,
         fields=FIELD_DESCRIPTIONS,
+        rules=answer_rules(checked, point.latest_verification_result, structured=structured),
+        field_chars=field_chars(max_tokens),
+        min_words=min_words,
+        max_words=max_words,
     )
     messages = [
         {"role": "system", "content": render("notes_system.md.j2", template_dir)},
@@ -167,9 +194,13 @@ def write_notes(
     def spent() -> ModelUsage:
         return ModelUsage.of(calls)
 
+    # Structured notes ask for JSON of their schema where the endpoint can decode under one (Extension,
+    # docs/protocol.md section 7.4); the answer is validated below all the same.
+    schema = ResponseSchema("structured_notes", notes_json_schema()) if structured else None
     for attempt in range(1, max_retries + 2):
         try:
-            completion = client.complete(messages, temperature=NOTE_TEMPERATURE, max_tokens=max_tokens)
+            completion = client.complete(messages, temperature=NOTE_TEMPERATURE, max_tokens=max_tokens,
+                                         response_schema=schema)
         except ModelCallError as exc:
             calls.extend(exc.attempts)
             raise NotesFailed(view, "model_error", [*rejections, str(exc)], spent(), attempt) from None

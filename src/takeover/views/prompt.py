@@ -18,7 +18,9 @@ Template files and their variables:
 - ``view_summary_notes.md.j2``: ``notes``.
 - ``view_structured_notes.md.j2``: ``facts`` (:class:`DeterministicFields`), ``notes`` (:class:`ModelNotes`).
 - ``notes_system.md.j2``, ``notes_summary.md.j2``, ``notes_structured.md.j2``, ``notes_retry.md.j2``: the
-  note writer's messages (``problem_statement``, ``events``, ``earlier``, ``clip``, ``facts``, ``reasons``).
+  note writer's messages (``problem_statement``, ``events``, ``earlier``, ``clip``, ``facts``, ``fields``,
+  ``rules``: what the facts rule out, :func:`takeover.views.structured.answer_rules`; ``field_chars``,
+  ``min_words``, ``max_words``: the lengths asked for, sized to the completion cap; ``reasons``).
 """
 
 from __future__ import annotations

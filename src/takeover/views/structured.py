@@ -45,6 +45,21 @@ FIELD_DESCRIPTIONS: dict[str, str] = {
 MODEL_FIELDS = tuple(FIELD_DESCRIPTIONS)
 
 
+def notes_json_schema() -> dict:
+    """The JSON schema of the model-filled fields, for constrained decoding (docs/protocol.md section 7.4,
+    Extension): one object with the seven fields as strings, all required, no other key, in the subset of
+    JSON Schema that OpenAI's strict mode and llama.cpp's grammars both accept. It limits the answer's
+    shape only: :func:`parse_model_notes` and :func:`content_problems` validate the answer as any other
+    (empty fields and the 1,500-character limit are checked there)."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": "string", "description": description}
+                       for name, description in FIELD_DESCRIPTIONS.items()},
+        "required": list(MODEL_FIELDS),
+        "additionalProperties": False,
+    }
+
+
 class DeterministicFields(BaseModel):
     """Fields of the record computed by code (never by the model).
 
@@ -296,6 +311,43 @@ def observed_failure(facts: DeterministicFields) -> str | None:
     if facts.latest_validation_evidence:
         return "the predecessor's latest validation failed" + evidence
     return None
+
+
+def answer_rules(facts: DeterministicFields, latest_result: str | None = None, *, structured: bool = True) -> list[str]:
+    """What the validation of 7.4 will require of the answer, stated from the same facts, for the note
+    writer's request (docs/protocol.md section 7.4, Extension: a small writer, told only the facts, was seen
+    to deny a failure it was shown; told what the facts rule out, it answers right). Every sentence restates
+    a fact or a rejection rule; none adds a rule, and the validation is unchanged.
+
+    Args:
+        facts: the deterministic fields.
+        latest_result: the result of the latest verification at or before the point (``passed``,
+            ``failed``, ``unknown``, ``None``: none), which may come before the latest source change.
+        structured: phrase the sentences for the seven fields (else for free-form notes).
+    """
+    rules: list[str] = []
+    failure = observed_failure(facts)
+    if failure:
+        seen = f"`{facts.latest_validation_command}`" if facts.latest_validation_command else "a check"
+        line = (facts.latest_validation_evidence or "").strip("=-*# ")  # pytest's ===== banners say nothing
+        rules.append(f"The agent saw {seen} fail" + (f" ({line})" if line else "") + ". "
+                     + ("observed_failures must describe this failure (not NONE OBSERVED), and no field may say that "
+                        "no failure was seen." if structured else
+                        "Say that this check failed; never say that no failure or error was seen."))
+    if facts.validation_status != "passed":
+        rules.append("No check passed after the latest source change, so "
+                     + ("no field may" if structured else "the notes must not") + " say that tests pass, that the "
+                     "change works or that the issue is fixed; say what is still to be checked.")
+        if latest_result == "passed" and facts.changed_source_files:
+            rules.append("The latest passing check ran before the latest source change: it does not show that the "
+                         "current code works.")
+    if facts.changed_source_files:
+        files = ", ".join(facts.changed_source_files)
+        rules.append(f"Source files changed ({files}): " + ("work_completed must say what changed in them; "
+                     if structured else "say what changed in them; ") + "never say that no code changed.")
+    if structured:
+        rules.append("recommended_next_action names one concrete command to run or edit to make.")
+    return rules
 
 
 def _no_success(facts: DeterministicFields) -> str:
