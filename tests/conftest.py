@@ -125,9 +125,18 @@ def task_and_mirror(tmp_path):
 
 @pytest.fixture(scope="session")
 def tiny_docker_task(tmp_path_factory):
-    """A small task under a SWE-bench (repository, version), its mirror and its stand-in image in the Docker
-    daemon, made once per session (``tests/docker_images.py``); for tests marked
+    """A small task under a SWE-bench (repository, version), pallets/flask 2.3, its mirror and its stand-in
+    image in the Docker daemon, made once per session (``tests/docker_images.py``); for tests marked
     ``@requires("docker daemon", "debootstrap")``."""
     from docker_images import tiny_docker_task as make
 
     return make(tmp_path_factory.mktemp("tiny-docker"))
+
+
+@pytest.fixture(scope="session")
+def requests_docker_task(tmp_path_factory):
+    """As ``tiny_docker_task``, under another repository's specification (psf/requests 2.31: another Python,
+    another install, another log parser), so that the docker tests cover two repositories without a mirror."""
+    from docker_images import requests_docker_task as make
+
+    return make(tmp_path_factory.mktemp("requests-docker"))

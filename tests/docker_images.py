@@ -328,9 +328,12 @@ def stand_in_image(task: SourceTask, source: RepoSource) -> StandIn:
     return StandIn(image, image_id, time.monotonic() - start, how)
 
 
-# A small task under a SWE-bench (repository, version) built in the test, so that the docker tests run where no
-# mirror of real repositories is (CI): flask 2.3's specification (Python 3.11, requirements/dev.txt, pinned
-# packages, `pip install -e .`) on a one-module package whose add() subtracts.
+# Small tasks under SWE-bench (repository, version) specifications, built in the test, so that the docker tests
+# run on two repositories where no mirror of real repositories is (CI). Each is a made-up repository at a made-up
+# instance id; only the specification, the parser and the image's name are the real repository's.
+
+# flask 2.3's specification (Python 3.11, requirements/dev.txt, pinned packages, `pip install -e .`) on a
+# one-module package whose add() subtracts.
 TINY_INSTANCE = "pallets__flask-90001"
 TINY_FILES = {
     ".gitignore": "*.egg-info/\n__pycache__/\n",
@@ -370,18 +373,85 @@ TINY_GOLD = """diff --git a/src/tinyadd/__init__.py b/src/tinyadd/__init__.py
 TINY_F2P = ["tests/test_tinyadd.py::test_add"]
 TINY_P2P = ["tests/test_tinyadd.py::test_mul"]
 
+# requests 2.31's specification (Python 3.9 from pyenv, `conda create ... pytest`, a non-editable
+# `pip install .`, requests' own log parser `parse_log_pytest_options`) on a flat package whose header lookup is
+# case-sensitive. The tests are a package (tests/__init__.py), as requests' are, so pytest puts /testbed first
+# on sys.path and the checkout, not the image's non-editable install, is what they import; a parametrized test
+# gives names with options (``test_header[content-type]``), which that parser rewrites.
+REQUESTS_INSTANCE = "psf__requests-90001"
+REQUESTS_FILES = {
+    ".gitignore": "*.egg-info/\n__pycache__/\nbuild/\n",
+    "setup.py": "from setuptools import setup\n\nsetup(name='tinyrequests', version='0.1', packages=['tinyrequests'])\n",
+    "tinyrequests/__init__.py": "",
+    "tinyrequests/utils.py": "def header(headers, name):\n    for key, value in headers.items():\n"
+                             "        if key == name:\n            return value\n    return None\n\n\n"
+                             "def join_url(base, path):\n    return base.rstrip('/') + '/' + path.lstrip('/')\n",
+    "tests/__init__.py": "",
+    "tests/test_utils.py": "from tinyrequests.utils import join_url\n\n\ndef test_join_url():\n"
+                           "    assert join_url('http://a/', '/b') == 'http://a/b'\n",
+}
+REQUESTS_TEST_PATCH = """diff --git a/tests/test_utils.py b/tests/test_utils.py
+--- a/tests/test_utils.py
++++ b/tests/test_utils.py
+@@ -1,5 +1,12 @@
+-from tinyrequests.utils import join_url
++import pytest
++
++from tinyrequests.utils import header, join_url
+ 
+ 
+ def test_join_url():
+     assert join_url('http://a/', '/b') == 'http://a/b'
++
++
++@pytest.mark.parametrize('name', ['Content-Type', 'content-type'])
++def test_header(name):
++    assert header({'Content-Type': 'text/html'}, name) == 'text/html'
+"""
+REQUESTS_GOLD = """diff --git a/tinyrequests/utils.py b/tinyrequests/utils.py
+--- a/tinyrequests/utils.py
++++ b/tinyrequests/utils.py
+@@ -1,6 +1,6 @@
+ def header(headers, name):
+     for key, value in headers.items():
+-        if key == name:
++        if key.lower() == name.lower():
+             return value
+     return None
+ 
+"""
+REQUESTS_F2P = ["tests/test_utils.py::test_header[content-type]"]
+REQUESTS_P2P = ["tests/test_utils.py::test_header[Content-Type]", "tests/test_utils.py::test_join_url"]
 
-def tiny_task(folder: Path) -> tuple[SourceTask, RepoSource]:
-    """The small task and a mirror holding its repository (``pallets__flask.git``) under ``folder``; the
-    commit is the same in every session (fixed dates and identity), so its stand-in image is reused."""
+
+def _small_task(folder: Path, instance_id: str, repo: str, version: str, files: dict[str, str], *,
+                problem: str, gold: str, test_patch: str, f2p: list[str], p2p: list[str]) -> tuple[SourceTask, RepoSource]:
+    """A made-up task of ``repo`` at ``version`` and a mirror holding its repository (``owner__name.git``) under
+    ``folder``; the commit is the same in every session (fixed dates and identity), so its stand-in image is
+    reused."""
     from conftest import make_repo
 
     folder = folder.resolve()
-    _, sha = make_repo(folder / "src" / "tinyadd", TINY_FILES, bare_mirror=folder / "mirror" / "pallets__flask.git")
-    task = SourceTask(instance_id=TINY_INSTANCE, repo="pallets/flask", version="2.3", base_commit=sha,
-                      environment_setup_commit=sha, problem_statement="add() subtracts instead of adding",
-                      patch=TINY_GOLD, test_patch=TINY_TEST_PATCH, FAIL_TO_PASS=TINY_F2P, PASS_TO_PASS=TINY_P2P)
+    slug = repo.replace("/", "__")
+    _, sha = make_repo(folder / "src" / slug, files, bare_mirror=folder / "mirror" / f"{slug}.git")
+    task = SourceTask(instance_id=instance_id, repo=repo, version=version, base_commit=sha,
+                      environment_setup_commit=sha, problem_statement=problem, patch=gold, test_patch=test_patch,
+                      FAIL_TO_PASS=f2p, PASS_TO_PASS=p2p)
     return task, RepoSource(folder / "mirror", offline=True)
+
+
+def tiny_task(folder: Path) -> tuple[SourceTask, RepoSource]:
+    """The small flask task (:data:`TINY_INSTANCE`) and a mirror holding its repository under ``folder``."""
+    return _small_task(folder, TINY_INSTANCE, "pallets/flask", "2.3", TINY_FILES,
+                       problem="add() subtracts instead of adding", gold=TINY_GOLD, test_patch=TINY_TEST_PATCH,
+                       f2p=TINY_F2P, p2p=TINY_P2P)
+
+
+def requests_task(folder: Path) -> tuple[SourceTask, RepoSource]:
+    """The small requests task (:data:`REQUESTS_INSTANCE`) and a mirror holding its repository under ``folder``."""
+    return _small_task(folder, REQUESTS_INSTANCE, "psf/requests", "2.31", REQUESTS_FILES,
+                       problem="header() is case-sensitive, but header names are not", gold=REQUESTS_GOLD,
+                       test_patch=REQUESTS_TEST_PATCH, f2p=REQUESTS_F2P, p2p=REQUESTS_P2P)
 
 
 @dataclass
@@ -394,7 +464,14 @@ class DockerTask:
 
 
 def tiny_docker_task(folder: Path) -> DockerTask:
-    """The small task (:func:`tiny_task`) under ``folder`` with its stand-in image (the ``tiny_docker_task``
-    fixture of ``conftest.py`` makes it once per session)."""
+    """The small flask task (:func:`tiny_task`) under ``folder`` with its stand-in image (the
+    ``tiny_docker_task`` fixture of ``conftest.py`` makes it once per session)."""
     task, source = tiny_task(folder)
+    return DockerTask(task, source, stand_in_image(task, source))
+
+
+def requests_docker_task(folder: Path) -> DockerTask:
+    """The small requests task (:func:`requests_task`) under ``folder`` with its stand-in image (the
+    ``requests_docker_task`` fixture of ``conftest.py`` makes it once per session)."""
+    task, source = requests_task(folder)
     return DockerTask(task, source, stand_in_image(task, source))

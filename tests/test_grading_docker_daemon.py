@@ -1,6 +1,7 @@
 """The docker grading backend on a real Docker daemon: swebench's harness on the task's instance image
 (a stand-in built by the tests, tests/docker_images.py), without network. Gold resolves, empty does not,
-every per-test status equals the local backend's; the image's content id is part of the key (a changed
+every per-test status equals the local backend's, on small tasks of two repositories (pallets/flask and
+psf/requests specifications, no mirror needed); the image's content id is part of the key (a changed
 image is graded again, both ways); reuse and --force as for the local backend; faults are one line."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 
 import docker
 import pytest
-from docker_images import TINY_F2P, TINY_P2P
+from docker_images import REQUESTS_INSTANCE, TINY_F2P, TINY_INSTANCE
 from prerequisites import requires
 
 from takeover.grading import grade
@@ -35,15 +36,18 @@ def statuses(result) -> dict[str, str]:
     return out
 
 
-def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(tiny_docker_task, tmp_path):
-    task, source, stand_in = tiny_docker_task.task, tiny_docker_task.source, tiny_docker_task.stand_in
+@pytest.mark.parametrize("docker_task", [pytest.param("tiny_docker_task", id=TINY_INSTANCE),
+                                         pytest.param("requests_docker_task", id=REQUESTS_INSTANCE)])
+def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(docker_task, request, tmp_path):
+    made = request.getfixturevalue(docker_task)
+    task, source, stand_in = made.task, made.source, made.stand_in
     logs = tmp_path / "logs"
     gold = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
     empty = grade(task, "", backend="docker", repo_source=source, log_dir=logs, model_name_or_path="empty")
     assert gold.error is None and gold.resolved and gold.handoff_state == "resolved_preserve"
     assert empty.error is None and not empty.resolved and empty.handoff_state == "needs_completion"
-    assert statuses(gold) == {TINY_F2P[0]: "pass", TINY_P2P[0]: "pass"}
-    assert statuses(empty) == {TINY_F2P[0]: "fail", TINY_P2P[0]: "pass"}
+    assert statuses(gold) == {test: "pass" for test in task.FAIL_TO_PASS + task.PASS_TO_PASS}
+    assert statuses(empty) == {test: "fail" for test in task.FAIL_TO_PASS} | {test: "pass" for test in task.PASS_TO_PASS}
     local_gold = grade(task, task.patch, repo_source=source, log_dir=tmp_path / "local", model_name_or_path="gold")
     local_empty = grade(task, "", repo_source=source, log_dir=tmp_path / "local", model_name_or_path="empty")
     assert statuses(local_gold) == statuses(gold) and statuses(local_empty) == statuses(empty)
