@@ -102,6 +102,14 @@ def test_session_glob_finds_a_session_the_agent_named_itself(tmp_path, task_and_
                              session_glob="~/.claude/projects/*/*.jsonl")
     assert record.exit_status is ExitStatus.submitted and record.accounting.agent_events == 3
     assert record.environment["session_file"].endswith("session/home/.claude/projects/p/s1.jsonl")
+    with ScriptedServer([]) as srv:  # the same from the command line
+        result = _agent_run(tmp_path / "cli", task, mirror, srv, "--agent", "command", "--agent-command",
+                            f"{_agent(tmp_path)} {{prompt_file}} ~/.claude/projects/p/s1.jsonl usage",
+                            "--session-glob", "~/.claude/projects/*/*.jsonl")
+    assert result.exit_code == 0, result.output
+    run_json = json.loads((tmp_path / "cli" / "run" / "run.json").read_text())
+    assert run_json["environment"]["session_file"].endswith("session/home/.claude/projects/p/s1.jsonl")
+    assert run_json["exit_status"] == "submitted" and run_json["accounting"]["agent_events"] == 3
 
 
 def test_a_command_past_the_wall_time_is_stopped_and_labelled(tmp_path, task_and_mirror):

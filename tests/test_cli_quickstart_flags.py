@@ -18,6 +18,7 @@ from test_experiment_e2e import CALC, script, synthetic  # noqa: F401  (syntheti
 from typer.testing import CliRunner
 
 from takeover.cli import app
+from takeover.errors import InputError
 from takeover.testing.scripted_server import ScriptedServer
 
 FIX = "sed -i '2s/a - b/a + b/' calc.py"
@@ -95,3 +96,12 @@ def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
     for key, value in {"timeout": 42, "retries": 2, "max_retry_wait": 5}.items():  # the successor and note writer
         assert successor[key] == config["notes"]["model"][key] == value, key
     assert json.loads((out / "quickstart.json").read_text())["model"]["model"] == "openai/scripted"
+
+
+def test_quickstart_agent_names_a_runtime_that_runs_without_a_command(tmp_path):
+    for agent in ("command", "nope"):
+        result = CliRunner().invoke(app, ["quickstart", "--agent", agent, "--out-dir", str(tmp_path / "qs")])
+        assert isinstance(result.exception, InputError)  # exit status 2 at the console script
+        assert str(result.exception) == (f"--agent: unknown agent runtime {agent!r} for the quickstart: use "
+                                         "mini-swe-agent or openhands")
+        assert not (tmp_path / "qs").exists()

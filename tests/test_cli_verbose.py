@@ -41,6 +41,7 @@ def logging_state(monkeypatch):
     ["checkpoint", "-v", "missing-run.json", "--dataset", "missing.jsonl", "--point-type", "x", "--out-dir", "cp"],
     ["inspect", "--verbose", "missing-run.json"],
     ["tasks", "select", "--verbose", "--dataset", "missing.jsonl", "--out-dir", "sel"],
+    ["tasks", "images", "--verbose", "--dataset", "missing.jsonl"],
     ["agent", "run", "-v", "--dataset", "missing.jsonl", "--instance-id", "x", "--model", "m", "--out-dir", "r"],
     ["report", "--verbose", "missing-out"],
     ["serve-model", "--verbose", "--model-path", "missing.gguf"],
