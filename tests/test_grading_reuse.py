@@ -90,13 +90,13 @@ def test_same_grading_is_reused_and_says_from_when(calc):
     ("the dataset row", {"task": {"environment_setup_commit": "0" * 40}}),
     ("the environment specification", {"task": {"takeover_env_spec": {**SPEC, "test_cmd": SPEC["test_cmd"] + " -q"}}}),
     ("the network setting", {"kwargs": {"network": True}}),
-    ("the time limit", {"kwargs": {"timeout": 121}}),
+    ("the time limit", {"kwargs": {"grading_timeout": 121}}),
 ])
 def test_each_part_of_the_key_grades_again(calc, what, change):
     task, source, logs = calc
     first = _first(task, source, logs)
     changed_task = {**task, **change.get("task", {})}
-    kwargs = {"timeout": 120, **change.get("kwargs", {})}
+    kwargs = {"grading_timeout": 120, **change.get("kwargs", {})}
     again = grade(changed_task, change.get("patch", GOLD), repo_source=source, log_dir=logs, **kwargs)
     assert not again.reused
     assert again.reuse_note.startswith("graded again: ") and what in again.reuse_note
