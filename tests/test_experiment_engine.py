@@ -3,6 +3,7 @@ experiment file (errors naming the file and the TOML key)."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from prerequisites import requires
 from takeover.errors import InputError
 from takeover.experiments import ExperimentConfig, load_experiment
 from takeover.experiments.engine import InlineExecutor, ProcessExecutor, make_executor, run_units
+from takeover.experiments.progress import ProgressLines
 from takeover.experiments.units import UnitResult, UnitSpec, unit_path
 from takeover.testing.engine_units import fail_unless_file, record_call
 
@@ -251,3 +253,11 @@ def test_follow_up_units_are_planned_as_their_upstream_unit_ends_and_reused_late
     assert list(again) == list(results) and len(_calls(log)) == 3
     assert [e.kind for e in events].count("started") == 0
     assert [(e.stage, e.reused_result) for e in events if e.kind == "finished" and not e.blocked] == [("b", True)]
+    # Printed: the follow-up stage's plan never claims "0 reused" before its upstream units have ended.
+    stream = io.StringIO()
+    run_units(first, out, InlineExecutor(), progress=ProgressLines(stream=stream), follow=follow, following={"b": 2})
+    lines = [line.split(" ", 1)[1] for line in stream.getvalue().splitlines()]
+    assert "a: 2 unit(s) planned, 2 reused, 0 to run" in lines
+    assert [line for line in lines if line.startswith("b: 2 unit(s) planned")] == [
+        "b: 2 unit(s) planned as the stage before ends (stored ones are reused)"]
+    assert any(line.startswith("b 1/2 done, reused") for line in lines), lines

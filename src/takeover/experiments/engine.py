@@ -62,8 +62,9 @@ class ProgressEvent(BaseModel):
     ``reason``) when a unit's worker died and the unit is sent again.
 
     Units of a stage that follow others (:func:`run_units` ``follow``) are ``planned`` once with the
-    stage's full count and no unit reused; each then comes as ``finished``, with ``reused`` when its
-    stored result was taken, with ``blocked`` when it could not run (its result says why)."""
+    stage's full count and ``follows`` set (which of them are reused is not known yet); each then comes as
+    ``finished``, with ``reused_result`` when its stored result was taken, with ``blocked`` when it could
+    not run (its result says why)."""
 
     kind: Literal["planned", "started", "finished", "redo"]
     stage: str
@@ -77,6 +78,7 @@ class ProgressEvent(BaseModel):
     reason: str | None = None
     blocked: bool = False
     reused_result: bool = False
+    follows: bool = False
 
 
 class Executor:
@@ -395,7 +397,7 @@ def run_units(
             progress(ProgressEvent(kind="planned", stage=stage, total=total, reused=n, reused_failed=n_failed,
                                    reused_tokens=tokens))
         for stage, total in (following or {}).items():
-            progress(ProgressEvent(kind="planned", stage=stage, total=total))
+            progress(ProgressEvent(kind="planned", stage=stage, total=total, follows=True))
     for spec, found in found_first:  # stored results may make later units plannable at once
         settle(spec, found)
     in_use = {r: 0 for r in ("model", "env")}

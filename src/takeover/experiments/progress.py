@@ -136,6 +136,7 @@ class ProgressLines:
     Lines (seconds are wall time, tokens prompt + completion)::
 
         14:02:11 takeover: 8 units planned, 3 reused, 5 to run
+        14:02:11 grade: 8 unit(s) planned as the stage before ends (stored ones are reused)
         14:02:40 takeover 4/8 done 28.9 s 4,210 tokens: pytest-dev__pytest-7521 after_first_source_edit raw_trace
         14:03:05 takeover 5/8 failed (agent) 24.6 s 3,100 tokens: ... : <reason>
         14:03:06 takeover: worker lost, unit sent again: ... : <reason>
@@ -160,7 +161,10 @@ class ProgressLines:
         self.tracker(event)
         st = self.tracker.stages[event.stage]
         name = event.stage
-        if event.kind == "planned":
+        if event.kind == "planned" and event.follows:
+            # Stored results of these units are found only as the units they follow end.
+            self._print(f"{name}: {st.total} unit(s) planned as the stage before ends (stored ones are reused)")
+        elif event.kind == "planned":
             self._print(f"{name}: {st.total} unit(s) planned, {st.reused} reused, {st.total - st.reused} to run")
         elif event.kind == "redo":
             self._print(f"{name}: worker lost, unit sent again: {_labels(event.labels) or event.key}: {event.reason}")
