@@ -167,17 +167,17 @@ def _reason(exc: BaseException, workspace: Path) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0][:300] if text else ''}"
 
 
-def _environment_vars(task: SourceTask, workspace: Path) -> tuple[dict[str, str] | None, str]:
-    """The task environment's variables and a note naming it, or ``(None, note)`` saying why the plain
-    interpreter is used instead."""
+def _environment_vars(task: SourceTask, workspace: Path) -> tuple[dict[str, str] | None, list[Path], str]:
+    """The task environment's variables, the folders of it a sandbox must show again (``readable``) and a
+    note naming it, or ``(None, [], note)`` saying why the plain interpreter is used instead."""
     try:
         prepared = prepare_environment(task, workspace)
         # Only the variables the environment sets: the rest of this process's environment (API keys
         # included) is not passed to replayed commands.
         env = prepared.env_vars(base={"PATH": os.environ.get("PATH", os.defpath)})
-        return dict(env), f"task environment for {task.repo} {task.version}"
+        return dict(env), prepared.readable, f"task environment for {task.repo} {task.version}"
     except Exception as exc:  # noqa: BLE001 - any failure falls back to the plain interpreter, and says so
-        return None, f"plain interpreter on PATH (task environment unavailable: {str(exc).splitlines()[0][:160]})"
+        return None, [], f"plain interpreter on PATH (task environment unavailable: {str(exc).splitlines()[0][:160]})"
 
 
 def event_states(
@@ -254,11 +254,12 @@ def event_states(
         ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
         try:
             start = environment_edits(task, ws, use_sandbox=use_sandbox)
-            env_vars, note = _environment_vars(task, ws) if use_environment else (None, None)
+            env_vars, readable, note = _environment_vars(task, ws) if use_environment else (None, [], None)
             form = recorded_form(start, trajectory.final_patch)
             apply_starting_state(ws, start, form)
             result = replay_trajectory(
-                trajectory, ws, task.base_commit, start=start, form=form, env_vars=env_vars, interpreter_note=note,
+                trajectory, ws, task.base_commit, start=start, form=form, env_vars=env_vars, readable=readable,
+                interpreter_note=note,
                 timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
             )
         except RepositoryUnavailable:

@@ -1,12 +1,12 @@
 """Replay of imported runs in a fresh workspace (docs/protocol.md section 5 source (c)).
 
-A run from another agent rarely records the repository state after each event. Replay rebuilds it:
-in a fresh checkout of the task's starting state (``base_commit`` plus the edits of the task environment's
-own setup, :mod:`takeover.repository_states.starting_state`), the recorded actions are re-executed in order and a snapshot
-(:func:`takeover.repository_states.snapshots.take_snapshot`) is taken after every event that ran a command or an edit. The
-replay is accepted only if the final state reproduces the run's own final patch under one of the rules
-of docs/protocol.md section 5.4 (:mod:`takeover.repository_states.replay_verification`); otherwise the run is unreplayable
-and its points do not qualify.
+A run from another agent rarely records the repository state after each event. Replay rebuilds it: in a fresh
+checkout of the task's starting state (``base_commit`` plus the edits of the task environment's own setup,
+:mod:`takeover.repository_states.starting_state`), the recorded actions are re-executed in order and a
+snapshot (:func:`takeover.repository_states.snapshots.take_snapshot`) is taken after every event that ran a
+command or an edit. The replay is accepted only if the final state reproduces the run's own final patch under
+one of the rules of docs/protocol.md section 5.4 (:mod:`takeover.repository_states.replay_verification`);
+otherwise the run is unreplayable and its points do not qualify.
 
 How actions are re-executed:
 
@@ -218,6 +218,7 @@ def replay_trajectory(
     start: StartingState | None = None,
     form: RecordedForm = "committed",
     env_vars: dict[str, str] | None = None,
+    readable: Sequence[Path] = (),
     interpreter_note: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     memory_mb: int = DEFAULT_MEMORY_MB,
@@ -237,6 +238,7 @@ def replay_trajectory(
             the final state taken against ``base_commit`` (``working_tree``) or the starting state
             (``committed``).
         env_vars: variables of the task's environment, e.g. ``PATH`` with its interpreter.
+        readable: folders of that environment the sandbox must show again (its private ``/tmp`` hides them).
         interpreter_note: how to describe that environment in the verdict.
         timeout: seconds per command (a command the recorded run saw time out gets at most
             :data:`RECORDED_TIMEOUT_LIMIT`); memory_mb: memory limit per command (MiB).
@@ -281,7 +283,8 @@ def replay_trajectory(
         for i, ev in enumerate(events):
             step = ReplayStep(index=i, action="noop")
             if failure is None and ev.kind == "action" and not ev.format_error:
-                step = _replay_action(ev, i, events, trajectory, workspace, root, mode, st, editor, env, tmp_dir, timeout, memory_mb)
+                step = _replay_action(ev, i, events, trajectory, workspace, root, mode, st, editor, env, tmp_dir,
+                                      timeout, memory_mb, [*alternates(workspace), *readable])
                 if step.action == "unreplayable":
                     failure = f"event {i} cannot be replayed exactly: {step.detail}"
                 if step.killed and (step.killed == "memory" or not recorded_timeout(events, i)):
@@ -341,9 +344,8 @@ def _unreproduced_exit(step: ReplayStep, events: Sequence[Event], before: dict[s
     proven_writes`: a here-document's target whose lines the recorded traceback or test report names); the
     command is accepted when every file it changed is such a write, and ``notes`` says so."""
     obs = _observation_after(events, step.index)
-    if step.action != "command" or step.exit_code != 0 or obs is None or obs.exit_code is None or obs.exit_code <= 0:
-        return None
-    if recorded_timeout(events, step.index):
+    if (step.action != "command" or step.exit_code != 0 or obs is None or obs.exit_code is None
+            or obs.exit_code <= 0 or recorded_timeout(events, step.index)):
         return None
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     if not changed:
@@ -459,7 +461,7 @@ def _not_a_shell_command(ev: Event, i: int, events: Sequence[Event], trajectory:
 def _replay_action(
     ev: Event, i: int, events: Sequence[Event], trajectory: Trajectory, workspace: Path, root: str | None,
     mode: str, st: sandbox.SandboxStatus, editor: FileEditor, env: dict[str, str], tmp_dir: Path,
-    timeout: float, memory_mb: int,
+    timeout: float, memory_mb: int, readable: list[Path],
 ) -> ReplayStep:
     step = _not_a_shell_command(ev, i, events, trajectory, editor)
     if step is not None:
@@ -477,7 +479,7 @@ def _replay_action(
         if mapped is None or not mapped.is_dir():
             inner_cwd = root
         argv = sandbox.wrap(["bash", "-c", command], workspace, cwd=inner_cwd, tmp=tmp_dir,
-                            readable=alternates(workspace), mount_at=root, tool=st.tool)
+                            readable=readable, mount_at=root, tool=st.tool)
         run_cwd = workspace
     else:
         if root:
@@ -486,7 +488,7 @@ def _replay_action(
         run_cwd = mapped if mapped is not None and mapped.is_dir() else workspace
         if st.available:
             argv = sandbox.wrap(["bash", "-c", command], workspace, cwd=str(run_cwd), tmp=tmp_dir,
-                                readable=alternates(workspace), mount_at=None, tool=st.tool)
+                                readable=readable, mount_at=None, tool=st.tool)
         else:
             argv = ["bash", "-c", command]
     if recorded_timeout(events, i):
