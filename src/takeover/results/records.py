@@ -185,20 +185,26 @@ class ImportOutput(_Record):
     final_patch_files: list[str]
 
 
-class PredecessorRunInputs(TaskInputs):
-    """Run the predecessor ``model`` on the task under ``limits``, with the agent runtime ``agent`` (the
-    ``command`` runtime with its ``agent_command`` and ``session_glob``) and its commands in
-    ``command_backend`` (each written only when not the default, so that the keys of runs of
-    the default runtime, which had neither field, stay as they were)."""
+class _AgentChoice(_Record):
+    """The agent runtime of an agent-run unit, ``agent`` (docs/protocol.md section 8.4; the ``command``
+    runtime with its ``agent_command`` and ``session_glob``), and where its commands run,
+    ``command_backend``: each written only when not the default, so that the keys of runs of the default
+    runtime, which had neither field, stay as they were. Put first among a record's bases."""
 
     _OMIT_WHEN_DEFAULT = ("agent", "command_backend", "agent_command", "session_glob")
 
-    model: ModelSettings
-    limits: AgentSettings
     agent: str = DEFAULT_AGENT
     command_backend: str = DEFAULT_COMMAND_BACKEND
     agent_command: str | None = None
     session_glob: str | None = None
+
+
+class PredecessorRunInputs(_AgentChoice, TaskInputs):
+    """Run the predecessor ``model`` on the task under ``limits``, with the agent runtime and command
+    backend of :class:`_AgentChoice`."""
+
+    model: ModelSettings
+    limits: AgentSettings
 
 
 class AgentRunOutput(_Record):
@@ -394,12 +400,10 @@ class ViewOutput(_Record):
 # --- takeover and grade ----------------------------------------------------------------------------
 
 
-class TakeoverInputs(CheckpointUnitInputs):
+class TakeoverInputs(_AgentChoice, CheckpointUnitInputs):
     """One successor run from a checkpoint under one view (docs/protocol.md section 8). ``view_sha256``
-    and ``view_path`` are ``None`` only in a blocked unit (its view was not built). ``agent`` and
-    ``command_backend`` as in :class:`PredecessorRunInputs`."""
-
-    _OMIT_WHEN_DEFAULT = ("agent", "command_backend", "agent_command", "session_glob")
+    and ``view_path`` are ``None`` only in a blocked unit (its view was not built). The agent runtime and
+    command backend as in :class:`_AgentChoice`."""
 
     view: ViewName
     view_key: str
@@ -407,10 +411,6 @@ class TakeoverInputs(CheckpointUnitInputs):
     view_path: str | None
     model: ModelSettings
     limits: AgentSettings
-    agent: str = DEFAULT_AGENT
-    command_backend: str = DEFAULT_COMMAND_BACKEND
-    agent_command: str | None = None
-    session_glob: str | None = None
 
 
 class TakeoverRunOutput(AgentRunOutput):
