@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import git, make_repo
+from conftest import git
 from prerequisites import requires
 from test_agent_runs import _checkpoint_folder
+from test_agent_runtimes import write_calc_study
 from test_agents import bash, events_of, settings, tree_file
 from test_cli_points_flags import points_json
 
@@ -151,10 +152,6 @@ def test_openhands_refuses_what_it_cannot_honour_before_the_run(tmp_path, task_a
 
 # --- an experiment whose successors are mini-swe-agent and OpenHands ------------------------------------
 
-CALC = "def add(a, b):\n    return a - b\n"
-TESTS = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
-
-
 def _reply(request: dict, n: int) -> dict:
     """The predecessor (mini-swe-agent) breaks add() another way; the mini-swe-agent successor fixes it with
     sed, the OpenHands successor with its file editor."""
@@ -172,16 +169,7 @@ def _reply(request: dict, n: int) -> dict:
 @needs_openhands
 @pytest.mark.slow
 def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both(tmp_path):
-    _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": CALC}, bare_mirror=tmp_path / "mirror" / "acme__calc.git")
-    scratch, _ = make_repo(tmp_path / "scratch", {"calc.py": CALC})
-    (scratch / "test_calc.py").write_text(TESTS)
-    git(scratch, "add", "-N", "test_calc.py")
-    row = {"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": sha, "version": "0.1",
-           "problem_statement": "add() returns a - b; it must return a + b.", "patch": "",
-           "test_patch": git(scratch, "diff"), "FAIL_TO_PASS": ["test_calc.py::test_add"], "PASS_TO_PASS": [],
-           "difficulty": "15 min - 1 hour",
-           "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}}
-    (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
+    write_calc_study(tmp_path)
     with ScriptedServer(_reply) as srv:
         model = f'model = "scripted"\nbase_url = "{srv.base_url}"\napi_key_env = ""\nretries = 0\n'
         (tmp_path / "e.toml").write_text(

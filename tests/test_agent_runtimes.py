@@ -195,8 +195,9 @@ def _reply(request: dict, n: int) -> dict:
         min(1, sum(m["role"] == "assistant" for m in messages))]
 
 
-@pytest.mark.slow
-def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_report(tmp_path, scribe):
+def write_calc_study(tmp_path: Path) -> None:
+    """A study's inputs in ``tmp_path``: ``mirror/acme__calc.git`` (add() subtracts) and ``tasks.jsonl`` with
+    its one task, graded by a test that add() adds."""
     _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": CALC}, bare_mirror=tmp_path / "mirror" / "acme__calc.git")
     scratch, _ = make_repo(tmp_path / "scratch", {"calc.py": CALC})
     (scratch / "test_calc.py").write_text(TESTS)
@@ -207,6 +208,11 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
            "difficulty": "15 min - 1 hour",
            "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA", "log_parser": "pytest"}}
     (tmp_path / "tasks.jsonl").write_text(json.dumps(row) + "\n")
+
+
+@pytest.mark.slow
+def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_report(tmp_path, scribe):
+    write_calc_study(tmp_path)
     with ScriptedServer(_reply) as srv:
         model = f'model = "scripted"\nbase_url = "{srv.base_url}"\napi_key_env = ""\nretries = 0\n'
         (tmp_path / "e.toml").write_text(
