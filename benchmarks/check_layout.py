@@ -84,7 +84,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("views",),  # 7
     ("agents",),  # 8
     ("grading",),  # 9
-    ("report", "results"),  # 10: results = the typed records stages write and the report reads
+    # 10: results = the typed records stages write and the report reads; rediscovery = which successor actions
+    # repeat what the predecessor knew, and the figures stored with each takeover unit
+    ("report", "results", "rediscovery"),
     # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task)
     ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task"),
     ("cli", "__main__"),  # 12

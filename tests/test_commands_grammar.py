@@ -71,7 +71,8 @@ def test_verification_through_the_union_of_wrappers():
 @pytest.mark.parametrize("command,reads", [
     ("cat src/a.py", [FileRead("src/a.py")]),
     ("cat -n a.py b.py", [FileRead("a.py"), FileRead("b.py")]),
-    ("nl -ba a.py | sed -n '10,20p'", [FileRead("a.py")]),
+    ("nl -ba a.py | sed -n '10,20p'", [FileRead("a.py", 10, 20)]),
+    ("cat a.py | head -n 5", [FileRead("a.py", 1, 5)]),
     ("sed -n '10,20p' a.py", [FileRead("a.py", 10, 20)]),
     ("sed -n 5p a.py", [FileRead("a.py", 5, 5)]),
     ("sed -n '30,$p' a.py", [FileRead("a.py", 30, None)]),

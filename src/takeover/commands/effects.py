@@ -59,11 +59,13 @@ _FIND_NAME_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-regex", "-
 @dataclass(frozen=True)
 class FileRead:
     """A file a command prints: ``path`` as written, and lines ``start``..``end`` (1-based, inclusive;
-    ``end`` ``None``: to the end; ``start`` negative: the last ``-start`` lines)."""
+    ``end`` ``None``: to the end; ``start`` negative: the last ``-start`` lines); ``selector``: a ``sed``
+    script that picks lines by pattern (``/def f/,/return/p``), ``""`` for a range of lines."""
 
     path: str
     start: int = 1
     end: int | None = None
+    selector: str = ""
 
 
 @dataclass(frozen=True)
@@ -179,29 +181,40 @@ def _paths(args: Sequence[str]) -> list[str]:
     return [a for a in args if not a.startswith("-")]
 
 
+def segment_writes(seg: Segment) -> list[str] | None:
+    """Files one segment writes, as written (see :func:`written_files`); ``None`` when it may write files it
+    does not name."""
+    out = list(seg.writes_files)
+    program, args = seg.program, list(seg.args)
+    if program is None or _segment_read_only(seg) or (program in READ_ONLY and program not in ("sed", "awk", "gawk",
+                                                                                             "git")):
+        return out
+    paths = _paths(args)
+    if program == "sed" and writes_by_option(program, args):
+        out.extend(_sed_files(args))
+    elif program == "tee":
+        out.extend(paths)
+    elif program in ("cp", "mv", "install") and len(paths) >= 2:
+        out.append(paths[-1])
+        if program == "mv":
+            out.extend(paths[:-1])
+    elif program in ("rm", "touch", "truncate", "mkdir", "rmdir", "chmod"):
+        out.extend(p for p in paths if not _NUMBER.match(p) and "=" not in p)
+    else:
+        return None
+    return out
+
+
 def written_files(command: str | None) -> list[str] | None:
     """Files ``command`` writes, as written: output redirections, ``tee``, ``sed -i``, ``cp``/``mv``/``install``
     destinations, ``rm``, ``touch``, ``truncate``; ``[]`` for a read-only command; ``None`` when it may write
     files it does not name (a script, ``git checkout``, ``patch``, any program this grammar does not know)."""
     out: list[str] = []
     for seg in segments(command):
-        out.extend(seg.writes_files)
-        program, args = seg.program, list(seg.args)
-        if program is None or _segment_read_only(seg) or (program in READ_ONLY and program not in ("sed", "awk",
-                                                                                                 "gawk", "git")):
-            continue
-        if program == "sed" and writes_by_option(program, args):
-            out.extend(_sed_files(args))
-        elif program == "tee":
-            out.extend(_paths(args))
-        elif program in ("cp", "mv", "install") and len(_paths(args)) >= 2:
-            out.append(_paths(args)[-1])
-            if program == "mv":
-                out.extend(_paths(args)[:-1])
-        elif program in ("rm", "touch", "truncate", "mkdir", "rmdir", "chmod"):
-            out.extend(p for p in _paths(args) if not _NUMBER.match(p) and "=" not in p)
-        else:
+        found = segment_writes(seg)
+        if found is None:
             return None
+        out.extend(found)
     return out
 
 
@@ -280,6 +293,8 @@ def _segment_reads(seg: Segment) -> list[FileRead]:
             start = int(m.group(1))
             end = None if m.group(2) == "$" else int(m.group(2) or start)
             return [FileRead(f, start, end) for f in files]
+        if "-n" in args and re.search(r"p\s*;?\s*}?\s*$", script):
+            return [FileRead(f, 1, None, " ".join(script.split())) for f in files]
         return [FileRead(f) for f in files] if "-n" not in args else []
     if program in ("head", "tail"):
         n, plus, files = _count(args, 10)
@@ -297,10 +312,56 @@ def file_reads(command: str | None) -> list[FileRead]:
     """Files ``command`` prints (:data:`READERS`: ``cat``, ``nl``, ``head``, ``tail``, ``sed -n 'A,Bp'``, ``sed``
     without ``-n``/``-i``), with the lines printed; a reader fed by a pipe reads no file."""
     out: list[FileRead] = []
+    last: list[FileRead] = []
     for seg in segments(command):
-        if not seg.piped or seg.args:
-            out.extend(_segment_reads(seg))
+        if seg.piped and is_output_filter(seg):
+            narrowed = [_narrow(r, seg) for r in last]
+            out[len(out) - len(last):] = narrowed
+            last = narrowed
+            continue
+        last = _segment_reads(seg)
+        out.extend(last)
     return out
+
+
+#: Programs that, fed by a pipe without a file argument, only filter what the previous segment printed.
+OUTPUT_FILTERS: frozenset[str] = frozenset({
+    "head", "tail", "sed", "grep", "egrep", "fgrep", "rg", "wc", "sort", "uniq", "cut", "tr", "awk", "gawk", "less",
+    "more", "cat", "nl", "column", "tee", "fold", "fmt",
+})
+
+
+def is_output_filter(seg: Segment) -> bool:
+    """Whether a piped segment only filters its input: an :data:`OUTPUT_FILTERS` program with no file argument
+    (``tee`` writes its files: those are a write, see :func:`written_files`)."""
+    if not seg.piped or seg.program not in OUTPUT_FILTERS or writes_by_option(seg.program, seg.args):
+        return False
+    if seg.program in ("sed", "awk", "gawk", "grep", "egrep", "fgrep", "rg"):
+        return len(_paths(seg.args)) <= 1
+    if seg.program in ("head", "tail"):
+        return not _count(list(seg.args), 10)[2]
+    return seg.program == "tee" or not _paths(seg.args)
+
+
+def _narrow(read: FileRead, seg: Segment) -> FileRead:
+    """A read whose output went through ``seg`` (``head -n N``, ``sed -n 'A,Bp'`` on numbered lines)."""
+    args = list(seg.args)
+    if read.start < 0:
+        return read
+    if seg.program == "head":
+        n = _count(args, 10)[0]
+        if n > 0:
+            end = read.start + n - 1
+            return FileRead(read.path, read.start, end if read.end is None else min(end, read.end))
+    if seg.program == "sed" and ("-n" in args or "--quiet" in args):
+        m = _SED_RANGE.match(_sed_script(args) or "")
+        if m and read.start == 1:
+            start = int(m.group(1))
+            end = None if m.group(2) == "$" else int(m.group(2) or start)
+            if read.end is not None:
+                end = read.end if end is None else min(end, read.end)
+            return FileRead(read.path, start, end)
+    return read
 
 
 def _grep_search(program: str, args: Sequence[str]) -> Search | None:

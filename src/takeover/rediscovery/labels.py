@@ -1,0 +1,367 @@
+"""Which of a successor's actions rediscover what the predecessor knew at the cut, and the run's figures
+(docs/protocol.md, Extension "Rediscovery").
+
+The predecessor's knowledge at the cut (its events ``0..cut_event``): the files it read or wrote whole, with
+the content it saw and the lines; the searches it ran over the content of their scope; the verification
+commands it ran on the repository's state; the edits in the checkpoint. Each successor action gets one label:
+``reread``, ``research``, ``rerun``, ``redo_edit`` or ``new``.
+
+A file's content is known by a *content key*: from per-event repository states when both runs have them
+(:mod:`takeover.points.event_states`: the file's diff against the starting state), otherwise from the
+events (the edits applied to the file since the starting state, in order; a git command that rewrites the
+working tree changes every key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from takeover.commands import Search
+from takeover.errors import InputError
+from takeover.rediscovery.actions import ActionEffects, Read, event_effects
+from takeover.trajectories.events import Event, Trajectory
+
+Label = Literal["reread", "research", "rerun", "redo_edit", "new"]
+#: Every label, rediscovery first (docs/protocol.md, Extension "Rediscovery").
+LABELS: tuple[str, ...] = ("reread", "research", "rerun", "redo_edit", "new")
+#: The labels that count as rediscovery.
+REDISCOVERY_LABELS: tuple[str, ...] = ("reread", "research", "rerun", "redo_edit")
+#: Where a successor starts: the checkpoint (a takeover), or the starting state (a run compared with itself).
+Start = Literal["checkpoint", "base"]
+#: A folder the agents of SWE-bench runs work in, tried after a run's own working folder.
+_DEFAULT_ROOTS = ("/testbed",)
+
+
+@dataclass(frozen=True)
+class LabelledAction:
+    """One successor action: its ``event`` index, ``label``, the predecessor event it ``repeats`` (``None`` for
+    ``new``) and its ``kind`` (``read``, ``search``, ``verification``, ``edit`` or ``other``)."""
+
+    event: int
+    label: str
+    repeats: int | None
+    kind: str
+
+
+@dataclass(frozen=True)
+class RediscoveryFigures:
+    """Per-run figures (docs/protocol.md, Extension "Rediscovery").
+
+    Attributes:
+        actions: the successor's actions; ``rediscovery_actions``: those labelled rediscovery;
+            ``by_label``: actions per label.
+        agent_events: the successor's events (actions + observations); ``rediscovery_events``: the
+            rediscovery actions and the observations that answer them; ``rediscovery_share``: their ratio
+            (``None`` for a run without events).
+        prompt_tokens: the run's cumulative prompt tokens; ``rediscovery_prompt_tokens``: the prompt tokens of
+            the calls that produced rediscovery actions (a call that produced several actions counts in
+            proportion; ``None`` when no call records usage).
+        events_until_first_new: the events before the first ``new`` action that reads, searches, runs or
+            edits something (``None``: there is none); ``events_until_first_edit``: the events before the
+            first edit (``None``: no edit).
+    """
+
+    actions: int
+    rediscovery_actions: int
+    by_label: dict[str, int]
+    agent_events: int
+    rediscovery_events: int
+    rediscovery_share: float | None
+    prompt_tokens: int | None
+    rediscovery_prompt_tokens: int | None
+    events_until_first_new: int | None
+    events_until_first_edit: int | None
+
+
+@dataclass
+class Rediscovery:
+    """The labels of one successor run against one predecessor cut: ``cut_event``, ``figures``, ``labels``
+    (one per successor action) and ``unrecognised`` (command parts of the successor no rule reads)."""
+
+    cut_event: int
+    figures: RediscoveryFigures
+    labels: list[LabelledAction]
+    unrecognised: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The record ``takeover rediscovery --json`` prints."""
+        return {"cut_event": self.cut_event, "figures": asdict(self.figures),
+                "labels": [{"event": a.event, "label": a.label, "repeats": a.repeats, "kind": a.kind}
+                           for a in self.labels],
+                "unrecognised": self.unrecognised}
+
+
+# --- content keys ------------------------------------------------------------------------------------------
+
+
+class _Contents:
+    """The content key of every file while a run's events are walked (module docstring)."""
+
+    def __init__(self, keys: dict[str, tuple] | None = None, epoch: tuple = (),
+                 states: Sequence[dict[str, str]] | None = None, current: dict[str, str] | None = None):
+        self.keys = dict(keys or {})
+        self.epoch = epoch
+        self.states = states
+        self.current = dict(current or {})
+
+    def copy(self, states: Sequence[dict[str, str]] | None = None) -> _Contents:
+        return _Contents(self.keys, self.epoch, states, self.current)
+
+    def key(self, path: str) -> Any:
+        if self.states is not None:
+            return ("state", self.current.get(path))
+        return (self.epoch, self.keys.get(path, ()))
+
+    def _items(self) -> list[tuple[str, Any]]:
+        if self.states is not None:
+            return sorted(self.current.items())
+        return sorted((p, k) for p, k in self.keys.items() if k)
+
+    def scope_key(self, scope: Sequence[str]) -> Any:
+        roots = [s for s in scope if not s.startswith("filter:")] or ["."]
+        inside = tuple((p, k) for p, k in self._items() if any(_under(p, r) for r in roots))
+        return (self.epoch, inside) if self.states is None else inside
+
+    def state(self) -> Any:
+        return (self.epoch, tuple(self._items())) if self.states is None else tuple(self._items())
+
+    def advance(self, event: Event, fx: ActionEffects, signature: str) -> None:
+        """Apply ``event``'s edits (``fx``), or move to the recorded state after it."""
+        if self.states is not None:
+            if event.index < len(self.states):
+                self.current = dict(self.states[event.index])
+            return
+        for path in fx.edits:
+            if path == "*":
+                self.epoch = self.epoch + (signature,)
+            else:
+                self.keys[path] = self.keys.get(path, ()) + (signature,)
+
+
+def _under(path: str, scope: str) -> bool:
+    return scope in (".", "") or path == scope or path.startswith(scope.rstrip("/") + "/")
+
+
+def _signature(event: Event) -> str:
+    """What identifies an edit between two runs: the editor's arguments, or the command's words."""
+    if event.type == "file_edit":
+        return repr((event.edit, event.old_text, event.new_text, event.file_text, event.insert_line,
+                     event.view_range))
+    return " ".join((event.command or "").split())
+
+
+# --- reads: line ranges ------------------------------------------------------------------------------------
+
+
+def _covered(read: Read, seen: list[tuple[int, int | None, int, str]]) -> int | None:
+    """The latest predecessor event among ``seen`` (ranges ``(start, end, event, selector)``) when together
+    they cover the lines of ``read``; ``None`` when they do not. Lines picked by a pattern are covered by a
+    whole read or by the same pattern."""
+    whole = [ev for s, e, ev, sel in seen if s == 1 and e is None and not sel]
+    if read.selector:
+        same = [ev for *_, ev, sel in seen if sel == read.selector]
+        return max(whole + same) if whole or same else None
+    seen = [(s, e, ev) for s, e, ev, sel in seen if not sel]
+    if read.start < 0:  # the last lines: a whole read or a longer tail covers them
+        tails = [ev for s, e, ev in seen if s < 0 and s <= read.start]
+        return max(whole + tails) if whole or tails else None
+    end = _END if read.end is None else read.end
+    reach, used = read.start - 1, []
+    for s, e, ev in sorted((s, _END if e is None else e, ev) for s, e, ev in seen if s > 0):
+        if s > reach + 1:
+            break
+        if e > reach:
+            used.append(ev)
+            reach = e
+    return max(used) if used and reach >= end else None
+
+
+_END = 10**12
+
+
+# --- the predecessor's knowledge ---------------------------------------------------------------------------
+
+
+@dataclass
+class Knowledge:
+    """What the predecessor knew at the cut (docs/protocol.md, Extension "Rediscovery"): ``seen`` (file,
+    content key) -> line ranges with their events; ``searched`` (search, scope content) -> event;
+    ``verified`` (normalised command, state) -> event; ``edits`` path -> edit signature -> event, for the
+    edits of the checkpoint; and the content keys at the cut."""
+
+    seen: dict[tuple[str, Any], list[tuple[int, int | None, int, str]]] = field(default_factory=dict)
+    searched: dict[tuple[Search, Any], int] = field(default_factory=dict)
+    verified: dict[tuple[str, Any], int] = field(default_factory=dict)
+    edits: dict[str, dict[str, int]] = field(default_factory=dict)
+    contents: _Contents = field(default_factory=_Contents)
+
+
+def _observations(events: Sequence[Event]) -> dict[int, Event]:
+    out: dict[int, Event] = {}
+    for ev in events:
+        if ev.kind == "observation" and ev.cause is not None and ev.cause not in out:
+            out[ev.cause] = ev
+    return out
+
+
+def _roots(trajectory: Trajectory, extra: Sequence[str]) -> list[str]:
+    return [r for r in (trajectory.working_dir, *extra, *_DEFAULT_ROOTS) if r]
+
+
+def knowledge_at(trajectory: Trajectory, cut_event: int, *, states: Sequence[dict[str, str]] | None = None,
+                 roots: Sequence[str] = ()) -> Knowledge:
+    """The predecessor's knowledge after its event ``cut_event`` (0-based, inclusive).
+
+    Args:
+        states: the repository state after every event (per-file diffs), when known.
+        roots: more folders that stand for the repository's top folder.
+
+    Raises:
+        InputError: ``cut_event`` is not an event of the run.
+    """
+    if not 0 <= cut_event < len(trajectory.events):
+        raise InputError(trajectory.source_path or "predecessor", f"event {cut_event} is not an event of the run "
+                         f"(it has {len(trajectory.events)})", field="cut_event")
+    k = Knowledge(contents=_Contents(states=states))
+    answers = _observations(trajectory.events)
+    top = _roots(trajectory, roots)
+    for ev in trajectory.events[: cut_event + 1]:
+        fx = event_effects(ev, answers.get(ev.index), top, trajectory.working_dir)
+        c = k.contents
+        for r in fx.reads:
+            key = c.state() if r.path.startswith("git:") else c.key(r.path)
+            k.seen.setdefault((r.path, key), []).append((r.start, r.end, ev.index, r.selector))
+        for s in fx.searches:
+            k.searched[(s, c.scope_key(s.scope))] = ev.index
+        for v in fx.verifications:
+            k.verified[(v, c.state())] = ev.index
+        c.advance(ev, fx, _signature(ev))
+        for path in fx.edits:
+            k.edits.setdefault(path, {})[_signature(ev)] = ev.index
+        for path in fx.writes_whole:
+            k.seen.setdefault((path, c.key(path)), []).append((1, None, ev.index, ""))
+    return k
+
+
+# --- labelling the successor -------------------------------------------------------------------------------
+
+
+def _label(fx: ActionEffects, event: Event, k: Knowledge, c: _Contents) -> tuple[str, int | None]:
+    """The label of one successor action whose effects are ``fx`` (``c``: the contents before it)."""
+    if fx.edits:
+        return _edit_label(fx, event, k, c)
+    if fx.unrecognised or fx.kind == "other":
+        return "new", None
+    repeats: list[int] = []
+    for v in fx.verifications:
+        ev = k.verified.get((v, c.state()))
+        if ev is None:
+            return "new", None
+        repeats.append(ev)
+    for r in fx.reads:
+        key = c.state() if r.path.startswith("git:") else c.key(r.path)
+        ev = _covered(r, k.seen.get((r.path, key), []))
+        if ev is None:
+            return "new", None
+        repeats.append(ev)
+    for s in fx.searches:
+        ev = k.searched.get((s, c.scope_key(s.scope)))
+        if ev is None:
+            return "new", None
+        repeats.append(ev)
+    label = {"verification": "rerun", "read": "reread", "search": "research"}[fx.kind]
+    return label, repeats[0]
+
+
+def _edit_label(fx: ActionEffects, event: Event, k: Knowledge, c: _Contents) -> tuple[str, int | None]:
+    """``redo_edit`` when the edit leaves the files unchanged or recreates a change of the checkpoint."""
+    if "*" in fx.edits:
+        return "new", None
+    if event.type == "file_edit" and event.edit in ("str_replace", "replace_all") and event.old_text == event.new_text:
+        return "redo_edit", None
+    if c.states is not None:
+        return "new", None  # decided in label_successor, which sees the state after the edit
+    signature = _signature(event)
+    repeats = []
+    for path in fx.edits:
+        cut_key = k.contents.keys.get(path, ())
+        ev = k.edits.get(path, {}).get(signature)
+        if ev is None or signature not in cut_key:
+            return "new", None
+        repeats.append(ev)
+    return "redo_edit", repeats[0]
+
+
+def label_successor(predecessor: Trajectory, cut_event: int, successor: Trajectory, *, start: Start = "checkpoint",
+                    predecessor_states: Sequence[dict[str, str]] | None = None,
+                    successor_states: Sequence[dict[str, str]] | None = None,
+                    roots: Sequence[str] = ()) -> Rediscovery:
+    """Label every action of ``successor`` against the knowledge of ``predecessor`` at ``cut_event``.
+
+    Args:
+        start: ``checkpoint``: the successor starts from the repository at the cut (a takeover); ``base``: it
+            starts from the starting state (a run compared with itself, or two independent runs of a task).
+        predecessor_states, successor_states: per-event repository states (per-file diffs against the
+            starting state); used only when both are given, otherwise content keys come from the events.
+        roots: more folders that stand for the repository's top folder in either run.
+
+    Raises:
+        InputError: ``cut_event`` is not an event of the predecessor.
+    """
+    use_states = predecessor_states is not None and successor_states is not None
+    k = knowledge_at(predecessor, cut_event, states=predecessor_states if use_states else None, roots=roots)
+    if start == "checkpoint":
+        c = k.contents.copy(successor_states if use_states else None)
+    else:
+        c = _Contents(states=successor_states if use_states else None)
+    answers = _observations(successor.events)
+    top = _roots(successor, roots)
+    labels: list[LabelledAction] = []
+    unrecognised: list[str] = []
+    first_new = first_edit = None
+    for ev in successor.events:
+        if ev.kind != "action":
+            continue
+        fx = event_effects(ev, answers.get(ev.index), top, successor.working_dir)
+        label, repeats = _label(fx, ev, k, c)
+        before = c.state()
+        c.advance(ev, fx, _signature(ev))
+        if use_states and fx.edits and "*" not in fx.edits:
+            unchanged = c.state() == before
+            recreates = all(c.key(p) == ("state", k.contents.current.get(p)) for p in fx.edits)
+            if unchanged or recreates:
+                label = "redo_edit"
+        unrecognised.extend(fx.unrecognised)
+        labels.append(LabelledAction(ev.index, label, repeats if label != "new" else None, fx.kind))
+        if first_new is None and label == "new" and (fx.kind != "other" or fx.unrecognised):
+            first_new = ev.index
+        if first_edit is None and fx.edits:
+            first_edit = ev.index
+    return Rediscovery(cut_event, _figures(successor, labels, first_new, first_edit), labels, unrecognised)
+
+
+def _figures(run: Trajectory, labels: list[LabelledAction], first_new: int | None,
+             first_edit: int | None) -> RediscoveryFigures:
+    found = {a.event for a in labels if a.label in REDISCOVERY_LABELS}
+    answered = sum(1 for e in run.events if e.kind == "observation" and e.cause in found)
+    by_label = {name: sum(1 for a in labels if a.label == name) for name in LABELS}
+    per_call: dict[int, list[bool]] = {}
+    for a in labels:
+        call = run.events[a.event].llm_call
+        if call is not None:
+            per_call.setdefault(call, []).append(a.event in found)
+    tokens = None
+    if run.usage_reported:
+        usage = {c.index: c.usage.prompt_tokens for c in run.llm_calls if c.usage}
+        tokens = round(sum(usage.get(call, 0) * sum(flags) / len(flags) for call, flags in per_call.items()))
+    events = len(run.events)
+    rediscovery_events = len(found) + answered
+    return RediscoveryFigures(
+        actions=len(labels), rediscovery_actions=len(found), by_label=by_label, agent_events=events,
+        rediscovery_events=rediscovery_events,
+        rediscovery_share=round(rediscovery_events / events, 4) if events else None,
+        prompt_tokens=run.prompt_tokens if run.usage_reported else None, rediscovery_prompt_tokens=tokens,
+        events_until_first_new=first_new, events_until_first_edit=first_edit,
+    )
