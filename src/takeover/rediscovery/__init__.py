@@ -19,6 +19,7 @@ from takeover.rediscovery.labels import (
     LabelledAction,
     Rediscovery,
     RediscoveryFigures,
+    event_derived_states,
     knowledge_at,
     label_successor,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "LabelledAction",
     "Rediscovery",
     "RediscoveryFigures",
+    "event_derived_states",
     "event_effects",
     "knowledge_at",
     "label_successor",

@@ -14,6 +14,7 @@ working tree changes every key).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -61,6 +62,9 @@ class RediscoveryFigures:
         events_until_first_new: the events before the first ``new`` action that reads, searches, runs or
             edits something (``None``: there is none); ``events_until_first_edit``: the events before the
             first edit (``None``: no edit).
+        events_by_label: where the run's events went: per label, its actions and the observations that
+            answer them (events that answer no action count as ``new``); the values add up to
+            ``agent_events``.
     """
 
     actions: int
@@ -73,6 +77,7 @@ class RediscoveryFigures:
     rediscovery_prompt_tokens: int | None
     events_until_first_new: int | None
     events_until_first_edit: int | None
+    events_by_label: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -346,6 +351,11 @@ def _figures(run: Trajectory, labels: list[LabelledAction], first_new: int | Non
              first_edit: int | None) -> RediscoveryFigures:
     found = {a.event for a in labels if a.label in REDISCOVERY_LABELS}
     answered = sum(1 for e in run.events if e.kind == "observation" and e.cause in found)
+    label_of = {a.event: a.label for a in labels}
+    events_by_label = dict.fromkeys(LABELS, 0)
+    for e in run.events:
+        owner = e.index if e.kind == "action" else e.cause
+        events_by_label[label_of.get(owner, "new") if owner is not None else "new"] += 1
     by_label = {name: sum(1 for a in labels if a.label == name) for name in LABELS}
     per_call: dict[int, list[bool]] = {}
     for a in labels:
@@ -363,5 +373,22 @@ def _figures(run: Trajectory, labels: list[LabelledAction], first_new: int | Non
         rediscovery_events=rediscovery_events,
         rediscovery_share=round(rediscovery_events / events, 4) if events else None,
         prompt_tokens=run.prompt_tokens if run.usage_reported else None, rediscovery_prompt_tokens=tokens,
-        events_until_first_new=first_new, events_until_first_edit=first_edit,
+        events_until_first_new=first_new, events_until_first_edit=first_edit, events_by_label=events_by_label,
     )
+
+
+def event_derived_states(trajectory: Trajectory, roots: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The state after every event as the events determine it: ``{path: key}`` for each file an edit
+    reached, the key a text naming the edits applied to it (not a diff). Enough to tell which files changed
+    at which event (the detection rules of docs/protocol.md section 4 read nothing else) where a run has no
+    exact states; never a checkpoint's content."""
+    c = _Contents()
+    answers = _observations(trajectory.events)
+    top = _roots(trajectory, roots)
+    out: list[dict[str, str]] = []
+    for ev in trajectory.events:
+        fx = event_effects(ev, answers.get(ev.index), top, trajectory.working_dir)
+        c.advance(ev, fx, _signature(ev))
+        out.append({p: f"{len(k)} edits {hashlib.sha1(repr((c.epoch, k)).encode()).hexdigest()[:12]}"
+                    for p, k in c.keys.items() if k})
+    return out

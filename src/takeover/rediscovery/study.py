@@ -1,0 +1,140 @@
+"""Rediscovery figures of a study's takeover units, stored with each unit (docs/protocol.md, Extension
+"Rediscovery").
+
+A takeover unit's figures are computed from files the study already holds: the successor's run folder (the
+unit's ``output.run_dir``), the predecessor's trajectory and the cut (the checkpoint unit it was made from:
+``inputs.trajectory`` and the point's ``event_index``). No model is called, nothing is graded again. They
+are stored as ``OUT/work/takeover/<key>/rediscovery.json`` (the unit's own work folder) and read back from
+there, so ``takeover report`` on a folder written before rediscovery existed computes them once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from takeover._util.io import atomic_write_json
+from takeover.errors import TakeoverError
+from takeover.rediscovery.labels import label_successor
+from takeover.trajectories import Trajectory, read_trajectories
+from takeover.trajectories.takeover_run import read_run
+
+#: File name of a unit's stored figures, in the unit's work folder.
+FIGURES_FILE = "rediscovery.json"
+#: Version of the stored record: a record of another version is computed again.
+FIGURES_VERSION = 1
+
+
+@dataclass
+class UnitFigures:
+    """The rediscovery record of one takeover unit: its labels (``point_type``, ``view``, ``successor``,
+    ``instance_id``), ``cut_event``, ``figures`` (:class:`~takeover.rediscovery.RediscoveryFigures` as a
+    dict), ``labels`` (one per successor action: event, label, repeats, kind) and ``unrecognised``; or
+    ``figures`` ``None`` and the ``reason`` (a run folder that is gone)."""
+
+    key: str
+    instance_id: str | None
+    point_type: str | None
+    view: str | None
+    successor: str | None
+    cut_event: int | None = None
+    figures: dict[str, Any] | None = None
+    labels: list[dict[str, Any]] | None = None
+    unrecognised: list[str] | None = None
+    reason: str | None = None
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _relocated(path: str | None, out: Path) -> Path | None:
+    """``path`` if it exists, else the same path under ``out`` (an output folder that was moved:
+    ``.../work/<stage>/<key>/...`` is looked for as ``OUT/work/<stage>/<key>/...``)."""
+    if not path:
+        return None
+    if Path(path).exists():
+        return Path(path)
+    if "/work/" in path:
+        moved = out / "work" / path.rsplit("/work/", 1)[1]
+        if moved.exists():
+            return moved
+    return None
+
+
+def _predecessor(ref: dict, out: Path) -> Trajectory:
+    """The predecessor trajectory a checkpoint unit's ``inputs.trajectory`` names (a run folder, or a file and
+    record)."""
+    run_dir = _relocated(ref.get("run_dir"), out)
+    if ref.get("run_dir"):
+        if run_dir is None:
+            raise TakeoverError(f"the predecessor's run folder {ref['run_dir']} is gone")
+        return read_run(run_dir)
+    file = _relocated(ref.get("file"), out) or (Path(ref["file"]) if ref.get("file") else None)
+    if file is None or not file.exists():
+        raise TakeoverError(f"the predecessor's trajectory {ref.get('file')} is gone")
+    runs = read_trajectories(file)
+    for run in runs:
+        if run.record == ref.get("record"):
+            return run
+    if len(runs) == 1:
+        return runs[0]
+    raise TakeoverError(f"record {ref.get('record')!r} not found in {file}")
+
+
+def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
+    """The rediscovery record of one takeover unit file's content ``unit`` (done), from its stored file or,
+    when there is none (or of another version), computed and, with ``store``, written beside the unit."""
+    key = unit["key"]
+    labels = unit.get("labels") or {}
+    row = UnitFigures(key, labels.get("instance_id"), labels.get("point_type"), labels.get("view"),
+                      labels.get("successor"))
+    stored_path = out / "work" / "takeover" / key / FIGURES_FILE
+    stored = _load(stored_path)
+    if stored and stored.get("version") == FIGURES_VERSION and stored.get("key") == key:
+        row.cut_event, row.figures = stored["cut_event"], stored["figures"]
+        row.labels, row.unrecognised = stored["labels"], stored.get("unrecognised", [])
+        return row
+    try:
+        checkpoint = _load(out / "units" / "checkpoint" / f"{labels.get('point_key')}.json")
+        if not checkpoint:
+            raise TakeoverError(f"the checkpoint unit {labels.get('point_key')} has no readable record")
+        cut = (checkpoint.get("output") or {}).get("event_index")
+        if cut is None:
+            cut = ((checkpoint.get("inputs") or {}).get("point") or {}).get("event_index")
+        ref = (checkpoint.get("inputs") or {}).get("trajectory")
+        if cut is None or not isinstance(ref, dict):
+            raise TakeoverError(f"the checkpoint unit {labels.get('point_key')} names no trajectory or event")
+        run_dir = _relocated((unit.get("output") or {}).get("run_dir"), out) or _relocated(
+            str(out / "work" / "takeover" / key / "run"), out)
+        if run_dir is None:
+            raise TakeoverError("the successor's run folder is gone")
+        result = label_successor(_predecessor(ref, out), int(cut), read_run(run_dir))
+    except (TakeoverError, OSError) as exc:
+        row.reason = str(exc)
+        return row
+    record = result.to_json()
+    row.cut_event, row.figures, row.labels = record["cut_event"], record["figures"], record["labels"]
+    row.unrecognised = record["unrecognised"]
+    if store:
+        try:
+            atomic_write_json(stored_path, {"version": FIGURES_VERSION, "key": key, **record})
+        except OSError as exc:  # a read-only study folder: the figures are still reported
+            row.reason = f"not stored: {exc}"
+    return row
+
+
+def study_figures(out: Path | str, *, store: bool = True) -> list[UnitFigures]:
+    """The rediscovery records of every done takeover unit of the study folder ``out`` (key order)."""
+    out = Path(out)
+    rows = []
+    for path in sorted((out / "units" / "takeover").glob("*.json")):
+        unit = _load(path)
+        if unit and unit.get("status") == "done" and unit.get("key") == path.stem:
+            rows.append(unit_figures(out, unit, store=store))
+    return rows
