@@ -130,11 +130,15 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
 
 
 def study_figures(out: Path | str, *, store: bool = True) -> list[UnitFigures]:
-    """The rediscovery records of every done takeover unit of the study folder ``out`` (key order)."""
+    """The rediscovery records of every done takeover unit of the study folder ``out`` (key order); a unit's
+    labels are those of ``plan.json`` completed by its own file's."""
     out = Path(out)
+    plan = _load(out / "plan.json") or {}
+    planned = {u.get("key"): u.get("labels") or {} for u in (plan.get("stages") or {}).get("takeover", [])}
     rows = []
     for path in sorted((out / "units" / "takeover").glob("*.json")):
         unit = _load(path)
         if unit and unit.get("status") == "done" and unit.get("key") == path.stem:
+            unit["labels"] = {**planned.get(path.stem, {}), **(unit.get("labels") or {})}
             rows.append(unit_figures(out, unit, store=store))
     return rows
