@@ -9,7 +9,7 @@ prints the cut, the actions before it that read, search or verify (``pre_rsv``: 
 rediscovery, ``pre_rsv_labelled`` says how many are), the edits before it (``pre_edits``, labelled
 ``redo_edit``: ``pre_redo``), the actions after it labelled rediscovery (``post_rediscovery``: real repeats)
 and the run's share of rediscovery events. Points come from the run's stored states where it has them
-(SWE-agent), else from the states its events determine (an exact replay needs each task's environment).
+, else from the states its events determine (none of the shared runs stores them) (an exact replay needs each task's environment).
 
 With ``--study OUT`` it also prints the stored figures of every takeover unit of that study folder
 (computing those a folder written before lacks, as ``takeover report`` does).

@@ -161,8 +161,8 @@ def _signature(event: Event) -> str:
 
 
 def _covered(read: Read, seen: list[tuple[int, int | None, int, str]]) -> int | None:
-    """The latest predecessor event among ``seen`` (ranges ``(start, end, event, selector)``) when together
-    they cover the lines of ``read``; ``None`` when they do not. Lines picked by a pattern are covered by a
+    """When the ranges ``seen`` (``(start, end, event, selector)``) together cover the lines of ``read``, the
+    latest predecessor event that saw them all (else the latest that saw some); ``None`` when they do not. Lines picked by a pattern are covered by a
     whole read or by the same pattern."""
     whole = [ev for s, e, ev, sel in seen if s == 1 and e is None and not sel]
     if read.selector:
@@ -180,7 +180,11 @@ def _covered(read: Read, seen: list[tuple[int, int | None, int, str]]) -> int | 
         if e > reach:
             used.append(ev)
             reach = e
-    return max(used) if used and reach >= end else None
+    if not used or reach < end:
+        return max(whole) if whole else None
+    # The latest event that saw all these lines, else the latest that saw some of them.
+    alone = [ev for s, e, ev in seen if 0 < s <= read.start and (e is None or e >= end)]
+    return max(alone or [ev for s, e, ev in seen if 0 < s <= end and (e is None or e >= read.start)])
 
 
 _END = 10**12
@@ -291,9 +295,11 @@ def _edit_label(fx: ActionEffects, event: Event, k: Knowledge, c: _Contents) -> 
     signature = _signature(event)
     repeats = []
     for path in fx.edits:
+        # The checkpoint holds this edit's result when it is the last edit the predecessor made to the file
+        # before the cut (as far as the events tell: an earlier edit may have been undone by a later one).
         cut_key = k.contents.keys.get(path, ())
         ev = k.edits.get(path, {}).get(signature)
-        if ev is None or signature not in cut_key:
+        if ev is None or not cut_key or cut_key[-1] != signature:
             return "new", None
         repeats.append(ev)
     return "redo_edit", repeats[0]
