@@ -1,4 +1,4 @@
-"""Rediscovery labels (docs/protocol.md, Extension "Rediscovery") on small crafted pairs in each recorded
+"""Rediscovery labels (docs/protocol.md section 9.1) on small crafted pairs in each recorded
 shape: mini-swe-agent text commands, SWE-agent and OpenHands editor views, Claude Code Read/Grep/Bash."""
 
 from __future__ import annotations

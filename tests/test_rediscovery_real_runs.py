@@ -1,4 +1,4 @@
-"""Rediscovery on the shared real runs (docs/protocol.md, Extension "Rediscovery"): a run cut at a handoff point
+"""Rediscovery on the shared real runs (docs/protocol.md section 9.1): a run cut at a handoff point
 is the predecessor, the same run from its start the successor (a self-pair). Every read, search and
 verification before the cut is rediscovery (the count is known exactly), and after the cut only real repeats
 are."""

@@ -1,6 +1,6 @@
 """``takeover rediscovery``: which of a successor's actions repeat what the predecessor knew at the cut.
 
-A thin layer over :func:`takeover.rediscovery.label_successor` (docs/protocol.md, Extension "Rediscovery").
+A thin layer over :func:`takeover.rediscovery.label_successor` (docs/protocol.md section 9.1).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def rediscovery(
     as_json: JsonOption = False,
 ) -> None:
     """Label each successor action reread, research, rerun, redo_edit or new against what the predecessor
-    knew at the cut, and print the run's rediscovery figures (docs/protocol.md, Extension "Rediscovery").
+    knew at the cut, and print the run's rediscovery figures (docs/protocol.md section 9.1).
 
     With --json, one record: cut_event, figures, labels (event, label, repeats, kind) and the unrecognised
     command parts.

@@ -1,5 +1,5 @@
 """Rediscovery: which of a successor's actions repeat what the predecessor knew at the cut, and the figures of a
-run (docs/protocol.md, Extension "Rediscovery").
+run (docs/protocol.md section 9.1).
 
 Modules:
 

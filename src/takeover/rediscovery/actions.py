@@ -1,4 +1,4 @@
-"""What one action of a run does, in the terms of rediscovery (docs/protocol.md, Extension "Rediscovery"):
+"""What one action of a run does, in the terms of rediscovery (docs/protocol.md section 9.1):
 the files it reads (with the lines), the searches it runs, the verification commands it runs, the files it
 edits, and whether anything in it is not recognised.
 
@@ -31,7 +31,7 @@ from takeover.trajectories.events import Event
 #: successor could learn from the files (``cd``, ``echo`` without a redirection, ``pwd``...).
 NEUTRAL: frozenset[str] = frozenset({
     "cd", "pwd", "echo", "printf", "true", "false", "clear", "sleep", "export", "set", "unset", "source", ".",
-    "which", "type", "whoami", "date", "wc", "sort", "uniq", "cut", "tr", "column", "xargs", "exit",
+    "which", "type", "whoami", "date", "wc", "sort", "uniq", "cut", "tr", "column", "exit",
 })
 #: git subcommands that show the repository's state: a read of the whole state (``git:<subcommand> args``).
 GIT_VIEWS: frozenset[str] = frozenset({"diff", "status", "show", "log", "blame"})

@@ -1,5 +1,5 @@
 """Which of a successor's actions rediscover what the predecessor knew at the cut, and the run's figures
-(docs/protocol.md, Extension "Rediscovery").
+(docs/protocol.md section 9.1).
 
 The predecessor's knowledge at the cut (its events ``0..cut_event``): the files it read or wrote whole, with
 the content it saw and the lines; the searches it ran over the content of their scope; the verification
@@ -25,7 +25,7 @@ from takeover.rediscovery.actions import ActionEffects, Read, event_effects
 from takeover.trajectories.events import Event, Trajectory
 
 Label = Literal["reread", "research", "rerun", "redo_edit", "new"]
-#: Every label, rediscovery first (docs/protocol.md, Extension "Rediscovery").
+#: Every label, rediscovery first (docs/protocol.md section 9.1).
 LABELS: tuple[str, ...] = ("reread", "research", "rerun", "redo_edit", "new")
 #: The labels that count as rediscovery.
 REDISCOVERY_LABELS: tuple[str, ...] = ("reread", "research", "rerun", "redo_edit")
@@ -48,7 +48,7 @@ class LabelledAction:
 
 @dataclass(frozen=True)
 class RediscoveryFigures:
-    """Per-run figures (docs/protocol.md, Extension "Rediscovery").
+    """Per-run figures (docs/protocol.md section 9.1).
 
     Attributes:
         actions: the successor's actions; ``rediscovery_actions``: those labelled rediscovery;
@@ -195,7 +195,7 @@ _END = 10**12
 
 @dataclass
 class Knowledge:
-    """What the predecessor knew at the cut (docs/protocol.md, Extension "Rediscovery"): ``seen`` (file,
+    """What the predecessor knew at the cut (docs/protocol.md section 9.1): ``seen`` (file,
     content key) -> line ranges with their events; ``searched`` (search, scope content) -> event;
     ``verified`` (normalised command, state) -> event; ``edits`` path -> edit signature -> event, for the
     edits of the checkpoint; and the content keys at the cut."""

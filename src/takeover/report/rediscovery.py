@@ -1,4 +1,4 @@
-"""The report's rediscovery section (docs/protocol.md, Extension "Rediscovery"): per (successor, view) the
+"""The report's rediscovery section (docs/protocol.md section 9.1): per (successor, view) the
 medians of the rediscovery figures with paired changes against ``repo_only``, where each view's events went
 (a stacked bar chart, SVG on the page and ``plots/rediscovery.png``), and each drill-down step marked with
 its label and the predecessor event it repeats.
