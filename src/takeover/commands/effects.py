@@ -1,5 +1,5 @@
 """What a shell command does to the repository's files: what it reads, searches, writes and restores, and
-whether it is plainly read-only (docs/protocol.md sections 4.3 and the Extension "Rediscovery").
+whether it is plainly read-only (docs/protocol.md sections 4.3 and 9.1).
 
 Pure functions over strings, on the grammar of :mod:`takeover.commands.grammar`. Paths are returned as
 written; :func:`repo_path` makes them repository-relative.

@@ -94,9 +94,9 @@ def rediscovery_markdown(section: dict[str, Any]) -> str:
     if not section.get("summary"):
         return ""
     lines = ["", "## Rediscovery", "",
-             ("Successor actions that repeat what the predecessor knew at the cut (docs/protocol.md, Extension "
-             "\"Rediscovery\"): medians over runs; changes against repo_only are paired relative changes of "
-             "medians with 95% bootstrap intervals."), "",
+             ("Successor actions that repeat what the predecessor knew at the cut (docs/protocol.md section 9.1): "
+             "medians over runs; changes against repo_only are paired relative changes of medians with 95% "
+             "bootstrap intervals."), "",
              ("| successor | view | runs | rediscovery actions | share of events | their prompt tokens | events to "
              "first new | events to first edit |"), "|---|---|---|---|---|---|---|---|"]
     for e in section["summary"]:

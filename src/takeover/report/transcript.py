@@ -33,7 +33,7 @@ class Step(BaseModel):
             on the first action of a call only, so that a call's tokens are never counted twice).
         seconds: duration of that model call (seconds), where recorded.
         rediscovery, repeats: the action's rediscovery label and the predecessor event it repeats, in a
-            takeover run's drill-down (docs/protocol.md, Extension "Rediscovery"; :mod:`takeover.report.rediscovery`).
+            takeover run's drill-down (docs/protocol.md section 9.1; :mod:`takeover.report.rediscovery`).
     """
 
     index: int | None
