@@ -65,6 +65,14 @@ def test_report_adds_the_figures_to_a_folder_written_before(experiment):  # noqa
     assert again.data["rediscovery"]["summary"] == section["summary"]
     assert again.data["rediscovery"]["not_computed"] == {}
 
+    # A unit run again is computed again (here: its predecessor is gone, so it says why).
+    unit_path = out / "units" / "takeover" / "t-repo_only-p2.json"
+    unit = json.loads(unit_path.read_text())
+    unit["started_at"] = "later"
+    unit_path.write_text(json.dumps(unit))
+    redone = build_report(out, plots=False, html=False).data["rediscovery"]
+    assert redone["not_computed"] == {"t-repo_only-p2": f"the predecessor's run folder {pred} is gone"}
+
 
 def report_section(out, point_key: str) -> dict:
     """The drill-down section of ``point_key`` as the page carries it."""

@@ -89,14 +89,18 @@ def _predecessor(ref: dict, out: Path) -> Trajectory:
 
 def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
     """The rediscovery record of one takeover unit file's content ``unit`` (done), from its stored file or,
-    when there is none (or of another version), computed and, with ``store``, written beside the unit."""
+    when there is none (or of another version, or of an earlier run of the unit: another ``started_at``),
+    computed and, with ``store``, written beside the unit."""
     key = unit["key"]
     labels = unit.get("labels") or {}
     row = UnitFigures(key, labels.get("instance_id"), labels.get("point_type"), labels.get("view"),
                       labels.get("successor"))
     stored_path = out / "work" / "takeover" / key / FIGURES_FILE
     stored = _load(stored_path)
-    if stored and stored.get("version") == FIGURES_VERSION and stored.get("key") == key:
+    # A unit run again (a redo) has another start time: its stored figures are those of the earlier run.
+    started = unit.get("started_at")
+    if stored and stored.get("version") == FIGURES_VERSION and stored.get("key") == key and \
+            stored.get("started_at") == started:
         row.cut_event, row.figures = stored["cut_event"], stored["figures"]
         row.labels, row.unrecognised = stored["labels"], stored.get("unrecognised", [])
         return row
@@ -123,7 +127,7 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
     row.unrecognised = record["unrecognised"]
     if store:
         try:
-            atomic_write_json(stored_path, {"version": FIGURES_VERSION, "key": key, **record})
+            atomic_write_json(stored_path, {"version": FIGURES_VERSION, "key": key, "started_at": started, **record})
         except OSError as exc:  # a read-only study folder: the figures are still reported
             row.reason = f"not stored: {exc}"
     return row
