@@ -195,3 +195,15 @@ def test_cli_json_record(tmp_path):
     assert failure(result.exception) == (2, "error: --point-type: give --point-type TYPE or --event N (one of them)")
     readable = CliRunner().invoke(app, ["rediscovery", str(pred), str(succ), "--event", "3"])
     assert "1 of 3 successor actions rediscover" in readable.output
+
+
+def test_per_event_states_decide_contents_when_both_runs_have_them():
+    """With states, a script that rewrote a file it does not name changes that file's content; a successor's
+    edit that leaves the state as the checkpoint has it is redo_edit."""
+    pred = _run([cmd("cat a.py"), cmd("python fix.py"), cmd("cat b.py")])
+    succ = _run([cmd("cat a.py"), cmd("cat b.py"), edit("b.py", "x", "y")])
+    pred_states = [{}, {}, {"a.py": "diff-a"}, {"a.py": "diff-a"}, {"a.py": "diff-a"}, {"a.py": "diff-a"}]
+    succ_states = [{"a.py": "diff-a"}] * 6
+    assert _labels(label_successor(pred, 5, succ)) == [(0, "reread", 0), (2, "reread", 4), (4, "new", None)]
+    with_states = label_successor(pred, 5, succ, predecessor_states=pred_states, successor_states=succ_states)
+    assert _labels(with_states) == [(0, "new", None), (2, "reread", 4), (4, "redo_edit", None)]

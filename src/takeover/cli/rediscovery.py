@@ -27,7 +27,7 @@ from takeover.cli.options import (
     SnapshotRepoOption,
 )
 from takeover.errors import InputError
-from takeover.points import RunPoints, analyze_run
+from takeover.points import RunPoints, analyze_run, stored_diffs
 from takeover.rediscovery import LABELS, label_successor
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
@@ -97,7 +97,9 @@ def rediscovery(
     cut = _cut_event(predecessor, record, point_type, event, dataset, points_file, mirror, offline, snapshot_repo)
     pred = read_trajectory(predecessor, record=record)
     succ = read_trajectory(successor, record=successor_record)
-    result = label_successor(pred, cut, succ, start=successor_start)  # type: ignore[arg-type]
+    # Exact content keys when both runs store their per-event states (docs/protocol.md section 5.1 source (b)).
+    result = label_successor(pred, cut, succ, start=successor_start,  # type: ignore[arg-type]
+                             predecessor_states=stored_diffs(pred), successor_states=stored_diffs(succ))
     result.unrecognised = [redact(u) for u in result.unrecognised]
     if as_json:
         print(json.dumps(result.to_json()))

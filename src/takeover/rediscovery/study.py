@@ -119,7 +119,7 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
         if run_dir is None:
             raise TakeoverError("the successor's run folder is gone")
         result = label_successor(_predecessor(ref, out), int(cut), read_run(run_dir))
-    except (TakeoverError, OSError) as exc:
+    except (TakeoverError, OSError, ValueError) as exc:  # a damaged file: the report says why, and goes on
         row.reason = str(exc)
         return row
     record = result.to_json()
