@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from test_rediscovery_labels import _run, _run_folder, cmd, edit
 from test_report_page import experiment  # noqa: F401  (the hand-written study with real run folders)
@@ -90,3 +91,25 @@ def test_units_without_a_trajectory_are_listed_with_why(experiment):  # noqa: F8
     assert section["summary"] == []
     assert set(section["not_computed"]) == {"t-repo_only-p1", "t-repo_only-p2", "t-raw_trace-p1"}
     assert all("names no trajectory" in why for why in section["not_computed"].values())
+
+
+def test_report_on_the_folder_of_an_earlier_version(tmp_path):
+    """tests/data/earlier_version: unit files and run folders written before agent runtimes had names (and
+    before rediscovery). Its run folders are put where the study keeps them (the unit files name a /tmp
+    folder that is gone); the report finds them under OUT/work and adds the figures."""
+    data = Path(__file__).parent / "data" / "earlier_version"
+    out = tmp_path / "experiment"
+    shutil.copytree(data / "experiment", out)
+    shutil.copytree(data / "run", out / "work" / "predecessor" / "bea18768a5f009a0" / "run")
+    for key in ("62d37a76ca388d93", "5db6e86e14b094cc"):
+        shutil.copytree(data / "takeover_run", out / "work" / "takeover" / key / "run")
+    report = build_report(out, plots=False, html=False)
+    section = report.data["rediscovery"]
+    assert section["not_computed"] == {}
+    # The cut is after the predecessor's sed on calc.py (event 0); the successor's `cat calc.py` reads a file
+    # the predecessor never read: new.
+    stored = {f.key: f for f in study_figures(out, store=False)}
+    assert {k: [(a["event"], a["label"]) for a in f.labels] for k, f in stored.items()} == {
+        "62d37a76ca388d93": [(0, "new")], "5db6e86e14b094cc": [(0, "new")]}
+    assert [(e["view"], e["runs"], e["median_rediscovery_actions"]) for e in section["summary"]] == [
+        ("repo_only", 1, 0), ("summary_notes", 1, 0)]
