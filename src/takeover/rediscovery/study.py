@@ -25,6 +25,8 @@ from takeover.trajectories.takeover_run import read_run
 FIGURES_FILE = "rediscovery.json"
 #: Version of the stored record: a record of another version is computed again.
 FIGURES_VERSION = 1
+#: Predecessor runs kept while a study's units are labelled (units are taken point by point).
+_CACHED_PREDECESSORS = 4
 
 
 @dataclass
@@ -87,10 +89,12 @@ def _predecessor(ref: dict, out: Path) -> Trajectory:
     raise TakeoverError(f"record {ref.get('record')!r} not found in {file}")
 
 
-def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
+def unit_figures(out: Path, unit: dict, *, store: bool = True,
+                 predecessors: dict[str, Trajectory] | None = None) -> UnitFigures:
     """The rediscovery record of one takeover unit file's content ``unit`` (done), from its stored file or,
     when there is none (or of another version, or of an earlier run of the unit: another ``started_at``),
-    computed and, with ``store``, written beside the unit."""
+    computed and, with ``store``, written beside the unit. ``predecessors`` caches the predecessor runs read
+    (by the checkpoint unit's reference): the views of one point share one."""
     key = unit["key"]
     labels = unit.get("labels") or {}
     row = UnitFigures(key, labels.get("instance_id"), labels.get("point_type"), labels.get("view"),
@@ -118,7 +122,13 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True) -> UnitFigures:
             str(out / "work" / "takeover" / key / "run"), out)
         if run_dir is None:
             raise TakeoverError("the successor's run folder is gone")
-        result = label_successor(_predecessor(ref, out), int(cut), read_run(run_dir))
+        cache = {} if predecessors is None else predecessors
+        ref_key = json.dumps(ref, sort_keys=True)
+        if ref_key not in cache:
+            if len(cache) >= _CACHED_PREDECESSORS:  # a bounded cache: a study may have thousands of runs
+                cache.pop(next(iter(cache)))
+            cache[ref_key] = _predecessor(ref, out)
+        result = label_successor(cache[ref_key], int(cut), read_run(run_dir))
     except (TakeoverError, OSError, ValueError) as exc:  # a damaged file: the report says why, and goes on
         row.reason = str(exc)
         return row
@@ -139,10 +149,14 @@ def study_figures(out: Path | str, *, store: bool = True) -> list[UnitFigures]:
     out = Path(out)
     plan = _load(out / "plan.json") or {}
     planned = {u.get("key"): u.get("labels") or {} for u in (plan.get("stages") or {}).get("takeover", [])}
-    rows = []
+    units = []
     for path in sorted((out / "units" / "takeover").glob("*.json")):
         unit = _load(path)
         if unit and unit.get("status") == "done" and unit.get("key") == path.stem:
             unit["labels"] = {**planned.get(path.stem, {}), **(unit.get("labels") or {})}
-            rows.append(unit_figures(out, unit, store=store))
-    return rows
+            units.append(unit)
+    predecessors: dict[str, Trajectory] = {}
+    # Point by point, so that the views of one point share one read of the predecessor.
+    done = {u["key"]: unit_figures(out, u, store=store, predecessors=predecessors)
+            for u in sorted(units, key=lambda u: (str(u["labels"].get("point_key")), u["key"]))}
+    return [done[u["key"]] for u in units]
