@@ -69,6 +69,14 @@ def _relocated(path: str | None, out: Path) -> Path | None:
     return None
 
 
+def _checkpoint(out: Path, key: str, cache: dict) -> dict | None:
+    """The checkpoint unit ``key``'s record, read once per point (``cache``)."""
+    name = f"checkpoint:{key}"
+    if name not in cache:
+        cache[name] = _load(out / "units" / "checkpoint" / f"{key}.json")
+    return cache[name]
+
+
 def _predecessor(ref: dict, out: Path) -> Trajectory:
     """The predecessor trajectory a checkpoint unit's ``inputs.trajectory`` names (a run folder, or a file and
     record)."""
@@ -90,11 +98,11 @@ def _predecessor(ref: dict, out: Path) -> Trajectory:
 
 
 def unit_figures(out: Path, unit: dict, *, store: bool = True,
-                 predecessors: dict[str, Trajectory] | None = None) -> UnitFigures:
+                 predecessors: dict[str, Any] | None = None) -> UnitFigures:
     """The rediscovery record of one takeover unit file's content ``unit`` (done), from its stored file or,
     when there is none (or of another version, or of an earlier run of the unit: another ``started_at``),
-    computed and, with ``store``, written beside the unit. ``predecessors`` caches the predecessor runs read
-    (by the checkpoint unit's reference): the views of one point share one."""
+    computed and, with ``store``, written beside the unit. ``predecessors`` caches what was read for earlier units
+    (checkpoint records, a few predecessor runs): the views of one point share one read."""
     key = unit["key"]
     labels = unit.get("labels") or {}
     row = UnitFigures(key, labels.get("instance_id"), labels.get("point_type"), labels.get("view"),
@@ -108,8 +116,9 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True,
         row.cut_event, row.figures = stored["cut_event"], stored["figures"]
         row.labels, row.unrecognised = stored["labels"], stored.get("unrecognised", [])
         return row
+    cache = {} if predecessors is None else predecessors
     try:
-        checkpoint = _load(out / "units" / "checkpoint" / f"{labels.get('point_key')}.json")
+        checkpoint = _checkpoint(out, str(labels.get("point_key")), cache)
         if not checkpoint:
             raise TakeoverError(f"the checkpoint unit {labels.get('point_key')} has no readable record")
         cut = (checkpoint.get("output") or {}).get("event_index")
@@ -122,11 +131,11 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True,
             str(out / "work" / "takeover" / key / "run"), out)
         if run_dir is None:
             raise TakeoverError("the successor's run folder is gone")
-        cache = {} if predecessors is None else predecessors
         ref_key = json.dumps(ref, sort_keys=True)
         if ref_key not in cache:
-            if len(cache) >= _CACHED_PREDECESSORS:  # a bounded cache: a study may have thousands of runs
-                cache.pop(next(iter(cache)))
+            runs = [k for k in cache if not k.startswith("checkpoint:")]
+            if len(runs) >= _CACHED_PREDECESSORS:  # a bounded cache: a study may have thousands of runs
+                cache.pop(runs[0])
             cache[ref_key] = _predecessor(ref, out)
         result = label_successor(cache[ref_key], int(cut), read_run(run_dir))
     except (TakeoverError, OSError, ValueError) as exc:  # a damaged file: the report says why, and goes on
@@ -155,7 +164,7 @@ def study_figures(out: Path | str, *, store: bool = True) -> list[UnitFigures]:
         if unit and unit.get("status") == "done" and unit.get("key") == path.stem:
             unit["labels"] = {**planned.get(path.stem, {}), **(unit.get("labels") or {})}
             units.append(unit)
-    predecessors: dict[str, Trajectory] = {}
+    predecessors: dict[str, Any] = {}
     # Point by point, so that the views of one point share one read of the predecessor.
     done = {u["key"]: unit_figures(out, u, store=store, predecessors=predecessors)
             for u in sorted(units, key=lambda u: (str(u["labels"].get("point_key")), u["key"]))}
