@@ -81,11 +81,21 @@ def test_mini_swe_agent_text_commands():
 
 
 def test_a_search_repeats_only_over_unchanged_files():
+    """A content search depends on the content of its scope; a listing or a name search on the files created or
+    removed in it."""
     pred = _run([cmd("grep -rn foo src"), cmd("ls tests"), cmd("find . -name '*.py'")])
-    succ = _run([cmd("rg -n foo src"), cmd("ls tests/"), cmd("find . -name '*.py'"), cmd("echo x > src/new.py"),
-                 cmd("grep -rn foo src")])
+    succ = _run([cmd("rg -n foo src"), cmd("ls tests/"), cmd("find . -name '*.py'"),
+                 cmd("sed -i 's/a/b/' src/old.py"),  # 6: an existing file changes, no name does
+                 cmd("find . -name '*.py'"),  # 8: the same names
+                 cmd("grep -rn foo src"),  # 10: src's content changed
+                 cmd("echo x > src/new.py"),  # 12: a new file
+                 cmd("find . -name '*.py'"),  # 14: the names may differ
+                 cmd("ls tests"),  # 16: nothing created under tests
+                 cmd("rm tests/a.py"), cmd("ls tests")])  # 18, 20: a removal
     assert _labels(label_successor(pred, 5, succ)) == [
-        (0, "research", 0), (2, "research", 2), (4, "research", 4), (6, "new", None), (8, "new", None)]
+        (0, "research", 0), (2, "research", 2), (4, "research", 4), (6, "new", None), (8, "research", 4),
+        (10, "new", None), (12, "new", None), (14, "new", None), (16, "research", 2), (18, "new", None),
+        (20, "new", None)]
 
 
 def test_editor_views_swe_agent_and_openhands():

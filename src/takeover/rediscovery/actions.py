@@ -43,6 +43,7 @@ _OUTPUT_FLAG_PREFIXES = ("--tb", "-r", "--color", "--capture", "--maxfail", "-W"
 _PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
 # SWE-agent's own search tools (bash functions in its shell): pattern first, then a folder or a file.
 _SWE_AGENT_SEARCH = {"search_dir": "content", "search_file": "content", "find_file": "names"}
+_REMOVERS = frozenset({"rm", "rmdir", "unlink"})
 _FOLDER_LISTING = re.compile(r"files and directories|^total \d+$", re.MULTILINE)
 
 
@@ -63,14 +64,17 @@ class ActionEffects:
     """The effects of one action: ``reads``, ``searches`` (:class:`takeover.commands.Search` with its scope
     made repository-relative), ``verifications`` (normalised commands), ``edits`` (repository-relative paths,
     ``"*"`` for a command that may write files it does not name), ``writes_whole`` (paths whose whole new
-    content the action wrote: the author knows it), and ``unrecognised`` (parts of a command none of the
-    rules reads)."""
+    content the action wrote: the author knows it), ``created`` and ``removed`` (paths the action may have
+    created or removed: a listing or a name search over them may differ), and ``unrecognised`` (parts of a
+    command none of the rules reads)."""
 
     reads: list[Read] = field(default_factory=list)
     searches: list[Search] = field(default_factory=list)
     verifications: list[str] = field(default_factory=list)
     edits: list[str] = field(default_factory=list)
     writes_whole: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
     unrecognised: list[str] = field(default_factory=list)
 
     @property
@@ -138,7 +142,15 @@ def command_effects(command: str, cwd: str | None, roots: Sequence[str]) -> Acti
     for seg in segments(command):
         written = segment_writes(seg)
         written = list(seg.writes_files) if written is None else written
-        fx.edits.extend(p for p in (_rel(w, cwd, roots) for w in written) if p)
+        paths = [p for p in (_rel(w, cwd, roots) for w in written) if p]
+        fx.edits.extend(paths)
+        if seg.program in _REMOVERS:
+            fx.removed.extend(paths)
+        elif seg.program == "mv":
+            fx.removed.extend(paths[1:])
+            fx.created.extend(paths[:1])
+        elif seg.program not in ("sed", "chmod"):
+            fx.created.extend(paths)
     for target, _body in heredoc_targets(command):
         rel = _rel(target, cwd, roots)
         if rel:
@@ -198,6 +210,7 @@ def event_effects(event: Event, observation: Event | None, roots: Sequence[str],
             fx.edits.append(rel)
             if event.file_text is not None and event.edit in ("create", "write"):
                 fx.writes_whole.append(rel)
+                fx.created.append(rel)
         return fx
     if event.type == "file_view":
         text = event.text or ""

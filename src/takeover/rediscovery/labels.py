@@ -105,14 +105,16 @@ class _Contents:
     """The content key of every file while a run's events are walked (module docstring)."""
 
     def __init__(self, keys: dict[str, tuple] | None = None, epoch: tuple = (),
-                 states: Sequence[dict[str, str]] | None = None, current: dict[str, str] | None = None):
+                 states: Sequence[dict[str, str]] | None = None, current: dict[str, str] | None = None,
+                 names: tuple = ()):
         self.keys = dict(keys or {})
         self.epoch = epoch
         self.states = states
         self.current = dict(current or {})
+        self.names = names  # (created|removed, path) in order: what a listing would show differently
 
     def copy(self, states: Sequence[dict[str, str]] | None = None) -> _Contents:
-        return _Contents(self.keys, self.epoch, states, self.current)
+        return _Contents(self.keys, self.epoch, states, self.current, self.names)
 
     def key(self, path: str) -> Any:
         if self.states is not None:
@@ -124,8 +126,16 @@ class _Contents:
             return sorted(self.current.items())
         return sorted((p, k) for p, k in self.keys.items() if k)
 
-    def scope_key(self, scope: Sequence[str]) -> Any:
+    def scope_key(self, scope: Sequence[str], kind: str = "content") -> Any:
+        """What a search over ``scope`` depends on: the content of the files in it, or for a listing or a name
+        search (``kind`` ``list``/``names``) the files created or removed in it."""
         roots = [s for s in scope if not s.startswith("filter:")] or ["."]
+        if kind in ("list", "names"):
+            if self.states is not None:
+                changed = tuple(p for p, d in sorted(self.current.items())
+                                if "new file mode" in d or "deleted file mode" in d or "/dev/null" in d)
+                return tuple(p for p in changed if any(_under(p, r) for r in roots))
+            return (self.epoch, tuple(n for n in self.names if any(_under(n[1], r) for r in roots)))
         inside = tuple((p, k) for p, k in self._items() if any(_under(p, r) for r in roots))
         return (self.epoch, inside) if self.states is None else inside
 
@@ -138,6 +148,9 @@ class _Contents:
             if event.index < len(self.states):
                 self.current = dict(self.states[event.index])
             return
+        # A file first written by this action may be new; a removal always changes the names.
+        self.names = self.names + tuple(("created", p) for p in fx.created if not self.keys.get(p)) + tuple(
+            ("removed", p) for p in fx.removed)
         for path in fx.edits:
             if path == "*":
                 self.epoch = self.epoch + (signature,)
@@ -243,7 +256,7 @@ def knowledge_at(trajectory: Trajectory, cut_event: int, *, states: Sequence[dic
             key = c.state() if r.path.startswith("git:") else c.key(r.path)
             k.seen.setdefault((r.path, key), []).append((r.start, r.end, ev.index, r.selector))
         for s in fx.searches:
-            k.searched[(s, c.scope_key(s.scope))] = ev.index
+            k.searched[(s, c.scope_key(s.scope, s.kind))] = ev.index
         for v in fx.verifications:
             k.verified[(v, c.state())] = ev.index
         c.advance(ev, fx, _signature(ev))
@@ -276,7 +289,7 @@ def _label(fx: ActionEffects, event: Event, k: Knowledge, c: _Contents) -> tuple
             return "new", None
         repeats.append(ev)
     for s in fx.searches:
-        ev = k.searched.get((s, c.scope_key(s.scope)))
+        ev = k.searched.get((s, c.scope_key(s.scope, s.kind)))
         if ev is None:
             return "new", None
         repeats.append(ev)
