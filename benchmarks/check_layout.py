@@ -74,7 +74,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # endpoint (``llm``: settings, the one client, the token estimator)
     ("", "vocabulary", "errors", "_util", "limits", "llm"),
     ("sources",),  # 1: source tasks and where repositories come from (docs/protocol.md section 2)
-    ("trajectories",),  # 2: the event model and every format's reader, takeover's own run format included
+    # 2: the event model and every format's reader, takeover's own run format included; the shell-command
+    # grammar (what a command an agent ran reads, searches, runs, writes)
+    ("trajectories", "commands"),
     ("environments",),  # 3: per-task test environments
     ("repository_states",),  # 4: file classes, snapshots, the starting state, replay and its verification (section 5)
     ("points",),  # 5: verification commands and results, the handoff points (section 4)
@@ -82,7 +84,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("views",),  # 7
     ("agents",),  # 8
     ("grading",),  # 9
-    ("report", "results"),  # 10: results = the typed records stages write and the report reads
+    # 10: results = the typed records stages write and the report reads; rediscovery = which successor actions
+    # repeat what the predecessor knew, and the figures stored with each takeover unit
+    ("report", "results", "rediscovery"),
     # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task)
     ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task"),
     ("cli", "__main__"),  # 12

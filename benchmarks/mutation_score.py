@@ -31,8 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # full run (it records which test reaches which function) stays short; each mutant then runs only the
 # selected tests that reach the mutated function.
 MODULES: dict[str, tuple[list[str], list[str]]] = {
-    "classify": (["src/takeover/repository_states/file_classes.py", "src/takeover/points/verification.py"],
-                 ["tests/test_classify.py", "tests/test_classify_protocol.py", "tests/test_points.py"]),
+    "classify": (["src/takeover/repository_states/file_classes.py", "src/takeover/points/verification.py",
+                  "src/takeover/commands/runners.py", "src/takeover/commands/effects.py",
+                  "src/takeover/commands/grammar.py"],
+                 ["tests/test_classify.py", "tests/test_classify_protocol.py", "tests/test_points.py",
+                  "tests/test_commands_grammar.py"]),
     "points": (
         ["src/takeover/points/detection.py", "src/takeover/points/event_states.py", "src/takeover/points/run_points.py"],
         ["tests/test_points.py", "tests/test_points_rules.py", "tests/test_points_sources.py", "tests/test_checkpoints.py"],

@@ -27,6 +27,7 @@ from takeover.cli import (
     inspect,
     points,
     quickstart,
+    rediscovery,
     serve_model,
     show,
     tasks,
@@ -71,7 +72,7 @@ def version() -> None:
 
 
 for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff,
-                export):
+                export, rediscovery):
     _module.register(app)
 
 

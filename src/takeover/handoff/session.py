@@ -24,7 +24,8 @@ source edit when it is
   repository (a word with a source suffix, heredoc bodies included), unless it is plainly read-only:
   every part of it (split at ``&&``, ``||``, ``;``, ``|`` and line breaks) runs a reading program (``cat``,
   ``grep``, ``sed`` without ``-i``, ``git diff``/``show``/``log``/``status``/..., see :data:`READ_ONLY`)
-  with no output redirection other than to ``/dev/null`` or another descriptor; or
+  with no output redirection other than to ``/dev/null`` or another descriptor
+  (:func:`takeover.commands.effects.is_read_only`); or
 - a ``command`` action that runs a git subcommand rewriting the working tree (``checkout``, ``restore``,
   ``reset``, ``stash``, ``clean``, ``apply``, ``am``, ``merge``, ``rebase``, ``cherry-pick``, ``pull``,
   ``revert``, ``switch``).
@@ -40,44 +41,35 @@ tool): then the latest verification may be older than the latest change.
 
 from __future__ import annotations
 
-import posixpath
 import re
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 from takeover._util.patches import split_patch
 from takeover._util.redact import redact, redact_obj
+from takeover.commands.effects import READ_ONLY, is_read_only, repo_path, rewrites_worktree
+from takeover.commands.runners import is_verification_command
 from takeover.errors import InputError
 from takeover.points import HandoffPoint, point_at, verifications
-from takeover.points.verification import is_verification_command, strip_heredocs
 from takeover.repository_states.file_classes import SOURCE_SUFFIXES, file_class
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import Trajectory, read_trajectory
 from takeover.trajectories.events import Event
 from takeover.vocabulary import EVENT_CUT, SESSION_END
 
+__all__ = [
+    "READ_ONLY",
+    "is_source_edit",
+    "read_session",
+    "redacted_trajectory",
+    "repo_path",
+    "rewrites_worktree",
+    "session_point",
+    "session_source_edits",
+    "session_task",
+]
+
 NOT_APPLIED = "not_applied"
-#: Programs that only read files (with the write options of ``sed``, ``awk``, ``find`` and ``git`` checked
-#: apart).
-READ_ONLY = frozenset({
-    "cat", "bat", "head", "tail", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "ack", "wc", "ls",
-    "stat", "file", "diff", "cmp", "nl", "echo", "printf", "pwd", "cd", "tree", "which", "type", "sort",
-    "uniq", "cut", "tr", "column", "true", "false", "test", "[", "realpath", "dirname", "basename", "date",
-    "sed", "awk", "gawk", "find", "git", "xxd", "od", "hexdump", "md5sum", "sha256sum", "du", "df",
-})
-_READ_ONLY_GIT = frozenset({
-    "diff", "show", "log", "status", "blame", "grep", "ls-files", "ls-tree", "rev-parse", "describe",
-    "shortlog", "cat-file", "reflog", "branch", "remote", "config", "help", "version", "whatchanged",
-})
-_WORKTREE_GIT = frozenset({
-    "checkout", "restore", "reset", "stash", "clean", "apply", "am", "merge", "rebase", "cherry-pick", "pull",
-    "revert", "switch",
-})
-_GIT_OPTS_WITH_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-_WRAPPERS = frozenset({"sudo", "env", "time", "nice", "nohup", "command", "builtin", "exec"})
-_SEGMENT = re.compile(r"&&|\|\||[;|\n]")
-_REDIRECT = re.compile(r"(?<![<>])(\d*)>>?\|?\s*(&\d+|&-|[^\s;&|<>]+)")
 _SOURCE_WORD = re.compile(
     r"[\w./~+@-]*\.(?:" + "|".join(sorted(s[1:] for s in SOURCE_SUFFIXES)) + r")(?![\w.])", re.IGNORECASE
 )
@@ -125,97 +117,6 @@ def session_task(trajectory: Trajectory, repository: str, base_commit: str) -> S
     )
 
 
-def repo_path(path: str, cwd: str | None, roots: Sequence[str]) -> str | None:
-    """The repository-relative form of a path an agent wrote, or ``None`` when it is outside the repository.
-
-    Args:
-        path: as recorded (absolute, or relative to ``cwd``).
-        cwd: the folder the path is relative to (an event's ``cwd``), when known.
-        roots: absolute folders that stand for the repository's top folder, in order of preference.
-    """
-    p = path.replace("\\", "/")
-    if p.startswith("~"):
-        return None
-    if not p.startswith("/"):
-        if not (cwd and cwd.startswith("/")):
-            rel = posixpath.normpath(p)
-            return None if rel.startswith("../") or rel == ".." else rel.removeprefix("./")
-        p = posixpath.join(cwd, p)
-    p = posixpath.normpath(p)
-    for root in roots:
-        r = posixpath.normpath(root)
-        if p == r:
-            return ""
-        if p.startswith(r.rstrip("/") + "/"):
-            return p[len(r.rstrip("/")) + 1 :]
-    return None
-
-
-def _words(segment: str) -> list[str]:
-    try:
-        return shlex.split(segment, posix=True)
-    except ValueError:
-        return segment.split()
-
-
-def _program(words: list[str]) -> tuple[str, list[str]]:
-    """The program a command segment runs (its file name) and its arguments."""
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if re.fullmatch(r"[A-Za-z_]\w*=.*", w) or w in _WRAPPERS or w.startswith("-") and i > 0:
-            i += 1
-        elif w == "timeout" and i + 1 < len(words):
-            i += 2
-        else:
-            break
-    if i >= len(words):
-        return "", []
-    return words[i].rsplit("/", 1)[-1], words[i + 1 :]
-
-
-def _git_subcommand(args: list[str]) -> str | None:
-    j = 0
-    while j < len(args) and args[j].startswith("-"):
-        j += 2 if args[j] in _GIT_OPTS_WITH_VALUE else 1
-    return args[j] if j < len(args) else None
-
-
-def _writes(program: str, args: list[str]) -> bool:
-    """Whether a reading program was given an option that makes it write (``sed -i``, ``find -delete``...)."""
-    if program == "sed":
-        return any(a.startswith(("-i", "--in-place")) or re.fullmatch(r"-[a-hj-zA-Z]*i\S*", a) for a in args)
-    if program in ("awk", "gawk"):
-        return "inplace" in args
-    if program == "find":
-        return any(a in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls") for a in args)
-    if program == "git":
-        return _git_subcommand(args) not in _READ_ONLY_GIT
-    return False
-
-
-def _read_only(command: str) -> bool:
-    for segment in _SEGMENT.split(strip_heredocs(command)):
-        if not segment.strip():
-            continue
-        for m in _REDIRECT.finditer(segment):
-            if not (m.group(2).startswith("&") or m.group(2) == "/dev/null"):
-                return False
-        program, args = _program(_words(_REDIRECT.sub(" ", segment)))
-        if program and (program not in READ_ONLY or _writes(program, args)):
-            return False
-    return True
-
-
-def rewrites_worktree(command: str | None) -> bool:
-    """Whether ``command`` runs a git subcommand that rewrites the working tree (see module docstring)."""
-    for segment in _SEGMENT.split(strip_heredocs(command or "")):
-        program, args = _program(_words(segment))
-        if program == "git" and _git_subcommand(args) in _WORKTREE_GIT:
-            return True
-    return False
-
-
 def _is_source(path: str, cwd: str | None, roots: Sequence[str]) -> bool:
     rel = repo_path(path, cwd, roots)
     return bool(rel) and file_class(rel) == "source"
@@ -240,7 +141,7 @@ def is_source_edit(event: Event, roots: Sequence[str], default_cwd: str | None =
     if rewrites_worktree(event.command):
         return True
     names_source = any(_is_source(m.group(0), cwd, roots) for m in _SOURCE_WORD.finditer(event.command))
-    return names_source and not _read_only(event.command)
+    return names_source and not is_read_only(event.command)
 
 
 def session_source_edits(trajectory: Trajectory, root: str) -> list[int]:

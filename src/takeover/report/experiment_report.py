@@ -21,6 +21,7 @@ from takeover.report.markdown import render_markdown
 from takeover.report.notice import read_notice
 from takeover.report.page import build_drilldown, build_page
 from takeover.report.plots import write_plots
+from takeover.report.rediscovery import rediscovery_markdown, rediscovery_tables, write_rediscovery_plot
 from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
 from takeover.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from takeover.report.tables import summary_tables
@@ -36,7 +37,8 @@ class Report(BaseModel):
         data: ``name``, ``bootstrap`` settings, ``takeover_runs``, the ``summary`` table and the
             ``by_handoff_state``/``by_point_type`` breakdowns, ``table1`` counts, ``note_writing`` tokens,
             grading ``warnings``, ``units`` (status counts per stage), ``not_imported`` (selected instances
-            without a predecessor run, with why) and ``import_notes`` (trajectory files not imported).
+            without a predecessor run, with why), ``import_notes`` (trajectory files not imported) and
+            ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`).
         markdown: the text of ``report.md``.
     """
 
@@ -70,6 +72,8 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     resamples = int(boot.get("resamples", DEFAULT_RESAMPLES))
     seed = int(boot.get("seed", DEFAULT_SEED))
     rows = collect_rows(units)
+    # Before the drill-down, which marks each step with the labels stored here.
+    rediscovery = rediscovery_tables(out, rows, resamples=resamples, seed=seed)
     # The bootstraps (numpy, without the GIL) run while the drill-down of every point is built.
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(summary_tables, rows, resamples=resamples, seed=seed)
@@ -88,9 +92,11 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "unusable_unit_files": units.unusable,
         "not_imported": units.plan.get("not_imported", {}),
         "import_notes": units.plan.get("import_notes", []),
+        "rediscovery": rediscovery,
     }
     # Built without validation: the rows and tables are made above, and validating would copy every row.
-    report = Report.model_construct(out_dir=str(out), rows=rows, data=data, markdown=render_markdown(data))
+    report = Report.model_construct(out_dir=str(out), rows=rows, data=data,
+                                    markdown=render_markdown(data) + rediscovery_markdown(rediscovery))
     write_csv(out / "results.csv", rows)
     atomic_write_json(out / "report.json", data)
     atomic_write_text(out / "report.md", report.markdown)
@@ -106,4 +112,5 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         del units
     if plots and rows:
         report.files.update(write_plots(out / "plots", data["summary"]))
+        report.files.update(write_rediscovery_plot(out / "plots", rediscovery))
     return report

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from takeover.report.charts import paired_differences, paired_differences_chart, solved_rate_chart, work_chart
 from takeover.report.drilldown import PointSection, point_sections
+from takeover.report.rediscovery import mark_steps, rediscovery_chart
 from takeover.report.rows import ExperimentUnits, order_states, order_views
 from takeover.vocabulary import POINT_TYPES
 
@@ -245,6 +246,7 @@ def build_drilldown(units: ExperimentUnits, rows: list[dict], *, steps: bool = T
     """
     found = Drilldown(blobs={}, points=[], counts={})
     for section in point_sections(units, rows, steps=steps):
+        mark_steps(section, units.out)
         found.blobs[section.point_key] = encode_section(section)
         found.points.append(PointHeader(
             point_key=section.point_key, instance_id=section.instance_id, point_type=section.point_type,
@@ -276,6 +278,8 @@ def build_page(units: ExperimentUnits, rows: list[dict], data: dict[str, Any], *
             diffs = paired_differences(rows, metric)
             if diffs:
                 page.charts[f"diff_{metric}"] = paired_differences_chart(diffs, metric)
+    if (data.get("rediscovery") or {}).get("summary"):
+        page.charts["rediscovery"] = rediscovery_chart(data["rediscovery"])
     drilldown = drilldown or build_drilldown(units, rows, steps=steps)
     page.points = drilldown.points
     for r in rows:

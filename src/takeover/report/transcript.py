@@ -32,6 +32,8 @@ class Step(BaseModel):
         call: index of the model call that produced the action; ``usage`` its token usage (tokens; shown
             on the first action of a call only, so that a call's tokens are never counted twice).
         seconds: duration of that model call (seconds), where recorded.
+        rediscovery, repeats: the action's rediscovery label and the predecessor event it repeats, in a
+            takeover run's drill-down (docs/protocol.md section 9.1; :mod:`takeover.report.rediscovery`).
     """
 
     index: int | None
@@ -45,6 +47,8 @@ class Step(BaseModel):
     call: int | None = None
     usage: Usage | None = None
     seconds: float | None = None
+    rediscovery: str | None = None
+    repeats: int | None = None
 
 
 class Transcript(BaseModel):

@@ -132,7 +132,9 @@
     var head = el("div", { cls: "step-head" },
       el("span", null, el("span", { cls: "kind", text: "#" + n + " " + s.type }),
         s.format_error ? el("span", { cls: "badge bad", text: "format error" }) : null,
-        s.exit_code !== undefined && s.exit_code !== null ? el("span", { cls: "badge", text: "exit " + s.exit_code }) : null),
+        s.exit_code !== undefined && s.exit_code !== null ? el("span", { cls: "badge", text: "exit " + s.exit_code }) : null,
+        s.rediscovery ? el("span", { cls: "badge " + (s.rediscovery === "new" ? "ok" : "other"), "data-rediscovery": s.rediscovery,
+          text: s.rediscovery + (s.repeats !== undefined && s.repeats !== null ? " of predecessor event " + s.repeats : "") }) : null),
       el("span", { text: usageText(s.usage) + (s.seconds ? " · " + s.seconds.toFixed(1) + " s" : "") }));
     var li = el("li", { "data-event": s.index }, head);
     if (s.thought && s.thought.length <= 300) li.appendChild(el("div", { cls: "thought", text: s.thought }));
