@@ -113,7 +113,7 @@ class DockerCliEnvironment(BaseEnvironment):
         workdir = cwd or self.task_env_config.workdir
         if workdir:
             args += ["-w", workdir]
-        for key, value in self._merge_env(env).items():
+        for key, value in (self._merge_env(env) or {}).items():
             args += ["-e", f"{key}={value}"]
         resolved = self._resolve_user(user)
         if resolved is not None:
