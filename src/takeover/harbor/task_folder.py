@@ -251,3 +251,46 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     atomic_write_text(dest / "task.toml", task_toml(metadata, verifier_timeout=verifier_timeout,
                                                     agent_timeout=agent_timeout))
     return dest
+
+
+def checkpoint_folders(root: Path | str) -> list[Path]:
+    """``root`` when it is a checkpoint folder, else every checkpoint folder below it (a study's output
+    folder holds one per handoff point), sorted.
+
+    Raises:
+        InputError: ``root`` does not exist or holds no ``checkpoint.json``.
+    """
+    root = Path(root)
+    if (root / "checkpoint.json").is_file():
+        return [root]
+    found = sorted(p.parent for p in root.rglob("checkpoint.json")) if root.is_dir() else []
+    if not found:
+        raise InputError(root, "no checkpoint.json in this folder or below it (write them with takeover checkpoint)")
+    return found
+
+
+def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, SourceTask], out_dir: Path | str,
+                 **options: Any) -> list[Path]:
+    """:func:`export_task` for every checkpoint folder under ``root`` x ``views`` (default: every view built
+    for the checkpoint, ``views/<view>.md``); returns the task folders in checkpoint then view order.
+
+    Args:
+        tasks: ``{instance_id: task}`` holding every checkpoint's instance.
+        options: as :func:`export_task` (``repo_source``, ``image``, ``verifier_timeout``, ``agent_timeout``).
+
+    Raises:
+        InputError: as :func:`export_task`; a checkpoint whose instance is not in ``tasks``; no view built.
+    """
+    written = []
+    for folder in checkpoint_folders(root):
+        checkpoint, _ = load_checkpoint(folder)
+        task = tasks.get(checkpoint.instance_id)
+        if task is None:
+            raise InputError(folder / "checkpoint.json", f"instance {checkpoint.instance_id} is not in the dataset",
+                             field="instance_id")
+        names = views or [v for v in VIEWS if (folder / "views" / f"{v}.md").is_file()]
+        if not names:
+            raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
+                             f"takeover views RUN --checkpoint-dir {folder}")
+        written += [export_task(folder, view, task, out_dir, **options) for view in names]
+    return written
