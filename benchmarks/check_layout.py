@@ -83,8 +83,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),  # 8
     ("grading",),  # 9
     ("report", "results"),  # 10: results = the typed records stages write and the report reads
-    # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task)
-    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task"),
+    # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task; harbor: as
+    # Harbor tasks)
+    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task", "harbor"),
     ("cli", "__main__"),  # 12
 )
 

@@ -15,7 +15,15 @@ import json
 
 from harbor.agents.base import BaseAgent
 from harbor.agents.capabilities import AgentCapabilities
-from harbor.models.trajectories import Agent, Metrics, Observation, ObservationResult, Step, ToolCall, Trajectory
+from harbor.models.trajectories import (
+    Agent,
+    Metrics,
+    Observation,
+    ObservationResult,
+    Step,
+    ToolCall,
+    Trajectory,
+)
 
 COMMANDS = ("sed -i 's/return a - b/return a + b/' src/tinyadd/__init__.py", "git diff --stat")
 

@@ -15,10 +15,10 @@ import typer
 from takeover.cli.options import (
     DATASET_HELP,
     OUT_DIR_HELP,
-    DatasetOption,
-    GradingTimeoutOption,
     POINT_TYPE_HELP,
+    DatasetOption,
     EventOption,
+    GradingTimeoutOption,
     MirrorOption,
     OfflineOption,
     PointsFileOption,
