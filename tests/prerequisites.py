@@ -176,9 +176,11 @@ def _openhands_environment() -> str | None:
     return None
 
 
+@functools.cache
 def harbor_venv() -> Path:
     """The venv holding Harbor (``harbor==0.25.*``, Python 3.12): ``$TAKEOVER_HARBOR_VENV``, else
-    ``<takeover cache>/harbor-venv`` (where ``.ci/run`` builds it)."""
+    ``<takeover cache>/harbor-venv`` (where ``.ci/run`` builds it), as the session started (a test that
+    points ``TAKEOVER_CACHE`` elsewhere does not move it)."""
     cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
     return Path(os.environ.get("TAKEOVER_HARBOR_VENV") or cache / "harbor-venv")
 

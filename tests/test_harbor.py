@@ -39,6 +39,8 @@ STEPS = [("cat src/tinyadd/__init__.py", "def add(a, b):\n    return a - b\n", 0
          ("python -m pytest tests", "1 passed", 0)]
 ENVIRONMENT = "takeover.harbor.docker_cli_environment:DockerCliEnvironment"
 NOTE = "+# add() looks wrong\n"
+#: Harbor's venv, found when the module is collected (before a fixture points TAKEOVER_CACHE elsewhere).
+HARBOR = harbor_venv()
 
 
 def _checkpoint(root: Path, task: SourceTask, source: RepoSource) -> tuple[Path, Path]:
@@ -144,7 +146,7 @@ print(json.dumps(out))
 @requires("harbor")
 def test_exported_tasks_load_with_harbors_own_task_loader(exported):
     task, checkpoint, folders = exported
-    proc = subprocess.run([str(harbor_venv() / "bin" / "python"), "-c", _LOADER, *map(str, folders)],
+    proc = subprocess.run([str(HARBOR / "bin" / "python"), "-c", _LOADER, *map(str, folders)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = json.loads(proc.stdout)
@@ -163,7 +165,7 @@ def test_exported_tasks_load_with_harbors_own_task_loader(exported):
 def _harbor_run(tasks: Path, agent: str, jobs: Path) -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")]),
            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    proc = subprocess.run([str(harbor_venv() / "bin" / "harbor"), "run", "-p", str(tasks), "-a", agent, "-e", ENVIRONMENT,
+    proc = subprocess.run([str(HARBOR / "bin" / "harbor"), "run", "-p", str(tasks), "-a", agent, "-e", ENVIRONMENT,
                            "-o", str(jobs), "--job-name", agent.split(":")[-1], "-n", "2", "-q"],
                           capture_output=True, text=True, timeout=900, check=False, env=env)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
