@@ -225,3 +225,41 @@ def test_harbor_run_on_the_stand_in_is_graded_and_read_back_by_takeover_report(t
     html = (jobs / "report.html").read_text()
     assert "takeover-scripted (harbor)" in html
     assert TINY_GOLD.splitlines()[0] in (folders[0] / "solution" / "gold.patch").read_text()
+
+
+def _trial(job: Path, name: str, task_name: str, **fields) -> Path:
+    """A trial folder as Harbor writes it (``result.json``'s fields that the reader reads)."""
+    folder = job / name
+    folder.mkdir(parents=True)
+    result = {"task_name": task_name, "trial_name": name, "task_id": {"path": f"/nowhere/{task_name}"},
+              "agent_info": {"name": "codex", "version": "1", "model_info": {"name": "gpt-5", "provider": "openai"}},
+              "agent_result": None, "verifier_result": None, "exception_info": None,
+              "agent_execution": {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:01:30Z"}, **fields}
+    (folder / "result.json").write_text(json.dumps(result))
+    (folder / "config.json").write_text(json.dumps({"trial_name": name}))
+    return folder
+
+
+def test_report_reads_failed_timed_out_and_foreign_trials_of_a_job_folder(tmp_path):
+    from takeover.report.harbor_jobs import harbor_rows
+
+    job = tmp_path / "jobs" / "codex"
+    crash = {"exception_type": "RuntimeError", "exception_message": "docker build failed\nmore",
+             "exception_traceback": "", "occurred_at": "2026-01-01T00:00:00Z"}
+    timeout = {**crash, "exception_type": "AgentTimeoutError", "exception_message": "agent timed out"}
+    _trial(job, "a__1", "acme__calc-1__after_first_source_edit-4__repo_only", exception_info=crash)
+    late = _trial(job, "a__2", "acme__calc-1__after_first_source_edit-4__raw_trace", exception_info=timeout,
+                  verifier_result={"rewards": {"reward": 1.0}})
+    (late / "verifier").mkdir()
+    (late / "verifier" / "report.json").write_text(json.dumps({"acme__calc-1": {"resolved": True, "tests_status": {
+        "FAIL_TO_PASS": {"success": ["t1"], "failure": []}, "PASS_TO_PASS": {"success": ["t2"], "failure": ["t3"]}}}}))
+    _trial(job, "b__1", "hello-world", verifier_result={"rewards": {"reward": 1.0}})  # not an exported task
+    rows = {r["view"]: r for r in harbor_rows(tmp_path / "jobs")}
+    assert set(rows) == {"repo_only", "raw_trace"}
+    failed, timed_out = rows["repo_only"], rows["raw_trace"]
+    assert failed["successor"] == "codex openai/gpt-5 (harbor)" and failed["point_key"] == "acme__calc-1@after_first_source_edit:4"
+    assert (failed["status"], failed["failure_kind"], failed["resolved"]) == ("failed", "infrastructure", False)
+    assert failed["reason"] == "RuntimeError: docker build failed"
+    assert (timed_out["status"], timed_out["failure_kind"], timed_out["exit_status"]) == ("done", "agent", "time_limit")
+    assert timed_out["resolved"] and timed_out["pass_to_pass_rate"] == 0.5 and timed_out["wall_seconds"] == 90.0
+    assert rows == {r["view"]: r for r in harbor_rows(job)}  # a job folder itself, or the folder of jobs
