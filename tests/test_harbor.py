@@ -77,8 +77,8 @@ def exported(tmp_path, monkeypatch):
     task, source = tiny_task(tmp_path / "repo")
     cps, dataset = _checkpoint(tmp_path, task, source)
     folders = _export(str(cps), "--dataset", str(dataset), "--mirror", str(source.mirror), "--offline",
-                      "--out-dir", str(tmp_path / "tasks"), "--image", "example/tiny:1", "--grading-timeout", "600",
-                      "--agent-timeout", "900")
+                      "--out-dir", str(tmp_path / "tasks"), "--view", "repo_only", "--view", "raw_trace",
+                      "--image", "example/tiny:1", "--grading-timeout", "600", "--agent-timeout", "900")
     return task, cps / "event-3", folders
 
 
