@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from takeover import __version__
+from takeover._util.folders import building_beside, swap_in
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
@@ -122,6 +124,13 @@ python=/usr/bin/python3
 """
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
 def task_name(checkpoint: Checkpoint, view: str) -> str:
     """The task folder's name: ``<instance_id>__<point_type>-<event_index>__<view>``."""
     return f"{checkpoint.instance_id}__{checkpoint.point.type}-{checkpoint.point.event_index}__{view}"
@@ -160,17 +169,36 @@ def task_metadata(checkpoint: Checkpoint, folder: Path, view: str) -> dict[str, 
     }
 
 
-def predecessor_atif(checkpoint: Checkpoint) -> dict[str, Any]:
+def predecessor_file(checkpoint: Checkpoint, folder: Path) -> Path:
+    """The predecessor's trajectory file: ``checkpoint.trajectory`` as recorded (a path relative to where
+    ``takeover checkpoint`` ran), else that relative path under the nearest folder above the checkpoint
+    folder that holds it.
+
+    Raises:
+        InputError: the checkpoint names no trajectory, or the file is found nowhere (names the places).
+    """
+    if not checkpoint.trajectory:
+        raise InputError(folder / "checkpoint.json", "names no predecessor trajectory: the raw_trace task needs one",
+                         field="trajectory")
+    recorded = Path(checkpoint.trajectory)
+    if recorded.is_absolute() or recorded.exists():
+        return recorded
+    for parent in folder.resolve().parents:
+        if (parent / recorded).is_file():
+            return parent / recorded
+    raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} is not found from here "
+                     "nor under any folder above the checkpoint folder; run the export where the checkpoint was made",
+                     field="trajectory")
+
+
+def predecessor_atif(checkpoint: Checkpoint, folder: Path) -> dict[str, Any]:
     """The predecessor's run up to the handoff event as an ATIF document, every step ``is_copied_context``
     (Harbor seeds the successor's session with it; readers leave copied steps out of the successor's counts).
 
     Raises:
-        InputError: the checkpoint names no trajectory, or the file no longer holds its record.
+        InputError: as :func:`predecessor_file`, or the file no longer holds the checkpoint's record.
     """
-    if not checkpoint.trajectory:
-        raise InputError("checkpoint.json", "names no predecessor trajectory: the raw_trace task needs one",
-                         field="trajectory")
-    runs = read_trajectories(checkpoint.trajectory)
+    runs = read_trajectories(predecessor_file(checkpoint, folder))
     found = [r for r in runs if r.record == checkpoint.trajectory_record] or (runs if len(runs) == 1 else [])
     if not found:
         raise InputError(checkpoint.trajectory, "no run of this file is the checkpoint's predecessor",
@@ -221,35 +249,43 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     spec = official_test_spec(task, repo_source)
     files, parser_name = _parser_files(task)
     dest = Path(out_dir) / task_name(checkpoint, view)
-    atomic_write_text(dest / "instruction.md", prompt.read_text(encoding="utf-8"))
-    if view == RAW_TRACE:
-        atomic_write_json(dest / "trajectory.json", predecessor_atif(checkpoint))
-    atomic_write_text(dest / "environment" / "Dockerfile", (
-        f"FROM {image or instance_image_name(task.instance_id)}\n"
-        "COPY checkpoint.patch freeze.sh /takeover/\n"
-        f"RUN bash /takeover/freeze.sh {checkpoint.base_commit} && rm -rf /takeover\n"
-        "WORKDIR /testbed\n"))
-    atomic_write_text(dest / "environment" / "freeze.sh", FREEZE_SH)
-    atomic_write_text(dest / "environment" / "checkpoint.patch", patch)
-    diff = shlex.join(["git", *DIFF_ARGS, "--cached"])
-    atomic_write_text(dest / "tests" / "test.sh", TEST_SH.replace("{starting}", STARTING_COMMIT_FILE)
-                      .replace("{base}", checkpoint.base_commit).replace("{diff}", diff))
-    (dest / "tests" / "test.sh").chmod(0o755)
-    atomic_write_text(dest / "tests" / "eval.sh", spec.eval_script)
-    atomic_write_json(dest / "tests" / "config.json", {
-        "instance_id": task.instance_id, "repo": task.repo, "log_parser": parser_name,
-        "FAIL_TO_PASS": list(task.FAIL_TO_PASS), "PASS_TO_PASS": list(task.PASS_TO_PASS)})
-    atomic_write_text(dest / "tests" / "swebench_verdict.py",
-                      resources.files("takeover.harbor").joinpath("swebench_verdict.py").read_text(encoding="utf-8"))
-    for rel, text in files.items():
-        atomic_write_text(dest / "tests" / rel, text)
-    atomic_write_text(dest / "solution" / "solve.sh", SOLVE_SH)
-    (dest / "solution" / "solve.sh").chmod(0o755)
-    atomic_write_text(dest / "solution" / "checkpoint.patch", patch)
-    atomic_write_text(dest / "solution" / "gold.patch", task.patch or "")
-    metadata = task_metadata(checkpoint, folder, view)
-    atomic_write_text(dest / "task.toml", task_toml(metadata, verifier_timeout=verifier_timeout,
-                                                    agent_timeout=agent_timeout))
+    if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
+        raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
+    with building_beside(dest) as tmp:
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the task from other users
+        atomic_write_text(tmp / "instruction.md", prompt.read_text(encoding="utf-8"))
+        if view == RAW_TRACE:
+            atomic_write_json(tmp / "trajectory.json", predecessor_atif(checkpoint, folder))
+        atomic_write_text(tmp / "environment" / "Dockerfile", (
+            f"FROM {image or instance_image_name(task.instance_id)}\n"
+            "COPY checkpoint.patch freeze.sh /takeover/\n"
+            f"RUN bash /takeover/freeze.sh {checkpoint.base_commit} && rm -rf /takeover\n"
+            "WORKDIR /testbed\n"))
+        atomic_write_text(tmp / "environment" / "freeze.sh", FREEZE_SH)
+        atomic_write_text(tmp / "environment" / "checkpoint.patch", patch)
+        diff = shlex.join(["git", *DIFF_ARGS, "--cached"])
+        atomic_write_text(tmp / "tests" / "test.sh", TEST_SH.replace("{starting}", STARTING_COMMIT_FILE)
+                          .replace("{base}", checkpoint.base_commit).replace("{diff}", diff))
+        (tmp / "tests" / "test.sh").chmod(0o755)
+        atomic_write_text(tmp / "tests" / "eval.sh", spec.eval_script)
+        atomic_write_json(tmp / "tests" / "config.json", {
+            "instance_id": task.instance_id, "repo": task.repo, "log_parser": parser_name,
+            "FAIL_TO_PASS": list(task.FAIL_TO_PASS), "PASS_TO_PASS": list(task.PASS_TO_PASS)})
+        atomic_write_text(tmp / "tests" / "swebench_verdict.py",
+                          resources.files("takeover.harbor").joinpath("swebench_verdict.py").read_text(encoding="utf-8"))
+        for rel, text in files.items():
+            atomic_write_text(tmp / "tests" / rel, text)
+        atomic_write_text(tmp / "solution" / "solve.sh", SOLVE_SH)
+        (tmp / "solution" / "solve.sh").chmod(0o755)
+        atomic_write_text(tmp / "solution" / "checkpoint.patch", patch)
+        atomic_write_text(tmp / "solution" / "gold.patch", task.patch or "")
+        metadata = task_metadata(checkpoint, folder, view)
+        atomic_write_text(tmp / "task.toml", task_toml(metadata, verifier_timeout=verifier_timeout,
+                                                        agent_timeout=agent_timeout))
+        if dest.exists():
+            shutil.rmtree(dest)  # an earlier export of the same task: replaced whole
+        if not swap_in(tmp, dest):
+            raise InputError(dest, "another export wrote this task at the same time")
     return dest
 
 
