@@ -25,6 +25,7 @@ starting commit, untracked files included). :mod:`takeover.report.harbor_jobs` r
 
 from __future__ import annotations
 
+import ast
 import json
 import shlex
 import shutil
@@ -106,11 +107,11 @@ git apply --binary --whitespace=nowarn "$here/gold.patch"
 
 TEST_SH = """#!/bin/bash
 # takeover: SWE-bench's evaluation of the repository the agent left at /testbed (docs/protocol.md section 6).
+# A verdict that cannot be reached writes no reward: Harbor then reports the trial's verifier as failed.
 set -uo pipefail
 out=/logs/verifier
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
-echo 0 > "$out/reward.txt"
 cd /testbed
 git config --global --add safe.directory /testbed >/dev/null 2>&1 || true
 start=$(cat {starting} 2>/dev/null || echo {base})
@@ -216,6 +217,13 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
         raise EnvironmentUnavailable(f"{task.instance_id}: {task.repo}'s log parser {parser.__name__} is not one of "
                                      "swebench's Python parsers; only Python tasks are exported to Harbor")
     source = resources.files(_SWEBENCH_PARSERS).joinpath("python.py").read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("swebench"):
+            shim = f"{node.module.replace('.', '/')}.py"
+            names = {a.name for a in node.names}
+            if shim not in _SHIMS or not all(f"class {n}(" in _SHIMS[shim] for n in names):
+                raise EnvironmentUnavailable(f"swebench's log parsers import {', '.join(sorted(names))} from "
+                                             f"{node.module}, which the Harbor verifier does not provide")
     return {**_SHIMS, "swebench/harness/log_parsers/python.py": source}, parser.__name__
 
 
