@@ -102,6 +102,11 @@ def test_export_writes_one_task_per_view_with_prompt_trace_environment_and_verif
     assert trace["extra"]["cut_at_event"] == 3 and "final_patch" not in trace["extra"]
     # the predecessor's actions up to the cut, none after it
     assert sum(len(s.get("tool_calls") or []) or (s["source"] == "agent") for s in trace["steps"]) == 2
+    again = _export(str(checkpoint), "--dataset", str(checkpoint.parents[1] / "tasks.jsonl"), "--view", "raw_trace",
+                    "--no-seed-trajectory", "--offline", "--mirror", str(checkpoint.parents[1] / "repo" / "mirror"),
+                    "--out-dir", str(raw_trace.parent))
+    assert again == [raw_trace] and not (raw_trace / "trajectory.json").exists()  # replaced whole, unseeded
+    assert (raw_trace / "instruction.md").read_text() == (checkpoint / "views" / "raw_trace.md").read_text()
 
 
 def test_verdict_script_grades_a_swebench_log_by_swebench_rules(exported, tmp_path):

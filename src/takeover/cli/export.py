@@ -106,6 +106,7 @@ def harbor(
     offline: OfflineOption = False,
     image: Annotated[str | None, typer.Option("--image", help="Base image of every task's environment (default: SWE-bench's image of the instance).")] = None,
     grading_timeout: GradingTimeoutOption = 1800.0,
+    seed_trajectory: Annotated[bool, typer.Option("--seed-trajectory/--no-seed-trajectory", help="Ship the predecessor's run as a raw_trace task's trajectory.json, which Harbor seeds the agent's session with; only agents that can load ATIF run such a task (Claude Code, Codex CLI). The trace is in the instruction either way.")] = True,
     agent_timeout: Annotated[float | None, typer.Option("--agent-timeout", help="Seconds Harbor gives the successor agent ([agent] timeout_sec; default: Harbor's).", min=1)] = None,
 ) -> None:
     """Write handoff points x views as Harbor tasks, so that any Harbor agent can be the successor.
@@ -126,7 +127,8 @@ def harbor(
     """
     tasks = task_index(load_tasks(dataset))
     written = export_tasks(checkpoint_dir, view, tasks, out_dir, repo_source=RepoSource(mirror, offline=offline),
-                           image=image, verifier_timeout=grading_timeout, agent_timeout=agent_timeout)
+                           image=image, verifier_timeout=grading_timeout, agent_timeout=agent_timeout,
+                           seed_trajectory=seed_trajectory)
     for folder in written:
         print(folder)
     print(f"wrote {len(written)} Harbor task(s) under {out_dir}", file=sys.stderr)

@@ -229,7 +229,8 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
 
 def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
                 repo_source: RepoSource | None = None, image: str | None = None,
-                verifier_timeout: float = 1800.0, agent_timeout: float | None = None) -> Path:
+                verifier_timeout: float = 1800.0, agent_timeout: float | None = None,
+                seed_trajectory: bool = True) -> Path:
     """Write the Harbor task of (``checkpoint_dir``, ``view``) under ``out_dir``; returns its folder.
 
     Args:
@@ -237,6 +238,9 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         repo_source: where swebench's eval script reads requirement files (a mirror, or offline).
         image: the environment's base image (default: swebench's name of the instance image).
         verifier_timeout, agent_timeout: seconds (``task.toml``); no agent limit by default.
+        seed_trajectory: a raw_trace task ships ``trajectory.json`` (Harbor then runs it only with agents that
+            can load an ATIF trajectory: Claude Code, Codex CLI in Harbor 0.25); the trace is in the
+            instruction either way.
 
     Raises:
         InputError: a broken checkpoint folder, an unknown view, a view that was not built, a task that is
@@ -262,7 +266,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     with building_beside(dest) as tmp:
         tmp.chmod(0o755)  # mkdtemp's 0700 would hide the task from other users
         atomic_write_text(tmp / "instruction.md", prompt.read_text(encoding="utf-8"))
-        if view == RAW_TRACE:
+        if view == RAW_TRACE and seed_trajectory:
             atomic_write_json(tmp / "trajectory.json", predecessor_atif(checkpoint, folder))
         atomic_write_text(tmp / "environment" / "Dockerfile", (
             f"FROM {image or instance_image_name(task.instance_id)}\n"
@@ -320,7 +324,8 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
 
     Args:
         tasks: ``{instance_id: task}`` holding every checkpoint's instance.
-        options: as :func:`export_task` (``repo_source``, ``image``, ``verifier_timeout``, ``agent_timeout``).
+        options: as :func:`export_task` (``repo_source``, ``image``, ``verifier_timeout``, ``agent_timeout``,
+            ``seed_trajectory``).
 
     Raises:
         InputError: as :func:`export_task`; a checkpoint whose instance is not in ``tasks``; no view built.
