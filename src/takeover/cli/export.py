@@ -16,6 +16,7 @@ from takeover.cli.options import (
     DATASET_HELP,
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
+    VIEW_HELP,
     DatasetOption,
     EventOption,
     GradingTimeoutOption,
@@ -24,7 +25,6 @@ from takeover.cli.options import (
     PointsFileOption,
     RecordOption,
     VerboseOption,
-    ViewsOption,
 )
 from takeover.errors import InputError
 from takeover.harbor.task_folder import export_tasks
@@ -100,7 +100,7 @@ def atif(
 def harbor(
     checkpoint_dir: Annotated[Path, typer.Argument(help="A checkpoint folder (takeover checkpoint, views built), or a folder holding many: a study's output folder.")],
     dataset: DatasetOption,
-    view: ViewsOption = None,
+    view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: every view built for the checkpoint.")] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: one Harbor task folder per (point, view).")] = Path("harbor-tasks"),
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
