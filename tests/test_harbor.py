@@ -70,10 +70,17 @@ def _export(*args: str) -> list[Path]:
     return [Path(line) for line in result.stdout.splitlines() if line.strip()]
 
 
-@pytest.fixture
-def exported(tmp_path, monkeypatch):
-    """The two tasks (repo_only, raw_trace) of one checkpoint of the tiny flask task, exported by the CLI."""
-    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The two tasks (repo_only, raw_trace) of one checkpoint of the tiny flask task, exported by the CLI once
+    for the tests that only read them."""
+    tmp_path = tmp_path_factory.mktemp("harbor-export")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+        return _exported(tmp_path)
+
+
+def _exported(tmp_path: Path):
     task, source = tiny_task(tmp_path / "repo")
     cps, dataset = _checkpoint(tmp_path, task, source)
     folders = _export(str(cps), "--dataset", str(dataset), "--mirror", str(source.mirror), "--offline",
@@ -82,7 +89,7 @@ def exported(tmp_path, monkeypatch):
     return task, cps / "event-3", folders
 
 
-def test_export_writes_one_task_per_view_with_prompt_trace_environment_and_verifier(exported):
+def test_export_writes_one_task_per_view_with_prompt_trace_environment_and_verifier(exported, tmp_path):
     task, checkpoint, folders = exported
     assert [f.name for f in folders] == [f"{task.instance_id}__event-3__repo_only", f"{task.instance_id}__event-3__raw_trace"]
     repo_only, raw_trace = folders
@@ -104,9 +111,14 @@ def test_export_writes_one_task_per_view_with_prompt_trace_environment_and_verif
     assert sum(len(s.get("tool_calls") or []) or (s["source"] == "agent") for s in trace["steps"]) == 2
     again = _export(str(checkpoint), "--dataset", str(checkpoint.parents[1] / "tasks.jsonl"), "--view", "raw_trace",
                     "--no-seed-trajectory", "--offline", "--mirror", str(checkpoint.parents[1] / "repo" / "mirror"),
-                    "--out-dir", str(raw_trace.parent))
-    assert again == [raw_trace] and not (raw_trace / "trajectory.json").exists()  # replaced whole, unseeded
-    assert (raw_trace / "instruction.md").read_text() == (checkpoint / "views" / "raw_trace.md").read_text()
+                    "--out-dir", str(tmp_path / "unseeded"))
+    assert [p.name for p in again] == [raw_trace.name] and not (again[0] / "trajectory.json").exists()
+    assert (again[0] / "instruction.md").read_text() == (checkpoint / "views" / "raw_trace.md").read_text()
+    # a rerun replaces the earlier export of the same task whole
+    seeded = _export(str(checkpoint), "--dataset", str(checkpoint.parents[1] / "tasks.jsonl"), "--view", "raw_trace",
+                     "--offline", "--mirror", str(checkpoint.parents[1] / "repo" / "mirror"),
+                     "--out-dir", str(tmp_path / "unseeded"))
+    assert seeded == again and (seeded[0] / "trajectory.json").is_file()
 
 
 def test_verdict_script_grades_a_swebench_log_by_swebench_rules(exported, tmp_path):
