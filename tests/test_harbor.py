@@ -200,6 +200,8 @@ def _own_events(trajectory: Path) -> int:
 @pytest.mark.timeout(1800)
 def test_harbor_run_on_the_stand_in_is_graded_and_read_back_by_takeover_report(tiny_docker_task, tmp_path):
     from takeover.report import build_report
+    from takeover.report.drilldown import point_sections
+    from takeover.report.rows import collect_rows, read_units
 
     cps, dataset = _checkpoint(tmp_path, tiny_docker_task.task, tiny_docker_task.source)
     folders = _export(str(cps), "--dataset", str(dataset), "--mirror", str(tiny_docker_task.source.mirror),
@@ -229,6 +231,9 @@ def test_harbor_run_on_the_stand_in_is_graded_and_read_back_by_takeover_report(t
             assert row["completion_tokens"] == 20
         else:  # the oracle and nop write no trajectory
             assert not atif.exists() and row["agent_events"] is None
+        # swebench's eval script finds base_commit in the frozen history (git diff, git checkout of the tests)
+        log = (trial / "verifier" / "test_output.log").read_text()
+        assert "bad object" not in log and "is not a tree" not in log and "command not found" not in log, log[-2000:]
         # the checkpoint's state is what the agent started from: nop leaves it as it is
         patch = (trial / "verifier" / "final.patch").read_text()
         assert NOTE in patch if row["successor"] == "nop (harbor)" else "+    return a + b" in patch
@@ -241,6 +246,11 @@ def test_harbor_run_on_the_stand_in_is_graded_and_read_back_by_takeover_report(t
     assert summary[("nop (harbor)", "repo_only")]["solved"] == 0
     html = (jobs / "report.html").read_text()
     assert "takeover-scripted (harbor)" in html
+    # the drill-down shows each scripted trial's own steps (its commands), not the seeded ones
+    units = read_units(jobs)
+    cells = [c for sec in point_sections(units, collect_rows(units)) for c in sec.runs]
+    scripted = [c for c in cells if c.successor == "takeover-scripted (harbor)"]
+    assert len(scripted) == 2 and all(len(c.steps) == 2 and c.run_dir.endswith("trajectory.json") for c in scripted)
     assert TINY_GOLD.splitlines()[0] in (folders[0] / "solution" / "gold.patch").read_text()
 
 

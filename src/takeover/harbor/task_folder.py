@@ -85,7 +85,8 @@ git update-ref "refs/heads/$branch" "$head"
 git symbolic-ref HEAD "refs/heads/$branch"
 git reset -q
 git reflog expire --expire=now --all
-git gc -q --prune=now
+# No gc: base_commit is reachable from no ref (HEAD's parent link is cut), and a prune would drop it.
+git cat-file -e "$base^{commit}"
 mkdir -p "$(dirname {starting})"
 echo "$head" > {starting}
 if [ -s /takeover/checkpoint.patch ]; then

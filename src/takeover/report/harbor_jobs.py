@@ -20,6 +20,7 @@ found in ``OUT/*/`` (``OUT`` is a job folder) and ``OUT/*/*/`` (``OUT`` holds jo
   was still verified is ``done`` with ``exit_status`` ``time_limit`` (``failure_kind`` ``agent``); any other
   exception, or no reward, is ``failed`` (``infrastructure``) with Harbor's exception as the reason.
 - ``wall_seconds``: the agent's execution time; ``initial_prompt_chars``: the task's ``instruction.md``.
+- ``run_dir`` (not a column of ``results.csv``): the ATIF trajectory, whose steps the HTML drill-down shows.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ def trial_row(trial: Path) -> dict[str, Any] | None:
         "exit_status": "time_limit" if timed_out else ("environment_error" if error else "submitted"),
         "checkpoint_diff_preserved": None, "only_source_files_changed": None,
         "fail_to_pass_rate": _rate(tests.get("FAIL_TO_PASS")), "pass_to_pass_rate": _rate(tests.get("PASS_TO_PASS")),
+        "run_dir": str(atif) if atif.is_file() else None,  # the drill-down's transcript of the run
     }
     if error and not timed_out or not rewards:
         reason = (f"{error.get('exception_type')}: {str(error.get('exception_message') or '').splitlines()[0][:300]}"
