@@ -203,7 +203,9 @@ def test_harbor_run_on_the_stand_in_is_graded_and_read_back_by_takeover_report(t
     from takeover.report.drilldown import point_sections
     from takeover.report.rows import collect_rows, read_units
 
-    cps, dataset = _checkpoint(tmp_path, tiny_docker_task.task, tiny_docker_task.source)
+    with pytest.MonkeyPatch.context() as patch:  # the checkpoint's replay keeps to its own cache
+        patch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+        cps, dataset = _checkpoint(tmp_path, tiny_docker_task.task, tiny_docker_task.source)
     folders = _export(str(cps), "--dataset", str(dataset), "--mirror", str(tiny_docker_task.source.mirror),
                       "--offline", "--out-dir", str(tmp_path / "tasks"))
     jobs = tmp_path / "jobs"
