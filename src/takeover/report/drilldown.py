@@ -253,7 +253,7 @@ def _run_cell(reader: _Reader, row: dict, grade_entry: dict | None, with_steps: 
     cell = RunCell(takeover_key=key, successor=row["successor"], view=row["view"], status=row["status"],
                    failure_kind=row["failure_kind"], reason=row["reason"], resolved=bool(row["resolved"]),
                    grading=reader.grading("grade", grade, grade_entry), **fields)
-    folder = reader.run_folder(run, key) if with_steps else None
+    folder = (reader.run_folder(run, key) or _existing(row.get("run_dir"))) if with_steps else None
     if folder is None:
         cell.note = "no run folder" if with_steps else None
         return cell, None

@@ -28,6 +28,7 @@ from typing import Any
 
 from takeover._util.io import atomic_write_chunks
 from takeover.errors import InputError
+from takeover.report.harbor_jobs import harbor_rows, harbor_trial_folders
 from takeover.report.inspect_logs import eval_log_files, inspect_rows
 from takeover.results import GRADE_OUTPUT_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RUN_OUTPUT_COLUMNS
 from takeover.vocabulary import HANDOFF_STATES, VIEWS
@@ -134,7 +135,7 @@ def load_plan(out_dir: Path | str) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        if eval_log_files(out_dir):  # a folder of Inspect logs alone (takeover.report.inspect_logs)
+        if eval_log_files(out_dir) or harbor_trial_folders(out_dir):  # Inspect logs or Harbor jobs alone
             return {"name": Path(out_dir).resolve().name, "stages": {}}
         raise InputError(path, "no plan.json here: is this the output folder of `takeover run`?") from None
     except ValueError as exc:
@@ -271,7 +272,8 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
             row["status"], kind, row["reason"] = failing
             row["failure_kind"] = kind or "infrastructure"
         rows.append(row)
-    return rows + inspect_rows(units.out)  # the runs of Inspect's handoff task beside takeover's own
+    # the runs of Inspect's handoff task and Harbor's trials of exported tasks beside takeover's own
+    return rows + inspect_rows(units.out) + harbor_rows(units.out)
 
 
 def table1(units: ExperimentUnits) -> dict:

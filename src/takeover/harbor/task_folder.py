@@ -1,0 +1,346 @@
+"""Handoff points as Harbor tasks: one task folder per (checkpoint, view) (docs/protocol.md section 8.6).
+
+A Harbor task (Harbor 0.22 or later) is a folder::
+
+    <instance_id>__<point_type>-<event_index>__<view>/
+    ├── task.toml            # [metadata] names the point, the view and the predecessor; [verifier] timeout
+    ├── instruction.md       # the view's takeover prompt: the checkpoint's views/<view>.md, as it is
+    ├── trajectory.json      # raw_trace only: the predecessor's run up to the cut, ATIF, every step copied context
+    ├── solution/solve.sh    # Harbor's oracle only: the checkpoint's patch undone, the gold patch applied
+    ├── environment/
+    │   ├── Dockerfile       # FROM the task's SWE-bench image; the checkpoint's repository at /testbed
+    │   ├── freeze.sh        # /testbed's history cut to its starting commit and base_commit (section 5.5)
+    │   └── checkpoint.patch
+    └── tests/
+        ├── test.sh          # final patch, SWE-bench's eval script, the verdict -> /logs/verifier
+        ├── eval.sh          # swebench's eval script of the instance (test patch, test command, markers)
+        ├── config.json      # instance_id, FAIL_TO_PASS, PASS_TO_PASS, the log parser's name
+        ├── swebench_verdict.py  # takeover's verdict (swebench's grading rules), stdlib only
+        └── swebench/...     # swebench's own Python log parsers, copied from the installed swebench
+
+The verifier writes ``/logs/verifier/reward.txt`` (``1`` resolved, ``0`` not), ``report.json`` (per-test
+outcomes in swebench's report shape), ``test_output.log`` and ``final.patch`` (the repository against its
+starting commit, untracked files included). :mod:`takeover.report.harbor_jobs` reads the trials back.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+import shutil
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from takeover import __version__
+from takeover._util.folders import building_beside, swap_in
+from takeover._util.io import atomic_write_json, atomic_write_text
+from takeover.checkpoints import Checkpoint, load_checkpoint
+from takeover.environments.official_image import instance_image_name, official_test_spec
+from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.grading.log_parsing import resolve_log_parser
+from takeover.repository_states.snapshots import DIFF_ARGS
+from takeover.sources.repos import RepoSource
+from takeover.sources.tasks import SourceTask
+from takeover.trajectories import read_trajectories
+from takeover.trajectories.atif_writer import to_atif
+from takeover.vocabulary import VIEWS
+
+#: Where the verifier finds the frozen starting commit (written by ``freeze.sh`` at build time).
+STARTING_COMMIT_FILE = "/var/lib/takeover/starting_commit"
+#: The view whose task also ships the predecessor's trajectory (docs/protocol.md section 7).
+RAW_TRACE = "raw_trace"
+_SWEBENCH_PARSERS = "swebench.harness.log_parsers"
+#: Stand-ins for the two swebench names the Python log parsers import (the parsers use no other).
+_SHIMS = {
+    "swebench/__init__.py": "",
+    "swebench/harness/__init__.py": "",
+    "swebench/harness/constants.py": (
+        "from enum import Enum\n\n\nclass TestStatus(Enum):\n    FAILED = 'FAILED'\n    PASSED = 'PASSED'\n"
+        "    SKIPPED = 'SKIPPED'\n    ERROR = 'ERROR'\n    XFAIL = 'XFAIL'\n"),
+    "swebench/harness/test_spec/__init__.py": "",
+    "swebench/harness/test_spec/test_spec.py": "class TestSpec(object):\n    pass\n",
+    "swebench/harness/log_parsers/__init__.py": "",
+}
+
+FREEZE_SH = """#!/bin/bash
+# takeover: /testbed keeps only its starting commit (HEAD) and base_commit, each without parents, and no other
+# ref, so the successor sees the repository up to its base commit and nothing later (docs/protocol.md
+# section 5.5). Then the checkpoint's patch is applied to the working tree.
+set -euo pipefail
+base="$1"
+cd /testbed
+git config --global --add safe.directory /testbed
+head=$(git rev-parse HEAD)
+branch=$(git symbolic-ref -q --short HEAD || echo main)
+git config uploadpack.allowAnySHA1InWant true
+frozen=$(mktemp -d)
+git init -q "$frozen"
+git -C "$frozen" fetch -q --depth 1 "file:///testbed" "$head" "$base"
+rm -rf /testbed/.git
+mv "$frozen/.git" /testbed/.git
+rmdir "$frozen"
+git update-ref "refs/heads/$branch" "$head"
+git symbolic-ref HEAD "refs/heads/$branch"
+git reset -q
+git reflog expire --expire=now --all
+# No gc: base_commit is reachable from no ref (HEAD's parent link is cut), and a prune would drop it.
+git cat-file -e "$base^{commit}"
+mkdir -p "$(dirname {starting})"
+echo "$head" > {starting}
+if [ -s /takeover/checkpoint.patch ]; then
+  git apply --binary --whitespace=nowarn /takeover/checkpoint.patch
+fi
+""".replace("{starting}", STARTING_COMMIT_FILE)
+
+SOLVE_SH = """#!/bin/bash
+# takeover: the reference solution, for Harbor's oracle agent only (never shown to a successor): the
+# checkpoint's edits undone, SWE-bench's gold patch applied.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+cd /testbed
+if [ -s "$here/checkpoint.patch" ]; then
+  git apply -R --binary --whitespace=nowarn "$here/checkpoint.patch"
+fi
+git apply --binary --whitespace=nowarn "$here/gold.patch"
+"""
+
+TEST_SH = """#!/bin/bash
+# takeover: SWE-bench's evaluation of the repository the agent left at /testbed (docs/protocol.md section 6).
+# A verdict that cannot be reached writes no reward: Harbor then reports the trial's verifier as failed.
+set -uo pipefail
+out=/logs/verifier
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$out"
+cd /testbed
+git config --global --add safe.directory /testbed >/dev/null 2>&1 || true
+start=$(cat {starting} 2>/dev/null || echo {base})
+# The final patch: the working tree, untracked files included, against the starting commit.
+git add -A >/dev/null 2>&1 && {diff} "$start" > "$out/final.patch"
+git reset -q >/dev/null 2>&1
+bash "$here/eval.sh" > "$out/test_output.log" 2>&1
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+"$python" "$here/swebench_verdict.py" "$here/config.json" "$out/test_output.log" "$out"
+"""
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def task_name(checkpoint: Checkpoint, view: str) -> str:
+    """The task folder's name: ``<instance_id>__<point_type>-<event_index>__<view>``."""
+    return f"{checkpoint.instance_id}__{checkpoint.point.type}-{checkpoint.point.event_index}__{view}"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def task_toml(metadata: dict[str, Any], *, verifier_timeout: float, agent_timeout: float | None) -> str:
+    """``task.toml``: schema 1.4, ``[metadata]`` (None values left out), the verifier's and agent's time limits."""
+    lines = ['schema_version = "1.4"', "", "[metadata]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in metadata.items() if v is not None]
+    lines += ["", "[verifier]", f"timeout_sec = {float(verifier_timeout)!r}"]
+    lines += ["", "[agent]"] + ([f"timeout_sec = {float(agent_timeout)!r}"] if agent_timeout else [])
+    lines += ["", "[environment]", "build_timeout_sec = 1800.0", 'workdir = "/testbed"']
+    return "\n".join(lines) + "\n"
+
+
+def task_metadata(checkpoint: Checkpoint, folder: Path, view: str) -> dict[str, Any]:
+    """The task's ``[metadata]``: the point (``point_key`` pairs its views), the view and the predecessor."""
+    point = checkpoint.point
+    return {
+        "exported_by": f"takeover {__version__}", "instance_id": checkpoint.instance_id, "repo": checkpoint.repo,
+        "base_commit": checkpoint.base_commit, "point_type": point.type, "event_index": point.event_index,
+        "point_key": f"{checkpoint.instance_id}@{point.type}:{point.event_index}", "view": view,
+        "handoff_state": checkpoint.handoff_state, "checkpoint_dir": str(folder.resolve()),
+        "checkpoint_patch_sha256": checkpoint.patch_sha256, "predecessor_trajectory": checkpoint.trajectory,
+        "predecessor_record": checkpoint.trajectory_record,
+    }
+
+
+def predecessor_file(checkpoint: Checkpoint, folder: Path) -> Path:
+    """The predecessor's trajectory file: ``checkpoint.trajectory`` as recorded (a path relative to where
+    ``takeover checkpoint`` ran), else that relative path under the nearest folder above the checkpoint
+    folder that holds it.
+
+    Raises:
+        InputError: the checkpoint names no trajectory, or the file is found nowhere (names the places).
+    """
+    if not checkpoint.trajectory:
+        raise InputError(folder / "checkpoint.json", "names no predecessor trajectory: the raw_trace task needs one",
+                         field="trajectory")
+    recorded = Path(checkpoint.trajectory)
+    if recorded.is_absolute() or recorded.exists():
+        return recorded
+    for parent in folder.resolve().parents:
+        if (parent / recorded).is_file():
+            return parent / recorded
+    raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} is not found from here "
+                     "nor under any folder above the checkpoint folder; run the export where the checkpoint was made",
+                     field="trajectory")
+
+
+def predecessor_atif(checkpoint: Checkpoint, folder: Path) -> dict[str, Any]:
+    """The predecessor's run up to the handoff event as an ATIF document, every step ``is_copied_context``
+    (Harbor seeds the successor's session with it; readers leave copied steps out of the successor's counts).
+
+    Raises:
+        InputError: as :func:`predecessor_file`, or the file no longer holds the checkpoint's record.
+    """
+    runs = read_trajectories(predecessor_file(checkpoint, folder))
+    found = [r for r in runs if r.record == checkpoint.trajectory_record] or (runs if len(runs) == 1 else [])
+    if not found:
+        raise InputError(checkpoint.trajectory, "no run of this file is the checkpoint's predecessor",
+                         record=checkpoint.trajectory_record)
+    doc = to_atif(found[0], through_event=checkpoint.point.event_index)
+    for step in doc["steps"]:
+        step["is_copied_context"] = True
+    doc.setdefault("extra", {})["copied_from"] = "takeover handoff predecessor"
+    return doc
+
+
+def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
+    parser = resolve_log_parser(None, task.repo)
+    if parser.__module__ != f"{_SWEBENCH_PARSERS}.python":
+        raise EnvironmentUnavailable(f"{task.instance_id}: {task.repo}'s log parser {parser.__name__} is not one of "
+                                     "swebench's Python parsers; only Python tasks are exported to Harbor")
+    source = resources.files(_SWEBENCH_PARSERS).joinpath("python.py").read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("swebench"):
+            shim = f"{node.module.replace('.', '/')}.py"
+            names = {a.name for a in node.names}
+            if shim not in _SHIMS or not all(f"class {n}(" in _SHIMS[shim] for n in names):
+                raise EnvironmentUnavailable(f"swebench's log parsers import {', '.join(sorted(names))} from "
+                                             f"{node.module}, which the Harbor verifier does not provide")
+    return {**_SHIMS, "swebench/harness/log_parsers/python.py": source}, parser.__name__
+
+
+def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
+                repo_source: RepoSource | None = None, image: str | None = None,
+                verifier_timeout: float = 1800.0, agent_timeout: float | None = None,
+                seed_trajectory: bool = True) -> Path:
+    """Write the Harbor task of (``checkpoint_dir``, ``view``) under ``out_dir``; returns its folder.
+
+    Args:
+        task: the checkpoint's instance (its dataset row: test patch, test lists, version).
+        repo_source: where swebench's eval script reads requirement files (a mirror, or offline).
+        image: the environment's base image (default: swebench's name of the instance image).
+        verifier_timeout, agent_timeout: seconds (``task.toml``); no agent limit by default.
+        seed_trajectory: a raw_trace task ships ``trajectory.json`` (Harbor then runs it only with agents that
+            can load an ATIF trajectory: Claude Code, Codex CLI in Harbor 0.25); the trace is in the
+            instruction either way.
+
+    Raises:
+        InputError: a broken checkpoint folder, an unknown view, a view that was not built, a task that is
+            not the checkpoint's, or (raw_trace) a predecessor trajectory that cannot be read.
+        EnvironmentUnavailable: the task has no SWE-bench specification or no Python log parser.
+    """
+    folder = Path(checkpoint_dir)
+    checkpoint, patch = load_checkpoint(folder)
+    if view not in VIEWS:
+        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    if task.instance_id != checkpoint.instance_id:
+        raise InputError(folder / "checkpoint.json", f"is of {checkpoint.instance_id}, not {task.instance_id}",
+                         field="instance_id")
+    prompt = folder / "views" / f"{view}.md"
+    if not prompt.is_file():
+        raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
+                         f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+    spec = official_test_spec(task, repo_source)
+    files, parser_name = _parser_files(task)
+    dest = Path(out_dir) / task_name(checkpoint, view)
+    if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
+        raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
+    with building_beside(dest) as tmp:
+        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the task from other users
+        atomic_write_text(tmp / "instruction.md", prompt.read_text(encoding="utf-8"))
+        if view == RAW_TRACE and seed_trajectory:
+            atomic_write_json(tmp / "trajectory.json", predecessor_atif(checkpoint, folder))
+        atomic_write_text(tmp / "environment" / "Dockerfile", (
+            f"FROM {image or instance_image_name(task.instance_id)}\n"
+            "COPY checkpoint.patch freeze.sh /takeover/\n"
+            f"RUN bash /takeover/freeze.sh {checkpoint.base_commit} && rm -rf /takeover\n"
+            "WORKDIR /testbed\n"))
+        atomic_write_text(tmp / "environment" / "freeze.sh", FREEZE_SH)
+        atomic_write_text(tmp / "environment" / "checkpoint.patch", patch)
+        diff = shlex.join(["git", *DIFF_ARGS, "--cached"])
+        atomic_write_text(tmp / "tests" / "test.sh", TEST_SH.replace("{starting}", STARTING_COMMIT_FILE)
+                          .replace("{base}", checkpoint.base_commit).replace("{diff}", diff))
+        (tmp / "tests" / "test.sh").chmod(0o755)
+        atomic_write_text(tmp / "tests" / "eval.sh", spec.eval_script)
+        atomic_write_json(tmp / "tests" / "config.json", {
+            "instance_id": task.instance_id, "repo": task.repo, "log_parser": parser_name,
+            "FAIL_TO_PASS": list(task.FAIL_TO_PASS), "PASS_TO_PASS": list(task.PASS_TO_PASS)})
+        atomic_write_text(tmp / "tests" / "swebench_verdict.py",
+                          resources.files("takeover.harbor").joinpath("swebench_verdict.py").read_text(encoding="utf-8"))
+        for rel, text in files.items():
+            atomic_write_text(tmp / "tests" / rel, text)
+        atomic_write_text(tmp / "solution" / "solve.sh", SOLVE_SH)
+        (tmp / "solution" / "solve.sh").chmod(0o755)
+        atomic_write_text(tmp / "solution" / "checkpoint.patch", patch)
+        atomic_write_text(tmp / "solution" / "gold.patch", task.patch or "")
+        metadata = task_metadata(checkpoint, folder, view)
+        atomic_write_text(tmp / "task.toml", task_toml(metadata, verifier_timeout=verifier_timeout,
+                                                        agent_timeout=agent_timeout))
+        if dest.exists():
+            shutil.rmtree(dest)  # an earlier export of the same task: replaced whole
+        if not swap_in(tmp, dest):
+            raise InputError(dest, "another export wrote this task at the same time")
+    return dest
+
+
+def checkpoint_folders(root: Path | str) -> list[Path]:
+    """``root`` when it is a checkpoint folder, else every checkpoint folder below it (a study's output
+    folder holds one per handoff point), sorted.
+
+    Raises:
+        InputError: ``root`` does not exist or holds no ``checkpoint.json``.
+    """
+    root = Path(root)
+    if (root / "checkpoint.json").is_file():
+        return [root]
+    found = sorted(p.parent for p in root.rglob("checkpoint.json")) if root.is_dir() else []
+    if not found:
+        raise InputError(root, "no checkpoint.json in this folder or below it (write them with takeover checkpoint)")
+    return found
+
+
+def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, SourceTask], out_dir: Path | str,
+                 **options: Any) -> list[Path]:
+    """:func:`export_task` for every checkpoint folder under ``root`` x ``views`` (default: every view built
+    for the checkpoint, ``views/<view>.md``); returns the task folders in checkpoint then view order.
+
+    Args:
+        tasks: ``{instance_id: task}`` holding every checkpoint's instance.
+        options: as :func:`export_task` (``repo_source``, ``image``, ``verifier_timeout``, ``agent_timeout``,
+            ``seed_trajectory``).
+
+    Raises:
+        InputError: as :func:`export_task`; a checkpoint whose instance is not in ``tasks``; no view built.
+    """
+    written = []
+    for folder in checkpoint_folders(root):
+        checkpoint, _ = load_checkpoint(folder)
+        task = tasks.get(checkpoint.instance_id)
+        if task is None:
+            raise InputError(folder / "checkpoint.json", f"instance {checkpoint.instance_id} is not in the dataset",
+                             field="instance_id")
+        names = views or [v for v in VIEWS if (folder / "views" / f"{v}.md").is_file()]
+        if not names:
+            raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
+                             f"takeover views RUN --checkpoint-dir {folder}")
+        written += [export_task(folder, view, task, out_dir, **options) for view in names]
+    return written
