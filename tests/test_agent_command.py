@@ -14,8 +14,9 @@ import pytest
 from test_agent_runtimes import _agent_run
 from test_agents import events_of
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor
+from takeover.agents import ExitStatus, RunLimits, read_run
 from takeover.agents.command.command_runtime import AgentSessionMissing
+from takeover.agents.runs import run_predecessor
 from takeover.errors import InputError
 from takeover.experiments import load_experiment
 from takeover.experiments.stages import _run_output

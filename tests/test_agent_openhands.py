@@ -16,7 +16,8 @@ from test_agent_runtimes import write_calc_study
 from test_agents import bash, events_of, settings, tree_file
 from test_cli_points_flags import points_json
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
+from takeover.agents import ExitStatus, RunLimits, read_run
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
 from takeover.experiments.units import load_results

@@ -11,7 +11,8 @@ from prerequisites import requires
 from test_agents import BUGGY, FIXED, SUBMIT, TEST, _checkpoint, bash, events_of, settings
 
 from takeover._util import sandbox
-from takeover.agents import ExitStatus, RunLimits, run_predecessor, run_takeover
+from takeover.agents import ExitStatus, RunLimits
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer

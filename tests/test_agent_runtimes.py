@@ -18,17 +18,10 @@ from test_agent_runs import _checkpoint_folder
 from test_agents import bash, events_of, settings, tree_file
 from typer.testing import CliRunner
 
-from takeover.agents import (
-    COMMAND_BACKENDS,
-    RUNTIMES,
-    AgentRun,
-    ExitStatus,
-    RunLimits,
-    RuntimeOutcome,
-    read_run,
-    run_predecessor,
-    run_takeover,
-)
+from takeover.agents import AgentRun, ExitStatus, RunLimits, RuntimeOutcome, read_run
+from takeover.agents.command_backends import COMMAND_BACKENDS
+from takeover.agents.runs import run_predecessor, run_takeover
+from takeover.agents.runtimes import RUNTIMES
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
@@ -73,12 +66,12 @@ class ScribeRuntime:
 
 @pytest.fixture
 def scribe():
-    """The scribe runtime registered as ``scribe`` for one test (one line: the mapping's entry)."""
-    RUNTIMES["scribe"] = ScribeRuntime()
+    """The scribe runtime registered as ``scribe`` for one test (one line: its registry entry)."""
+    RUNTIMES.add("scribe", ScribeRuntime())
     try:
         yield "scribe"
     finally:
-        del RUNTIMES["scribe"]
+        RUNTIMES.remove("scribe")
 
 
 NOTE = {"content": "NOTES.md\nadd() must add\n"}

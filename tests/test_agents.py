@@ -16,7 +16,8 @@ import pytest
 from conftest import CALC_BUGGY, CALC_ENV_SPEC, CALC_TEST, git, make_repo
 from prerequisites import missing, requires
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
+from takeover.agents import ExitStatus, RunLimits, read_run
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource

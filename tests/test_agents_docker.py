@@ -18,7 +18,8 @@ from conftest import git
 from docker_images import TINY_GOLD
 from prerequisites import requires
 
-from takeover.agents import ExitStatus, RunLimits, run_predecessor, run_takeover
+from takeover.agents import ExitStatus, RunLimits
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import EnvironmentUnavailable
 from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import ScriptedServer

@@ -16,7 +16,7 @@ from test_checkpoints import SUBMIT, _final_patch, mirror  # noqa: F401  (mirror
 from test_grading import CALC, GOLD, SPEC, TEST_PATCH, TESTS
 from typer.testing import CliRunner
 
-from takeover.agents import run_predecessor
+from takeover.agents.runs import run_predecessor
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.points import analyze_run

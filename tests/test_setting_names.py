@@ -22,7 +22,8 @@ from test_cli_names import _options, runner
 from test_cli_points_flags import write_run
 
 from takeover._util.io import stable_hash
-from takeover.agents import RunLimits, read_run, run_predecessor
+from takeover.agents import RunLimits, read_run
+from takeover.agents.runs import run_predecessor
 from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app, handoff, views
 from takeover.embedded_model import EmbeddedModel, ensure_model

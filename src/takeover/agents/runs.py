@@ -20,12 +20,12 @@ from pathlib import Path
 from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact, redact_obj
 from takeover._util.versions import package_versions
-from takeover.agents import command_sandbox
-from takeover.agents.command_sandbox import EnvironmentFailure
+from takeover.agents.command_backend import EnvironmentFailure
+from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.recorder import SNAPSHOT_REF_PREFIX, RunRecorder, git
 from takeover.agents.run_folder import RunSpec, inputs_key, prepare_run_folder, run_inputs
 from takeover.agents.runtime import AgentRun, AgentRuntime
-from takeover.agents.runtimes import agent_runtime
+from takeover.agents.runtimes import RUNTIMES
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
@@ -57,8 +57,8 @@ def check_run(spec: RunSpec) -> AgentRuntime:
     Raises:
         InputError: an unknown runtime or command backend, or settings the runtime cannot honour.
     """
-    runtime = agent_runtime(spec.agent)
-    command_sandbox.command_backend(spec.command_backend)
+    runtime = RUNTIMES.named(spec.agent)
+    COMMAND_BACKENDS.named(spec.command_backend)
     runtime.check(spec.limits, protocol=spec.protocol, command_backend=spec.command_backend)
     return runtime
 
@@ -88,7 +88,7 @@ def _finish(record: RunRecord, workspace: Path, out_dir: Path, start: StartingSt
 def _new_record(spec: RunSpec, out_dir: Path, workspace: Path) -> RunRecord:
     """The run's :class:`RunRecord` as it starts (nothing run yet), written to ``out_dir/run.json`` before
     anything can fail, so that a re-run recognizes (and redoes) an aborted attempt."""
-    commands = command_sandbox.command_backend(spec.command_backend)
+    commands = COMMAND_BACKENDS.named(spec.command_backend)
     inputs = run_inputs(spec)
     root = commands.root(workspace)
     path_note = None
@@ -147,7 +147,7 @@ def run_agent(
     """
     setup_started = time.perf_counter() if setup_started is None else setup_started
     runtime = check_run(spec)
-    commands = command_sandbox.command_backend(spec.command_backend)
+    commands = COMMAND_BACKENDS.named(spec.command_backend)
     record = _new_record(spec, out_dir, workspace)
     commands.check()
     task_env, described, start = commands.prepare(spec.task, spec.base_commit, workspace, out_dir)
@@ -198,7 +198,7 @@ def _start(
     spec: RunSpec, out_dir: Path, checkout: Callable[[Path], Path], patch: str, setup_started: float
 ) -> RunRecord:
     """The run of ``spec`` in ``out_dir``: the finished one found there, or a new one in the workspace its
-    command backend makes in ``out_dir / "workspace"`` (:meth:`~takeover.agents.command_sandbox.CommandBackend.workspace`:
+    command backend makes in ``out_dir / "workspace"`` (:meth:`~takeover.agents.command_backend.CommandBackend.workspace`:
     ``checkout``, the mirror's checkout with ``patch`` applied, or the backend's own repository), once what
     a killed earlier attempt left running is removed.
 
@@ -207,7 +207,7 @@ def _start(
             run folder or the workspace is touched).
     """
     check_run(spec)
-    commands = command_sandbox.command_backend(spec.command_backend)
+    commands = COMMAND_BACKENDS.named(spec.command_backend)
     if out_dir.exists():  # before an unfinished attempt's folder is removed: its commands may still run
         commands.remove_stale(out_dir)
     done = prepare_run_folder(out_dir, run_inputs(spec))
@@ -244,7 +244,7 @@ def run_predecessor(
         protocol: ``text`` (default) or ``tools``.
         agent: the agent runtime, a name of :data:`takeover.agents.RUNTIMES` (default ``mini-swe-agent``).
         command_backend: where commands run: ``local`` (sandboxed when possible) or ``docker``
-            (:data:`takeover.agents.COMMAND_BACKENDS`).
+            (:data:`takeover.agents.command_backends.COMMAND_BACKENDS`).
         prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
         agent_command, session_glob: the ``command`` runtime's command template and where the agent's

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from takeover.agents.command_sandbox import CommandBackend
+from takeover.agents.command_backend import CommandBackend
 from takeover.agents.recorder import RunRecorder
 from takeover.agents.run_folder import RunSpec
 from takeover.limits import RunLimits
@@ -75,11 +75,11 @@ class AgentRun:
             checkpoint patch for a takeover run.
         starting_state: that starting state (docs/protocol.md section 5.2); ``patch.diff`` will be the
             final state's diff against ``starting_state.tree``.
-        commands: where the commands run (:data:`takeover.agents.command_sandbox.COMMAND_BACKENDS`).
+        commands: where the commands run (:data:`takeover.agents.command_backends.COMMAND_BACKENDS`).
         command_root: where the commands (and the prompt) see the workspace: ``/testbed``, or its host path
             without a sandbox.
         task_env: the variables of the task's prepared environment (its venv on ``PATH``), for a backend
-            that :attr:`~takeover.agents.command_sandbox.CommandBackend.uses_task_environment`.
+            that :attr:`~takeover.agents.command_backend.CommandBackend.uses_task_environment`.
         readable: folders the sandboxed commands must still be able to read (git alternates, shared venv).
         tmp_dir: the run's private ``/tmp`` (removed when the run ends).
         recorder: where everything is recorded (``recorder.record`` is ``run.json``).

@@ -6,28 +6,16 @@ A new runtime is a folder of its own under ``takeover/agents/`` whose class foll
 
 from __future__ import annotations
 
+from takeover._util.registries import Registry
 from takeover.agents.command.command_runtime import CommandRuntime
 from takeover.agents.mini_swe_agent.mswea_runtime import MiniSweAgentRuntime
 from takeover.agents.openhands.oh_runtime import OpenHandsRuntime
 from takeover.agents.runtime import AgentRuntime
-from takeover.errors import InputError
 from takeover.trajectories.takeover_run import DEFAULT_AGENT
 
 #: Every agent runtime, by the name a user gives it (the first is the default, :data:`DEFAULT_AGENT`).
-RUNTIMES: dict[str, AgentRuntime] = {
+RUNTIMES: Registry[AgentRuntime] = Registry("agent runtime", {
     DEFAULT_AGENT: MiniSweAgentRuntime(),
     "openhands": OpenHandsRuntime(),
     "command": CommandRuntime(),
-}
-
-
-def agent_runtime(name: str, *, where: str = "agent") -> AgentRuntime:
-    """The runtime registered as ``name`` in :data:`RUNTIMES`.
-
-    Raises:
-        InputError: no runtime has that name (``where``: the flag or key that gave it).
-    """
-    try:
-        return RUNTIMES[name]
-    except KeyError:
-        raise InputError(where, f"unknown agent runtime {name!r}: use {' or '.join(RUNTIMES)}") from None
+}, where="agent")

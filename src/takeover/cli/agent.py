@@ -10,15 +10,11 @@ import typer
 
 from takeover._util.folders import check_writable
 from takeover._util.io import read_text
-from takeover.agents import (
-    COMMAND_BACKENDS,
-    DEFAULT_AGENT,
-    DEFAULT_COMMAND_BACKEND,
-    RUNTIMES,
-    run_predecessor,
-    run_takeover,
-)
+from takeover.agents import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND
 from takeover.agents.command.command_runtime import AgentSessionMissing
+from takeover.agents.command_backends import COMMAND_BACKENDS
+from takeover.agents.runs import run_predecessor, run_takeover
+from takeover.agents.runtimes import RUNTIMES
 from takeover.cli.options import (
     AGENT_HELP,
     CHECKPOINT_DIR_HELP,

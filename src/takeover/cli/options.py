@@ -27,7 +27,7 @@ import typer
 from typer.core import TyperCommand
 
 from takeover._util.logs import third_party_logging
-from takeover.agents import RUNTIMES
+from takeover.agents.runtimes import RUNTIMES
 from takeover.grading.backends import describe_backends
 from takeover.llm import ModelSettings
 from takeover.sources.repos import MIRROR_ENV

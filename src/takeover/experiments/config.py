@@ -64,8 +64,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from takeover._util.io import read_text
-from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
+from takeover.agents import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND
 from takeover.agents.command.command_runtime import check_template
+from takeover.agents.command_backends import COMMAND_BACKENDS
+from takeover.agents.runtimes import RUNTIMES
 from takeover.errors import InputError
 from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.limits import RunLimits

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from takeover._util.io import atomic_write_text, sha256_file, sha256_text
-from takeover.agents import run_predecessor, run_takeover
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.environments import prepare_environment
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome

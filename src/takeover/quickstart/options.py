@@ -12,7 +12,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from takeover.agents import DEFAULT_AGENT, RUNTIMES
+from takeover.agents import DEFAULT_AGENT
+from takeover.agents.runtimes import RUNTIMES
 from takeover.errors import InputError
 from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.llm import ModelSettings

@@ -48,7 +48,7 @@ FORMAT = "takeover"
 FORMAT_VERSION = "takeover-run-1"
 #: The agent runtime of a run folder that names none: every run written before runtimes had names.
 DEFAULT_AGENT = "mini-swe-agent"
-#: Where the commands of a run ran when it says nothing else (``takeover.agents.command_sandbox`` has the
+#: Where the commands of a run ran when it says nothing else (``takeover.agents.command_backends`` has the
 #: backends by name).
 DEFAULT_COMMAND_BACKEND = "local"
 #: Field names of earlier versions of ``run.json``: earlier name -> name (``backend`` named the command

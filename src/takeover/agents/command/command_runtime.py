@@ -53,8 +53,7 @@ from takeover._util import sandbox
 from takeover._util.io import atomic_write_text
 from takeover._util.processes import run_process
 from takeover._util.redact import redact
-from takeover.agents.command_sandbox import command_backend as command_backend_named
-from takeover.agents.command_sandbox import host_command_backends
+from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
 from takeover.agents.runtime import AgentRun, RuntimeOutcome
 from takeover.errors import InputError, TakeoverError
 from takeover.limits import RunLimits
@@ -114,7 +113,7 @@ class CommandRuntime:
         for name in ("prompt_token_limit", "cost_limit"):
             if getattr(limits, name) is not None:
                 raise InputError("agent command", f"cannot stop the agent at a {name}", field=name)
-        if not command_backend_named(command_backend).on_host:
+        if not COMMAND_BACKENDS.named(command_backend).on_host:
             raise InputError("agent command", "runs the agent command on this host (in bubblewrap when "
                              f"available): use command_backend {' or '.join(host_command_backends())}",
                              field="command_backend")

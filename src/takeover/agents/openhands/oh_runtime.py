@@ -42,8 +42,8 @@ from takeover._util import sandbox
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover._util.processes import kill_group
 from takeover._util.redact import redact
-from takeover.agents.command_sandbox import EnvironmentFailure, clean_environ, host_command_backends
-from takeover.agents.command_sandbox import command_backend as command_backend_named
+from takeover.agents.command_backend import EnvironmentFailure, clean_environ
+from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
 from takeover.agents.openhands.model_relay import ModelRelay
 from takeover.agents.openhands.oh_env import DRIVER, openhands_environment
 from takeover.agents.openhands.oh_events import conversation_folder, record_conversation
@@ -83,7 +83,7 @@ class OpenHandsRuntime:
         if protocol != "text":
             raise InputError("agent openhands", "runs OpenHands' text action protocol only (native tool "
                              "calling off, as in the paper)", field="protocol")
-        if not command_backend_named(command_backend).on_host:
+        if not COMMAND_BACKENDS.named(command_backend).on_host:
             raise InputError("agent openhands", "runs its commands in OpenHands' own terminal on this host "
                              f"(in bubblewrap when available): use command_backend "
                              f"{' or '.join(host_command_backends())}", field="command_backend")
