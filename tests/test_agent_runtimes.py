@@ -1,9 +1,8 @@
 """Agent runtimes are chosen by name (``RunSpec.agent``, ``--agent``, the experiment file's ``agent`` keys)
 from ``takeover.agents.RUNTIMES``: a second runtime, defined here in a few lines, is registered, chosen,
 recorded in run.json and named in the report; one that cannot honour a limit refuses before the run; the
-command backend's flag is ``--command-backend`` (``--backend`` still works for one release, with a
-warning); and run folders and unit files written before runtimes had names are reused without a model
-call (docs/protocol.md section 8.4)."""
+command backend's flag is ``--command-backend``; and run folders and unit files written by an earlier
+version say so and are not reused (docs/protocol.md section 8.4)."""
 
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ from takeover.agents.runtimes import RUNTIMES
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
-from takeover.experiments.engine import InlineExecutor, run_units
-from takeover.experiments.planning import Planner, done_checkpoints
-from takeover.experiments.units import load_results
+from takeover.experiments.planning import Planner
+from takeover.experiments.units import UNITS_FORMAT, load_results, set_aside_earlier_units
 from takeover.llm import ModelClient
 from takeover.results import TaskInputs
 from takeover.sources.repos import RepoSource
@@ -158,12 +156,11 @@ def test_agent_run_picks_the_runtime_with_agent_and_the_command_backend_with_com
         worse.output)
 
 
-def test_backend_on_agent_run_still_names_the_command_backend_with_a_warning(tmp_path, task_and_mirror):
+def test_command_backend_on_agent_run_is_recorded(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     with ScriptedServer([bash("ls")]) as srv:
-        result = _agent_run(tmp_path, task, mirror, srv, "--backend", "local", "--step-limit", "1")
+        result = _agent_run(tmp_path, task, mirror, srv, "--command-backend", "local", "--step-limit", "1")
     assert result.exit_code == 0, result.output
-    assert "warning: --backend is deprecated; use --command-backend" in result.stderr
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["command_backend"] == "local" and run_json["exit_status"] == "step_limit"
     assert run_json["agent"] == "mini-swe-agent" and "agent" not in run_json["inputs"]
@@ -272,7 +269,7 @@ def test_successor_names_name_the_runtime_unless_every_successor_runs_under_the_
 # --- folders written before runtimes had names ----------------------------------------------------------
 
 
-def test_run_folders_written_before_runtimes_had_names_are_reused_without_a_model_call(tmp_path, task_and_mirror):
+def test_run_folders_of_an_earlier_version_say_so_and_are_still_read(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     earlier = json.loads((EARLIER / "run" / "run.json").read_text())
     assert earlier["backend"] == "local" and "agent" not in earlier and "command_backend" not in earlier
@@ -281,49 +278,33 @@ def test_run_folders_written_before_runtimes_had_names_are_reused_without_a_mode
     shutil.copytree(EARLIER / "takeover_run", tmp_path / "takeover")
     folder = _checkpoint_folder(tmp_path, task)
     with ScriptedServer([]) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror),
-                                 limits=RunLimits(step_limit=2))
-        takeover = run_takeover(folder, "repo_only", settings(srv), tmp_path / "takeover", task=task,
-                                repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
+        with pytest.raises(InputError, match="holds a run written by an earlier version of takeover"):
+            run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror),
+                            limits=RunLimits(step_limit=2))
+        with pytest.raises(InputError, match="holds a run written by an earlier version of takeover"):
+            run_takeover(folder, "repo_only", settings(srv), tmp_path / "takeover", task=task,
+                         repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
     assert srv.requests == []
-    assert record.inputs_key == earlier["inputs_key"] and record.command_backend == "local"
-    assert record.agent == "mini-swe-agent" and record.accounting.llm_calls == 2
-    assert takeover.origin.view == "repo_only" and takeover.command_backend == "local"
-    assert read_run(tmp_path / "run").agent_events == record.accounting.agent_events
+    # Its files are still read: the run shows and imports as before.
+    assert read_run(tmp_path / "run").agent_events == earlier["accounting"]["agent_events"]
+    assert json.loads((tmp_path / "run" / "run.json").read_text()) == earlier  # untouched
 
 
-def test_experiment_units_written_before_runtimes_had_names_keep_their_keys_and_are_reused(tmp_path):
-    """The unit files of an experiment written by the earlier version (tests/data/earlier_version): every
-    unit today's planner plans from them has the key of a stored file, and none runs again."""
+def test_experiment_units_of_an_earlier_version_say_so_and_are_recomputed_not_mixed(tmp_path):
+    """The unit files of an experiment written by the earlier version (tests/data/earlier_version): the
+    output folder says so in one line, and its units are moved aside, byte for byte, so that today's
+    units are computed afresh and never mixed with them."""
     out = tmp_path / "out"
     shutil.copytree(EARLIER / "experiment" / "units", out / "units")
-    stored = {p.stem for p in (out / "units").rglob("*.json")}
-    config = load_experiment(EARLIER / "experiment" / "experiment.toml")
-    [pred] = load_results(out, "predecessor").values()
-    files = {pred.inputs["instance_id"]: TaskInputs.model_validate(
-        {k: pred.inputs[k] for k in ("instance_id", "task", "task_sha256")})}
-    planner = Planner(config, files, config.repo_source())
-    ex = InlineExecutor()
-    planned: list[str] = []
-
-    def reuse(specs):
-        planned.extend(s.key for s in specs)
-        results = run_units(specs, out, ex)
-        assert all(results[s.key].status == "done" for s in specs)
-        return results
-
-    tasks = [SourceTask(instance_id=pred.inputs["instance_id"], repo="acme/calc", base_commit="0" * 40,
-                        problem_statement="x")]
-    predecessors = planner.predecessors(tasks, None, {})
-    points, _ = planner.points(predecessors, reuse(predecessors))
-    checkpoint_specs = planner.checkpoints(points, reuse(points))
-    checkpoints = done_checkpoints(checkpoint_specs, reuse(checkpoint_specs))
-    reuse(planner.handoff_states(checkpoints))
-    views = planner.views(checkpoints)
-    takeovers, _ = planner.takeovers(checkpoints, views, reuse(views))
-    grades, _ = planner.grades(takeovers, [], reuse(takeovers))
-    reuse(grades)
-    assert sorted(planned) == sorted(stored) and len(planned) == 10
-    # Nothing ran: every unit file is byte for byte the one the earlier version wrote.
-    for path in (out / "units").rglob("*.json"):
-        assert path.read_bytes() == (EARLIER / "experiment" / path.relative_to(out)).read_bytes()
+    stored = sorted(p.relative_to(out / "units") for p in (out / "units").rglob("*.json"))
+    assert len(stored) == 10
+    note = set_aside_earlier_units(out)
+    assert note == (f"{out / 'units'} was written by an earlier version of takeover (unit format 1, now "
+                    f"{UNITS_FORMAT}): its units are recomputed, not reused; they were moved to "
+                    f"{out / 'units.earlier-1'}")
+    assert [p.name for p in (out / "units").iterdir()] == ["FORMAT"] and load_results(out, "predecessor") == {}
+    aside = out / "units.earlier-1"
+    assert sorted(p.relative_to(aside) for p in aside.rglob("*.json")) == stored
+    for path in aside.rglob("*.json"):
+        assert path.read_bytes() == (EARLIER / "experiment" / "units" / path.relative_to(aside)).read_bytes()
+    assert set_aside_earlier_units(out) is None  # today's folder stays as it is

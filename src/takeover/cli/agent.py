@@ -43,7 +43,6 @@ from takeover.cli.options import (
     VerboseOption,
     WallTimeLimitSecondsOption,
     one_view,
-    renamed_flags,
 )
 from takeover.errors import InputError
 from takeover.limits import RunLimits
@@ -56,19 +55,7 @@ agent_app = typer.Typer(
     help="Run agents: predecessor runs on source tasks, takeover runs from checkpoints.", no_args_is_help=True
 )
 
-RENAMED = {
-    "--instance": "--instance-id",
-    "--out": "--out-dir",
-    "--checkpoint": "--checkpoint-dir",
-    "--time-limit": "--wall-time-limit-seconds",
-    "--max-prompt-tokens": "--prompt-token-limit",
-    "--max-cost": "--cost-limit",
-    # --backend names the grading backend elsewhere (grade, quickstart); here it was the command backend.
-    "--backend": "--command-backend",
-}
-
-
-@agent_app.command("run", cls=renamed_flags(RENAMED))
+@agent_app.command("run")
 def run(
     dataset: DatasetOption,
     instance_id: InstanceIdOption,

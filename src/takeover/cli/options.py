@@ -1,4 +1,4 @@
-"""Options that several commands share, declared once, and the flags renamed in this release.
+"""Options that several commands share, declared once.
 
 Each shared option is an ``Annotated`` alias with one help text (a ``*_HELP`` constant), used as the type
 of a command's parameter; the flag is the parameter's name with dashes (``--step-limit`` is
@@ -10,11 +10,6 @@ it is not given: that option is the one place the variable is read.
 The model request flags (``--timeout``, ``--retries``, ``--max-retry-wait``) have the defaults of
 :class:`takeover.llm.ModelSettings` on every command that calls a model. ``--verbose`` takes effect while
 the command line is read, before the command runs.
-
-A command whose flags were renamed uses :func:`renamed_flags` as its class: the old spelling still works
-for one release and prints a warning on stderr. An old flag whose value was a file where the new one is a
-folder (``--out FILE``, now ``--out-dir DIR``) stays a hidden option of its own for one release, and its
-warning says what the new flag writes (:func:`old_file_flag`).
 """
 
 from __future__ import annotations
@@ -22,9 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
-from typer.core import TyperCommand
 
 from takeover._util.logs import third_party_logging
 from takeover.agents.runtimes import RUNTIMES
@@ -143,24 +136,15 @@ ModelPartsOption = Annotated[Path | None, typer.Option("--model-parts", help=MOD
 # --- views -----------------------------------------------------------------------------------------
 
 
-def read_views(values: list[str] | None, *, comma_form: bool = False) -> list[str]:
+def read_views(values: list[str] | None) -> list[str]:
     """The views that repeated ``--view`` flags name, in order and once each (none given, or ``all``: all
-    four). ``comma_form`` (``takeover views`` only) also reads the earlier ``--view a,b``, with a warning.
+    four).
 
     Raises:
         typer.BadParameter: an unknown view (exit status 2, naming the known views).
     """
-    names: list[str] = []
-    for value in values or ["all"]:
-        if "," in value and comma_form:
-            click.echo(f"warning: --view {value} is deprecated; repeat the flag (--view "
-                       f"{' --view '.join(v.strip() for v in value.split(','))}); the comma form works until the "
-                       "next release", err=True)
-            names += [v.strip() for v in value.split(",")]
-        else:
-            names.append(value)
     chosen: list[str] = []
-    for name in names:
+    for name in values or ["all"]:
         for view in (VIEWS if name == "all" else [name]):
             if view not in VIEWS:
                 raise typer.BadParameter(f"unknown view {view!r}; the views are {', '.join(VIEWS)} (or all)",
@@ -185,52 +169,3 @@ def one_view(values: list[str] | None, command: str) -> str | None:
         raise typer.BadParameter(f"{command} takes one view; got {len(values)} ({', '.join(values)})",
                                  param_hint="--view")
     return values[0]
-
-# --- renamed flags ---------------------------------------------------------------------------------
-
-#: The raw_trace budget's flags of earlier versions (``--max-tokens`` read like a model's completion cap).
-RAW_TRACE_RENAMED = {"--max-chars": "--raw-trace-max-chars", "--max-tokens": "--raw-trace-max-tokens"}
-
-
-def old_file_flag(old: str, file: Path | None, out_dir: Path | None, writes: str) -> Path | None:
-    """The file an old file-valued flag (``old``, e.g. ``--out FILE``) names, with a warning that says what
-    its new spelling ``--out-dir DIR`` writes (``writes``, e.g. ``DIR/NAME.html``); ``None`` when it was not
-    given.
-
-    Raises:
-        typer.BadParameter: both spellings are given.
-    """
-    if file is None:
-        return None
-    if out_dir is not None:
-        raise typer.BadParameter(f"give --out-dir only ({old} is its old spelling)", param_hint=old)
-    click.echo(f"warning: {old} FILE is deprecated; use --out-dir DIR, which writes {writes} (the old spelling "
-               "works until the next release)", err=True)
-    return file
-
-
-def renamed_flags(renamed: dict[str, str]) -> type[TyperCommand]:
-    """A command class that accepts the old spelling of each renamed flag (``{"--steps": "--step-limit"}``)
-    for one release: the flag (also as ``--steps=5``) is read as its new name, and a warning naming both
-    is printed on stderr. Arguments after ``--`` are left alone."""
-
-    class RenamedFlagsCommand(TyperCommand):
-        def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-            return super().parse_args(ctx, _read_renamed(args, renamed))
-
-    return RenamedFlagsCommand
-
-
-def _read_renamed(args: list[str], renamed: dict[str, str]) -> list[str]:
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == "--":
-            return out + args[i:]
-        name, eq, value = arg.partition("=")
-        new = renamed.get(name)
-        if new is not None:
-            click.echo(f"warning: {name} is deprecated; use {new} (the old spelling works until the next release)",
-                       err=True)
-            arg = new + eq + value
-        out.append(arg)
-    return out

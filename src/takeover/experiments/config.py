@@ -49,15 +49,13 @@ Example (paths are relative to the TOML file's folder)::
 
 Every key has one name, the same as the Python field and the command-line flag (``--step-limit``,
 ``--grading-timeout``, ``--raw-trace-max-chars``; a model table's ``timeout``, ``retries`` and
-``max_retry_wait`` are ``--timeout``, ``--retries`` and ``--max-retry-wait``). The keys renamed in this
-release are still read, with a warning (:data:`RENAMED_KEYS`).
+``max_retry_wait`` are ``--timeout``, ``--retries`` and ``--max-retry-wait``).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -76,21 +74,6 @@ from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import POINT_TYPES, VIEWS, ActionProtocol, PointType, ViewName
-
-#: Keys renamed in this release, read until the next one with a warning: ``(table, old, new)``; ``""``
-#: is the top level, ``a.b`` a table inside a table and ``successors[]`` every table of that array.
-#: ``allow_network`` is the opposite of ``offline``. A model's ``name`` is ``model``, as in the request
-#: and the ``--model`` flag (:class:`takeover.llm.ModelSettings`).
-RENAMED_KEYS: tuple[tuple[str, str, str], ...] = (
-    ("", "output_dir", "out_dir"),
-    ("", "allow_network", "offline"),
-    ("dataset", "buckets", "difficulties"),
-    ("limits", "time_limit", "wall_time_limit_seconds"),
-    ("notes", "max_tokens", "note_max_tokens"),
-    ("predecessor.model", "name", "model"),
-    ("notes.model", "name", "model"),
-    ("successors[]", "name", "model"),
-)
 
 
 class _Strict(BaseModel):
@@ -394,33 +377,6 @@ def _loc(loc: tuple) -> str:
     return out
 
 
-def _tables(raw: dict[str, Any], table: str) -> list[tuple[dict[str, Any], str]]:
-    """The tables ``table`` names in ``raw`` (see :data:`RENAMED_KEYS`), each with its TOML key prefix."""
-    if not table:
-        return [(raw, "")]
-    found: list[tuple[Any, str]] = [(raw, "")]
-    for part in table.split("."):
-        name = part.removesuffix("[]")
-        step: list[tuple[Any, str]] = []
-        for section, where in found:
-            value = section.get(name) if isinstance(section, dict) else None
-            if part.endswith("[]"):
-                step += [(item, f"{where}{name}[{i}].") for i, item in enumerate(value if isinstance(value, list) else [])]
-            else:
-                step.append((value, f"{where}{name}."))
-        found = step
-    return [(section, where) for section, where in found if isinstance(section, dict)]
-
-
-def _read_renamed_keys(raw: dict[str, Any], path: Path) -> None:
-    """Move the keys of :data:`RENAMED_KEYS` to their new names in ``raw``, warning (``FutureWarning``) for
-    each; both names at once is an :class:`InputError`."""
-    for table, old, new in RENAMED_KEYS:
-        for section, where in _tables(raw, table):
-            if old in section:
-                _rename(section, where, old, new, path)
-
-
 def _toml_type(value: Any) -> str:
     """The TOML name of a value's type, for "expected X, got Y" messages."""
     for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
@@ -430,27 +386,8 @@ def _toml_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _rename(section: dict[str, Any], where: str, old: str, new: str, path: Path) -> None:
-    """Move ``section[old]`` to ``section[new]`` with a ``FutureWarning`` (``where``: the table's key prefix).
-
-    Raises:
-        InputError: both names are given.
-    """
-    if new in section:
-        raise InputError(path, f"give '{where}{new}' only ('{where}{old}' is its old name)", field=where + old)
-    value = section.pop(old)
-    section[new] = (not value) if (old, new) == ("allow_network", "offline") and isinstance(value, bool) else value
-    # stacklevel: _rename, _read_renamed_keys, load_experiment, then the caller of load_experiment.
-    warnings.warn(f"{path}: key '{where}{old}' is deprecated; use '{where}{new}'"
-                  + (" (= not allow_network)" if new == "offline" else "")
-                  + "; the old key is read until the next release", FutureWarning, stacklevel=4)
-
-
 def load_experiment(path: Path | str) -> ExperimentConfig:
     """Read an experiment TOML file into an :class:`ExperimentConfig`.
-
-    Keys renamed in this release (:data:`RENAMED_KEYS`) are read under their old names too, each with a
-    ``FutureWarning`` naming the file, the old and the new key.
 
     Raises:
         InputError: the file is missing, is not valid TOML, or a key is unknown or has a bad value; the
@@ -468,7 +405,6 @@ def load_experiment(path: Path | str) -> ExperimentConfig:
         reason = str(exc)[: where.start()]
         raise InputError(path, f"not valid TOML: {reason} (column {where.group(2)})",
                          record=f"line {where.group(1)}") from None
-    _read_renamed_keys(raw, path)
     raw.setdefault("base_dir", str(path.resolve().parent))
     try:
         return ExperimentConfig.model_validate(raw)

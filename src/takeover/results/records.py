@@ -49,9 +49,6 @@ from takeover.vocabulary import (
     ViewName,
 )
 
-#: The earlier name of :data:`~takeover.grading.backends.GradingBackendName` (kept for callers that import it).
-GradingBackend = GradingBackendName
-
 
 class _Record(BaseModel):
     """Base of the records: unknown fields are refused; listed fields are omitted while at their default."""
