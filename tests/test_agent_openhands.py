@@ -179,7 +179,7 @@ def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both
             f'[dataset]\npath = "tasks.jsonl"\ndifficulties = ["15 min - 1 hour"]\n'
             f'[predecessor.model]\n{model}'
             f'[[successors]]\n{model}[[successors]]\n{model}agent = "openhands"\n'
-            f'[limits]\nstep_limit = 4\ngrading_timeout = 120\n')
+            f'[limits]\nstep_limit = 4\n[grading]\ntimeout = 120\n')
         config = load_experiment(tmp_path / "e.toml")
         summary = run_experiment(config, executor="inline", progress=False)
     assert summary.problems == [], summary.problems_by_reason()
@@ -193,5 +193,5 @@ def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both
     # observation: four agent events each, on different prompts.
     assert {n: e["median_agent_events"] for n, e in entries.items()} == {n: 4 for n in names}
     takeovers = load_results(config.out, "takeover")
-    by_agent = {r.inputs.get("agent", "mini-swe-agent"): r for r in takeovers.values()}
+    by_agent = {r.inputs["agent"]["runtime"]: r for r in takeovers.values()}
     assert by_agent["openhands"].output["prompt_tokens"] > by_agent["mini-swe-agent"].output["prompt_tokens"] > 0

@@ -18,6 +18,7 @@ from test_agents import bash, events_of, settings, tree_file
 from typer.testing import CliRunner
 
 from takeover.agents import AgentRun, ExitStatus, RunLimits, RuntimeOutcome, read_run
+from takeover.agents.agent_choice import NoOptions
 from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.agents.runtimes import RUNTIMES
@@ -39,7 +40,9 @@ class ScribeRuntime:
     """A runtime of a dozen lines: one model call whose reply is ``FILE\\nTEXT``; it writes the file in the
     workspace and submits its name. It cannot count prompt tokens while it runs, so it refuses that limit."""
 
-    def check(self, limits, *, protocol, command_backend):
+    Options = NoOptions
+
+    def check(self, limits, choice):
         if limits.prompt_token_limit is not None:
             raise InputError("agent scribe", "cannot stop at a prompt-token limit", field="prompt_token_limit")
 
@@ -82,9 +85,9 @@ def test_a_registered_runtime_is_chosen_by_name_and_its_run_reads_back_as_any_ot
     with ScriptedServer([NOTE]) as srv:
         record = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), agent=scribe)
     assert record.agent == "scribe" and record.exit_status is ExitStatus.submitted and record.finished
-    assert record.submission == "NOTES.md" and record.inputs["agent"] == "scribe"
+    assert record.submission == "NOTES.md" and record.inputs["agent"]["runtime"] == "scribe"
     run_json = json.loads((out / "run.json").read_text())
-    assert run_json["agent"] == run_json["inputs"]["agent"] == "scribe"
+    assert run_json["agent"] == run_json["inputs"]["agent"]["runtime"] == "scribe"
     acc = record.accounting
     assert (acc.llm_calls, acc.agent_events, acc.actions) == (1, 2, 1)
     assert acc.prompt_tokens == prompt_words(srv.requests[0]) and acc.completion_tokens == count_words(NOTE["content"])
@@ -144,7 +147,7 @@ def test_agent_run_picks_the_runtime_with_agent_and_the_command_backend_with_com
     assert result.exit_code == 0, result.output
     assert f"predecessor run {task.instance_id} (scribe): submitted" in result.output
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert (run_json["agent"], run_json["command_backend"], run_json["inputs"]["command_backend"]) == (
+    assert (run_json["agent"], run_json["command_backend"], run_json["inputs"]["agent"]["command_backend"]) == (
         "scribe", "local", "local")
     assert "backend" not in run_json and "backend" not in run_json["inputs"]
 
@@ -163,7 +166,7 @@ def test_command_backend_on_agent_run_is_recorded(tmp_path, task_and_mirror):
     assert result.exit_code == 0, result.output
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["command_backend"] == "local" and run_json["exit_status"] == "step_limit"
-    assert run_json["agent"] == "mini-swe-agent" and "agent" not in run_json["inputs"]
+    assert run_json["agent"] == run_json["inputs"]["agent"]["runtime"] == "mini-swe-agent"
 
 
 # --- experiments ---------------------------------------------------------------------------------------
@@ -206,12 +209,12 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     with ScriptedServer(_reply) as srv:
         model = f'model = "scripted"\nbase_url = "{srv.base_url}"\napi_key_env = ""\nretries = 0\n'
         (tmp_path / "e.toml").write_text(
-            f'out_dir = "out"\nmirror = "mirror"\noffline = true\ncommand_backend = "local"\nviews = ["repo_only"]\n'
+            f'out_dir = "out"\nmirror = "mirror"\noffline = true\nviews = ["repo_only"]\n'
             f'point_types = ["after_first_source_edit"]\nbootstrap_resamples = 50\n'
             f'[dataset]\npath = "tasks.jsonl"\ndifficulties = ["15 min - 1 hour"]\n'
             f'[predecessor]\nagent = "mini-swe-agent"\n[predecessor.model]\n{model}'
             f'[[successors]]\n{model}[[successors]]\n{model}agent = "scribe"\n'
-            f'[limits]\nstep_limit = 4\ncommand_timeout = 30\ngrading_timeout = 120\n')
+            f'[limits]\nstep_limit = 4\ncommand_timeout = 30\n[grading]\ntimeout = 120\n')
         config = load_experiment(tmp_path / "e.toml")
         summary = run_experiment(config, executor="inline", progress=False)
     assert summary.problems == [], summary.problems_by_reason()
@@ -219,7 +222,7 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     assert config.successor_names == names
     assert json.loads((config.out / "plan.json").read_text())["successors"] == names
     takeovers = load_results(config.out, "takeover")
-    by_agent = {r.inputs.get("agent", "mini-swe-agent"): r for r in takeovers.values()}
+    by_agent = {r.inputs["agent"]["runtime"]: r for r in takeovers.values()}
     assert sorted(by_agent) == ["mini-swe-agent", "scribe"] and len(takeovers) == 2
     for agent, unit in by_agent.items():
         assert json.loads((Path(unit.output["run_dir"]) / "run.json").read_text())["agent"] == agent
@@ -230,25 +233,27 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     assert solved == {"scripted (mini-swe-agent)": 1.0, "scripted (scribe)": 0.0}  # the scribe only wrote a note
 
 
-def test_the_command_backend_of_an_experiment_reaches_its_agent_units_and_only_another_one_enters_the_key(tmp_path):
-    base = ('out_dir = "/nonexistent/out"\n[dataset]\npath = "tasks.jsonl"\n[predecessor.model]\nmodel = "p"\n'
-            '[[successors]]\nmodel = "s"\n')
+def test_the_agent_choice_of_an_experiment_reaches_its_agent_units_whole_and_enters_the_key(tmp_path):
+    base = ('out_dir = "/nonexistent/out"\n[dataset]\npath = "tasks.jsonl"\n[predecessor]\n{}[predecessor.model]\n'
+            'model = "p"\n[[successors]]\nmodel = "s"\n')
     keys = {}
-    for name, top in (("default", ""), ("local", 'command_backend = "local"\n'), ("docker", 'command_backend = "docker"\n')):
-        (tmp_path / f"{name}.toml").write_text(top + base)
+    for name, agent in (("default", ""), ("local", 'agent = { command_backend = "local" }\n'),
+                        ("docker", 'agent = { command_backend = "docker" }\n')):
+        (tmp_path / f"{name}.toml").write_text(base.format(agent))
         config = load_experiment(tmp_path / f"{name}.toml")
         files = {"a__b-1": TaskInputs(instance_id="a__b-1", task="/nonexistent/out/tasks/a__b-1.json", task_sha256="0")}
         [spec] = Planner(config, files, RepoSource()).predecessors([SourceTask(instance_id="a__b-1", repo="a/b",
                                                                                base_commit="0" * 40, problem_statement="x")], None, {})
         keys[name] = spec.key
-        assert spec.inputs.get("command_backend") == (None if name != "docker" else "docker")
-        assert "agent" not in spec.inputs and "backend" not in spec.inputs
+        assert spec.inputs["agent"] == {"runtime": "mini-swe-agent", "options": {}, "protocol": "text",
+                                        "command_backend": "docker" if name == "docker" else "local"}
+        assert "command_backend" not in spec.inputs and "backend" not in spec.inputs
     assert keys["default"] == keys["local"] != keys["docker"]
-    (tmp_path / "bad.toml").write_text('command_backend = "modal"\n' + base)
+    (tmp_path / "bad.toml").write_text(base.format('agent = { command_backend = "modal" }\n'))
     with pytest.raises(InputError, match="unknown command backend 'modal': use local or docker") as exc:
         load_experiment(tmp_path / "bad.toml")
-    assert exc.value.field == "command_backend"
-    (tmp_path / "same.toml").write_text(base + '[[successors]]\nmodel = "s"\nagent = "mini-swe-agent"\n')
+    assert exc.value.field == "predecessor.agent"
+    (tmp_path / "same.toml").write_text(base.format("") + '[[successors]]\nmodel = "s"\nagent = "mini-swe-agent"\n')
     with pytest.raises(InputError, match="successors must differ in model or agent"):
         load_experiment(tmp_path / "same.toml")
 

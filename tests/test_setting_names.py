@@ -30,16 +30,18 @@ from takeover.embedded_model import EmbeddedModel, ensure_model
 from takeover.environments import prepare_environment
 from takeover.errors import InputError
 from takeover.experiments import ExperimentConfig, load_experiment
-from takeover.experiments.config import LimitsConfig, NotesConfig
+from takeover.experiments.config import NotesConfig
 from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.planning import DoneCheckpoint, Planner
 from takeover.experiments.units import UnitSpec
 from takeover.grading import grade, grade_handoff_state, grade_predictions
+from takeover.grading.backends import GradingSettings
 from takeover.handoff import compose_handoff
 from takeover.handoff.resume import resume_session
 from takeover.llm import ModelClient, ModelSettings
 from takeover.points import analyze_run, checkpoint_method
 from takeover.quickstart import QuickstartOptions
+from takeover.repository_states.replay_settings import ReplaySettings
 from takeover.results import CheckpointOutput, ImportOutput, TaskInputs, UnitLabels
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -126,8 +128,8 @@ def test_the_raw_trace_budget_flags_reach_the_view(tmp_path, flag, budget):
 #: (flag, the commands that take it, the Python functions or records that take its keyword, its experiment
 #: key as (table, key); "successors[]" is every [[successors]] table).
 SETTINGS = [
-    ("--replay-timeout", ["points", "checkpoint"], [analyze_run], ("limits", "replay_timeout")),
-    ("--grading-timeout", ["grade"], [grade, grade_predictions, grade_handoff_state], ("limits", "grading_timeout")),
+    ("--replay-timeout", ["points", "checkpoint"], [analyze_run], ("replay", "timeout")),
+    ("--grading-timeout", ["grade"], [grade, grade_predictions, grade_handoff_state], ("grading", "timeout")),
     ("--timeout", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
      ("successors[]", "timeout")),
     ("--retries", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
@@ -143,7 +145,8 @@ SETTINGS = [
     ("--out-dir", ["points", "checkpoint", "views", "agent run", "grade", "show", "handoff", "resume", "quickstart",
                    "tasks select"], [QuickstartOptions], ("", "out_dir")),
 ]
-TABLES = {"": ExperimentConfig, "limits": LimitsConfig, "notes": NotesConfig, "successors[]": ModelSettings}
+TABLES = {"": ExperimentConfig, "replay": ReplaySettings, "grading": GradingSettings, "notes": NotesConfig,
+          "successors[]": ModelSettings}
 
 
 def _takes(function, keyword: str) -> bool:
@@ -164,7 +167,8 @@ def test_flag_python_keyword_and_experiment_key_are_one_name(flag, commands, fun
     for function in functions:
         assert _takes(function, keyword), (function, keyword)
     table, name = key
-    assert name == keyword and name in TABLES[table].model_fields
+    # A table's key is the flag without the table's name: [grading] timeout is --grading-timeout.
+    assert keyword in (name, f"{table}_{name}") and name in TABLES[table].model_fields
 
 
 def test_the_raw_trace_budget_is_an_experiment_key_of_the_flags_name(tmp_path):

@@ -4,13 +4,15 @@ Importing this package loads no runtime: the entry points are in :mod:`takeover.
 imports every registered runtime, mini-swe-agent and litellm among them, quietly and offline)::
 
     from takeover.agents.runs import run_predecessor, run_takeover
-    from takeover.agents import RunLimits
+    from takeover.agents import AgentChoice, RunLimits
     record = run_predecessor(task, ModelSettings(model="qwen", base_url="http://127.0.0.1:8080/v1"), "runs/p1")
     record = run_takeover("ckpt/", "raw_trace", settings, "runs/t1", limits=RunLimits(step_limit=500),
-                          agent="mini-swe-agent", command_backend="local")
+                          agent=AgentChoice(runtime="command", options={"agent_command": "my-agent < {prompt_file}"}))
 
 Modules, the neutral ones first (none of them loads a runtime):
 
+- ``agent_choice.py``: :class:`AgentChoice`, which runtime runs, where its commands run, the action
+  protocol and the runtime's own options: one record from the CLI and the experiment file to the units.
 - ``command_backend.py``: the command-backend seam, :class:`~takeover.agents.command_backend.CommandBackend`
   (where an agent's commands run) and :class:`~takeover.agents.command_backend.EnvironmentFailure`.
 - ``runtime.py``: the runtime seam, :class:`AgentRuntime` (what a runtime does), :class:`AgentRun` (what it
@@ -30,6 +32,7 @@ The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounti
 :class:`takeover.limits.RunLimits`; exit statuses :class:`takeover.vocabulary.ExitStatus`.
 """
 
+from takeover.agents.agent_choice import AgentChoice
 from takeover.agents.run_folder import RunSpec
 from takeover.agents.runtime import AgentRun, AgentRuntime, RuntimeOutcome
 from takeover.limits import RunLimits
@@ -46,6 +49,7 @@ from takeover.vocabulary import ExitStatus
 __all__ = [
     "DEFAULT_AGENT",
     "DEFAULT_COMMAND_BACKEND",
+    "AgentChoice",
     "AgentRun",
     "AgentRuntime",
     "ExitStatus",

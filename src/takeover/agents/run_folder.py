@@ -14,22 +14,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from takeover._util.io import sha256_text, stable_hash
+from takeover.agents.agent_choice import AgentChoice
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.sources.tasks import SourceTask
-from takeover.trajectories.takeover_run import (
-    DEFAULT_AGENT,
-    DEFAULT_COMMAND_BACKEND,
-    RunRecord,
-    TakeoverOrigin,
-)
-from takeover.vocabulary import ActionProtocol, RunKind
+from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
+from takeover.vocabulary import RunKind
 
 
 class RunSpec(BaseModel):
-    """One agent run as asked for: the task, the prompt, the model, the limits, the agent runtime and where
-    commands run.
+    """One agent run as asked for: the task, the prompt, the model, the limits and the agent choice.
 
     Attributes:
         kind: ``predecessor`` or ``takeover``.
@@ -37,13 +32,8 @@ class RunSpec(BaseModel):
         prompt: the text given to the agent (the task prompt, or a view's takeover prompt).
         model: endpoint, sampling and retry settings.
         limits: the run's limits.
-        protocol: ``text`` (one bash block per response; the paper's) or ``tools`` (native tool calls).
-        agent: the agent runtime, a name of :data:`takeover.agents.RUNTIMES` (default ``mini-swe-agent``).
-        command_backend: where commands run, a name of :data:`takeover.agents.COMMAND_BACKENDS`: ``local``
-            (sandboxed when possible) or ``docker`` (the SWE-bench image).
-        agent_command: for the ``command`` runtime, the command template that runs the user's agent
-            (:mod:`takeover.agents.command.command_runtime`); ``session_glob``: where its session record is
-            when the agent chooses the file's name.
+        agent: the :class:`~takeover.agents.agent_choice.AgentChoice`: the runtime, where its commands run,
+            the action protocol and the runtime's own options.
         origin: for a takeover run, the checkpoint and the view.
         task: the source task record, whose prepared environment the commands use (optional).
         image: the docker backend's image (default: the instance's SWE-bench image).
@@ -58,11 +48,7 @@ class RunSpec(BaseModel):
     prompt: str
     model: ModelSettings
     limits: RunLimits = Field(default_factory=RunLimits)
-    protocol: ActionProtocol = "text"
-    agent: str = DEFAULT_AGENT
-    command_backend: str = DEFAULT_COMMAND_BACKEND
-    agent_command: str | None = None
-    session_glob: str | None = None
+    agent: AgentChoice = Field(default_factory=AgentChoice)
     origin: TakeoverOrigin | None = None
     task: SourceTask | None = None
     image: str | None = None
@@ -75,13 +61,11 @@ INPUTS_FORMAT = 2
 
 
 def run_inputs(spec: RunSpec) -> dict[str, Any]:
-    """What determines an agent run (its key is :func:`inputs_key`): task, checkpoint patch and view, the
-    prompt's sha256, the model settings that change answers (model, temperature, max_tokens, extra),
-    limits, protocol, command backend and, when it is not the default, the agent runtime (so that runs of
-    the default runtime keep the keys they had before runtimes had names) and, when given, the command
-    runtime's ``agent_command`` and ``session_glob``. Host paths are left out, so that
-    the same run in another folder has the same key."""
-    inputs = {
+    """What determines an agent run (its key is :func:`inputs_key`): the inputs' ``format``, the task,
+    checkpoint patch and view, the prompt's sha256, the model settings that change answers (model,
+    temperature, max_tokens, extra), the limits and the agent choice, whole. Host paths are left out, so
+    that the same run in another folder has the same key."""
+    return {
         "format": INPUTS_FORMAT,
         "kind": spec.kind,
         "instance_id": spec.instance_id,
@@ -93,15 +77,8 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
         # (timeout, retries) do not (a local server restarted on another port is the same model).
         "model": {k: v for k, v in spec.model.public().items() if k in _MODEL_INPUTS},
         "limits": spec.limits.model_dump(mode="json"),
-        "protocol": spec.protocol,
-        "command_backend": spec.command_backend,
+        "agent": spec.agent.model_dump(mode="json"),
     }
-    if spec.agent != DEFAULT_AGENT:
-        inputs["agent"] = spec.agent
-    for name in ("agent_command", "session_glob"):  # the command runtime's own settings, when given
-        if getattr(spec, name) is not None:
-            inputs[name] = getattr(spec, name)
-    return inputs
 
 
 def inputs_key(inputs: dict[str, Any]) -> str:
@@ -114,8 +91,8 @@ def _describe(inputs: dict[str, Any]) -> str:
     model = inputs.get("model") or {}
     parts = [f"view {inputs['view']}"] if inputs.get("view") else [str(inputs.get("kind"))]
     parts.append(f"model {model.get('model')}")
-    if inputs.get("agent"):
-        parts.append(f"agent {inputs['agent']}")
+    if isinstance(inputs.get("agent"), dict):
+        parts.append(f"agent {inputs['agent'].get('runtime')}")
     limits = inputs.get("limits") or {}
     parts.append(f"{limits.get('step_limit')} steps")
     return ", ".join(parts)

@@ -119,8 +119,8 @@ def run_cmd(
 
     Every other setting comes from the experiment file, under the flags' names: the model request
     settings (timeout, retries, max_retry_wait) in each model table, note_max_tokens in [notes], the
-    raw_trace budget (raw_trace_max_chars, raw_trace_max_tokens), grading_timeout and replay_timeout in
-    [limits]. --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
+    raw_trace budget (raw_trace_max_chars, raw_trace_max_tokens), the agent choice in each agent's table
+    (agent), timeout in [grading] and [replay]. --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
     stderr: a live table on a terminal; with output to a file or pipe, one line per finished unit
     and per stage (time, counts, seconds, tokens). One run at a time works in an output folder
     (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0

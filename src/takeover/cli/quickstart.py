@@ -234,7 +234,7 @@ def quickstart(
     ] = None,
     max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
     agent: Annotated[
-        str, typer.Option("--agent", help=f"{AGENT_HELP} It runs the takeover runs; command is not offered here (it needs --agent-command).")
+        str, typer.Option("--agent", help=f"{AGENT_HELP} It runs the takeover runs; command is not offered here (it needs its option agent_command).")
     ] = DEFAULT_AGENT,
     verbose: VerboseOption = False,
 ) -> None:

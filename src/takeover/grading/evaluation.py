@@ -19,7 +19,7 @@ from typing import Any
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
-from takeover.grading.backends import DEFAULT_BACKEND, grading_backend
+from takeover.grading.backends import DEFAULT_BACKEND, DEFAULT_TIMEOUT, grading_backend
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey
 from takeover.grading.verdict import GradeResult, set_aside_by_reference, swebench_report
@@ -29,9 +29,6 @@ from takeover.vocabulary import HandoffState
 
 #: The ``model_name_or_path`` the task's reference patch is graded under (for the set-aside PASS_TO_PASS tests).
 REFERENCE_MODEL = "reference"
-#: Seconds allowed for one test run unless the caller says otherwise.
-DEFAULT_TIMEOUT = 1800.0
-
 
 def _as_task(task: SourceTask | Mapping[str, Any]) -> SourceTask:
     return task if isinstance(task, SourceTask) else SourceTask.model_validate(task)
@@ -136,7 +133,7 @@ def grade_predictions(
             or ``docker`` (swebench's official harness, one run id per patch).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
         grading_timeout: seconds allowed for each test run (``--grading-timeout``, the experiment file's
-            ``limits.grading_timeout``).
+            ``grading.timeout``).
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
         force: grade again even when a stored result could be reused.

@@ -114,7 +114,7 @@ def analyze_run(
     Args:
         use_environment: replay inside the task's environment when it can be prepared.
         replay_timeout, memory_mb: per-command limits for replay (seconds, MiB; ``--replay-timeout``, the
-            experiment file's ``limits.replay_timeout``).
+            experiment file's ``replay.timeout``).
         use_sandbox: confine replayed commands with bubblewrap when available.
         result_out: when a list is given, the :class:`ReplayResult` (per-event trees and diffs) is appended.
 
