@@ -267,15 +267,12 @@ def test_rename_tables_and_hidden_old_flags_are_reported(tmp_path):
                          "    return renamed_flags(RENAMED)\n"),
         "base.py": 'EARLIER_FIELD_NAMES = {"steps": "step_limit"}\nRENAMED_KEYS = ()\nRENAMEDX = 1\n',
     })
+    table = "is a table of renamed names: a setting has one name (nothing was released under another)"
     assert sorted(_rules(src)["rename-table"]) == [
-        "takeover/base.py:1: EARLIER_FIELD_NAMES is a table of renamed names: a setting has one name (nothing "
-        "was released under another)",
-        "takeover/base.py:2: RENAMED_KEYS is a table of renamed names: a setting has one name (nothing was "
-        "released under another)",
-        "takeover/cli/names.py:2: RENAMED is a table of renamed names: a setting has one name (nothing was "
-        "released under another)",
-        "takeover/cli/names.py:3: SHOW_RENAMED is a table of renamed names: a setting has one name (nothing "
-        "was released under another)",
+        f"takeover/base.py:1: EARLIER_FIELD_NAMES {table}",
+        f"takeover/base.py:2: RENAMED_KEYS {table}",
+        f"takeover/cli/names.py:2: RENAMED {table}",
+        f"takeover/cli/names.py:3: SHOW_RENAMED {table}",
         "takeover/cli/names.py:4: a hidden option (an old spelling kept alive): remove it",
         "takeover/cli/names.py:5: calls renamed_flags, a reader of renamed names",
     ]
@@ -301,9 +298,8 @@ def test_a_seam_whose_closure_loads_a_runtime_is_reported_and_the_closure_is_a_f
     files["agents/backend.py"] = "from takeover.agents.mini.loop import Backend\n"
     files["agents/mini/loop.py"] = "Backend = 1\n"
     dirty = check_layout.check(_package(tmp_path / "dirty", files), layers=layers, seams=seams)
+    must = "the seam must load no runtime"
     assert sorted(v.detail for v in dirty.violations if v.rule == "seam-closure") == [
-        "importing takeover.agents.runtime loads takeover.agents.mini (under agents.mini): the seam must load "
-        "no runtime",
-        "importing takeover.agents.runtime loads takeover.agents.mini.loop (under agents.mini): the seam must "
-        "load no runtime",
+        f"importing takeover.agents.runtime loads takeover.agents.mini (under agents.mini): {must}",
+        f"importing takeover.agents.runtime loads takeover.agents.mini.loop (under agents.mini): {must}",
     ]
