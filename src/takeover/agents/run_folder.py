@@ -39,7 +39,7 @@ class RunSpec(BaseModel):
         image: the docker backend's image (default: the instance's SWE-bench image).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: RunKind
     instance_id: str
