@@ -24,7 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from takeover.agents import RunLimits, run_predecessor
+from takeover.agents import RunLimits
+from takeover.agents.runs import run_predecessor
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask

@@ -103,14 +103,14 @@ def main() -> None:
             f'bootstrap_resamples = 50\n[dataset]\npath = "tasks.jsonl"\ndifficulties = ["15 min - 1 hour"]\n'
             f'[predecessor.model]\n{model}[notes.model]\n{model}'
             f'[[successors]]\n{model}[[successors]]\n{model}agent = "openhands"\n'
-            f'[limits]\nstep_limit = 6\ngrading_timeout = 120\n')
+            f'[limits]\nstep_limit = 6\n[grading]\ntimeout = 120\n')
         config = load_experiment(root / "e.toml")
         summary = run_experiment(config, executor="inline", progress=False)
     if summary.problems:
         print("problems:", summary.problems_by_reason())
     rows: dict[tuple[str, str], dict] = {}
     for unit in load_results(config.out, "takeover").values():
-        rows[(unit.inputs["view"], unit.inputs.get("agent", "mini-swe-agent"))] = unit.output
+        rows[(unit.inputs["view"], unit.inputs["agent"]["runtime"])] = unit.output
     print(f"{'view':<18}{'runtime':<16}{'events':>8}{'prompt tokens':>15}{'initial chars':>15}{'exit':>12}")
     for view in VIEWS:
         for agent in ("mini-swe-agent", "openhands"):

@@ -34,14 +34,24 @@ every violation, and exits 1 when there is any (0 otherwise, 2 on bad arguments)
   declarations have two meanings is reported with each of them, unless :data:`PENDING_FLAG_CLASHES` lists
   it for a module that still declares it (an entry whose clash is gone is reported, so that it is removed).
 - ``name-test``: no registered name of a seam (:data:`REGISTRIES`: a grading backend's, a trajectory
-  format's) is compared as a string outside its registry: ``==``/``!=``, ``in``/``not in`` a literal
-  tuple, set or list, or a ``match`` case, between such a name and an expression naming a backend or format
-  (a variable, attribute or string key called ``backend``, ``format``, ``fmt``, or ending in ``_backend``
-  or ``_format``). Code that needs what a backend or a format does asks the registered object
-  (``grading_backend(name).writes_report``, ``replay_needs(fmt).editor_flavor``). The names are read from
-  their declarations: ``name = "..."`` in a class body (a backend), ``NAME``/``FORMAT`` at module level and
-  ``Reader(name=...)`` (a reader). :data:`NAME_TEST_ALLOWED` lists the places that may compare anyway,
-  each with its reason.
+  format's, an agent runtime's, a command backend's) is compared as a string outside its registry:
+  ``==``/``!=``, ``in``/``not in`` a literal tuple, set or list, or a ``match`` case, between such a name
+  and an expression naming a backend, format or runtime (a variable, attribute or string key called
+  ``backend``, ``format``, ``fmt``, ``runtime``, ``agent``, or ending in ``_backend``, ``_format`` or
+  ``_runtime``). Code that needs what a backend, format or runtime does asks the registered object
+  (``grading_backend(name).writes_report``, ``replay_needs(fmt).editor_flavor``, ``RUNTIMES[name].Options``).
+  The names are read from their declarations: ``name = "..."`` in a class body (a backend),
+  ``NAME``/``FORMAT`` at module level, ``Reader(name=...)`` (a reader) and the string keys of the mapping
+  given to a ``Registry(...)`` (a runtime, a command backend; a key that is a constant of another module is
+  read through it). :data:`NAME_TEST_ALLOWED` lists the places that may compare anyway, each with its
+  reason.
+- ``rename-table``: no table of renamed names (a module-level name ``RENAMED``, ``*_RENAMED``,
+  ``RENAMED_*`` or ``EARLIER_*``), no ``renamed_flags``/``renamed_keyword`` and no hidden command-line
+  option (an old spelling) under ``src/``: a setting has one name, and nothing was released under another.
+  :data:`RENAME_TABLE_ALLOWED` lists the readers of files on disk that must still read earlier names.
+- ``seam-closure``: the import closure of a seam module (:data:`SEAMS`: the agent-runtime seam), parent
+  packages included as Python runs them, holds none of the modules it must not load (the runtimes and their
+  registries), so that importing the seam loads no runtime. The closure's size is one of the figures.
 
 The same checks are a library function, :func:`check`, used by ``tests/test_layout.py``.
 """
@@ -111,14 +121,41 @@ class Registry:
     modules: tuple[str, ...]
 
 
-#: The seams registered by name (rule ``name-test``).
+#: The seams registered by name (rule ``name-test``); ``package`` may name one module (``agents.runtimes``).
 REGISTRIES: tuple[Registry, ...] = (
     Registry("grading backend", "grading", ("grading.backends",)),
     Registry("trajectory format", "trajectories", ("trajectories.registry",)),
+    Registry("agent runtime", "agents.runtimes", ("agents.runtimes",)),
+    Registry("command backend", "agents.command_backends", ("agents.command_backends",)),
 )
-#: Identifiers that name a backend or a format (also any ending in one of :data:`NAMING_SUFFIXES`).
-NAMING = frozenset({"backend", "format", "fmt"})
-NAMING_SUFFIXES = ("_backend", "_format")
+#: Identifiers that name a backend, a format or a runtime (also any ending in one of :data:`NAMING_SUFFIXES`).
+NAMING = frozenset({"backend", "format", "fmt", "runtime", "agent"})
+NAMING_SUFFIXES = ("_backend", "_format", "_runtime")
+#: Module-level names of a rename table (rule ``rename-table``).
+RENAME_TABLE = re.compile(r"^(?:\w+_)?RENAMED(?:_\w+)?$|^_?EARLIER_\w+$")
+#: Functions that read renamed names (rule ``rename-table``).
+RENAME_READERS = frozenset({"renamed_flags", "renamed_keyword"})
+#: Files (relative to the source folder's parent) that may hold a rename table, and why.
+RENAME_TABLE_ALLOWED: dict[str, str] = {
+    "takeover/trajectories/takeover_run.py": "reads the run.json of run folders that earlier versions wrote on disk",
+    "takeover/_util/io.py": "the one helper that reads a record's earlier field names (with_current_names)",
+}
+
+
+@dataclass(frozen=True)
+class Seam:
+    """A seam module (dotted under ``takeover``) and the modules or packages its import closure must not
+    hold (rule ``seam-closure``)."""
+
+    module: str
+    forbidden: tuple[str, ...]
+
+
+#: The seams whose import closure is bounded: importing the agent-runtime seam loads no runtime.
+SEAMS: tuple[Seam, ...] = (
+    Seam("agents.runtime", ("agents.runtimes", "agents.command_backends", "agents.mini_swe_agent",
+                            "agents.openhands", "agents.command", "agents.runs")),
+)
 #: Files or folders (relative to the source folder's parent) that may compare registered names, and why.
 NAME_TEST_ALLOWED: dict[str, str] = {}
 REFERENCE = re.compile(r"(?i:\bissues?[ \t]*[-#]?[ \t]*\d+)|PROTOCOL\.md")
@@ -137,7 +174,9 @@ RULES: dict[str, str] = {
     "reference": "no 'issue N' / PROTOCOL.md in src/",
     "citation": "cited protocol sections exist",
     "flag-meaning": "one setting per command-line flag",
-    "name-test": "no backend/format name compared outside its registry",
+    "name-test": "no registered name compared outside its registry",
+    "rename-table": "no table of renamed names, no hidden old flag",
+    "seam-closure": "a seam's import closure loads no runtime",
 }
 
 
@@ -358,10 +397,11 @@ def _assignments(body: list[ast.stmt]) -> list[tuple[str, ast.expr]]:
     return found
 
 
-def _declared_names(module: Module) -> set[str]:
+def _declared_names(module: Module, shared: dict[str, str] | None = None) -> set[str]:
     """Names a module declares for a registry: ``name = "..."`` in a class body, ``NAME``/``FORMAT`` at
-    module level, ``Reader(name=...)``."""
-    constants: dict[str, str] = {}
+    module level, ``Reader(name=...)``, the string keys of the mapping given to ``Registry(...)``
+    (``shared``: module-level string constants of every module, for a key imported from another)."""
+    constants: dict[str, str] = dict(shared or {})
     found: set[str] = set()
     for name, value in _assignments(module.tree.body):
         if (text := _string_value(value, constants)) is not None:
@@ -376,7 +416,22 @@ def _declared_names(module: Module) -> set[str]:
             for kw in node.keywords:
                 if kw.arg == "name" and (text := _string_value(kw.value, constants)):
                     found.add(text)
+        elif isinstance(node, ast.Call) and _call_name(node.func) == "Registry":
+            for arg in node.args:
+                if isinstance(arg, ast.Dict):
+                    found.update(text for key in arg.keys
+                                 if key is not None and (text := _string_value(key, constants)) is not None)
     return found
+
+
+def _shared_constants(modules: dict[str, Module]) -> dict[str, str]:
+    """Module-level string constants of every module, by name (a name bound to two texts is left out)."""
+    seen: dict[str, set[str]] = defaultdict(set)
+    for module in modules.values():
+        for name, value in _assignments(module.tree.body):
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                seen[name].add(value.value)
+    return {name: next(iter(texts)) for name, texts in seen.items() if len(texts) == 1}
 
 
 def _names_a_seam(node: ast.expr) -> str | None:
@@ -416,11 +471,12 @@ def _name_tests(report: LayoutReport, registries: tuple[Registry, ...]) -> None:
     package = report.src.name
     kinds: dict[str, str] = {}  # registered name -> what it names
     allowed: dict[str, set[str]] = defaultdict(set)  # registered name -> registry modules
+    shared = _shared_constants(report.modules)
     for registry in registries:
         prefix = f"{package}.{registry.package}"
         for module in report.modules.values():
             if module.name == prefix or module.name.startswith(prefix + "."):
-                for text in _declared_names(module):
+                for text in _declared_names(module, shared):
                     kinds.setdefault(text, registry.kind)
                     allowed[text].update(f"{package}.{m}" for m in registry.modules)
     for module in report.modules.values():
@@ -438,6 +494,67 @@ def _name_tests(report: LayoutReport, registries: tuple[Registry, ...]) -> None:
                         "name-test", f"{module.rel}:{node.lineno}",
                         f"compares {ast.unparse(subject)} with the {kinds[text]} name {text!r}: ask the registered "
                         f"object ({registry}) instead"))
+
+
+def _rename_tables(report: LayoutReport) -> None:
+    """Violations of the ``rename-table`` rule (see the module docstring)."""
+    for module in report.modules.values():
+        if module.rel in RENAME_TABLE_ALLOWED:
+            continue
+        for name, value in _assignments(module.tree.body):
+            if RENAME_TABLE.match(name):
+                report.violations.append(Violation(
+                    "rename-table", f"{module.rel}:{value.lineno}",
+                    f"{name} is a table of renamed names: a setting has one name (nothing was released under another)"))
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.FunctionDef) and node.name in RENAME_READERS:
+                report.violations.append(Violation("rename-table", f"{module.rel}:{node.lineno}",
+                                                   f"defines {node.name}, a reader of renamed names"))
+            elif isinstance(node, ast.Call) and _call_name(node.func) in RENAME_READERS:
+                report.violations.append(Violation("rename-table", f"{module.rel}:{node.lineno}",
+                                                   f"calls {_call_name(node.func)}, a reader of renamed names"))
+            elif (isinstance(node, ast.Call) and _call_name(node.func) == "Option"
+                  and any(kw.arg == "hidden" and isinstance(kw.value, ast.Constant) and kw.value.value is True
+                          for kw in node.keywords)):
+                report.violations.append(Violation("rename-table", f"{module.rel}:{node.lineno}",
+                                                   "a hidden option (an old spelling kept alive): remove it"))
+
+
+def seam_closure(report: LayoutReport, module: str) -> set[str]:
+    """The modules importing ``module`` (dotted, without the package's name) runs: its imports, theirs, and
+    every parent package's ``__init__`` on the way, as Python loads them."""
+    package = report.src.name
+    targets: dict[str, set[str]] = defaultdict(set)
+    for e in report.edges:
+        targets[e.source].add(e.target)
+    start = f"{package}.{module}"
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in report.modules:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # parent packages run first
+        todo += sorted(targets[name])
+    return seen
+
+
+def _seam_closures(report: LayoutReport, seams: tuple[Seam, ...]) -> None:
+    """Violations of the ``seam-closure`` rule (see the module docstring)."""
+    package = report.src.name
+    for seam in seams:
+        if f"{package}.{seam.module}" not in report.modules:
+            continue
+        closure = seam_closure(report, seam.module)
+        for name in sorted(closure):
+            bad = next((f for f in seam.forbidden if name == f"{package}.{f}" or name.startswith(f"{package}.{f}.")),
+                       None)
+            if bad is not None:
+                report.violations.append(Violation(
+                    "seam-closure", report.modules[f"{package}.{seam.module}"].rel,
+                    f"importing {package}.{seam.module} loads {name} (under {bad}): the seam must load no runtime"))
 
 
 def cited_sections(numbers: str) -> list[int]:
@@ -531,12 +648,14 @@ def check(
     protocol: Path | str | None = None,
     pending_flag_clashes: dict[tuple[str, str], str] | None = None,
     registries: tuple[Registry, ...] = REGISTRIES,
+    seams: tuple[Seam, ...] = SEAMS,
 ) -> LayoutReport:
     """Every layout rule of the module docstring over the package folder ``src``; nothing is imported.
 
     ``protocol`` is the protocol document that citations must match (default: ``docs/protocol.md`` two
     folders above ``src``, as in ``src/takeover``); ``pending_flag_clashes`` replaces
-    :data:`PENDING_FLAG_CLASHES`; ``registries`` the seams whose names rule ``name-test`` reads.
+    :data:`PENDING_FLAG_CLASHES`; ``registries`` the seams whose names rule ``name-test`` reads; ``seams`` the
+    seam modules whose import closure rule ``seam-closure`` bounds.
 
     Raises:
         FileNotFoundError: ``src`` is not a folder.
@@ -587,6 +706,8 @@ def check(
 
     _flag_violations(report, PENDING_FLAG_CLASHES if pending_flag_clashes is None else pending_flag_clashes)
     _name_tests(report, registries)
+    _rename_tables(report)
+    _seam_closures(report, seams)
 
     protocol = Path(protocol) if protocol is not None else src.parents[1] / "docs" / "protocol.md"
     sections = set(map(int, SECTION_HEADING.findall(protocol.read_text(encoding="utf-8")))) \
@@ -636,6 +757,8 @@ def format_report(report: LayoutReport, largest: int = 12) -> str:
         f"{'modules per layer (0..' + str(len(LAYERS) - 1) + ')':<44}"
         + " ".join(str(per_layer.get(i, 0)) for i in range(len(LAYERS)))
         + (f"  unplaced {per_layer[None]}" if per_layer.get(None) else ""),
+        *(f"{'import closure of ' + seam.module:<44}{len(seam_closure(report, seam.module)):>10}" for seam in SEAMS
+          if f"{report.src.name}.{seam.module}" in report.modules),
         "",
         f"{'largest modules':<44}{'lines':>10}",
     ]

@@ -1,4 +1,4 @@
-"""The user's own agent (``--agent command --agent-command TEMPLATE``; docs/protocol.md section 8.4): a small
+"""The user's own agent (``--agent command --agent-option agent_command=TEMPLATE``; docs/protocol.md section 8.4): a small
 agent program written here edits the calculator and writes a Claude Code session, whose events, tokens and
 patch are read back; a command past the wall time is stopped and labelled; a command that writes no session
 fails its run clearly; an agent whose record keeps no usage has n/a tokens, never 0; and the limits it
@@ -14,8 +14,9 @@ import pytest
 from test_agent_runtimes import _agent_run
 from test_agents import events_of
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor
+from takeover.agents import AgentChoice, ExitStatus, RunLimits, read_run
 from takeover.agents.command.command_runtime import AgentSessionMissing
+from takeover.agents.runs import run_predecessor
 from takeover.errors import InputError
 from takeover.experiments import load_experiment
 from takeover.experiments.stages import _run_output
@@ -63,10 +64,10 @@ def _agent(tmp_path):
 def test_a_command_agent_s_claude_code_session_gives_the_events_tokens_and_patch(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     out = tmp_path / "run"
-    record = run_predecessor(task, MODEL, out, repo_source=RepoSource(mirror), agent="command",
-                             agent_command=f"{_agent(tmp_path)} {{prompt_file}} {{session_file}} usage")
+    record = run_predecessor(task, MODEL, out, repo_source=RepoSource(mirror), agent=AgentChoice(
+        runtime="command", options={"agent_command": f"{_agent(tmp_path)} {{prompt_file}} {{session_file}} usage"}))
     assert record.finished and record.exit_status is ExitStatus.submitted and record.agent == "command"
-    assert record.inputs["agent_command"].endswith("{prompt_file} {session_file} usage")
+    assert record.inputs["agent"]["options"]["agent_command"].endswith("{prompt_file} {session_file} usage")
     events = events_of(out)
     assert [(e["kind"], e["type"]) for e in events] == [("action", "file_edit"), ("observation", "file_edit"),
                                                         ("action", "message")]
@@ -84,8 +85,8 @@ def test_a_command_agent_s_claude_code_session_gives_the_events_tokens_and_patch
 def test_a_command_agent_that_records_no_usage_has_unknown_tokens_never_zero(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     out = tmp_path / "run"
-    record = run_predecessor(task, MODEL, out, repo_source=RepoSource(mirror), agent="command",
-                             agent_command=f"{_agent(tmp_path)} {{prompt_file}} {{session_file}} none")
+    record = run_predecessor(task, MODEL, out, repo_source=RepoSource(mirror), agent=AgentChoice(
+        runtime="command", options={"agent_command": f"{_agent(tmp_path)} {{prompt_file}} {{session_file}} none"}))
     assert record.exit_status is ExitStatus.submitted and record.accounting.llm_calls == 2
     assert record.accounting.usage == "unavailable"
     calls = [json.loads(line) for line in (out / "calls.jsonl").read_text().splitlines()]
@@ -97,15 +98,16 @@ def test_a_command_agent_that_records_no_usage_has_unknown_tokens_never_zero(tmp
 
 def test_session_glob_finds_a_session_the_agent_named_itself(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
-    record = run_predecessor(task, MODEL, tmp_path / "run", repo_source=RepoSource(mirror), agent="command",
-                             agent_command=f"{_agent(tmp_path)} {{prompt_file}} ~/.claude/projects/p/s1.jsonl usage",
-                             session_glob="~/.claude/projects/*/*.jsonl")
+    record = run_predecessor(task, MODEL, tmp_path / "run", repo_source=RepoSource(mirror), agent=AgentChoice(
+        runtime="command", options={
+            "agent_command": f"{_agent(tmp_path)} {{prompt_file}} ~/.claude/projects/p/s1.jsonl usage",
+            "session_glob": "~/.claude/projects/*/*.jsonl"}))
     assert record.exit_status is ExitStatus.submitted and record.accounting.agent_events == 3
     assert record.environment["session_file"].endswith("session/home/.claude/projects/p/s1.jsonl")
     with ScriptedServer([]) as srv:  # the same from the command line
-        result = _agent_run(tmp_path / "cli", task, mirror, srv, "--agent", "command", "--agent-command",
-                            f"{_agent(tmp_path)} {{prompt_file}} ~/.claude/projects/p/s1.jsonl usage",
-                            "--session-glob", "~/.claude/projects/*/*.jsonl")
+        result = _agent_run(tmp_path / "cli", task, mirror, srv, "--agent", "command", "--agent-option",
+                            f"agent_command={_agent(tmp_path)} {{prompt_file}} ~/.claude/projects/p/s1.jsonl usage",
+                            "--agent-option", "session_glob=~/.claude/projects/*/*.jsonl")
     assert result.exit_code == 0, result.output
     run_json = json.loads((tmp_path / "cli" / "run" / "run.json").read_text())
     assert run_json["environment"]["session_file"].endswith("session/home/.claude/projects/p/s1.jsonl")
@@ -114,8 +116,9 @@ def test_session_glob_finds_a_session_the_agent_named_itself(tmp_path, task_and_
 
 def test_a_command_past_the_wall_time_is_stopped_and_labelled(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
-    record = run_predecessor(task, MODEL, tmp_path / "run", repo_source=RepoSource(mirror), agent="command",
-                             agent_command="sleep 30", limits=RunLimits(wall_time_limit_seconds=1))
+    record = run_predecessor(task, MODEL, tmp_path / "run", repo_source=RepoSource(mirror),
+                             agent=AgentChoice(runtime="command", options={"agent_command": "sleep 30"}),
+                             limits=RunLimits(wall_time_limit_seconds=1))
     assert record.finished and record.exit_status is ExitStatus.time_limit
     assert record.accounting.wall_seconds < 15 and record.accounting.agent_events == 0
 
@@ -124,13 +127,13 @@ def test_a_command_that_writes_no_session_is_a_clear_failure_of_its_run(tmp_path
     task, mirror = task_and_mirror
     out = tmp_path / "run"
     with pytest.raises(AgentSessionMissing, match=r"wrote no session record: looked for .*session\.jsonl"):
-        run_predecessor(task, MODEL, out, repo_source=RepoSource(mirror), agent="command",
-                        agent_command="echo did nothing")
+        run_predecessor(task, MODEL, out, repo_source=RepoSource(mirror),
+                        agent=AgentChoice(runtime="command", options={"agent_command": "echo did nothing"}))
     assert json.loads((out / "run.json").read_text())["finished"] is False  # a rerun starts it again
     assert "did nothing" in (out / "session" / "command.log").read_text()
 
     with ScriptedServer([]) as srv:
-        result = _agent_run(tmp_path / "cli", task, mirror, srv, "--agent", "command", "--agent-command", "true")
+        result = _agent_run(tmp_path / "cli", task, mirror, srv, "--agent", "command", "--agent-option", "agent_command=true")
     assert result.exit_code == 1 and "wrote no session record" in result.output
 
 
@@ -139,19 +142,20 @@ def test_the_command_runtime_refuses_the_limits_of_the_agent_s_own_loop_before_t
     for limits, field in ((RunLimits(step_limit=10), "step_limit"), (RunLimits(prompt_token_limit=5), "prompt_token_limit"),
                           (RunLimits(command_timeout=30), "command_timeout")):
         with pytest.raises(InputError) as exc:
-            run_predecessor(task, MODEL, tmp_path / "run", repo_source=RepoSource(mirror), agent="command",
-                            agent_command="true", limits=limits)
+            run_predecessor(task, MODEL, tmp_path / "run", repo_source=RepoSource(mirror),
+                            agent=AgentChoice(runtime="command", options={"agent_command": "true"}), limits=limits)
         assert exc.value.field == field and not (tmp_path / "run").exists()
 
     base = 'out_dir = "o"\n[dataset]\npath = "t.jsonl"\n[predecessor]\ntrajectories = ["runs"]\n[[successors]]\nmodel = "m"\n'
     (tmp_path / "none.toml").write_text(base + 'agent = "command"\n')
     with pytest.raises(InputError, match="needs a command template"):
         load_experiment(tmp_path / "none.toml")
-    (tmp_path / "other.toml").write_text(base + 'agent_command = "true"\n')
-    with pytest.raises(InputError, match="settings of agent = \"command\""):
+    (tmp_path / "other.toml").write_text(base + 'agent = { options = { agent_command = "true" } }\n')
+    with pytest.raises(InputError, match=r"unknown option \(its options: none\) \(options.agent_command\)"):
         load_experiment(tmp_path / "other.toml")
-    (tmp_path / "bad.toml").write_text(base + 'agent = "command"\nagent_command = "run {prompt}"\n')
+    (tmp_path / "bad.toml").write_text(base + 'agent = { runtime = "command", options = { agent_command = "run {prompt}" } }\n')
     with pytest.raises(InputError, match="bad placeholder {prompt}"):
         load_experiment(tmp_path / "bad.toml")
-    (tmp_path / "ok.toml").write_text(base + 'agent = "command"\nagent_command = "claude -p < {prompt_file}"\n')
-    assert load_experiment(tmp_path / "ok.toml").successors[0].agent_command == "claude -p < {prompt_file}"
+    (tmp_path / "ok.toml").write_text(
+        base + 'agent = { runtime = "command", options = { agent_command = "claude -p < {prompt_file}" } }\n')
+    assert load_experiment(tmp_path / "ok.toml").successors[0].agent.options == {"agent_command": "claude -p < {prompt_file}"}

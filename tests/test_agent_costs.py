@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from takeover.agents import ExitStatus, RunLimits, run_predecessor
+from takeover.agents import ExitStatus, RunLimits
+from takeover.agents.runs import run_predecessor
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer

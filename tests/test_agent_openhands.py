@@ -16,7 +16,8 @@ from test_agent_runtimes import write_calc_study
 from test_agents import bash, events_of, settings, tree_file
 from test_cli_points_flags import points_json
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
+from takeover.agents import ExitStatus, RunLimits, read_run
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
 from takeover.experiments.units import load_results
@@ -178,7 +179,7 @@ def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both
             f'[dataset]\npath = "tasks.jsonl"\ndifficulties = ["15 min - 1 hour"]\n'
             f'[predecessor.model]\n{model}'
             f'[[successors]]\n{model}[[successors]]\n{model}agent = "openhands"\n'
-            f'[limits]\nstep_limit = 4\ngrading_timeout = 120\n')
+            f'[limits]\nstep_limit = 4\n[grading]\ntimeout = 120\n')
         config = load_experiment(tmp_path / "e.toml")
         summary = run_experiment(config, executor="inline", progress=False)
     assert summary.problems == [], summary.problems_by_reason()
@@ -192,5 +193,5 @@ def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both
     # observation: four agent events each, on different prompts.
     assert {n: e["median_agent_events"] for n, e in entries.items()} == {n: 4 for n in names}
     takeovers = load_results(config.out, "takeover")
-    by_agent = {r.inputs.get("agent", "mini-swe-agent"): r for r in takeovers.values()}
+    by_agent = {r.inputs["agent"]["runtime"]: r for r in takeovers.values()}
     assert by_agent["openhands"].output["prompt_tokens"] > by_agent["mini-swe-agent"].output["prompt_tokens"] > 0

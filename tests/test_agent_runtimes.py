@@ -1,9 +1,8 @@
 """Agent runtimes are chosen by name (``RunSpec.agent``, ``--agent``, the experiment file's ``agent`` keys)
 from ``takeover.agents.RUNTIMES``: a second runtime, defined here in a few lines, is registered, chosen,
 recorded in run.json and named in the report; one that cannot honour a limit refuses before the run; the
-command backend's flag is ``--command-backend`` (``--backend`` still works for one release, with a
-warning); and run folders and unit files written before runtimes had names are reused without a model
-call (docs/protocol.md section 8.4)."""
+command backend's flag is ``--command-backend``; and run folders and unit files written by an earlier
+version say so and are not reused (docs/protocol.md section 8.4)."""
 
 from __future__ import annotations
 
@@ -18,23 +17,16 @@ from test_agent_runs import _checkpoint_folder
 from test_agents import bash, events_of, settings, tree_file
 from typer.testing import CliRunner
 
-from takeover.agents import (
-    COMMAND_BACKENDS,
-    RUNTIMES,
-    AgentRun,
-    ExitStatus,
-    RunLimits,
-    RuntimeOutcome,
-    read_run,
-    run_predecessor,
-    run_takeover,
-)
+from takeover.agents import AgentRun, ExitStatus, RunLimits, RuntimeOutcome, read_run
+from takeover.agents.agent_choice import NoOptions
+from takeover.agents.command_backends import COMMAND_BACKENDS
+from takeover.agents.runs import run_predecessor, run_takeover
+from takeover.agents.runtimes import RUNTIMES
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
-from takeover.experiments.engine import InlineExecutor, run_units
-from takeover.experiments.planning import Planner, done_checkpoints
-from takeover.experiments.units import load_results
+from takeover.experiments.planning import Planner
+from takeover.experiments.units import UNITS_FORMAT, load_results, set_aside_earlier_units
 from takeover.llm import ModelClient
 from takeover.results import TaskInputs
 from takeover.sources.repos import RepoSource
@@ -48,7 +40,9 @@ class ScribeRuntime:
     """A runtime of a dozen lines: one model call whose reply is ``FILE\\nTEXT``; it writes the file in the
     workspace and submits its name. It cannot count prompt tokens while it runs, so it refuses that limit."""
 
-    def check(self, limits, *, protocol, command_backend):
+    Options = NoOptions
+
+    def check(self, limits, choice):
         if limits.prompt_token_limit is not None:
             raise InputError("agent scribe", "cannot stop at a prompt-token limit", field="prompt_token_limit")
 
@@ -73,12 +67,12 @@ class ScribeRuntime:
 
 @pytest.fixture
 def scribe():
-    """The scribe runtime registered as ``scribe`` for one test (one line: the mapping's entry)."""
-    RUNTIMES["scribe"] = ScribeRuntime()
+    """The scribe runtime registered as ``scribe`` for one test (one line: its registry entry)."""
+    RUNTIMES.add("scribe", ScribeRuntime())
     try:
         yield "scribe"
     finally:
-        del RUNTIMES["scribe"]
+        RUNTIMES.remove("scribe")
 
 
 NOTE = {"content": "NOTES.md\nadd() must add\n"}
@@ -91,9 +85,9 @@ def test_a_registered_runtime_is_chosen_by_name_and_its_run_reads_back_as_any_ot
     with ScriptedServer([NOTE]) as srv:
         record = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), agent=scribe)
     assert record.agent == "scribe" and record.exit_status is ExitStatus.submitted and record.finished
-    assert record.submission == "NOTES.md" and record.inputs["agent"] == "scribe"
+    assert record.submission == "NOTES.md" and record.inputs["agent"]["runtime"] == "scribe"
     run_json = json.loads((out / "run.json").read_text())
-    assert run_json["agent"] == run_json["inputs"]["agent"] == "scribe"
+    assert run_json["agent"] == run_json["inputs"]["agent"]["runtime"] == "scribe"
     acc = record.accounting
     assert (acc.llm_calls, acc.agent_events, acc.actions) == (1, 2, 1)
     assert acc.prompt_tokens == prompt_words(srv.requests[0]) and acc.completion_tokens == count_words(NOTE["content"])
@@ -153,7 +147,7 @@ def test_agent_run_picks_the_runtime_with_agent_and_the_command_backend_with_com
     assert result.exit_code == 0, result.output
     assert f"predecessor run {task.instance_id} (scribe): submitted" in result.output
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert (run_json["agent"], run_json["command_backend"], run_json["inputs"]["command_backend"]) == (
+    assert (run_json["agent"], run_json["command_backend"], run_json["inputs"]["agent"]["command_backend"]) == (
         "scribe", "local", "local")
     assert "backend" not in run_json and "backend" not in run_json["inputs"]
 
@@ -165,15 +159,14 @@ def test_agent_run_picks_the_runtime_with_agent_and_the_command_backend_with_com
         worse.output)
 
 
-def test_backend_on_agent_run_still_names_the_command_backend_with_a_warning(tmp_path, task_and_mirror):
+def test_command_backend_on_agent_run_is_recorded(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     with ScriptedServer([bash("ls")]) as srv:
-        result = _agent_run(tmp_path, task, mirror, srv, "--backend", "local", "--step-limit", "1")
+        result = _agent_run(tmp_path, task, mirror, srv, "--command-backend", "local", "--step-limit", "1")
     assert result.exit_code == 0, result.output
-    assert "warning: --backend is deprecated; use --command-backend" in result.stderr
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["command_backend"] == "local" and run_json["exit_status"] == "step_limit"
-    assert run_json["agent"] == "mini-swe-agent" and "agent" not in run_json["inputs"]
+    assert run_json["agent"] == run_json["inputs"]["agent"]["runtime"] == "mini-swe-agent"
 
 
 # --- experiments ---------------------------------------------------------------------------------------
@@ -216,12 +209,12 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     with ScriptedServer(_reply) as srv:
         model = f'model = "scripted"\nbase_url = "{srv.base_url}"\napi_key_env = ""\nretries = 0\n'
         (tmp_path / "e.toml").write_text(
-            f'out_dir = "out"\nmirror = "mirror"\noffline = true\ncommand_backend = "local"\nviews = ["repo_only"]\n'
+            f'out_dir = "out"\nmirror = "mirror"\noffline = true\nviews = ["repo_only"]\n'
             f'point_types = ["after_first_source_edit"]\nbootstrap_resamples = 50\n'
             f'[dataset]\npath = "tasks.jsonl"\ndifficulties = ["15 min - 1 hour"]\n'
             f'[predecessor]\nagent = "mini-swe-agent"\n[predecessor.model]\n{model}'
             f'[[successors]]\n{model}[[successors]]\n{model}agent = "scribe"\n'
-            f'[limits]\nstep_limit = 4\ncommand_timeout = 30\ngrading_timeout = 120\n')
+            f'[limits]\nstep_limit = 4\ncommand_timeout = 30\n[grading]\ntimeout = 120\n')
         config = load_experiment(tmp_path / "e.toml")
         summary = run_experiment(config, executor="inline", progress=False)
     assert summary.problems == [], summary.problems_by_reason()
@@ -229,7 +222,7 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     assert config.successor_names == names
     assert json.loads((config.out / "plan.json").read_text())["successors"] == names
     takeovers = load_results(config.out, "takeover")
-    by_agent = {r.inputs.get("agent", "mini-swe-agent"): r for r in takeovers.values()}
+    by_agent = {r.inputs["agent"]["runtime"]: r for r in takeovers.values()}
     assert sorted(by_agent) == ["mini-swe-agent", "scribe"] and len(takeovers) == 2
     for agent, unit in by_agent.items():
         assert json.loads((Path(unit.output["run_dir"]) / "run.json").read_text())["agent"] == agent
@@ -240,25 +233,27 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     assert solved == {"scripted (mini-swe-agent)": 1.0, "scripted (scribe)": 0.0}  # the scribe only wrote a note
 
 
-def test_the_command_backend_of_an_experiment_reaches_its_agent_units_and_only_another_one_enters_the_key(tmp_path):
-    base = ('out_dir = "/nonexistent/out"\n[dataset]\npath = "tasks.jsonl"\n[predecessor.model]\nmodel = "p"\n'
-            '[[successors]]\nmodel = "s"\n')
+def test_the_agent_choice_of_an_experiment_reaches_its_agent_units_whole_and_enters_the_key(tmp_path):
+    base = ('out_dir = "/nonexistent/out"\n[dataset]\npath = "tasks.jsonl"\n[predecessor]\n{}[predecessor.model]\n'
+            'model = "p"\n[[successors]]\nmodel = "s"\n')
     keys = {}
-    for name, top in (("default", ""), ("local", 'command_backend = "local"\n'), ("docker", 'command_backend = "docker"\n')):
-        (tmp_path / f"{name}.toml").write_text(top + base)
+    for name, agent in (("default", ""), ("local", 'agent = { command_backend = "local" }\n'),
+                        ("docker", 'agent = { command_backend = "docker" }\n')):
+        (tmp_path / f"{name}.toml").write_text(base.format(agent))
         config = load_experiment(tmp_path / f"{name}.toml")
         files = {"a__b-1": TaskInputs(instance_id="a__b-1", task="/nonexistent/out/tasks/a__b-1.json", task_sha256="0")}
         [spec] = Planner(config, files, RepoSource()).predecessors([SourceTask(instance_id="a__b-1", repo="a/b",
                                                                                base_commit="0" * 40, problem_statement="x")], None, {})
         keys[name] = spec.key
-        assert spec.inputs.get("command_backend") == (None if name != "docker" else "docker")
-        assert "agent" not in spec.inputs and "backend" not in spec.inputs
+        assert spec.inputs["agent"] == {"runtime": "mini-swe-agent", "options": {}, "protocol": "text",
+                                        "command_backend": "docker" if name == "docker" else "local"}
+        assert "command_backend" not in spec.inputs and "backend" not in spec.inputs
     assert keys["default"] == keys["local"] != keys["docker"]
-    (tmp_path / "bad.toml").write_text('command_backend = "modal"\n' + base)
+    (tmp_path / "bad.toml").write_text(base.format('agent = { command_backend = "modal" }\n'))
     with pytest.raises(InputError, match="unknown command backend 'modal': use local or docker") as exc:
         load_experiment(tmp_path / "bad.toml")
-    assert exc.value.field == "command_backend"
-    (tmp_path / "same.toml").write_text(base + '[[successors]]\nmodel = "s"\nagent = "mini-swe-agent"\n')
+    assert exc.value.field == "predecessor.agent"
+    (tmp_path / "same.toml").write_text(base.format("") + '[[successors]]\nmodel = "s"\nagent = "mini-swe-agent"\n')
     with pytest.raises(InputError, match="successors must differ in model or agent"):
         load_experiment(tmp_path / "same.toml")
 
@@ -279,7 +274,7 @@ def test_successor_names_name_the_runtime_unless_every_successor_runs_under_the_
 # --- folders written before runtimes had names ----------------------------------------------------------
 
 
-def test_run_folders_written_before_runtimes_had_names_are_reused_without_a_model_call(tmp_path, task_and_mirror):
+def test_run_folders_of_an_earlier_version_say_so_and_are_still_read(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     earlier = json.loads((EARLIER / "run" / "run.json").read_text())
     assert earlier["backend"] == "local" and "agent" not in earlier and "command_backend" not in earlier
@@ -288,49 +283,33 @@ def test_run_folders_written_before_runtimes_had_names_are_reused_without_a_mode
     shutil.copytree(EARLIER / "takeover_run", tmp_path / "takeover")
     folder = _checkpoint_folder(tmp_path, task)
     with ScriptedServer([]) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror),
-                                 limits=RunLimits(step_limit=2))
-        takeover = run_takeover(folder, "repo_only", settings(srv), tmp_path / "takeover", task=task,
-                                repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
+        with pytest.raises(InputError, match="holds a run written by an earlier version of takeover"):
+            run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror),
+                            limits=RunLimits(step_limit=2))
+        with pytest.raises(InputError, match="holds a run written by an earlier version of takeover"):
+            run_takeover(folder, "repo_only", settings(srv), tmp_path / "takeover", task=task,
+                         repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
     assert srv.requests == []
-    assert record.inputs_key == earlier["inputs_key"] and record.command_backend == "local"
-    assert record.agent == "mini-swe-agent" and record.accounting.llm_calls == 2
-    assert takeover.origin.view == "repo_only" and takeover.command_backend == "local"
-    assert read_run(tmp_path / "run").agent_events == record.accounting.agent_events
+    # Its files are still read: the run shows and imports as before.
+    assert read_run(tmp_path / "run").agent_events == earlier["accounting"]["agent_events"]
+    assert json.loads((tmp_path / "run" / "run.json").read_text()) == earlier  # untouched
 
 
-def test_experiment_units_written_before_runtimes_had_names_keep_their_keys_and_are_reused(tmp_path):
-    """The unit files of an experiment written by the earlier version (tests/data/earlier_version): every
-    unit today's planner plans from them has the key of a stored file, and none runs again."""
+def test_experiment_units_of_an_earlier_version_say_so_and_are_recomputed_not_mixed(tmp_path):
+    """The unit files of an experiment written by the earlier version (tests/data/earlier_version): the
+    output folder says so in one line, and its units are moved aside, byte for byte, so that today's
+    units are computed afresh and never mixed with them."""
     out = tmp_path / "out"
     shutil.copytree(EARLIER / "experiment" / "units", out / "units")
-    stored = {p.stem for p in (out / "units").rglob("*.json")}
-    config = load_experiment(EARLIER / "experiment" / "experiment.toml")
-    [pred] = load_results(out, "predecessor").values()
-    files = {pred.inputs["instance_id"]: TaskInputs.model_validate(
-        {k: pred.inputs[k] for k in ("instance_id", "task", "task_sha256")})}
-    planner = Planner(config, files, config.repo_source())
-    ex = InlineExecutor()
-    planned: list[str] = []
-
-    def reuse(specs):
-        planned.extend(s.key for s in specs)
-        results = run_units(specs, out, ex)
-        assert all(results[s.key].status == "done" for s in specs)
-        return results
-
-    tasks = [SourceTask(instance_id=pred.inputs["instance_id"], repo="acme/calc", base_commit="0" * 40,
-                        problem_statement="x")]
-    predecessors = planner.predecessors(tasks, None, {})
-    points, _ = planner.points(predecessors, reuse(predecessors))
-    checkpoint_specs = planner.checkpoints(points, reuse(points))
-    checkpoints = done_checkpoints(checkpoint_specs, reuse(checkpoint_specs))
-    reuse(planner.handoff_states(checkpoints))
-    views = planner.views(checkpoints)
-    takeovers, _ = planner.takeovers(checkpoints, views, reuse(views))
-    grades, _ = planner.grades(takeovers, [], reuse(takeovers))
-    reuse(grades)
-    assert sorted(planned) == sorted(stored) and len(planned) == 10
-    # Nothing ran: every unit file is byte for byte the one the earlier version wrote.
-    for path in (out / "units").rglob("*.json"):
-        assert path.read_bytes() == (EARLIER / "experiment" / path.relative_to(out)).read_bytes()
+    stored = sorted(p.relative_to(out / "units") for p in (out / "units").rglob("*.json"))
+    assert len(stored) == 10
+    note = set_aside_earlier_units(out)
+    assert note == (f"{out / 'units'} was written by an earlier version of takeover (unit format 1, now "
+                    f"{UNITS_FORMAT}): its units are recomputed, not reused; they were moved to "
+                    f"{out / 'units.earlier-1'}")
+    assert [p.name for p in (out / "units").iterdir()] == ["FORMAT"] and load_results(out, "predecessor") == {}
+    aside = out / "units.earlier-1"
+    assert sorted(p.relative_to(aside) for p in aside.rglob("*.json")) == stored
+    for path in aside.rglob("*.json"):
+        assert path.read_bytes() == (EARLIER / "experiment" / "units" / path.relative_to(aside)).read_bytes()
+    assert set_aside_earlier_units(out) is None  # today's folder stays as it is

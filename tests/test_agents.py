@@ -16,7 +16,8 @@ import pytest
 from conftest import CALC_BUGGY, CALC_ENV_SPEC, CALC_TEST, git, make_repo
 from prerequisites import missing, requires
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
+from takeover.agents import AgentChoice, ExitStatus, RunLimits, read_run
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource
@@ -149,7 +150,8 @@ def test_tools_protocol_runs_native_tool_calls(tmp_path, task_and_mirror):
         {"content": "", "tool_calls": [{"name": "bash", "arguments": {"command": SUBMIT}}]},
     ]
     with ScriptedServer(script) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), protocol="tools")
+        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror),
+                                 agent=AgentChoice(protocol="tools"))
     assert record.exit_status is ExitStatus.submitted
     assert srv.requests[0]["tools"][0]["function"]["name"] == "bash"
     assert (record.accounting.agent_events, record.accounting.llm_calls) == (6, 3)
@@ -464,7 +466,8 @@ def test_docker_backend_without_a_daemon_is_a_clear_error(tmp_path, task_and_mir
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     task, mirror = task_and_mirror
     with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable, match="Docker daemon"):
-        run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), command_backend="docker")
+        run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror),
+                        agent=AgentChoice(command_backend="docker"))
     assert json.loads((tmp_path / "run" / "run.json").read_text())["finished"] is False
     with ScriptedServer([bash("ls")]) as srv:  # the failed attempt does not block a re-run
         record = run_predecessor(

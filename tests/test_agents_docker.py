@@ -18,7 +18,8 @@ from conftest import git
 from docker_images import TINY_GOLD
 from prerequisites import requires
 
-from takeover.agents import ExitStatus, RunLimits, run_predecessor, run_takeover
+from takeover.agents import AgentChoice, ExitStatus, RunLimits
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import EnvironmentUnavailable
 from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import ScriptedServer
@@ -63,7 +64,7 @@ def test_git_works_at_testbed_and_the_submission_is_the_patch(tiny_docker_task, 
               bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat /tmp/patch.txt")]
     with ScriptedServer(script) as srv:
         record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=source,
-                                 command_backend="docker", limits=RunLimits(step_limit=10))
+                                 agent=AgentChoice(command_backend="docker"), limits=RunLimits(step_limit=10))
     seen = observations(tmp_path / "run")
     assert seen[0] == "status=0" and seen[1] == "diff=0"  # a clean repository, as in the image
     assert seen[2].split() == ["SWE-bench", "log=0"]  # the image's setup commit
@@ -92,7 +93,7 @@ def test_a_takeover_run_starts_from_the_checkpoint_in_the_image(tiny_docker_task
               bash("git diff > /tmp/patch.txt"), bash("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat /tmp/patch.txt")]
     with ScriptedServer(script) as srv:
         record = run_takeover(folder, "repo_only", settings(srv), tmp_path / "run", task=task, repo_source=source,
-                              command_backend="docker")
+                              agent=AgentChoice(command_backend="docker"))
     seen = observations(tmp_path / "run")
     assert "1 file changed" in seen[0] and "return a + b" in seen[0] and "1 passed" in seen[1]
     assert record.exit_status is ExitStatus.submitted and record.kind == "takeover"
@@ -104,7 +105,7 @@ def test_a_missing_image_is_one_line_naming_it(tiny_docker_task, tmp_path):
     task = tiny_docker_task.task.model_copy(update={"instance_id": "pallets__flask-90002"})
     with ScriptedServer([]) as srv, pytest.raises(EnvironmentUnavailable) as err:
         run_predecessor(task, settings(srv), tmp_path / "run", repo_source=tiny_docker_task.source,
-                        command_backend="docker")
+                        agent=AgentChoice(command_backend="docker"))
     message = str(err.value)
     assert "\n" not in message and "swebench/sweb.eval.x86_64.pallets_1776_flask-90002:latest" in message
     assert "cannot be pulled" in message and "docker pull" in message and srv.served == 0
@@ -151,7 +152,7 @@ def test_a_killed_run_leaves_no_container_after_the_rerun(tiny_docker_task, tmp_
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
         assert [c.status for c in containers_of(out)] == ["running"]  # orphaned: its sleep would run on
-        record = run_predecessor(task, settings(srv), out, repo_source=source, command_backend="docker",
+        record = run_predecessor(task, settings(srv), out, repo_source=source, agent=AgentChoice(command_backend="docker"),
                                  limits=RunLimits(step_limit=2))
     assert record.finished
     time.sleep(1)

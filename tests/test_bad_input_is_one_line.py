@@ -48,7 +48,7 @@ def test_non_utf8_inputs_unwritable_outputs_and_bad_worker_counts_are_one_line(t
     bad_dataset = f"error: {dataset}: line 1: not UTF-8 text (byte {column}, column {column + 1})"
     cases = [
         (["points", run, "--dataset", dataset], bad_dataset),
-        (["grade", "--dataset", dataset, "--gold", "--instance-id", "acme__calc-1", "--log-dir", tmp_path / "g"],
+        (["grade", "--dataset", dataset, "--gold", "--instance-id", "acme__calc-1", "--out-dir", tmp_path / "g"],
          bad_dataset),
         (["tasks", "select", "--dataset", dataset, "--out-dir", tmp_path / "sel"], bad_dataset),
         (["run", experiment], f"error: {experiment}: line 1: not UTF-8 text (byte 11, column 12)"),
@@ -66,7 +66,7 @@ def test_non_utf8_inputs_unwritable_outputs_and_bad_worker_counts_are_one_line(t
         done = takeover(*args)
         assert (done.exit_code, done.errors) == (2, [line]), args
     good = _write_dataset(tmp_path, "good.jsonl")
-    graded = takeover("grade", "--dataset", good, "--predictions", predictions, "--log-dir", tmp_path / "g")
+    graded = takeover("grade", "--dataset", good, "--predictions", predictions, "--out-dir", tmp_path / "g")
     assert (graded.exit_code, graded.errors) == (2, [(f"error: {predictions}: line 1: not UTF-8 text (byte 48, "
                                                      "column 49)")])
     for workers in ("-3", "0"):
@@ -85,7 +85,7 @@ def test_an_empty_dataset_a_selection_of_nothing_and_a_missing_mirror_are_said(t
     before = files_under(tmp_path)
 
     graded = takeover("grade", "--dataset", empty, "--gold", "--instance-id", "acme__calc-1",
-                      "--log-dir", tmp_path / "g")
+                      "--out-dir", tmp_path / "g")
     assert (graded.exit_code, graded.errors) == (2, [f"error: {empty}: holds no tasks (an empty dataset)"])
     nothing = takeover("run", _experiment(tmp_path, "none.toml", 'difficulties = ["1-4 hours"]\n'), "--no-progress")
     assert nothing.exit_code == 2
@@ -94,7 +94,7 @@ def test_an_empty_dataset_a_selection_of_nothing_and_a_missing_mirror_are_said(t
     assert "Every planned unit is done" not in nothing.stdout
 
     missing = takeover("grade", "--dataset", dataset, "--gold", "--instance-id", "acme__calc-1", "--offline",
-                       "--mirror", tmp_path / "no-such-mirror", "--log-dir", tmp_path / "g")
+                       "--mirror", tmp_path / "no-such-mirror", "--out-dir", tmp_path / "g")
     assert missing.exit_code == 1
     assert f"the mirror folder {tmp_path / 'no-such-mirror'} does not exist" in missing.stdout
     assert {p: v for p, v in files_under(tmp_path).items() if p in before} == before

@@ -116,7 +116,7 @@ def test_an_unknown_view_is_one_error_naming_the_known_views(argv, tmp_path, mon
     assert not (tmp_path / "qs").exists() and not (tmp_path / "v").exists()  # refused before any work
 
 
-def test_tasks_select_writes_its_selection_into_out_dir_and_the_old_out_file_still_works(tmp_path):
+def test_tasks_select_writes_its_selection_into_out_dir(tmp_path):
     rows = [{"instance_id": f"acme__calc-{i}", "repo": "acme/calc", "base_commit": "0" * 40, "problem_statement": "x",
              "difficulty": "1-4 hours"} for i in range(3)]
     dataset = tmp_path / "d.jsonl"
@@ -126,12 +126,6 @@ def test_tasks_select_writes_its_selection_into_out_dir_and_the_old_out_file_sti
     assert new.exit_code == 0, new.output
     written = (tmp_path / "sel" / "tasks.jsonl").read_text()
     assert len(written.splitlines()) == 3 and f"wrote {tmp_path / 'sel' / 'tasks.jsonl'}" in new.stdout
-    old = runner().invoke(app, ["tasks", "select", "--dataset", str(dataset), "--limit", "2", "--out",
-                                str(tmp_path / "old.jsonl")])
-    assert old.exit_code == 0, old.output
-    assert (tmp_path / "old.jsonl").read_text() == written
-    assert ("warning: --out FILE is deprecated; use --out-dir DIR, which writes DIR/tasks.jsonl (the old spelling "
-            "works until the next release)") in old.stderr
     neither = runner().invoke(app, ["tasks", "select", "--dataset", str(dataset)])
     assert neither.exit_code == 2 and "give --out-dir DIR" in plain(neither.output)
 

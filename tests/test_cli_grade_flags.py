@@ -75,20 +75,18 @@ def test_grading_timeout_limits_each_test_run(calc_task, tmp_path):  # noqa: F81
     assert 5 <= row["test_seconds"] < 120
 
 
-def test_the_old_spellings_log_dir_and_timeout_still_work_with_a_warning(calc_task, tmp_path):  # noqa: F811
+def test_out_dir_and_grading_timeout_reach_the_grading(calc_task, tmp_path):  # noqa: F811
     task, _ = calc_task
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text(json.dumps(task) + "\n")
     result = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
-                                      "--offline", "--json", "--log-dir", str(tmp_path / "old"), "--timeout=300",
+                                      "--offline", "--json", "--out-dir", str(tmp_path / "old"), "--grading-timeout=300",
                                       "--instance-id", "acme__calc-1", "--empty"])
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
     assert row["log_path"].startswith(str(tmp_path / "old" / "empty" / "acme__calc-1"))
-    assert "warning: --log-dir is deprecated; use --out-dir" in result.stderr
-    assert "warning: --timeout is deprecated; use --grading-timeout" in result.stderr
     stored = json.loads((tmp_path / "old" / "empty" / "acme__calc-1" / "result.json").read_text())
-    assert stored["grading_key"]["timeout"] == 300  # the grading ran under the old flag's value
+    assert stored["grading_key"]["timeout"] == 300  # the grading ran under the flag's value
 
 
 def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tmp_path):  # noqa: F811

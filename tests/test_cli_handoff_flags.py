@@ -79,18 +79,13 @@ def test_handoff_max_retry_wait_caps_the_servers_retry_after(claude):
     assert attempts[0]["retry_after"] == 30 and attempts[0]["wait_seconds"] <= 0.01
 
 
-def test_handoff_out_dir_writes_the_prompt_and_the_old_out_file_still_works(claude, tmp_path):
+def test_handoff_out_dir_writes_the_prompt(claude, tmp_path):
     session, root = claude
     new = cli("handoff", session, "--repo", root, "--out-dir", tmp_path / "next")
     assert new.exit_code == 0, new.output
     prompt = (tmp_path / "next" / "prompt.md").read_text()
     assert prompt and prompt in new.stdout
     assert new.stderr.strip() == f"wrote the takeover prompt to {tmp_path / 'next' / 'prompt.md'}"
-    old = cli("handoff", session, "--repo", root, "--out", tmp_path / "next.md")
-    assert old.exit_code == 0, old.output
-    assert (tmp_path / "next.md").read_text() == prompt
-    assert ("warning: --out FILE is deprecated; use --out-dir DIR, which writes DIR/prompt.md (the old spelling "
-            "works until the next release)") in old.stderr
 
 
 def test_handoff_takes_one_view(claude):

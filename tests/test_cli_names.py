@@ -1,19 +1,16 @@
-"""One name per setting: renamed flags and experiment-file keys still work for one release with a warning,
-every --json prints JSON Lines in input order, and --mirror is the one reader of TAKEOVER_MIRROR."""
+"""One name per setting: every --json prints JSON Lines in input order, and --mirror is the one reader of
+TAKEOVER_MIRROR."""
 
 from __future__ import annotations
 
 import json
-import warnings
 
-import pytest
 import typer
 from conftest import make_repo
 from typer.testing import CliRunner
 
-from takeover.cli import agent, app, experiment, grade, handoff, points, quickstart, serve_model, views
+from takeover.cli import app, experiment
 from takeover.errors import InputError
-from takeover.experiments import load_experiment
 from takeover.sources.repos import RepoSource
 
 ENDPOINT = '[[successors]]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
@@ -34,29 +31,10 @@ def _options(command_path: list[str]) -> set[str]:
     return {opt for param in command.params for opt in param.opts + param.secondary_opts}
 
 
-@pytest.mark.parametrize(("path", "renamed"), [
-    (["agent", "run"], agent.RENAMED), (["grade"], grade.RENAMED), (["points"], points.POINTS_RENAMED),
-    (["checkpoint"], points.CHECKPOINT_RENAMED), (["views"], views.RENAMED),
-    (["quickstart"], quickstart.QUICKSTART_RENAMED), (["serve-model"], serve_model.SERVE_MODEL_RENAMED),
-    (["resume"], handoff.RESUME_RENAMED),
-])
-def test_every_renamed_flag_leads_to_an_option_of_its_command(path, renamed):
-    options = _options(path)
-    for old, new in renamed.items():
-        assert new in options and old not in options, (path, old, new)
-
-
-def test_an_old_flag_is_read_as_the_new_one_with_a_warning(tmp_path):
-    res = runner().invoke(app, ["quickstart", "--grading", "modal", "--out", str(tmp_path / "o")])
-    assert isinstance(res.exception, InputError)
-    assert res.exception.path == "--backend" and "unknown backend 'modal'" in res.exception.reason
-    assert "warning: --grading is deprecated; use --backend" in res.stderr
-    assert "warning: --out is deprecated; use --out-dir" in res.stderr
-    # --flag=value works too.
-    res = runner().invoke(app, ["checkpoint", str(tmp_path / "run.json"), "--point=after_lunch",
+def test_an_unknown_name_is_refused_naming_the_flag(tmp_path):
+    res = runner().invoke(app, ["checkpoint", str(tmp_path / "run.json"), "--point-type=after_lunch",
                                 "--out-dir", str(tmp_path / "cp"), "--dataset", str(tmp_path / "d.jsonl")])
     assert isinstance(res.exception, InputError) and "unknown point type 'after_lunch'" in str(res.exception)
-    assert "warning: --point is deprecated; use --point-type" in res.stderr
     res = runner().invoke(app, ["views", str(tmp_path / "run.json"), "--point-type", "after_lunch",
                                 "--dataset", str(tmp_path / "d.jsonl"), "--out-dir", str(tmp_path / "v")])
     assert res.exit_code == 2 and "--point-type: unknown point type 'after_lunch'" in " ".join(res.output.split())
@@ -73,37 +51,15 @@ def _experiment(tmp_path, text: str, name: str = "exp.toml"):
     return path
 
 
-def test_renamed_experiment_keys_are_read_with_a_warning_each(tmp_path):
-    new = load_experiment(_experiment(tmp_path, 'out_dir = "o"\noffline = true\n' + BASE.replace(
-        "[predecessor]", 'difficulties = ["1-4 hours"]\n[predecessor]')
-        + "[limits]\nwall_time_limit_seconds = 60\n[notes]\nnote_max_tokens = 512\n"))
-    old_text = ('output_dir = "o"\nallow_network = false\n' + BASE.replace("[predecessor]", 'buckets = ["1-4 hours"]\n[predecessor]')
-                + "[limits]\ntime_limit = 60\n[notes]\nmax_tokens = 512\n")
-    with pytest.warns(FutureWarning) as caught:
-        old = load_experiment(_experiment(tmp_path, old_text))
-    assert old == new
-    messages = [str(w.message) for w in caught]
-    for old_key, new_key in (("output_dir", "out_dir"), ("allow_network", "offline"),
-                             ("dataset.buckets", "dataset.difficulties"),
-                             ("limits.time_limit", "limits.wall_time_limit_seconds"),
-                             ("notes.max_tokens", "notes.note_max_tokens")):
-        assert any(f"key '{old_key}' is deprecated; use '{new_key}'" in m for m in messages), old_key
-    with pytest.raises(InputError) as exc:
-        load_experiment(_experiment(tmp_path, 'out_dir = "o"\noutput_dir = "p"\n' + BASE))
-    assert exc.value.field == "output_dir" and "give 'out_dir' only" in exc.value.reason
-
-
-def test_run_prints_renamed_keys_as_warnings_on_stderr_and_takes_the_mirror_from_the_environment(tmp_path):
-    path = _experiment(tmp_path, 'output_dir = "o"\n' + BASE)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the command turns them into lines, never raises them
-        config = experiment.read_experiment(path, tmp_path / "mirror")
+def test_run_takes_the_mirror_from_the_environment(tmp_path):
+    path = _experiment(tmp_path, 'out_dir = "o"\n' + BASE)
+    config = experiment.read_experiment(path, tmp_path / "mirror")
     assert config.mirror_path == (tmp_path / "mirror").resolve()
     named = experiment.read_experiment(_experiment(tmp_path, 'out_dir = "o"\nmirror = "m"\n' + BASE, "named.toml"),
                                        tmp_path / "x")
     assert named.mirror_path == tmp_path / "m"  # the file's own mirror wins
     res = runner().invoke(app, ["run", str(path), "--no-progress"], env={"TAKEOVER_MIRROR": str(tmp_path / "env")})
-    assert "warning: " in res.stderr and "key 'output_dir' is deprecated; use 'out_dir'" in res.stderr
+    assert "warning: " not in res.stderr
     config = json.loads((tmp_path / "o" / "config.resolved.json").read_text())
     assert config["mirror"] == str(tmp_path / "env") and config["offline"] is False
 
@@ -142,10 +98,3 @@ def test_grade_json_prints_one_line_per_prediction_in_input_order(tmp_path, monk
     assert [r["instance_id"] for r in rows] == ["acme__calc-2", "acme__calc-1"]
     assert all(r["handoff_state"] == "invalid" for r in rows)
 
-
-def test_retry_failed_has_its_old_spelling_too(tmp_path):
-    res = runner().invoke(app, ["run", str(tmp_path / "absent.toml"), "--retry", "failed"])
-    assert "warning: --retry failed is deprecated; use --retry-failed" in res.stderr
-    assert isinstance(res.exception, InputError) and "experiment file not found" in str(res.exception)
-    bad = runner().invoke(app, ["run", str(tmp_path / "absent.toml"), "--retry", "all"])
-    assert bad.exit_code == 2 and "--retry-failed" in bad.output

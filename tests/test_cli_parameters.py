@@ -22,13 +22,13 @@ def test_every_cli_parameter_is_passed_by_a_test(request):
                            "(add a test that passes each and checks its effect):\n" + "\n".join(missing))
 
 
-def test_the_recorder_reads_flags_aliases_and_old_spellings():
+def test_the_recorder_reads_flags_and_aliases():
     assert passed(["grade", "--dataset", "d.jsonl", "--gold", "--json"]) == {
         ("takeover grade", "dataset"), ("takeover grade", "gold"), ("takeover grade", "as_json")}
     # A shared option (cli/options.py) is found under the command that declares it, a short flag as its name.
     assert passed(["run", "exp.toml", "-w", "2"]) == {("takeover run", "experiment"), ("takeover run", "workers")}
-    # A deprecated spelling counts for its new name; --flag=value too.
-    assert passed(["agent", "run", "--time-limit=5"]) == {("takeover agent run", "wall_time_limit_seconds")}
+    # --flag=value too.
+    assert passed(["agent", "run", "--wall-time-limit-seconds=5"]) == {("takeover agent run", "wall_time_limit_seconds")}
     assert passed(["--version"]) == {("takeover", "show_version")}
     assert passed(["tasks", "select", "--limit", "2"]) == {("takeover tasks select", "limit")}
     # An environment variable is not the command line; an unknown option makes the invocation fail.

@@ -16,7 +16,7 @@ from test_checkpoints import SUBMIT, _final_patch, mirror  # noqa: F401  (mirror
 from test_grading import CALC, GOLD, SPEC, TEST_PATCH, TESTS
 from typer.testing import CliRunner
 
-from takeover.agents import run_predecessor
+from takeover.agents.runs import run_predecessor
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.points import analyze_run
@@ -64,16 +64,10 @@ def test_replay_limits_timeout_and_memory_mb_decide_whether_the_edit_happens(mir
     cut = points_json(str(slow), *common, "--replay-timeout", "1")
     assert cut["replay"]["verified"] is False and cut["points"] == []
     assert points_json(str(slow), *common, "--replay-timeout", "120")["replay"]["verified"] is True
-    # The old spelling means the same, with a warning; so does the Python keyword's old name.
-    old = CliRunner().invoke(app, ["points", str(slow), *common, "--timeout=1", "--json"])
-    assert old.exit_code == 0 and json.loads(old.stdout)["replay"]["verified"] is False
-    assert "warning: --timeout is deprecated; use --replay-timeout" in old.stderr
-    with pytest.warns(FutureWarning, match=r"analyze_run\(\): keyword timeout= is deprecated; use replay_timeout="):
-        earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()),
-                              RepoSource(mirror_dir, offline=True), use_environment=False, timeout=1)
+    # The Python keyword means the same.
+    earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()),
+                          RepoSource(mirror_dir, offline=True), use_environment=False, replay_timeout=1)
     assert earlier.replay.verified is False
-    with pytest.raises(TypeError, match="give replay_timeout= only"):
-        analyze_run(read_trajectory(slow), task, RepoSource(mirror_dir), replay_timeout=5, timeout=1)
 
     starved = points_json(str(hungry), *common, "--memory-mb", "100")
     assert starved["replay"]["verified"] is False and starved["points"] == []
@@ -142,10 +136,9 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
     assert (with_workspace / "workspace" / "calc.py").read_text() == CALC.replace("a - b", "a + b")
     assert json.loads((with_workspace / "checkpoint.json").read_text())["handoff_state"] is None  # not graded
 
-    missing = CliRunner().invoke(app, ["checkpoint", *common[:-2], "--timeout", "60", "--record", "1", "--out-dir",
+    missing = CliRunner().invoke(app, ["checkpoint", *common[:-2], "--replay-timeout", "60", "--record", "1", "--out-dir",
                                        str(tmp_path / "none")])
     assert isinstance(missing.exception, InputError) and "has no run 1 (it holds 1)" in str(missing.exception)
-    assert "warning: --timeout is deprecated; use --replay-timeout" in missing.stderr
 
 
 @pytest.mark.parametrize("flag", [("--replay-timeout", "0"), ("--memory-mb", "0")])
@@ -154,9 +147,8 @@ def test_limits_that_no_command_could_meet_are_refused(flag, tmp_path):
     assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output
 
 
-@pytest.mark.parametrize("flag", [("--raw-trace-max-chars", "0"), ("--raw-trace-max-tokens", "-5"), ("--max-chars", "0"),
+@pytest.mark.parametrize("flag", [("--raw-trace-max-chars", "0"), ("--raw-trace-max-tokens", "-5"),
                                   ("--note-max-tokens", "0"), ("--timeout", "0")])
 def test_handoff_refuses_budgets_and_limits_below_one(flag, tmp_path):
     result = CliRunner().invoke(app, ["handoff", str(tmp_path / "session.jsonl"), *flag])
-    new = {"--max-chars": "--raw-trace-max-chars"}.get(flag[0], flag[0])
-    assert result.exit_code == 2 and f"Invalid value for '{new}'" in result.output
+    assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output

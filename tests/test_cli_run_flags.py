@@ -42,7 +42,9 @@ limit = 5
 step_limit = 8
 wall_time_limit_seconds = 300
 command_timeout = 30
-grading_timeout = 120
+
+[grading]
+timeout = 120
 """)
     return path
 

@@ -78,18 +78,13 @@ def test_timeout_and_retries_of_the_note_writer(widget_run, tmp_path):
     assert notes["attempts"][0]["seconds"] >= 3 and (notes["calls"], notes["failed_calls"]) == (2, 1)
 
 
-def test_view_is_repeatable_the_comma_form_warns_and_the_note_cap_reaches_the_writer(widget_run, tmp_path):
+def test_view_is_repeatable_and_the_note_cap_reaches_the_writer(widget_run, tmp_path):
     run, dataset, mirror_dir = widget_run
     common = ["--mirror", str(mirror_dir)]
     both = views(run, dataset, tmp_path / "r", *common, "--view", "repo_only", "--view", "raw_trace")
     assert both.exit_code == 0, both.output
     assert sorted(json.loads((tmp_path / "r" / "views.json").read_text())["views"]) == ["raw_trace", "repo_only"]
     assert "warning" not in both.stderr
-    comma = views(run, dataset, tmp_path / "c", *common, "--view", "repo_only,raw_trace")
-    assert comma.exit_code == 0, comma.output
-    assert sorted(json.loads((tmp_path / "c" / "views.json").read_text())["views"]) == ["raw_trace", "repo_only"]
-    assert ("warning: --view repo_only,raw_trace is deprecated; repeat the flag (--view repo_only --view raw_trace); "
-            "the comma form works until the next release") in comma.stderr
 
     with ScriptedServer([{"content": SUMMARY}]) as srv:
         capped = views(run, dataset, tmp_path / "n", *common, "--view", "summary_notes", "--model", "writer",

@@ -57,7 +57,6 @@ name = "study"
 out_dir = "study"
 mirror = "mirror"
 offline = true
-command_backend = "docker"
 views = ["repo_only", "raw_trace"]
 point_types = ["after_first_source_edit", "after_first_post_failure_edit"]
 bootstrap_resamples = 200
@@ -66,18 +65,20 @@ bootstrap_resamples = 200
 path = "tasks.jsonl"
 difficulties = ["15 min - 1 hour"]
 
+[predecessor]
+agent = {{ command_backend = "docker" }}
 [predecessor.model]
 {model}
 [[successors]]
-{model}
+{model}agent = {{ command_backend = "docker" }}
 [limits]
 step_limit = 8
 wall_time_limit_seconds = 300
 command_timeout = 60
-grading_timeout = 300
 
 [grading]
 backend = "docker"
+timeout = 300
 """)
     return path
 

@@ -131,7 +131,9 @@ limit = 5
 step_limit = 8
 wall_time_limit_seconds = 300
 command_timeout = 30
-grading_timeout = 120
+
+[grading]
+timeout = 120
 """
     path = root / f"{name}.toml"
     path.write_text(text)

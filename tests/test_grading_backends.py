@@ -14,7 +14,6 @@ from pydantic import ValidationError
 
 from takeover.cli.options import BACKEND_HELP
 from takeover.errors import InputError
-from takeover.experiments.config import GradingConfig
 from takeover.grading import (
     BACKENDS,
     DEFAULT_BACKEND,
@@ -77,13 +76,12 @@ def test_callers_take_the_names_from_the_mapping_and_refuse_others_naming_the_kn
         assert f"{backend.name} ({backend.description})" in BACKEND_HELP
     with pytest.raises(InputError) as exc:
         grading_backend("modal")
-    assert (exc.value.path, exc.value.reason) == ("--backend", "unknown backend 'modal'; use one of local, docker")
-    with pytest.raises(InputError, match="unknown backend 'modal'; use one of local, docker"):
+    assert (exc.value.path, exc.value.reason) == ("--backend", "unknown backend 'modal': use local or docker")
+    with pytest.raises(InputError, match="unknown backend 'modal': use local or docker"):
         grade(SourceTask.model_validate(LOCAL_TASK), GOLD, backend="modal")
-    for record in (GradingConfig, lambda backend: GradingSettings(backend=backend, timeout=1.0)):
-        assert record(backend="docker").backend == "docker"
-        with pytest.raises(ValidationError, match="'local' or 'docker'"):
-            record(backend="modal")
+    assert GradingSettings(backend="docker").backend == "docker"
+    with pytest.raises(ValidationError, match="unknown backend 'modal': use local or docker"):
+        GradingSettings(backend="modal", timeout=1.0)
     with pytest.raises(InputError, match="unknown backend 'modal'; choose from local, docker"):
         QuickstartOptions(backend="modal")
 

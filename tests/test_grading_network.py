@@ -83,11 +83,11 @@ def test_saved_result_is_not_reused_when_the_network_setting_differs(requests_ta
 def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_path):
     import json
 
-    from takeover.experiments.config import GradingConfig
     from takeover.experiments.stages import grade_unit, handoff_state_unit
     from takeover.experiments.units import UnitContext
+    from takeover.grading.backends import GradingSettings
 
-    assert GradingConfig().network is False and GradingConfig(network=True).network is True
+    assert GradingSettings().network is False and GradingSettings(network=True).network is True
     task, _ = requests_task
     task_file = tmp_path / "task.json"
     task_file.write_text(json.dumps(task))

@@ -104,7 +104,7 @@ def test_grading_folders_left_by_a_killed_process_are_removed_by_the_next_gradin
                                    "problem_statement": "x"}) + "\n")
     done = subprocess.run([sys.executable, "-m", "takeover", "grade", "--dataset", str(dataset), "--empty",
                            "--instance-id", "acme__calc-1", "--mirror", str(tmp_path / "mirror"), "--offline",
-                           "--log-dir", str(tmp_path / "logs")],
+                           "--out-dir", str(tmp_path / "logs")],
                           check=False, env={**os.environ, "TMPDIR": str(temp)}, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr

@@ -233,3 +233,73 @@ def test_backend_and_format_names_are_compared_only_in_their_registries(tmp_path
     ]
     assert "takeover.grading.backends" in found[1].detail and "takeover.trajectories.registry" in found[3].detail
     assert check_layout.NAME_TEST_ALLOWED == {}  # no module compares such names since the command backends' registry
+
+
+def test_runtime_names_are_read_from_their_registry_and_compared_only_there(tmp_path):
+    src = _package(tmp_path, {
+        "base.py": 'DEFAULT_AGENT = "mini"\n',
+        "agents/__init__.py": "",
+        "agents/runtimes.py": ("from takeover.base import DEFAULT_AGENT\n"
+                               'RUNTIMES = Registry("agent runtime", {DEFAULT_AGENT: 1, "own": 2}, where="agent")\n'
+                               'def mine(runtime):\n    return runtime == "own"\n'),  # the registry may
+        "middle/config.py": ('def f(agent, choice, quick_runtime):\n'
+                             '    a = agent == "own"\n'
+                             '    b = choice.runtime in ("mini", "x")\n'
+                             '    c = quick_runtime != "own"\n'
+                             '    d = agent == "nobody"\n'  # not a registered name
+                             '    return a, b, c, d\n'),
+    })
+    registries = (check_layout.Registry("agent runtime", "agents.runtimes", ("agents.runtimes",)),)
+    layers = (("", "base", "agents", "middle"),)
+    found = [v for v in check_layout.check(src, layers=layers, registries=registries).violations
+             if v.rule == "name-test"]
+    assert [(v.where, v.detail.split(":")[0]) for v in found] == [
+        ("takeover/middle/config.py:2", "compares agent with the agent runtime name 'own'"),
+        ("takeover/middle/config.py:3", "compares choice.runtime with the agent runtime name 'mini'"),
+        ("takeover/middle/config.py:4", "compares quick_runtime with the agent runtime name 'own'"),
+    ]
+
+
+def test_rename_tables_and_hidden_old_flags_are_reported(tmp_path):
+    src = _package(tmp_path, {
+        "cli/names.py": ('import typer\nRENAMED = {"--out": "--out-dir"}\nSHOW_RENAMED = {}\n'
+                         'def show(out: str = typer.Option(None, "--out", hidden=True, help="Old.")):\n'
+                         "    return renamed_flags(RENAMED)\n"),
+        "base.py": 'EARLIER_FIELD_NAMES = {"steps": "step_limit"}\nRENAMED_KEYS = ()\nRENAMEDX = 1\n',
+    })
+    table = "is a table of renamed names: a setting has one name (nothing was released under another)"
+    assert sorted(_rules(src)["rename-table"]) == [
+        f"takeover/base.py:1: EARLIER_FIELD_NAMES {table}",
+        f"takeover/base.py:2: RENAMED_KEYS {table}",
+        f"takeover/cli/names.py:2: RENAMED {table}",
+        f"takeover/cli/names.py:3: SHOW_RENAMED {table}",
+        "takeover/cli/names.py:4: a hidden option (an old spelling kept alive): remove it",
+        "takeover/cli/names.py:5: calls renamed_flags, a reader of renamed names",
+    ]
+    assert set(check_layout.RENAME_TABLE_ALLOWED) == {"takeover/trajectories/takeover_run.py", "takeover/_util/io.py"}
+
+
+def test_a_seam_whose_closure_loads_a_runtime_is_reported_and_the_closure_is_a_figure(tmp_path):
+    files = {
+        "agents/__init__.py": "",
+        "agents/runtime.py": "from takeover.agents.backend import Backend\n",
+        "agents/backend.py": "Backend = 1\n",
+        "agents/mini/__init__.py": "",
+        "agents/mini/loop.py": "from takeover.agents.runtime import Backend\n",
+        "agents/runtimes.py": "from takeover.agents.mini.loop import Backend\n",
+    }
+    seams = (check_layout.Seam("agents.runtime", ("agents.runtimes", "agents.mini")),)
+    layers = (("", "agents"),)
+    clean = check_layout.check(_package(tmp_path / "clean", files), layers=layers, seams=seams)
+    assert [v for v in clean.violations if v.rule == "seam-closure"] == []
+    assert check_layout.seam_closure(clean, "agents.runtime") == {
+        "takeover", "takeover.agents", "takeover.agents.runtime", "takeover.agents.backend"}
+    # The seam's neighbour now reaches a runtime (as a backend that subclassed mini-swe-agent's class did).
+    files["agents/backend.py"] = "from takeover.agents.mini.loop import Backend\n"
+    files["agents/mini/loop.py"] = "Backend = 1\n"
+    dirty = check_layout.check(_package(tmp_path / "dirty", files), layers=layers, seams=seams)
+    must = "the seam must load no runtime"
+    assert sorted(v.detail for v in dirty.violations if v.rule == "seam-closure") == [
+        f"importing takeover.agents.runtime loads takeover.agents.mini (under agents.mini): {must}",
+        f"importing takeover.agents.runtime loads takeover.agents.mini.loop (under agents.mini): {must}",
+    ]

@@ -111,7 +111,7 @@ def test_replayed_command_leaves_no_child(tmp_path):
 
 
 def test_agent_command_leaves_no_child(tmp_path):
-    from takeover.agents.command_sandbox import SandboxedLocalEnvironment
+    from takeover.agents.mini_swe_agent.environments import SandboxedLocalEnvironment
 
     env = SandboxedLocalEnvironment(cwd=str(tmp_path), workspace=str(tmp_path), env={}, timeout=30)
     token = unique_sleep()

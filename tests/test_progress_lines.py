@@ -18,7 +18,8 @@ import pytest
 from conftest import git, make_repo
 from test_experiment_e2e import CALC, PREDECESSOR, SUCCESSOR, TESTS
 
-from takeover.agents import RunLimits, run_predecessor
+from takeover.agents import RunLimits
+from takeover.agents.runs import run_predecessor
 from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.progress import ProgressLines
 from takeover.experiments.units import UnitSpec

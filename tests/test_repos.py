@@ -54,7 +54,7 @@ def test_nonempty_destination_is_refused(tmp_path):
 
 
 def test_alternates_is_the_one_reader_of_a_shared_workspace_and_agent_runs_use_it(tmp_path):
-    from takeover.agents import command_sandbox, runs
+    from takeover.agents import local_commands, runs
     from takeover.sources.repos import alternates
 
     _src, sha = make_repo(tmp_path / "src", {"a.py": ""}, bare_mirror=tmp_path / "m" / "o__r.git")
@@ -67,4 +67,4 @@ def test_alternates_is_the_one_reader_of_a_shared_workspace_and_agent_runs_use_i
     assert alternates(ws) == [objects, objects]
     assert alternates(tmp_path / "src") == []  # a repository with its own objects
     # Agent runs let their sandbox read exactly these folders; there is no second reader to drift apart.
-    assert runs.alternates is alternates and not hasattr(command_sandbox, "git_alternates")
+    assert runs.alternates is alternates and not hasattr(local_commands, "git_alternates")

@@ -11,7 +11,8 @@ import json
 from conftest import git, make_repo
 from test_agents import SUBMIT, bash, events_of, settings
 
-from takeover.agents import ExitStatus, RunLimits, read_run, run_predecessor, run_takeover
+from takeover.agents import ExitStatus, RunLimits, read_run
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.checkpoints import materialize_checkpoint
 from takeover.grading import grade
 from takeover.points import analyze_run, checkpoint_method

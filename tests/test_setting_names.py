@@ -3,8 +3,8 @@ the model's name is ``model`` (the request's field, ``--model``), the environmen
 (``--spec-file``), the embedded model's part wheels ``model_parts`` (``--model-parts``), the raw_trace
 budget ``raw_trace_max_chars``/``raw_trace_max_tokens`` (also experiment keys now), the three timeouts
 (``replay_timeout``, ``grading_timeout``, the model request's ``timeout``) and the model request
-settings. The earlier names keep working for one release, with a warning where a person wrote them,
-records of earlier versions still load, and unit keys of folders written before stay the same."""
+settings. Nothing was released before these names: no earlier name is read, except in a run folder on disk
+(an earlier version's ``run.json`` still loads)."""
 
 from __future__ import annotations
 
@@ -22,23 +22,26 @@ from test_cli_names import _options, runner
 from test_cli_points_flags import write_run
 
 from takeover._util.io import stable_hash
-from takeover.agents import RunLimits, read_run, run_predecessor
+from takeover.agents import RunLimits, read_run
+from takeover.agents.runs import run_predecessor
 from takeover.checkpoints import materialize_checkpoint
-from takeover.cli import app, handoff, views
+from takeover.cli import app
 from takeover.embedded_model import EmbeddedModel, ensure_model
 from takeover.environments import prepare_environment
 from takeover.errors import InputError
 from takeover.experiments import ExperimentConfig, load_experiment
-from takeover.experiments.config import LimitsConfig, NotesConfig
+from takeover.experiments.config import NotesConfig
 from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.planning import DoneCheckpoint, Planner
-from takeover.experiments.units import UnitSpec, key_form
+from takeover.experiments.units import UnitSpec
 from takeover.grading import grade, grade_handoff_state, grade_predictions
+from takeover.grading.backends import GradingSettings
 from takeover.handoff import compose_handoff
 from takeover.handoff.resume import resume_session
 from takeover.llm import ModelClient, ModelSettings
 from takeover.points import analyze_run, checkpoint_method
 from takeover.quickstart import QuickstartOptions
+from takeover.repository_states.replay_settings import ReplaySettings
 from takeover.results import CheckpointOutput, ImportOutput, TaskInputs, UnitLabels
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -52,9 +55,8 @@ ENDPOINT = 'base_url = "http://127.0.0.1:9/v1"\n'
 
 
 def test_the_model_is_named_model_in_the_settings_the_request_and_the_experiment_file(tmp_path):
-    assert ModelSettings.model_validate({"name": "m"}) == ModelSettings(model="m")  # records of earlier versions
-    with pytest.raises(ValidationError, match="give 'model' once"):
-        ModelSettings.model_validate({"name": "m", "model": "m"})
+    with pytest.raises(ValidationError, match="name"):
+        ModelSettings.model_validate({"name": "m"})  # one name: model
     with ScriptedServer([{"content": "ok"}]) as srv:
         ModelClient(ModelSettings(model="openai/m", base_url=srv.base_url, api_key_env=None, retries=0)).complete(
             [{"role": "user", "content": "hi"}])
@@ -64,22 +66,12 @@ def test_the_model_is_named_model_in_the_settings_the_request_and_the_experiment
                 f'[[successors]]\nmodel = "s1"\n{ENDPOINT}[[successors]]\nmodel = "s2"\n'
                 f'[notes.model]\nmodel = "n"\n')
     (tmp_path / "new.toml").write_text(new_text)
-    (tmp_path / "old.toml").write_text(new_text.replace("model = ", "name = "))
     new = load_experiment(tmp_path / "new.toml")
-    with pytest.warns(FutureWarning) as caught:
-        old = load_experiment(tmp_path / "old.toml")
-    assert old.model_copy(update={"base_dir": None}) == new.model_copy(update={"base_dir": None})
-    assert [m.model for m in old.successors] == ["s1", "s2"] and old.notes_model.model == "n"
-    messages = sorted(str(w.message).split(": ", 1)[1] for w in caught)
-    assert messages == sorted(f"key '{k}.name' is deprecated; use '{k}.model'; the old key is read until the next "
-                              "release" for k in ("predecessor.model", "successors[0]", "successors[1]", "notes.model"))
-    (tmp_path / "both.toml").write_text(new_text.replace('model = "s1"', 'model = "s1"\nname = "s1"'))
-    with pytest.raises(InputError) as exc:
-        load_experiment(tmp_path / "both.toml")
-    assert exc.value.field == "successors[0].name" and "give 'successors[0].model' only" in exc.value.reason
+    assert [m.model for m in new.successors] == ["s1", "s2"] and new.notes_model.model == "n"
+    assert new.predecessor.model.model == "p"
 
 
-def test_a_run_folder_of_an_earlier_version_with_the_model_under_name_loads_and_resumes(tmp_path, task_and_mirror):
+def test_a_run_folder_of_an_earlier_version_with_the_model_under_name_loads(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
     out = tmp_path / "run"
     with ScriptedServer([bash("ls")]) as srv:
@@ -91,13 +83,9 @@ def test_a_run_folder_of_an_earlier_version_with_the_model_under_name_loads_and_
     data["inputs"]["model"] = {("name" if k == "model" else k): v for k, v in data["inputs"]["model"].items()}
     data["inputs_key"] = stable_hash(data["inputs"])
     (out / "run.json").write_text(json.dumps(data))
-    with ScriptedServer([]) as srv:
-        again = run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
-        assert srv.requests == []
-        with pytest.raises(InputError, match=r"holds a different run \(predecessor, model scripted, 1 steps; differs "
-                                             r"in limits\).*use another --out-dir or delete it"):
-            run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=2))
-    assert again.model == first.model and again.accounting == first.accounting
+    with ScriptedServer([]) as srv, pytest.raises(InputError, match="holds a different run"):
+        run_predecessor(task, settings(srv), out, repo_source=RepoSource(mirror), limits=RunLimits(step_limit=1))
+    assert srv.requests == [] and first.model["model"] == "scripted"
     traj = read_run(out)
     assert traj.model == "scripted" and traj.llm_calls[0].model == "scripted"
 
@@ -120,48 +108,19 @@ def test_one_python_keyword_per_flag():
         options = _options(command)
         assert {"--raw-trace-max-chars", "--raw-trace-max-tokens"} <= options, command
         assert not {"--max-chars", "--max-tokens"} & options, command
-    assert views.RENAMED["--max-tokens"] == handoff.RESUME_RENAMED["--max-tokens"] == "--raw-trace-max-tokens"
 
 
-def test_the_earlier_flags_still_work_with_a_warning(tmp_path):
-    make_repo(tmp_path / "src", {"a.py": "x = 1\n"})
-    res = runner().invoke(app, ["grade", "--dataset", str(tmp_path / "none.jsonl"), "--instance-id", "a__b-1",
-                                "--gold", "--env-spec", str(tmp_path / "specs.toml")])
-    assert res.exit_code == 2 and "No such option" not in res.output + res.stderr
-    assert "warning: --env-spec is deprecated; use --spec-file" in res.stderr
-    res = runner().invoke(app, ["handoff", str(tmp_path / "none.jsonl"), "--repo", str(tmp_path / "src"),
-                                "--max-chars", "100", "--max-tokens=50"])
-    assert "No such option" not in res.output + res.stderr
-    assert "warning: --max-chars is deprecated; use --raw-trace-max-chars" in res.stderr
-    assert "warning: --max-tokens is deprecated; use --raw-trace-max-tokens" in res.stderr
-
-
-@pytest.mark.parametrize(("flag", "old", "budget"), [("--raw-trace-max-chars", "--max-chars", "300 characters"),
-                                                     ("--raw-trace-max-tokens", "--max-tokens", "60 estimated tokens")])
-def test_the_raw_trace_budget_flags_reach_the_view_under_either_spelling(tmp_path, flag, old, budget):
+@pytest.mark.parametrize(("flag", "budget"), [("--raw-trace-max-chars", "300 characters"),
+                                             ("--raw-trace-max-tokens", "60 estimated tokens")])
+def test_the_raw_trace_budget_flags_reach_the_view(tmp_path, flag, budget):
     root, _ = calc_repo(tmp_path / "calc")
     session = claude_session(tmp_path / "session.jsonl", root)
     whole = runner().invoke(app, ["handoff", str(session)])
     new = runner().invoke(app, ["handoff", str(session), flag, budget.split()[0]])
-    earlier = runner().invoke(app, ["handoff", str(session), f"{old}={budget.split()[0]}"])
-    assert whole.exit_code == new.exit_code == earlier.exit_code == 0, new.output + earlier.output
+    assert whole.exit_code == new.exit_code == 0, new.output
     assert "left out to fit a budget" not in whole.stdout
     assert f"oldest events were left out to fit a budget of {budget})" in new.stdout
-    assert earlier.stdout == new.stdout and new.stderr == ""
-    assert f"warning: {old} is deprecated; use {flag}" in earlier.stderr
-
-
-def test_unit_keys_are_those_of_folders_written_before_the_model_rename():
-    from takeover._util.io import stable_hash
-    from takeover.experiments.units import UnitSpec, key_form
-
-    settings = ModelSettings(model="openai/m", base_url="http://127.0.0.1:1/v1", api_key_env=None).model_dump()
-    inputs = {"instance_id": "a__b-1", "model": settings, "view": "raw_trace"}
-    spec = UnitSpec(stage="view", fn="takeover.experiments.stages:view_unit", inputs=inputs)
-    earlier = {**inputs, "model": {("name" if k == "model" else k): v for k, v in settings.items()}}
-    assert spec.key == stable_hash({"stage": "view", "fn": "takeover.experiments.stages:view_unit", "inputs": earlier})
-    assert spec.inputs["model"]["model"] == "openai/m"  # the unit file keeps today's names
-    assert key_form({"model": "x"}) == {"model": "x"}  # a plain field called model is not settings
+    assert new.stderr == ""
 
 
 # --- one name per setting: the flags, the Python keywords and the experiment keys of this release -----
@@ -169,8 +128,8 @@ def test_unit_keys_are_those_of_folders_written_before_the_model_rename():
 #: (flag, the commands that take it, the Python functions or records that take its keyword, its experiment
 #: key as (table, key); "successors[]" is every [[successors]] table).
 SETTINGS = [
-    ("--replay-timeout", ["points", "checkpoint"], [analyze_run], ("limits", "replay_timeout")),
-    ("--grading-timeout", ["grade"], [grade, grade_predictions, grade_handoff_state], ("limits", "grading_timeout")),
+    ("--replay-timeout", ["points", "checkpoint"], [analyze_run], ("replay", "timeout")),
+    ("--grading-timeout", ["grade"], [grade, grade_predictions, grade_handoff_state], ("grading", "timeout")),
     ("--timeout", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
      ("successors[]", "timeout")),
     ("--retries", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
@@ -186,7 +145,8 @@ SETTINGS = [
     ("--out-dir", ["points", "checkpoint", "views", "agent run", "grade", "show", "handoff", "resume", "quickstart",
                    "tasks select"], [QuickstartOptions], ("", "out_dir")),
 ]
-TABLES = {"": ExperimentConfig, "limits": LimitsConfig, "notes": NotesConfig, "successors[]": ModelSettings}
+TABLES = {"": ExperimentConfig, "replay": ReplaySettings, "grading": GradingSettings, "notes": NotesConfig,
+          "successors[]": ModelSettings}
 
 
 def _takes(function, keyword: str) -> bool:
@@ -207,19 +167,8 @@ def test_flag_python_keyword_and_experiment_key_are_one_name(flag, commands, fun
     for function in functions:
         assert _takes(function, keyword), (function, keyword)
     table, name = key
-    assert name == keyword and name in TABLES[table].model_fields
-
-
-def test_the_old_python_keyword_timeout_of_grading_is_read_with_a_warning(tmp_path):
-    task = SourceTask(instance_id="a__b-1", repo="a/b", base_commit="0" * 40, problem_statement="x")
-    with pytest.warns(FutureWarning, match=r"grade_predictions\(\): keyword timeout= is deprecated; use grading_timeout="):
-        assert grade_predictions([task], [], timeout=60) == []
-    with pytest.raises(TypeError, match="give grading_timeout= only"):
-        grade_predictions([task], [], grading_timeout=5, timeout=60)
-    for function in (grade, grade_handoff_state):  # the keyword is read before the backend is checked
-        with (pytest.warns(FutureWarning, match=rf"{function.__name__}\(\): keyword timeout= is deprecated"),
-              pytest.raises(InputError, match="unknown backend 'modal'")):
-            function(task, "", backend="modal", timeout=60)
+    # A table's key is the flag without the table's name: [grading] timeout is --grading-timeout.
+    assert keyword in (name, f"{table}_{name}") and name in TABLES[table].model_fields
 
 
 def test_the_raw_trace_budget_is_an_experiment_key_of_the_flags_name(tmp_path):
@@ -236,16 +185,12 @@ def test_the_raw_trace_budget_is_an_experiment_key_of_the_flags_name(tmp_path):
     assert load_experiment(tmp_path / "none.toml").raw_trace_max_chars is None
 
 
-#: The fields of a view unit's inputs before the raw_trace budget was an experiment key: a folder written
-#: then has unit keys over exactly these.
-EARLIER_VIEW_INPUTS = ("instance_id", "task", "task_sha256", "checkpoint_key", "checkpoint_dir", "patch_sha256",
-                       "view", "trajectory", "notes_model", "note_max_tokens")
 SUMMARY = "- The agent wrote reproduce.py to check f.\n- It edited pkg/mod.py so that f returns 3."
 
 
-def test_view_units_keep_their_earlier_keys_and_the_raw_trace_budget_redoes_only_raw_trace(tmp_path):
-    """A folder written before the budget was a key resumes with no new model call; setting the budget
-    redoes the raw_trace unit alone (with the budget applied) and still calls no model."""
+def test_the_raw_trace_budget_redoes_only_raw_trace(tmp_path):
+    """A folder resumes with no new model call; setting the budget redoes the raw_trace unit alone (with the
+    budget applied) and still calls no model."""
     _, sha = make_repo(tmp_path / "src", BASE_FILES, bare_mirror=tmp_path / "mirror" / "acme__widget.git")
     task = SourceTask(instance_id="acme__widget-1", repo="acme/widget", base_commit=sha,
                       problem_statement="f must return 2")
@@ -278,9 +223,7 @@ def test_view_units_keep_their_earlier_keys_and_the_raw_trace_budget_redoes_only
 
         before = plan()
         for spec in before.values():
-            assert set(spec.inputs) <= set(EARLIER_VIEW_INPUTS)
-            earlier = {k: spec.inputs[k] for k in EARLIER_VIEW_INPUTS if k in spec.inputs}
-            assert spec.key == stable_hash({"stage": "view", "fn": spec.fn, "inputs": key_form(earlier)})
+            assert "raw_trace_max_chars" not in spec.inputs and "raw_trace_max_tokens" not in spec.inputs
         first = run_units(list(before.values()), out, InlineExecutor())
         assert srv.served == 1 and all(r.status == "done" for r in first.values())
         assert first[before["raw_trace"].key].output["dropped_events"] == 0

@@ -11,8 +11,8 @@ from test_agents import bash, events_of, settings
 from test_claude_code import Log, tool, usage
 from user_commands import files_under, takeover
 
-from takeover.agents import run_predecessor
 from takeover.agents.mini_swe_agent.loop import RAW_OUTPUT_MAX_CHARS
+from takeover.agents.runs import run_predecessor
 from takeover.sources.repos import RepoSource
 from takeover.testing.scripted_server import ScriptedServer
 

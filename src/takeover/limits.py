@@ -8,22 +8,7 @@ Each limit has mini-swe-agent's own name where mini-swe-agent has the setting (`
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import BaseModel, Field, model_validator
-
-from takeover._util.io import with_current_names
-
-#: Field names of earlier versions (run.json files written before the names followed mini-swe-agent):
-#: earlier name -> name. Such records are still read, so that their finished runs resume.
-EARLIER_FIELD_NAMES: dict[str, str] = {
-    "steps": "step_limit",
-    "wall_seconds": "wall_time_limit_seconds",
-    "command_seconds": "command_timeout",
-    "prompt_tokens": "prompt_token_limit",
-    "cost": "cost_limit",
-    "format_errors": "max_consecutive_format_errors",
-}
+from pydantic import BaseModel, Field
 
 
 class RunLimits(BaseModel):
@@ -43,11 +28,8 @@ class RunLimits(BaseModel):
         max_consecutive_format_errors: responses in a row without exactly one action that end the run
             with ``format_errors`` (mini-swe-agent's default: 3).
 
-    The earlier field names (:data:`EARLIER_FIELD_NAMES`) are accepted on input.
-
     Raises:
-        pydantic.ValidationError: a value is out of range, or a limit is given under both its name and
-            its earlier name.
+        pydantic.ValidationError: a value is out of range.
     """
 
     step_limit: int = Field(500, ge=1)
@@ -56,8 +38,3 @@ class RunLimits(BaseModel):
     prompt_token_limit: int | None = Field(None, ge=1)
     cost_limit: float | None = Field(None, gt=0)
     max_consecutive_format_errors: int = Field(3, ge=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _earlier_names(cls, data: Any) -> Any:
-        return with_current_names(data, EARLIER_FIELD_NAMES)

@@ -10,7 +10,7 @@
 - :mod:`.patches`: unified diffs (files touched, per-file pieces, normalized comparison);
 - :mod:`.versions`: package versions written into records;
 - :mod:`.logs`: other libraries' loggers at WARNING unless ``--verbose``;
-- :mod:`.renames`: Python keywords renamed in this release, still read with a warning.
+- :mod:`.registries`: :class:`~takeover._util.registries.Registry`, one shape for every registry of a seam (runtimes, command and grading backends, trajectory readers).
 
 Private to ``takeover``: import the concept packages instead.
 """

@@ -34,7 +34,7 @@ from takeover._util.containers import (
     label_args,
     remove_stale_containers,
 )
-from takeover.agents.mini_swe_agent._mswea import TESTBED
+from takeover.agents.command_backend import TESTBED
 from takeover.checkpoints import apply_patch
 from takeover.environments.official_image import workspace_from_image
 from takeover.errors import EnvironmentUnavailable

@@ -7,32 +7,24 @@ asked for again, and a different run is refused, so that no folder ever mixes tw
 
 from __future__ import annotations
 
-import itertools
 import shutil
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from takeover._util.io import sha256_text, stable_hash, with_current_names
+from takeover._util.io import sha256_text, stable_hash
+from takeover.agents.agent_choice import AgentChoice
 from takeover.errors import InputError
-from takeover.limits import EARLIER_FIELD_NAMES, RunLimits
+from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.llm.settings import EARLIER_FIELD_NAMES as EARLIER_MODEL_FIELD_NAMES
 from takeover.sources.tasks import SourceTask
-from takeover.trajectories.takeover_run import (
-    DEFAULT_AGENT,
-    DEFAULT_COMMAND_BACKEND,
-    RunRecord,
-    TakeoverOrigin,
-)
-from takeover.trajectories.takeover_run import EARLIER_FIELD_NAMES as EARLIER_RUN_FIELD_NAMES
-from takeover.vocabulary import ActionProtocol, RunKind
+from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
+from takeover.vocabulary import RunKind
 
 
 class RunSpec(BaseModel):
-    """One agent run as asked for: the task, the prompt, the model, the limits, the agent runtime and where
-    commands run.
+    """One agent run as asked for: the task, the prompt, the model, the limits and the agent choice.
 
     Attributes:
         kind: ``predecessor`` or ``takeover``.
@@ -40,20 +32,14 @@ class RunSpec(BaseModel):
         prompt: the text given to the agent (the task prompt, or a view's takeover prompt).
         model: endpoint, sampling and retry settings.
         limits: the run's limits.
-        protocol: ``text`` (one bash block per response; the paper's) or ``tools`` (native tool calls).
-        agent: the agent runtime, a name of :data:`takeover.agents.RUNTIMES` (default ``mini-swe-agent``).
-        command_backend: where commands run, a name of :data:`takeover.agents.COMMAND_BACKENDS`: ``local``
-            (sandboxed when possible) or ``docker`` (the SWE-bench image). Its earlier name ``backend`` is
-            read too.
-        agent_command: for the ``command`` runtime, the command template that runs the user's agent
-            (:mod:`takeover.agents.command.command_runtime`); ``session_glob``: where its session record is
-            when the agent chooses the file's name.
+        agent: the :class:`~takeover.agents.agent_choice.AgentChoice`: the runtime, where its commands run,
+            the action protocol and the runtime's own options.
         origin: for a takeover run, the checkpoint and the view.
         task: the source task record, whose prepared environment the commands use (optional).
         image: the docker backend's image (default: the instance's SWE-bench image).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: RunKind
     instance_id: str
@@ -62,32 +48,25 @@ class RunSpec(BaseModel):
     prompt: str
     model: ModelSettings
     limits: RunLimits = Field(default_factory=RunLimits)
-    protocol: ActionProtocol = "text"
-    agent: str = DEFAULT_AGENT
-    command_backend: str = DEFAULT_COMMAND_BACKEND
-    agent_command: str | None = None
-    session_glob: str | None = None
+    agent: AgentChoice = Field(default_factory=AgentChoice)
     origin: TakeoverOrigin | None = None
     task: SourceTask | None = None
     image: str | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _earlier_names(cls, data: Any) -> Any:
-        return with_current_names(data, EARLIER_RUN_FIELD_NAMES)
-
 
 _MODEL_INPUTS = ("model", "temperature", "max_tokens", "extra")
+#: The form of :func:`run_inputs` (its ``format``): a run folder whose inputs have another form was written
+#: by an earlier version of takeover, and is not reused (:func:`prepare_run_folder` says so).
+INPUTS_FORMAT = 2
 
 
 def run_inputs(spec: RunSpec) -> dict[str, Any]:
-    """What determines an agent run (its key is :func:`inputs_key`): task, checkpoint patch and view, the
-    prompt's sha256, the model settings that change answers (model, temperature, max_tokens, extra),
-    limits, protocol, command backend and, when it is not the default, the agent runtime (so that runs of
-    the default runtime keep the keys they had before runtimes had names) and, when given, the command
-    runtime's ``agent_command`` and ``session_glob``. Host paths are left out, so that
-    the same run in another folder has the same key."""
-    inputs = {
+    """What determines an agent run (its key is :func:`inputs_key`): the inputs' ``format``, the task,
+    checkpoint patch and view, the prompt's sha256, the model settings that change answers (model,
+    temperature, max_tokens, extra), the limits and the agent choice, whole. Host paths are left out, so
+    that the same run in another folder has the same key."""
+    return {
+        "format": INPUTS_FORMAT,
         "kind": spec.kind,
         "instance_id": spec.instance_id,
         "base_commit": spec.base_commit,
@@ -98,60 +77,22 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
         # (timeout, retries) do not (a local server restarted on another port is the same model).
         "model": {k: v for k, v in spec.model.public().items() if k in _MODEL_INPUTS},
         "limits": spec.limits.model_dump(mode="json"),
-        "protocol": spec.protocol,
-        "command_backend": spec.command_backend,
+        "agent": spec.agent.model_dump(mode="json"),
     }
-    if spec.agent != DEFAULT_AGENT:
-        inputs["agent"] = spec.agent
-    for name in ("agent_command", "session_glob"):  # the command runtime's own settings, when given
-        if getattr(spec, name) is not None:
-            inputs[name] = getattr(spec, name)
-    return inputs
-
-
-def _earlier(names: dict[str, str], values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with each field renamed back to its earlier name (``names``: earlier name -> name)."""
-    back = {name: old for old, name in names.items()}
-    return {back.get(k, k): v for k, v in values.items()}
 
 
 def inputs_key(inputs: dict[str, Any]) -> str:
     """The key of :func:`run_inputs` (``run.json``'s ``inputs_key``): :func:`takeover._util.io.stable_hash`
-    of the inputs with the command backend under its earlier name ``backend``, so that a run folder of an
-    earlier version and the same run asked for today have one key."""
-    return stable_hash(_earlier(EARLIER_RUN_FIELD_NAMES, inputs))
-
-
-def _keys(inputs: dict[str, Any]) -> set[str]:
-    """The keys the same inputs have had: today's, and those of earlier versions, whose limits had their
-    earlier names (:data:`takeover.limits.EARLIER_FIELD_NAMES`), whose model settings named the model
-    ``name`` (:data:`takeover.llm.settings.EARLIER_FIELD_NAMES`) and whose command backend was written
-    under either of its names (:data:`takeover.trajectories.takeover_run.EARLIER_FIELD_NAMES`)."""
-    limits = inputs.get("limits") or {}
-    model = inputs.get("model") or {}
-    forms = itertools.product((inputs, _earlier(EARLIER_RUN_FIELD_NAMES, inputs)),
-                              (limits, _earlier(EARLIER_FIELD_NAMES, limits)),
-                              (model, _earlier(EARLIER_MODEL_FIELD_NAMES, model)))
-    return {stable_hash({**top, "limits": lim, "model": mod}) for top, lim, mod in forms}
-
-
-def _today(inputs: dict[str, Any]) -> dict[str, Any]:
-    """Recorded inputs with their command backend, limits and model settings under today's names."""
-    inputs = with_current_names(inputs, EARLIER_RUN_FIELD_NAMES)
-    try:
-        limits = RunLimits.model_validate(inputs.get("limits"))
-    except ValidationError:  # not limits at all: shown as they are
-        return inputs
-    model = {EARLIER_MODEL_FIELD_NAMES.get(k, k): v for k, v in (inputs.get("model") or {}).items()}
-    return {**inputs, "limits": limits.model_dump(mode="json"), "model": model}
+    of the inputs."""
+    return stable_hash(inputs)
 
 
 def _describe(inputs: dict[str, Any]) -> str:
     model = inputs.get("model") or {}
     parts = [f"view {inputs['view']}"] if inputs.get("view") else [str(inputs.get("kind"))]
     parts.append(f"model {model.get('model')}")
-    if inputs.get("agent"):
-        parts.append(f"agent {inputs['agent']}")
+    if isinstance(inputs.get("agent"), dict):
+        parts.append(f"agent {inputs['agent'].get('runtime')}")
     limits = inputs.get("limits") or {}
     parts.append(f"{limits.get('step_limit')} steps")
     return ", ".join(parts)
@@ -160,14 +101,14 @@ def _describe(inputs: dict[str, Any]) -> str:
 def prepare_run_folder(out_dir: Path, inputs: dict[str, Any]) -> RunRecord | None:
     """Make ``out_dir`` ready for the run of ``inputs`` (:func:`run_inputs`), or find it done.
 
-    A finished run in ``out_dir`` with the same inputs is returned as is (re-runs resume; runs of earlier
-    versions too); an unfinished one (a crash) is removed and ``None`` returned: the run starts over,
+    A finished run in ``out_dir`` with the same inputs is returned as is (re-runs resume); an unfinished one (a crash) is removed and ``None`` returned: the run starts over,
     because a model loop cannot continue exactly where it died. A folder holding only a ``workspace``
     (a checkout interrupted before the run began) is emptied.
 
     Raises:
         InputError: ``out_dir`` holds a finished run with other inputs (another model, view, limit,
-            prompt or checkpoint), or files that are not a run.
+            prompt or checkpoint) or of an earlier version (:data:`INPUTS_FORMAT`), or files that are not a
+            run.
     """
     run_json = out_dir / "run.json"
     if run_json.exists():
@@ -176,9 +117,11 @@ def prepare_run_folder(out_dir: Path, inputs: dict[str, Any]) -> RunRecord | Non
         except ValueError as exc:
             raise InputError(run_json, f"not a run record ({str(exc).splitlines()[0]})") from None
         if record.finished:
-            # Records written before inputs keys existed cannot be checked: they are kept as they are.
-            if record.inputs_key is not None and record.inputs_key not in _keys(inputs):
-                theirs = _today(record.inputs) if record.inputs else {}
+            if record.inputs_key is None or (record.inputs or {}).get("format") != INPUTS_FORMAT:
+                raise InputError(out_dir, "holds a run written by an earlier version of takeover, whose inputs "
+                                 "have another form: it is not reused; use another --out-dir or delete it")
+            if record.inputs_key != inputs_key(inputs):
+                theirs = record.inputs or {}
                 changed = (sorted(k for k in inputs.keys() | theirs.keys() if theirs.get(k) != inputs.get(k))
                            if theirs else [])
                 raise InputError(

@@ -20,12 +20,12 @@ from pathlib import Path
 from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact, redact_obj
 from takeover._util.versions import package_versions
-from takeover.agents import command_sandbox
-from takeover.agents.command_sandbox import EnvironmentFailure
+from takeover.agents.command_backend import EnvironmentFailure
+from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.recorder import SNAPSHOT_REF_PREFIX, RunRecorder, git
 from takeover.agents.run_folder import RunSpec, inputs_key, prepare_run_folder, run_inputs
-from takeover.agents.runtime import AgentRun, AgentRuntime
-from takeover.agents.runtimes import agent_runtime
+from takeover.agents.runtime import AgentChoice, AgentRun
+from takeover.agents.runtimes import RUNTIMES, checked_choice
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
@@ -36,31 +36,22 @@ from takeover.repository_states.starting_state import (
 )
 from takeover.sources.repos import RepoSource, alternates
 from takeover.sources.tasks import SourceTask
-from takeover.trajectories.takeover_run import (
-    DEFAULT_AGENT,
-    DEFAULT_COMMAND_BACKEND,
-    RunRecord,
-    TakeoverOrigin,
-)
+from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.views import task_prompt
-from takeover.vocabulary import ActionProtocol
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def check_run(spec: RunSpec) -> AgentRuntime:
-    """The runtime of ``spec``, once its command backend is known and the runtime accepts its limits,
-    action protocol and command backend (:meth:`takeover.agents.runtime.AgentRuntime.check`).
+def check_run(spec: RunSpec) -> RunSpec:
+    """``spec`` with its agent choice checked (:func:`takeover.agents.runtimes.checked_choice`: the names
+    registered, the runtime's options in its own form, its limits, protocol and command backend accepted).
 
     Raises:
-        InputError: an unknown runtime or command backend, or settings the runtime cannot honour.
+        InputError: an unknown runtime or command backend, options or settings the runtime refuses.
     """
-    runtime = agent_runtime(spec.agent)
-    command_sandbox.command_backend(spec.command_backend)
-    runtime.check(spec.limits, protocol=spec.protocol, command_backend=spec.command_backend)
-    return runtime
+    return spec.model_copy(update={"agent": checked_choice(spec.agent, spec.limits)})
 
 
 def _finish(record: RunRecord, workspace: Path, out_dir: Path, start: StartingState, trees: set[str]) -> None:
@@ -88,7 +79,7 @@ def _finish(record: RunRecord, workspace: Path, out_dir: Path, start: StartingSt
 def _new_record(spec: RunSpec, out_dir: Path, workspace: Path) -> RunRecord:
     """The run's :class:`RunRecord` as it starts (nothing run yet), written to ``out_dir/run.json`` before
     anything can fail, so that a re-run recognizes (and redoes) an aborted attempt."""
-    commands = command_sandbox.command_backend(spec.command_backend)
+    commands = COMMAND_BACKENDS.named(spec.agent.command_backend)
     inputs = run_inputs(spec)
     root = commands.root(workspace)
     path_note = None
@@ -103,9 +94,9 @@ def _new_record(spec: RunSpec, out_dir: Path, workspace: Path) -> RunRecord:
         instance_id=spec.instance_id,
         repo=spec.repo,
         base_commit=spec.base_commit,
-        agent=spec.agent,
-        protocol=spec.protocol,
-        command_backend=spec.command_backend,
+        agent=spec.agent.runtime,
+        protocol=spec.agent.protocol,
+        command_backend=spec.agent.command_backend,
         sandbox=commands.description(),
         workspace=str(workspace),
         command_root=root,
@@ -125,7 +116,7 @@ def _new_record(spec: RunSpec, out_dir: Path, workspace: Path) -> RunRecord:
 def run_agent(
     spec: RunSpec, out_dir: Path, workspace: Path, *, setup_started: float | None = None
 ) -> RunRecord:
-    """Run the agent runtime ``spec.agent`` on a prepared ``workspace`` as ``spec`` says and write the run
+    """Run the agent runtime ``spec.agent.runtime`` on a prepared ``workspace`` as ``spec`` says and write the run
     folder ``out_dir``.
 
     ``workspace`` must be a git checkout (at ``base_commit``, plus a checkpoint patch for takeover runs)
@@ -146,8 +137,9 @@ def run_agent(
         EnvironmentUnavailable: the backend cannot start (no Docker daemon) or the task environment fails.
     """
     setup_started = time.perf_counter() if setup_started is None else setup_started
-    runtime = check_run(spec)
-    commands = command_sandbox.command_backend(spec.command_backend)
+    spec = check_run(spec)
+    runtime = RUNTIMES.named(spec.agent.runtime)
+    commands = COMMAND_BACKENDS.named(spec.agent.command_backend)
     record = _new_record(spec, out_dir, workspace)
     commands.check()
     task_env, described, start = commands.prepare(spec.task, spec.base_commit, workspace, out_dir)
@@ -198,7 +190,7 @@ def _start(
     spec: RunSpec, out_dir: Path, checkout: Callable[[Path], Path], patch: str, setup_started: float
 ) -> RunRecord:
     """The run of ``spec`` in ``out_dir``: the finished one found there, or a new one in the workspace its
-    command backend makes in ``out_dir / "workspace"`` (:meth:`~takeover.agents.command_sandbox.CommandBackend.workspace`:
+    command backend makes in ``out_dir / "workspace"`` (:meth:`~takeover.agents.command_backend.CommandBackend.workspace`:
     ``checkout``, the mirror's checkout with ``patch`` applied, or the backend's own repository), once what
     a killed earlier attempt left running is removed.
 
@@ -206,8 +198,8 @@ def _start(
         InputError: the runtime or the command backend is unknown, or refuses the settings (before the
             run folder or the workspace is touched).
     """
-    check_run(spec)
-    commands = command_sandbox.command_backend(spec.command_backend)
+    spec = check_run(spec)
+    commands = COMMAND_BACKENDS.named(spec.agent.command_backend)
     if out_dir.exists():  # before an unfinished attempt's folder is removed: its commands may still run
         commands.remove_stale(out_dir)
     done = prepare_run_folder(out_dir, run_inputs(spec))
@@ -225,13 +217,9 @@ def run_predecessor(
     out_dir: Path | str,
     *,
     limits: RunLimits | None = None,
-    protocol: ActionProtocol = "text",
-    agent: str = DEFAULT_AGENT,
-    command_backend: str = DEFAULT_COMMAND_BACKEND,
+    agent: AgentChoice | str | None = None,
     prompt: str | None = None,
     repo_source: RepoSource | None = None,
-    agent_command: str | None = None,
-    session_glob: str | None = None,
 ) -> RunRecord:
     """A predecessor run: a fresh workspace at ``task.base_commit`` and the original task prompt
     (docs/protocol.md section 8). A finished run already in ``out_dir`` is returned without re-running.
@@ -241,14 +229,11 @@ def run_predecessor(
         model: endpoint settings; ``model.public()`` goes into ``run.json``.
         out_dir: the run folder (created).
         limits: default :class:`RunLimits` (the paper's: 500 steps, 4 hours).
-        protocol: ``text`` (default) or ``tools``.
-        agent: the agent runtime, a name of :data:`takeover.agents.RUNTIMES` (default ``mini-swe-agent``).
-        command_backend: where commands run: ``local`` (sandboxed when possible) or ``docker``
-            (:data:`takeover.agents.COMMAND_BACKENDS`).
+        agent: the :class:`~takeover.agents.agent_choice.AgentChoice`, or a runtime's name alone (default:
+            mini-swe-agent, commands sandboxed on this host, the text protocol); its runtime checks it
+            before anything is written.
         prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
-        agent_command, session_glob: the ``command`` runtime's command template and where the agent's
-            session record is (:mod:`takeover.agents.command.command_runtime`).
     Raises:
         InputError: ``out_dir`` holds another run; an unknown runtime or command backend, or settings the
             runtime cannot honour (nothing is written).
@@ -263,11 +248,7 @@ def run_predecessor(
         prompt=task_prompt(task) if prompt is None else prompt,
         model=model,
         limits=limits or RunLimits(),
-        protocol=protocol,
-        agent=agent,
-        command_backend=command_backend,
-        agent_command=agent_command,
-        session_glob=session_glob,
+        agent=agent or AgentChoice(),
         task=task,
     )
     source = repo_source or RepoSource()
@@ -289,12 +270,8 @@ def run_takeover(
     task: SourceTask | None = None,
     prompt: str | None = None,
     limits: RunLimits | None = None,
-    protocol: ActionProtocol = "text",
-    agent: str = DEFAULT_AGENT,
-    command_backend: str = DEFAULT_COMMAND_BACKEND,
+    agent: AgentChoice | str | None = None,
     repo_source: RepoSource | None = None,
-    agent_command: str | None = None,
-    session_glob: str | None = None,
 ) -> RunRecord:
     """A takeover run: a fresh copy of the checkpoint workspace and the full takeover prompt of ``view``
     (docs/protocol.md sections 5, 7 and 8). A finished run already in ``out_dir`` is returned without
@@ -346,11 +323,7 @@ def run_takeover(
         prompt=prompt,
         model=model,
         limits=limits or RunLimits(),
-        protocol=protocol,
-        agent=agent,
-        command_backend=command_backend,
-        agent_command=agent_command,
-        session_glob=session_glob,
+        agent=agent or AgentChoice(),
         origin=origin,
         task=task,
     )

@@ -50,14 +50,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
-from takeover.agents.command_sandbox import CommandBackend
+from pydantic import BaseModel
+
+from takeover.agents.agent_choice import AgentChoice, NoOptions
+from takeover.agents.command_backend import CommandBackend
 from takeover.agents.recorder import RunRecorder
 from takeover.agents.run_folder import RunSpec
 from takeover.limits import RunLimits
 from takeover.repository_states.starting_state import StartingState
-from takeover.vocabulary import ActionProtocol, ExitStatus
+from takeover.vocabulary import ExitStatus
+
+__all__ = ["AgentChoice", "AgentRun", "AgentRuntime", "NoOptions", "RuntimeOutcome"]
 
 
 @dataclass
@@ -67,7 +72,8 @@ class AgentRun:
     Attributes:
         spec: what was asked for: the prompt (``spec.prompt``, the first user message), the model settings
             (``spec.model``: :class:`takeover.llm.ModelSettings`), the limits (``spec.limits``:
-            :class:`takeover.limits.RunLimits`), the action protocol, the task.
+            :class:`takeover.limits.RunLimits`), the agent choice (``spec.agent``: :class:`AgentChoice`,
+            the runtime's own options in ``spec.agent.options``), the task.
         out_dir: the run folder (``run.json``, ``events.jsonl``, ``calls.jsonl``, ``prompt.md`` are written
             already; the runtime may add its own files, never replace these).
         workspace: host path of the repository: a git checkout whose ``HEAD`` is the starting state (the
@@ -75,11 +81,11 @@ class AgentRun:
             checkpoint patch for a takeover run.
         starting_state: that starting state (docs/protocol.md section 5.2); ``patch.diff`` will be the
             final state's diff against ``starting_state.tree``.
-        commands: where the commands run (:data:`takeover.agents.command_sandbox.COMMAND_BACKENDS`).
+        commands: where the commands run (:data:`takeover.agents.command_backends.COMMAND_BACKENDS`).
         command_root: where the commands (and the prompt) see the workspace: ``/testbed``, or its host path
             without a sandbox.
         task_env: the variables of the task's prepared environment (its venv on ``PATH``), for a backend
-            that :attr:`~takeover.agents.command_sandbox.CommandBackend.uses_task_environment`.
+            that :attr:`~takeover.agents.command_backend.CommandBackend.uses_task_environment`.
         readable: folders the sandboxed commands must still be able to read (git alternates, shared venv).
         tmp_dir: the run's private ``/tmp`` (removed when the run ends).
         recorder: where everything is recorded (``recorder.record`` is ``run.json``).
@@ -153,14 +159,24 @@ class RuntimeOutcome:
 
 class AgentRuntime(Protocol):
     """One agent runtime (registered by name in :data:`takeover.agents.runtimes.RUNTIMES`); see the module
-    docstring for what it must record and what is best effort."""
+    docstring for what it must record and what is best effort.
 
-    def check(self, limits: RunLimits, *, protocol: ActionProtocol, command_backend: str) -> None:
-        """Refuse, before anything runs, settings this runtime cannot honour.
+    Attributes:
+        Options: the runtime's own options, a pydantic model it declares and validates (an agent choice's
+            ``options``: ``--agent-option NAME=VALUE``, the experiment file's ``agent.options``);
+            :class:`NoOptions` for a runtime that has none.
+    """
+
+    Options: ClassVar[type[BaseModel]]
+
+    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
+        """Refuse, before anything runs, settings this runtime cannot honour (``choice.options`` are already
+        valid ``Options``).
 
         Raises:
             InputError: a limit it cannot enforce (the error's ``field`` names it: ``step_limit``...), an
-                action protocol it does not speak, or a command backend it cannot use.
+                action protocol it does not speak (``protocol``), or a command backend it cannot use
+                (``command_backend``).
         """
 
     def run(self, run: AgentRun) -> RuntimeOutcome:

@@ -10,44 +10,24 @@ import typer
 
 from takeover._util.folders import check_writable
 from takeover._util.io import read_text
-from takeover.agents import (
-    COMMAND_BACKENDS,
-    DEFAULT_AGENT,
-    DEFAULT_COMMAND_BACKEND,
-    RUNTIMES,
-    run_predecessor,
-    run_takeover,
-)
+from takeover.agents import AgentChoice
 from takeover.agents.command.command_runtime import AgentSessionMissing
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.cli.options import (
-    AGENT_HELP,
     CHECKPOINT_DIR_HELP,
-    MAX_RETRY_WAIT,
     OUT_DIR_HELP,
-    REQUEST_TIMEOUT,
-    RETRIES,
     VIEW_HELP,
-    ApiKeyEnvOption,
-    BaseUrlOption,
-    CommandTimeoutOption,
-    CostLimitOption,
     DatasetOption,
     InstanceIdOption,
     JsonOption,
-    MaxConsecutiveFormatErrorsOption,
-    MaxRetryWaitOption,
     MirrorOption,
-    ModelOption,
     OfflineOption,
-    PromptTokenLimitOption,
-    ProtocolOption,
-    RequestTimeoutOption,
-    RetriesOption,
-    StepLimitOption,
     VerboseOption,
-    WallTimeLimitSecondsOption,
+    agent_choice,
+    model_settings,
     one_view,
-    renamed_flags,
+    option_groups,
+    run_limits,
 )
 from takeover.errors import InputError
 from takeover.limits import RunLimits
@@ -60,23 +40,13 @@ agent_app = typer.Typer(
     help="Run agents: predecessor runs on source tasks, takeover runs from checkpoints.", no_args_is_help=True
 )
 
-RENAMED = {
-    "--instance": "--instance-id",
-    "--out": "--out-dir",
-    "--checkpoint": "--checkpoint-dir",
-    "--time-limit": "--wall-time-limit-seconds",
-    "--max-prompt-tokens": "--prompt-token-limit",
-    "--max-cost": "--cost-limit",
-    # --backend names the grading backend elsewhere (grade, quickstart); here it was the command backend.
-    "--backend": "--command-backend",
-}
 
-
-@agent_app.command("run", cls=renamed_flags(RENAMED))
+@agent_app.command("run")
+@option_groups(model=model_settings, agent=agent_choice, limits=run_limits)
 def run(
     dataset: DatasetOption,
     instance_id: InstanceIdOption,
-    model: ModelOption,
+    model: ModelSettings,
     out_dir: Annotated[
         Path,
         typer.Option(
@@ -85,6 +55,8 @@ def run(
                  "is refused).",
         ),
     ],
+    agent: AgentChoice,
+    limits: RunLimits,
     checkpoint_dir: Annotated[
         Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} Makes this a takeover run.")
     ] = None,
@@ -93,37 +65,6 @@ def run(
         Path | None,
         typer.Option("--prompt-file", help="Prompt text to give instead of the task prompt / the view's prompt file."),
     ] = None,
-    base_url: BaseUrlOption = None,
-    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
-    protocol: ProtocolOption = "text",
-    agent: Annotated[
-        str, typer.Option("--agent", help=AGENT_HELP)
-    ] = DEFAULT_AGENT,
-    command_backend: Annotated[
-        str,
-        typer.Option("--command-backend", help=f"Where the agent's commands run: {' or '.join(COMMAND_BACKENDS)} "
-                     "(local: sandboxed on this host; docker: the SWE-bench image)."),
-    ] = DEFAULT_COMMAND_BACKEND,
-    agent_command: Annotated[
-        str | None,
-        typer.Option("--agent-command", help="With --agent command: the shell command that runs your agent, with "
-                     "{prompt_file}, {session_file}, {workspace}, {model}, {base_url} (README: recipes)."),
-    ] = None,
-    session_glob: Annotated[
-        str | None,
-        typer.Option("--session-glob", help="With --agent command: where the agent writes its session record when "
-                     "it names the file itself (relative to the run's session/ folder, or ~/... in its home)."),
-    ] = None,
-    step_limit: StepLimitOption = 500,
-    wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
-    command_timeout: CommandTimeoutOption = 600.0,
-    prompt_token_limit: PromptTokenLimitOption = None,
-    cost_limit: CostLimitOption = None,
-    max_consecutive_format_errors: MaxConsecutiveFormatErrorsOption = 3,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 0.0,
-    timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
-    retries: RetriesOption = RETRIES,
-    max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
     mirror: MirrorOption = None,
     offline: OfflineOption = False,
     as_json: JsonOption = False,
@@ -146,49 +87,25 @@ def run(
 
         takeover agent run --dataset swebench.jsonl --instance-id psf__requests-2317 --model openai/qwen \\
           --base-url http://127.0.0.1:8080/v1 --agent mini-swe-agent --command-backend docker --out-dir runs/d1
+
+        takeover agent run ... --agent command --agent-option agent_command='claude -p < {prompt_file}'
     """
     view = one_view(view, "agent run")
     try:
-        if protocol not in ("text", "tools"):
-            raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
-        if agent not in RUNTIMES:
-            raise InputError("--agent", f"unknown agent runtime {agent!r}: use {' or '.join(RUNTIMES)}")
-        if command_backend not in COMMAND_BACKENDS:
-            raise InputError("--command-backend",
-                             f"unknown command backend {command_backend!r}: use {' or '.join(COMMAND_BACKENDS)}")
         if (checkpoint_dir is None) != (view is None):
             raise InputError("--checkpoint-dir/--view", "a takeover run needs both --checkpoint-dir and --view")
         prompt = read_text(prompt_file) if prompt_file else None
         check_writable(out_dir)
-        settings = ModelSettings(
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env or None,
-            temperature=temperature,
-            timeout=timeout,
-            retries=retries,
-            max_retry_wait=max_retry_wait,
-        )
-        limits = RunLimits(
-            step_limit=step_limit,
-            wall_time_limit_seconds=wall_time_limit_seconds,
-            command_timeout=command_timeout,
-            prompt_token_limit=prompt_token_limit,
-            cost_limit=cost_limit,
-            max_consecutive_format_errors=max_consecutive_format_errors,
-        )
         task = task_by_id(dataset, instance_id)
         if task is None:
             raise InputError(dataset, f"no task with instance_id {instance_id!r}", field="instance_id")
         source = RepoSource(mirror, offline=offline)
         if checkpoint_dir is not None:
-            record = run_takeover(checkpoint_dir, view, settings, out_dir, task=task, prompt=prompt, limits=limits,
-                                  protocol=protocol, agent=agent, command_backend=command_backend,
-                                  repo_source=source, agent_command=agent_command, session_glob=session_glob)
+            record = run_takeover(checkpoint_dir, view, model, out_dir, task=task, prompt=prompt, limits=limits,
+                                  agent=agent, repo_source=source)
         else:
-            record = run_predecessor(task, settings, out_dir, limits=limits, protocol=protocol, agent=agent,
-                                     command_backend=command_backend, prompt=prompt, repo_source=source,
-                                     agent_command=agent_command, session_glob=session_glob)
+            record = run_predecessor(task, model, out_dir, limits=limits, agent=agent, prompt=prompt,
+                                     repo_source=source)
     except InputError as exc:  # bad options, or --out-dir holding another run: nothing was run
         print(f"error: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 import signal
 import sys
-import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -62,6 +61,8 @@ def _print_summary(summary: ExperimentSummary, console: Console) -> None:
     for stage, c in summary.counts.items():
         table.add_row(stage, *(str(c.get(k, 0)) for k in ("planned", "done", "failed", "blocked", "reused", "ran")))
     console.print(table)
+    if summary.earlier_units:
+        console.print(f"[yellow]Note:[/] {summary.earlier_units}", highlight=False)
     if summary.import_notes:
         console.print("[yellow]Trajectory files not imported[/] (also in import_notes.txt):")
         for note in summary.import_notes:
@@ -91,12 +92,8 @@ def planned(summary: ExperimentSummary) -> int:
 
 def read_experiment(path: Path, mirror: Path | None) -> ExperimentConfig:
     """The experiment file, with ``mirror`` (``--mirror`` or ``$TAKEOVER_MIRROR``) filled in when the file
-    names none; renamed keys are reported as ``warning: ...`` lines on stderr."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", FutureWarning)
-        config = load_experiment(path)
-    for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+    names none."""
+    config = load_experiment(path)
     if config.mirror is None and mirror is not None:
         config = config.model_copy(update={"mirror": str(mirror.expanduser().resolve())})
     return config
@@ -110,7 +107,6 @@ def run_cmd(
     retry_failed: Annotated[
         bool, typer.Option("--retry-failed", help="Redo the units that failed before (they are kept otherwise).")
     ] = False,
-    retry: Annotated[str | None, typer.Option("--retry", hidden=True, help="Old spelling of --retry-failed.")] = None,
     mirror: MirrorOption = None,
     progress: Annotated[bool, typer.Option(
         "--progress/--no-progress", help="Show progress on stderr: a live table on a terminal, one line per "
@@ -123,8 +119,8 @@ def run_cmd(
 
     Every other setting comes from the experiment file, under the flags' names: the model request
     settings (timeout, retries, max_retry_wait) in each model table, note_max_tokens in [notes], the
-    raw_trace budget (raw_trace_max_chars, raw_trace_max_tokens), grading_timeout and replay_timeout in
-    [limits]. --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
+    raw_trace budget (raw_trace_max_chars, raw_trace_max_tokens), the agent choice in each agent's table
+    (agent), timeout in [grading] and [replay]. --mirror (or $TAKEOVER_MIRROR) is used when the experiment file names no mirror. Progress goes to
     stderr: a live table on a terminal; with output to a file or pipe, one line per finished unit
     and per stage (time, counts, seconds, tokens). One run at a time works in an output folder
     (OUT/run.lock); its worker processes, and every command they started, end with it. Exit status: 0
@@ -139,12 +135,6 @@ def run_cmd(
 
         takeover run experiment.toml --retry-failed --no-progress
     """
-    if retry is not None:
-        if retry != "failed":
-            raise typer.BadParameter("only --retry failed is supported (now --retry-failed)", param_hint="--retry")
-        print("warning: --retry failed is deprecated; use --retry-failed (the old spelling works until the "
-              "next release)", file=sys.stderr)
-        retry_failed = True
     if executor not in (None, "local", "ray"):
         raise typer.BadParameter("local or ray", param_hint="--executor")
     config = read_experiment(experiment, mirror)

@@ -25,7 +25,6 @@ from takeover.cli.options import (
     MirrorOption,
     OfflineOption,
     VerboseOption,
-    renamed_flags,
 )
 from takeover.errors import InputError, TakeoverError
 from takeover.grading import Prediction, grade_predictions, grading_backend, read_predictions
@@ -35,8 +34,6 @@ from takeover.sources.tasks import load_tasks, task_index
 # Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
 # logs of one run would overwrite another's).
 DEFAULT_OUT_DIR = Path("takeover-grades")
-RENAMED = {"--instance": "--instance-id", "--env-spec": "--spec-file", "--log-dir": "--out-dir",
-           "--timeout": "--grading-timeout"}
 #: Seconds per test run unless --grading-timeout says otherwise (the experiment file's default too).
 GRADING_TIMEOUT = 1800.0
 
@@ -172,4 +169,4 @@ def grade_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover grade``."""
-    app.command("grade", cls=renamed_flags(RENAMED))(grade_command)
+    app.command("grade")(grade_command)

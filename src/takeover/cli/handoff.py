@@ -17,7 +17,6 @@ from takeover.cli.options import (
     MAX_RETRY_WAIT,
     MODEL_HELP,
     OUT_DIR_HELP,
-    RAW_TRACE_RENAMED,
     REQUEST_TIMEOUT,
     RETRIES,
     VIEW_HELP,
@@ -39,9 +38,7 @@ from takeover.cli.options import (
     StepLimitOption,
     VerboseOption,
     WallTimeLimitSecondsOption,
-    old_file_flag,
     one_view,
-    renamed_flags,
 )
 from takeover.errors import TakeoverError
 from takeover.handoff import compose_handoff, handoff_markdown
@@ -51,7 +48,6 @@ from takeover.llm import ModelSettings
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import INFRA_EXIT_STATUSES
 
-RESUME_RENAMED = {"--out": "--out-dir", **RAW_TRACE_RENAMED}
 #: The file ``takeover handoff --out-dir DIR`` writes: the takeover prompt alone, named as in a run folder.
 PROMPT_FILE = "prompt.md"
 
@@ -83,7 +79,6 @@ def handoff(
     api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
     view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} One; default: structured_notes with --model, raw_trace without.")] = None,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the takeover prompt alone, as DIR/{PROMPT_FILE} (it is printed too).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", hidden=True, help="Old spelling: the takeover prompt alone to this file (now --out-dir DIR).")] = None,
     as_json: JsonOption = False,
     record: RecordOption = None,
     raw_trace_max_chars: RawTraceMaxCharsOption = None,
@@ -114,12 +109,10 @@ def handoff(
 
         takeover handoff rollout-2025-10-20.jsonl --repo . --model qwen --base-url http://127.0.0.1:8080/v1 --out-dir next/
     """
-    prompt_file = old_file_flag("--out", out, out_dir, f"DIR/{PROMPT_FILE}")
-    if prompt_file is None and out_dir is not None:
-        prompt_file = out_dir / PROMPT_FILE
+    prompt_file = out_dir / PROMPT_FILE if out_dir is not None else None
     try:
         if prompt_file is not None:
-            check_writable(prompt_file, file=True, flag="--out-dir" if out is None else "--out")
+            check_writable(prompt_file, file=True, flag="--out-dir")
         result = compose_handoff(
             session, repo, model=_settings(model, base_url, api_key_env, timeout, retries, max_retry_wait),
             view=one_view(view, "handoff"), record=record, raw_trace_max_chars=raw_trace_max_chars,
@@ -234,5 +227,5 @@ def resume(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover handoff`` and ``takeover resume`` to ``app``."""
-    app.command("handoff", cls=renamed_flags(RAW_TRACE_RENAMED))(handoff)
-    app.command("resume", cls=renamed_flags(RESUME_RENAMED))(resume)
+    app.command("handoff")(handoff)
+    app.command("resume")(resume)

@@ -1,4 +1,4 @@
-"""Options that several commands share, declared once, and the flags renamed in this release.
+"""Options that several commands share, declared once.
 
 Each shared option is an ``Annotated`` alias with one help text (a ``*_HELP`` constant), used as the type
 of a command's parameter; the flag is the parameter's name with dashes (``--step-limit`` is
@@ -11,24 +11,30 @@ The model request flags (``--timeout``, ``--retries``, ``--max-retry-wait``) hav
 :class:`takeover.llm.ModelSettings` on every command that calls a model. ``--verbose`` takes effect while
 the command line is read, before the command runs.
 
-A command whose flags were renamed uses :func:`renamed_flags` as its class: the old spelling still works
-for one release and prints a warning on stderr. An old flag whose value was a file where the new one is a
-folder (``--out FILE``, now ``--out-dir DIR``) stays a hidden option of its own for one release, and its
-warning says what the new flag writes (:func:`old_file_flag`).
+A record that several flags fill (the agent choice, the run limits, the model settings) is one option
+group: a builder function here whose parameters are the flags and whose result is the record
+(:func:`agent_choice`, :func:`run_limits`, :func:`model_settings`). A command takes the record whole, as one
+parameter, with :func:`option_groups`; the flags stay the builder's, declared once.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, get_type_hints
 
-import click
 import typer
-from typer.core import TyperCommand
+from pydantic import ValidationError
 
 from takeover._util.logs import third_party_logging
-from takeover.agents import RUNTIMES
+from takeover.agents import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, AgentChoice
+from takeover.agents.command_backends import COMMAND_BACKENDS
+from takeover.agents.runtimes import RUNTIMES
+from takeover.errors import InputError
 from takeover.grading.backends import describe_backends
+from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.sources.repos import MIRROR_ENV
 from takeover.vocabulary import POINT_TYPES, VIEWS
@@ -75,6 +81,12 @@ RAW_TRACE_MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
 AGENT_HELP = f"Agent runtime: {', '.join(RUNTIMES)} (docs/protocol.md section 8.4)."
 PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
+COMMAND_BACKEND_HELP = (f"Where the agent's commands run: {' or '.join(COMMAND_BACKENDS)} (local: sandboxed on this "
+                        "host; docker: the SWE-bench image).")
+AGENT_OPTION_HELP = ("An option of the agent runtime's own, NAME=VALUE (repeatable), e.g. with --agent command: "
+                     "agent_command='claude -p < {prompt_file}' and session_glob='~/.claude/projects/*/*.jsonl' "
+                     "(docs: src/takeover/agents/README.md).")
+TEMPERATURE_HELP = "Sampling temperature."
 VERBOSE_HELP = ("Also print the INFO lines of the libraries takeover uses (httpx, litellm, matplotlib, swebench); "
                 "by default only their warnings and errors.")
 
@@ -132,6 +144,10 @@ RawTraceMaxTokensOption = Annotated[
 ]
 NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP, min=1)]
 ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
+AgentOption = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
+CommandBackendOption = Annotated[str, typer.Option("--command-backend", help=COMMAND_BACKEND_HELP)]
+AgentOptionOption = Annotated[list[str] | None, typer.Option("--agent-option", help=AGENT_OPTION_HELP)]
+TemperatureOption = Annotated[float, typer.Option("--temperature", help=TEMPERATURE_HELP)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP, callback=_verbose)]
 ReplayTimeoutOption = Annotated[float, typer.Option("--replay-timeout", help=REPLAY_TIMEOUT_HELP, min=1)]
 GradingTimeoutOption = Annotated[float, typer.Option("--grading-timeout", help=GRADING_TIMEOUT_HELP, min=1)]
@@ -143,24 +159,15 @@ ModelPartsOption = Annotated[Path | None, typer.Option("--model-parts", help=MOD
 # --- views -----------------------------------------------------------------------------------------
 
 
-def read_views(values: list[str] | None, *, comma_form: bool = False) -> list[str]:
+def read_views(values: list[str] | None) -> list[str]:
     """The views that repeated ``--view`` flags name, in order and once each (none given, or ``all``: all
-    four). ``comma_form`` (``takeover views`` only) also reads the earlier ``--view a,b``, with a warning.
+    four).
 
     Raises:
         typer.BadParameter: an unknown view (exit status 2, naming the known views).
     """
-    names: list[str] = []
-    for value in values or ["all"]:
-        if "," in value and comma_form:
-            click.echo(f"warning: --view {value} is deprecated; repeat the flag (--view "
-                       f"{' --view '.join(v.strip() for v in value.split(','))}); the comma form works until the "
-                       "next release", err=True)
-            names += [v.strip() for v in value.split(",")]
-        else:
-            names.append(value)
     chosen: list[str] = []
-    for name in names:
+    for name in values or ["all"]:
         for view in (VIEWS if name == "all" else [name]):
             if view not in VIEWS:
                 raise typer.BadParameter(f"unknown view {view!r}; the views are {', '.join(VIEWS)} (or all)",
@@ -186,51 +193,95 @@ def one_view(values: list[str] | None, command: str) -> str | None:
                                  param_hint="--view")
     return values[0]
 
-# --- renamed flags ---------------------------------------------------------------------------------
 
-#: The raw_trace budget's flags of earlier versions (``--max-tokens`` read like a model's completion cap).
-RAW_TRACE_RENAMED = {"--max-chars": "--raw-trace-max-chars", "--max-tokens": "--raw-trace-max-tokens"}
+# --- option groups: one record from several flags ----------------------------------------------------
 
 
-def old_file_flag(old: str, file: Path | None, out_dir: Path | None, writes: str) -> Path | None:
-    """The file an old file-valued flag (``old``, e.g. ``--out FILE``) names, with a warning that says what
-    its new spelling ``--out-dir DIR`` writes (``writes``, e.g. ``DIR/NAME.html``); ``None`` when it was not
-    given.
+def agent_choice(agent: AgentOption = DEFAULT_AGENT, command_backend: CommandBackendOption = DEFAULT_COMMAND_BACKEND,
+                 protocol: ProtocolOption = "text", agent_option: AgentOptionOption = None) -> AgentChoice:
+    """The :class:`~takeover.agents.AgentChoice` of ``--agent``, ``--command-backend``, ``--protocol`` and the
+    repeated ``--agent-option NAME=VALUE`` (the runtime's own options, checked by the runtime when the run
+    starts: :func:`takeover.agents.runtimes.checked_choice`).
 
     Raises:
-        typer.BadParameter: both spellings are given.
+        InputError: an unknown runtime, command backend or protocol, or an option not NAME=VALUE (the flag
+            is named).
     """
-    if file is None:
-        return None
-    if out_dir is not None:
-        raise typer.BadParameter(f"give --out-dir only ({old} is its old spelling)", param_hint=old)
-    click.echo(f"warning: {old} FILE is deprecated; use --out-dir DIR, which writes {writes} (the old spelling "
-               "works until the next release)", err=True)
-    return file
+    RUNTIMES.named(agent, where="--agent")
+    COMMAND_BACKENDS.named(command_backend, where="--command-backend")
+    if protocol not in ("text", "tools"):
+        raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
+    options: dict[str, Any] = {}
+    for item in agent_option or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise InputError("--agent-option", f"{item!r} is not NAME=VALUE")
+        options[name.strip()] = value
+    return AgentChoice(runtime=agent, command_backend=command_backend, protocol=protocol, options=options)
 
 
-def renamed_flags(renamed: dict[str, str]) -> type[TyperCommand]:
-    """A command class that accepts the old spelling of each renamed flag (``{"--steps": "--step-limit"}``)
-    for one release: the flag (also as ``--steps=5``) is read as its new name, and a warning naming both
-    is printed on stderr. Arguments after ``--`` are left alone."""
+def run_limits(step_limit: StepLimitOption = 500, wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
+               command_timeout: CommandTimeoutOption = 600.0, prompt_token_limit: PromptTokenLimitOption = None,
+               cost_limit: CostLimitOption = None,
+               max_consecutive_format_errors: MaxConsecutiveFormatErrorsOption = 3) -> RunLimits:
+    """The :class:`~takeover.limits.RunLimits` of the limit flags (``--step-limit`` ...).
 
-    class RenamedFlagsCommand(TyperCommand):
-        def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-            return super().parse_args(ctx, _read_renamed(args, renamed))
+    Raises:
+        InputError: a limit out of range (the flag is named).
+    """
+    try:
+        return RunLimits(step_limit=step_limit, wall_time_limit_seconds=wall_time_limit_seconds,
+                         command_timeout=command_timeout, prompt_token_limit=prompt_token_limit,
+                         cost_limit=cost_limit, max_consecutive_format_errors=max_consecutive_format_errors)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InputError("--" + str(error["loc"][0]).replace("_", "-"), error["msg"]) from None
 
-    return RenamedFlagsCommand
+
+def model_settings(model: ModelOption, base_url: BaseUrlOption = None, api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
+                   temperature: TemperatureOption = 0.0, timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
+                   retries: RetriesOption = RETRIES, max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings:
+    """The :class:`~takeover.llm.ModelSettings` of the model flags (``--model``, ``--base-url`` ...)."""
+    return ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env or None, temperature=temperature,
+                         timeout=timeout, retries=retries, max_retry_wait=max_retry_wait)
 
 
-def _read_renamed(args: list[str], renamed: dict[str, str]) -> list[str]:
-    out: list[str] = []
-    for i, arg in enumerate(args):
-        if arg == "--":
-            return out + args[i:]
-        name, eq, value = arg.partition("=")
-        new = renamed.get(name)
-        if new is not None:
-            click.echo(f"warning: {name} is deprecated; use {new} (the old spelling works until the next release)",
-                       err=True)
-            arg = new + eq + value
-        out.append(arg)
-    return out
+def option_groups(**groups: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator for a command that takes records built from option groups: each keyword names one of the
+    command's parameters and the builder of its record (``@option_groups(limits=run_limits)``). The command's
+    flags are the builders' parameters in its place; the command is called with the records.
+
+    A builder's :class:`~takeover.errors.InputError` (bad input: nothing was run) is printed as one line on
+    stderr, ``error: ...``, with exit status 2.
+    """
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        hints = get_type_hints(command, include_extras=True)
+        params: list[inspect.Parameter] = []
+        for param in inspect.signature(command).parameters.values():
+            if param.name not in groups:
+                params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
+                continue
+            builder = groups[param.name]
+            built = get_type_hints(builder, include_extras=True)
+            params += [p.replace(annotation=built[p.name], kind=inspect.Parameter.KEYWORD_ONLY)
+                       for p in inspect.signature(builder).parameters.values()]
+
+        @functools.wraps(command)
+        def run(**values: Any) -> Any:
+            try:
+                for name, builder in groups.items():
+                    mine = inspect.signature(builder).parameters
+                    values[name] = builder(**{k: values.pop(k) for k in mine})
+            except InputError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(2) from None
+            return command(**values)
+
+        # Keyword-only, so that a required flag may follow one with a default.
+        run.__signature__ = inspect.Signature([p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params])
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        del run.__wrapped__  # typer reads the signature above, not the command's
+        return run
+
+    return decorate

@@ -34,7 +34,6 @@ from takeover.cli.options import (
     ReplayTimeoutOption,
     SnapshotRepoOption,
     VerboseOption,
-    renamed_flags,
 )
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.grading import grade_handoff_state
@@ -45,8 +44,6 @@ from takeover.trajectories import CUT_LAST_LINE, read_trajectories, read_traject
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 from takeover.vocabulary import EVENT_CUT, POINT_TYPES
 
-POINTS_RENAMED = {"--out": "--out-dir", "--timeout": "--replay-timeout"}
-CHECKPOINT_RENAMED = {"--out": "--out-dir", "--point": "--point-type", "--timeout": "--replay-timeout"}
 #: Seconds per replayed command unless --replay-timeout says otherwise (the replay's own default).
 REPLAY_TIMEOUT = 300.0
 
@@ -354,5 +351,5 @@ def checkpoint(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover points`` and ``takeover checkpoint`` to ``app``."""
-    app.command("points", cls=renamed_flags(POINTS_RENAMED))(points)
-    app.command("checkpoint", cls=renamed_flags(CHECKPOINT_RENAMED))(checkpoint)
+    app.command("points")(points)
+    app.command("checkpoint")(checkpoint)

@@ -43,7 +43,6 @@ from takeover.cli.options import (
     WallTimeLimitSecondsOption,
     WorkersOption,
     read_views,
-    renamed_flags,
 )
 from takeover.embedded_model import ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
@@ -64,14 +63,6 @@ from takeover.quickstart import (
     run_quickstart,
 )
 from takeover.vocabulary import VIEWS
-
-QUICKSTART_RENAMED = {
-    "--task": "--instance-id",
-    "--steps": "--step-limit",
-    "--time-limit": "--wall-time-limit-seconds",
-    "--out": "--out-dir",
-    "--grading": "--backend",
-}
 
 
 class ConsoleDisplay(QuickstartDisplay):
@@ -243,7 +234,7 @@ def quickstart(
     ] = None,
     max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
     agent: Annotated[
-        str, typer.Option("--agent", help=f"{AGENT_HELP} It runs the takeover runs; command is not offered here (it needs --agent-command).")
+        str, typer.Option("--agent", help=f"{AGENT_HELP} It runs the takeover runs; command is not offered here (it needs its option agent_command).")
     ] = DEFAULT_AGENT,
     verbose: VerboseOption = False,
 ) -> None:
@@ -303,4 +294,4 @@ def quickstart(
 
 def register(app: typer.Typer) -> None:
     """Add ``quickstart`` to ``app``."""
-    app.command("quickstart", cls=renamed_flags(QUICKSTART_RENAMED))(quickstart)
+    app.command("quickstart")(quickstart)

@@ -11,10 +11,8 @@ from typing import Annotated
 import typer
 
 from takeover.cli.console import model_progress, output_console
-from takeover.cli.options import ModelPartsOption, ModelPathOption, NCtxOption, VerboseOption, renamed_flags
+from takeover.cli.options import ModelPartsOption, ModelPathOption, NCtxOption, VerboseOption
 from takeover.embedded_model import EmbeddedModel
-
-SERVE_MODEL_RENAMED = {"--threads": "--n-threads", "--parts": "--model-parts"}
 
 
 def serve_model(
@@ -62,4 +60,4 @@ def serve_model(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover serve-model`` to ``app``."""
-    app.command("serve-model", cls=renamed_flags(SERVE_MODEL_RENAMED))(serve_model)
+    app.command("serve-model")(serve_model)

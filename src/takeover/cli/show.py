@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from takeover._util.folders import check_writable
-from takeover.cli.options import OUT_DIR_HELP, VerboseOption, old_file_flag
+from takeover.cli.options import OUT_DIR_HELP, VerboseOption
 from takeover.report import write_run_page
 
 #: Extensions of trajectory files, dropped from the default page name (``x.traj.json`` -> ``x``).
@@ -30,8 +30,6 @@ def show(
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the page, as DIR/NAME.html, "
                                                                    "NAME being the run folder's or file's name "
                                                                    "(default: the current folder).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", hidden=True, help="Old spelling: the HTML file to write "
-                                                                              "(now --out-dir DIR).")] = None,
     format: Annotated[str | None, typer.Option("--format", help="Reader name, to skip format detection "
                                                                 "(the format column of `takeover inspect`).")] = None,
     verbose: VerboseOption = False,
@@ -48,8 +46,8 @@ def show(
         takeover show trajs/psf__requests-1766.traj.json --out-dir pages/
     """
     name = f"{page_name(path)}.html"
-    target = old_file_flag("--out", out, out_dir, "DIR/NAME.html") or (out_dir or Path()) / name
-    check_writable(target, file=True, flag="--out-dir" if out is None else "--out")
+    target = (out_dir or Path()) / name
+    check_writable(target, file=True, flag="--out-dir")
     print(write_run_page(path, target, format=format))
 
 

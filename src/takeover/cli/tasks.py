@@ -20,7 +20,6 @@ from takeover.cli.options import (
     InstanceIdsOption,
     JsonOption,
     VerboseOption,
-    old_file_flag,
 )
 from takeover.environments import instance_image_name
 from takeover.errors import InputError, TakeoverError
@@ -58,10 +57,6 @@ def select(
         Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the selection file DIR/{SELECTION_FILE} "
                                                     "(JSON Lines with a header line). Required.")
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", hidden=True, help="Old spelling: the selection file to write (now "
-                                                              "--out-dir DIR).")
-    ] = None,
     difficulty: Annotated[
         list[str] | None,
         typer.Option(
@@ -87,12 +82,10 @@ def select(
           --difficulty "1-4 hours" --seed 20260430 --limit 75 --out-dir .
     """
     buckets = list(difficulty) if difficulty else list(PAPER_DIFFICULTIES)
-    out = old_file_flag("--out", out, out_dir, f"DIR/{SELECTION_FILE}")
-    if out is None:
-        if out_dir is None:
-            raise typer.BadParameter(f"give --out-dir DIR (the selection is written as DIR/{SELECTION_FILE})",
-                                     param_hint="--out-dir")
-        out = out_dir / SELECTION_FILE
+    if out_dir is None:
+        raise typer.BadParameter(f"give --out-dir DIR (the selection is written as DIR/{SELECTION_FILE})",
+                                 param_hint="--out-dir")
+    out = out_dir / SELECTION_FILE
     try:
         if limit < 0:
             raise InputError("--limit", f"must be 0 or more, got {limit}")

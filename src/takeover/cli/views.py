@@ -22,7 +22,6 @@ from takeover.cli.options import (
     MODEL_HELP,
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
-    RAW_TRACE_RENAMED,
     REQUEST_TIMEOUT,
     RETRIES,
     ApiKeyEnvOption,
@@ -42,7 +41,6 @@ from takeover.cli.options import (
     VerboseOption,
     ViewsOption,
     read_views,
-    renamed_flags,
 )
 from takeover.errors import TakeoverError
 from takeover.llm import ModelSettings
@@ -50,9 +48,6 @@ from takeover.sources.repos import RepoSource
 from takeover.views import load_inputs, write_views
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import EVENT_CUT
-
-RENAMED = {"--point": "--point-type", "--out": "--out-dir", "--checkpoint": "--checkpoint-dir",
-           "--templates": "--template-dir", **RAW_TRACE_RENAMED}
 
 
 def views(
@@ -106,7 +101,7 @@ def views(
         if checkpoint_dir is None:
             raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
         out = checkpoint_dir / "views"
-    names = read_views(view, comma_form=True)
+    names = read_views(view)
     check_writable(out)
     settings = None
     if model:
@@ -170,4 +165,4 @@ def views(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover views`` to ``app``."""
-    app.command("views", cls=renamed_flags(RENAMED))(views)
+    app.command("views")(views)

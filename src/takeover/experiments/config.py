@@ -18,28 +18,29 @@ Example (paths are relative to the TOML file's folder)::
     limit = 75
     # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
 
-    command_backend = "local"          # where agent commands run: local (sandboxed) or docker
-
     [predecessor]                       # either a model to run ...
     model = { model = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
-    agent = "mini-swe-agent"           # the agent runtime that runs it (takeover.agents.RUNTIMES)
+    agent = "mini-swe-agent"           # the agent choice: a runtime's name, or a table (below)
     # trajectories = ["runs/mini-swe-agent/"]   # ... or trajectory files/folders to import
 
     [[successors]]
     model = "openai/qwen"
     base_url = "http://127.0.0.1:8000/v1"
-    agent = "mini-swe-agent"           # optional; successors may differ in model or agent
-    # agent = "command"                # your own agent: agent_command = "claude -p ... < {prompt_file}"
+    # successors may differ in model or agent; the agent choice whole (takeover.agents.AgentChoice):
+    agent = { runtime = "mini-swe-agent", command_backend = "local", protocol = "text" }
+    # agent = { runtime = "command", options = { agent_command = "claude -p ... < {prompt_file}" } }
 
-    [limits]
+    [limits]                            # every agent run's (takeover.limits.RunLimits)
     step_limit = 500
     wall_time_limit_seconds = 14400
-    grading_timeout = 1800              # seconds per test run (--grading-timeout)
-    # replay_timeout = 300              # seconds per replayed command (--replay-timeout)
 
     [grading]
     backend = "local"
+    timeout = 1800                      # seconds per test run (--grading-timeout)
     network = false                     # true: tests may use the internet (psf/requests needs it)
+
+    [replay]
+    # timeout = 300                     # seconds per replayed command (--replay-timeout)
 
     [execution]
     workers = 4
@@ -48,47 +49,31 @@ Example (paths are relative to the TOML file's folder)::
     executor = "local"
 
 Every key has one name, the same as the Python field and the command-line flag (``--step-limit``,
-``--grading-timeout``, ``--raw-trace-max-chars``; a model table's ``timeout``, ``retries`` and
-``max_retry_wait`` are ``--timeout``, ``--retries`` and ``--max-retry-wait``). The keys renamed in this
-release are still read, with a warning (:data:`RENAMED_KEYS`).
+``--raw-trace-max-chars``; a table's ``timeout`` is ``--grading-timeout``, ``--replay-timeout``; a model table's ``timeout``, ``retries`` and
+``max_retry_wait`` are ``--timeout``, ``--retries`` and ``--max-retry-wait``).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from takeover._util.io import read_text
-from takeover.agents import COMMAND_BACKENDS, DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, RUNTIMES
-from takeover.agents.command.command_runtime import check_template
+from takeover.agents import DEFAULT_AGENT, AgentChoice
+from takeover.agents.runtimes import checked_choice
 from takeover.errors import InputError
-from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
+from takeover.grading.backends import GradingSettings
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
+from takeover.repository_states.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
 from takeover.views.notes import NOTE_MAX_TOKENS
-from takeover.vocabulary import POINT_TYPES, VIEWS, ActionProtocol, PointType, ViewName
-
-#: Keys renamed in this release, read until the next one with a warning: ``(table, old, new)``; ``""``
-#: is the top level, ``a.b`` a table inside a table and ``successors[]`` every table of that array.
-#: ``allow_network`` is the opposite of ``offline``. A model's ``name`` is ``model``, as in the request
-#: and the ``--model`` flag (:class:`takeover.llm.ModelSettings`).
-RENAMED_KEYS: tuple[tuple[str, str, str], ...] = (
-    ("", "output_dir", "out_dir"),
-    ("", "allow_network", "offline"),
-    ("dataset", "buckets", "difficulties"),
-    ("limits", "time_limit", "wall_time_limit_seconds"),
-    ("notes", "max_tokens", "note_max_tokens"),
-    ("predecessor.model", "name", "model"),
-    ("notes.model", "name", "model"),
-    ("successors[]", "name", "model"),
-)
+from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
 
 
 class _Strict(BaseModel):
@@ -115,35 +100,25 @@ class DatasetConfig(_Strict):
     repos: list[str] | None = None
 
 
-def _known_agent(value: str) -> str:
-    if value not in RUNTIMES:
-        raise ValueError(f"unknown agent runtime {value!r}: use {' or '.join(RUNTIMES)}")
-    return value
-
-
-def _command_settings(agent: str, agent_command: str | None, session_glob: str | None) -> None:
-    """``agent_command`` goes with the ``command`` runtime, and only with it (``session_glob`` too)."""
-    if agent == "command":
-        try:
-            check_template(agent_command)
-        except InputError as exc:
-            raise ValueError(exc.reason) from None
-    elif agent_command is not None or session_glob is not None:
-        raise ValueError(f"'agent_command' and 'session_glob' are settings of agent = \"command\", not {agent!r}")
+def _checked(choice: AgentChoice) -> AgentChoice:
+    """An agent choice whose names are registered and whose options its runtime accepts (in their form)."""
+    try:
+        return checked_choice(choice)
+    except InputError as exc:
+        raise ValueError(f"{exc.reason} ({exc.field})" if exc.field and exc.field.startswith("options.")
+                         else exc.reason) from None
 
 
 class PredecessorConfig(_Strict):
-    """Who starts the source tasks: a model run by us under the agent runtime ``agent``
-    (:data:`takeover.agents.RUNTIMES`, default ``mini-swe-agent``), or trajectories imported from
+    """Who starts the source tasks: a model run by us under the agent choice ``agent``
+    (:class:`takeover.agents.AgentChoice`, default mini-swe-agent), or trajectories imported from
     files/folders."""
 
     model: ModelSettings | None = None
-    agent: str = DEFAULT_AGENT
-    agent_command: str | None = None
-    session_glob: str | None = None
+    agent: AgentChoice = Field(default_factory=AgentChoice)
     trajectories: list[str] | None = None
 
-    _agent_known = field_validator("agent")(_known_agent)
+    _agent_checked = field_validator("agent")(_checked)
 
     @model_validator(mode="after")
     def _one_source(self) -> PredecessorConfig:
@@ -151,20 +126,18 @@ class PredecessorConfig(_Strict):
             raise ValueError("give exactly one of 'model' (run a predecessor) or 'trajectories' (import runs)")
         if self.trajectories and "agent" in self.model_fields_set:
             raise ValueError("'agent' runs the predecessor 'model'; imported trajectories need none")
-        _command_settings(self.agent, self.agent_command, self.session_glob)
         return self
 
 
 class SuccessorConfig(ModelSettings):
     """One successor: the model's endpoint settings (:class:`takeover.llm.ModelSettings`, the keys of a
-    ``[[successors]]`` table) and the agent runtime that runs it (``agent``, default ``mini-swe-agent``).
-    Two successors differ in their model or their agent."""
+    ``[[successors]]`` table) and the agent choice that runs it (``agent``,
+    :class:`takeover.agents.AgentChoice`, default mini-swe-agent). Two successors differ in their model or
+    their agent runtime."""
 
-    agent: str = DEFAULT_AGENT
-    agent_command: str | None = None
-    session_glob: str | None = None
+    agent: AgentChoice = Field(default_factory=AgentChoice)
 
-    _agent_known = field_validator("agent")(_known_agent)
+    _agent_checked = field_validator("agent")(_checked)
 
     @model_validator(mode="before")
     @classmethod
@@ -172,55 +145,14 @@ class SuccessorConfig(ModelSettings):
         # Built in Python from plain endpoint settings (the quickstart does): the same keys, the default agent.
         return data.model_dump() if type(data) is ModelSettings else data
 
-    @model_validator(mode="after")
-    def _command(self) -> SuccessorConfig:
-        _command_settings(self.agent, self.agent_command, self.session_glob)
-        return self
-
     def settings(self) -> ModelSettings:
-        """The endpoint settings alone (what a takeover unit's key holds, as before successors had agents)."""
-        return ModelSettings.model_validate(self.model_dump(exclude={"agent", "agent_command", "session_glob"}))
+        """The endpoint settings alone."""
+        return ModelSettings.model_validate(self.model_dump(exclude={"agent"}))
 
     def name(self, with_agent: bool) -> str:
         """The successor's name in progress lines and the report: the model, and with ``with_agent`` its
         agent runtime in parentheses (:attr:`ExperimentConfig.successor_names` says when)."""
-        return f"{self.model} ({self.agent})" if with_agent else self.model
-
-
-class LimitsConfig(_Strict, RunLimits):
-    """Limits of every agent run, the same for every view (docs/protocol.md section 8; paper values), and
-    the time-outs of grading and replay.
-
-    Attributes:
-        step_limit, wall_time_limit_seconds, command_timeout, prompt_token_limit, cost_limit,
-            max_consecutive_format_errors: the agent runs' limits, :class:`takeover.limits.RunLimits`
-            (mini-swe-agent's names; seconds, tokens, US dollars).
-        protocol: how the agents state actions: ``text`` (the paper's) or ``tools``.
-        grading_timeout: seconds per test run when grading (``--grading-timeout``).
-        replay_timeout: seconds per replayed command of an imported run (``None``: the replay's own;
-            ``--replay-timeout``).
-    """
-
-    protocol: ActionProtocol = "text"
-    grading_timeout: float = 1800.0
-    replay_timeout: float | None = None
-
-    def run_limits(self) -> RunLimits:
-        """The agent runs' limits alone."""
-        return RunLimits.model_validate(self.model_dump(include=set(RunLimits.model_fields)))
-
-
-class GradingConfig(_Strict):
-    """How patches are graded (docs/protocol.md sections 6 and 8).
-
-    ``network``: let the tests use the network (``local`` backend; off by default, as the sandbox is
-    offline). SWE-bench's Docker harness runs tests with the network on, and some suites need it
-    (:data:`takeover.grading.NETWORK_REPOS`, e.g. psf/requests calls httpbin.org): without it those
-    tasks never resolve, and their results carry a warning that the report lists.
-    """
-
-    backend: GradingBackendName = DEFAULT_BACKEND
-    network: bool = False
+        return f"{self.model} ({self.agent.runtime})" if with_agent else self.model
 
 
 class NotesConfig(_Strict):
@@ -266,10 +198,6 @@ class ExperimentConfig(_Strict):
     out_dir: str
     mirror: str | None = None
     offline: bool = False
-    command_backend: str = Field(
-        default=DEFAULT_COMMAND_BACKEND,
-        description="where the agents' commands run (predecessor and takeover runs): local or docker",
-    )
     dataset: DatasetConfig
     predecessor: PredecessorConfig
     successors: list[SuccessorConfig] = Field(min_length=1)
@@ -277,8 +205,9 @@ class ExperimentConfig(_Strict):
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
     raw_trace_max_chars: int | None = Field(default=None, ge=1)
     raw_trace_max_tokens: int | None = Field(default=None, ge=1)
-    limits: LimitsConfig = Field(default_factory=LimitsConfig)
-    grading: GradingConfig = Field(default_factory=GradingConfig)
+    limits: RunLimits = Field(default_factory=RunLimits)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
+    replay: ReplaySettings = Field(default_factory=ReplaySettings)
     notes: NotesConfig = Field(default_factory=NotesConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     bootstrap_resamples: int = 5000
@@ -295,30 +224,23 @@ class ExperimentConfig(_Strict):
     @field_validator("successors")
     @classmethod
     def _successors_unique(cls, value: list[SuccessorConfig]) -> list[SuccessorConfig]:
-        names = [(m.model, m.agent) for m in value]
+        names = [(m.model, m.agent.runtime) for m in value]
         if len(set(names)) != len(names):
             raise ValueError(f"successors must differ in model or agent: {[f'{m} ({a})' for m, a in names]}")
         return value
 
-    @field_validator("command_backend")
-    @classmethod
-    def _known_command_backend(cls, value: str) -> str:
-        if value not in COMMAND_BACKENDS:
-            raise ValueError(f"unknown command backend {value!r}: use {' or '.join(COMMAND_BACKENDS)}")
-        return value
-
     @model_validator(mode="after")
-    def _runtimes_accept_the_settings(self) -> ExperimentConfig:
-        # Refused before any unit runs: a runtime that cannot honour a limit says so (docs/protocol.md section 8).
-        agents = [("predecessor.agent", self.predecessor.agent)] if self.predecessor.model else []
-        agents += [(f"successors[{i}].agent", s.agent) for i, s in enumerate(self.successors)]
-        for where, agent in agents:
+    def _runtimes_accept_their_choices(self) -> ExperimentConfig:
+        # Refused before any unit runs: a runtime that cannot honour a limit says so (docs/protocol.md
+        # section 8.4).
+        tables = [("predecessor", self.predecessor)] if self.predecessor.model else []
+        tables += [(f"successors[{i}]", s) for i, s in enumerate(self.successors)]
+        for where, table in tables:
             try:
-                RUNTIMES[agent].check(self.limits.run_limits(), protocol=self.limits.protocol,
-                                      command_backend=self.command_backend)
+                checked_choice(table.agent, self.limits)
             except InputError as exc:
-                raise ValueError(f"{where} = {agent!r}: {exc.reason}"
-                                 + (f" (limits.{exc.field})" if exc.field else "")) from None
+                field = f"agent.{exc.field}" if exc.field in ("protocol", "command_backend") else f"limits.{exc.field}"
+                raise ValueError(f"{where}.agent = {table.agent.runtime!r}: {exc.reason} ({field})") from None
         return self
 
     @property
@@ -326,8 +248,8 @@ class ExperimentConfig(_Strict):
         """Each successor's name (:meth:`SuccessorConfig.name`), in order: its model, with its agent runtime
         when that is not the default or the successors run under more than one (so two that differ only in
         agent stay apart, and the names of studies of the default runtime stay as they were)."""
-        mixed = len({s.agent for s in self.successors}) > 1
-        return [s.name(mixed or s.agent != DEFAULT_AGENT) for s in self.successors]
+        mixed = len({s.agent.runtime for s in self.successors}) > 1
+        return [s.name(mixed or s.agent.runtime != DEFAULT_AGENT) for s in self.successors]
 
     # --- resolved paths -------------------------------------------------------------------------------
     def _resolve(self, value: str) -> Path:
@@ -392,33 +314,6 @@ def _loc(loc: tuple) -> str:
     return out
 
 
-def _tables(raw: dict[str, Any], table: str) -> list[tuple[dict[str, Any], str]]:
-    """The tables ``table`` names in ``raw`` (see :data:`RENAMED_KEYS`), each with its TOML key prefix."""
-    if not table:
-        return [(raw, "")]
-    found: list[tuple[Any, str]] = [(raw, "")]
-    for part in table.split("."):
-        name = part.removesuffix("[]")
-        step: list[tuple[Any, str]] = []
-        for section, where in found:
-            value = section.get(name) if isinstance(section, dict) else None
-            if part.endswith("[]"):
-                step += [(item, f"{where}{name}[{i}].") for i, item in enumerate(value if isinstance(value, list) else [])]
-            else:
-                step.append((value, f"{where}{name}."))
-        found = step
-    return [(section, where) for section, where in found if isinstance(section, dict)]
-
-
-def _read_renamed_keys(raw: dict[str, Any], path: Path) -> None:
-    """Move the keys of :data:`RENAMED_KEYS` to their new names in ``raw``, warning (``FutureWarning``) for
-    each; both names at once is an :class:`InputError`."""
-    for table, old, new in RENAMED_KEYS:
-        for section, where in _tables(raw, table):
-            if old in section:
-                _rename(section, where, old, new, path)
-
-
 def _toml_type(value: Any) -> str:
     """The TOML name of a value's type, for "expected X, got Y" messages."""
     for kind, name in ((bool, "a boolean"), (int, "an integer"), (float, "a float"), (str, "a string"),
@@ -428,27 +323,8 @@ def _toml_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _rename(section: dict[str, Any], where: str, old: str, new: str, path: Path) -> None:
-    """Move ``section[old]`` to ``section[new]`` with a ``FutureWarning`` (``where``: the table's key prefix).
-
-    Raises:
-        InputError: both names are given.
-    """
-    if new in section:
-        raise InputError(path, f"give '{where}{new}' only ('{where}{old}' is its old name)", field=where + old)
-    value = section.pop(old)
-    section[new] = (not value) if (old, new) == ("allow_network", "offline") and isinstance(value, bool) else value
-    # stacklevel: _rename, _read_renamed_keys, load_experiment, then the caller of load_experiment.
-    warnings.warn(f"{path}: key '{where}{old}' is deprecated; use '{where}{new}'"
-                  + (" (= not allow_network)" if new == "offline" else "")
-                  + "; the old key is read until the next release", FutureWarning, stacklevel=4)
-
-
 def load_experiment(path: Path | str) -> ExperimentConfig:
     """Read an experiment TOML file into an :class:`ExperimentConfig`.
-
-    Keys renamed in this release (:data:`RENAMED_KEYS`) are read under their old names too, each with a
-    ``FutureWarning`` naming the file, the old and the new key.
 
     Raises:
         InputError: the file is missing, is not valid TOML, or a key is unknown or has a bad value; the
@@ -466,7 +342,6 @@ def load_experiment(path: Path | str) -> ExperimentConfig:
         reason = str(exc)[: where.start()]
         raise InputError(path, f"not valid TOML: {reason} (column {where.group(2)})",
                          record=f"line {where.group(1)}") from None
-    _read_renamed_keys(raw, path)
     raw.setdefault("base_dir", str(path.resolve().parent))
     try:
         return ExperimentConfig.model_validate(raw)

@@ -41,7 +41,7 @@ from takeover.experiments.folder_lock import hold_out_dir
 from takeover.experiments.planning import Blocked, Plan, Planner, done_checkpoints
 from takeover.experiments.progress import show_progress
 from takeover.experiments.selection import index_trajectories, select_source_tasks, write_task_files
-from takeover.experiments.units import UnitResult, UnitSpec, read_result
+from takeover.experiments.units import UnitResult, UnitSpec, read_result, set_aside_earlier_units
 from takeover.report import build_report
 
 
@@ -67,6 +67,8 @@ class ExperimentSummary(BaseModel):
         skipped_instances: selected instances without a predecessor (no trajectory to import), with why.
         import_notes: trajectory files that were not imported (could not be read, or a second run of an
             instance), one line each (also in ``OUT/import_notes.txt`` and the report).
+        earlier_units: the line saying that the output folder's units were written by an earlier version
+            and are recomputed (:func:`takeover.experiments.units.set_aside_earlier_units`), or ``None``.
         report_files: files written by the report.
         seconds: wall time of this call.
     """
@@ -76,6 +78,7 @@ class ExperimentSummary(BaseModel):
     problems: list[Problem] = Field(default_factory=list)
     skipped_instances: dict[str, str] = Field(default_factory=dict)
     import_notes: list[str] = Field(default_factory=list)
+    earlier_units: str | None = None
     report_files: dict[str, str] = Field(default_factory=dict)
     seconds: float = 0.0
 
@@ -132,6 +135,7 @@ def _run_experiment(config: ExperimentConfig, *, workers: int | None, executor: 
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "config.resolved.json", config.resolved())
     atomic_write_json(out / "versions.json", package_versions())
+    earlier_units = set_aside_earlier_units(out)
     if workers is not None and workers < 1:
         raise InputError("--workers", f"must be 1 or more, got {workers}")
     workers = workers if workers is not None else config.execution.workers
@@ -146,7 +150,7 @@ def _run_experiment(config: ExperimentConfig, *, workers: int | None, executor: 
                 show_progress(progress if isinstance(progress, Console) else None))
         else:
             callback = progress if callable(progress) else None
-        summary = ExperimentSummary(out_dir=str(out))
+        summary = ExperimentSummary(out_dir=str(out), earlier_units=earlier_units)
         ex = make_executor(kind, workers, ray_address=config.execution.ray_address)
         interrupted = True
         try:

@@ -17,12 +17,10 @@ from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.selection import why_not_imported
 from takeover.experiments.units import UnitResult, UnitSpec
 from takeover.results import (
-    AgentSettings,
     CheckpointInputs,
     CheckpointOutput,
     EnvironmentInputs,
     GradeInputs,
-    GradingSettings,
     HandoffStateInputs,
     ImportInputs,
     PlanEntry,
@@ -127,11 +125,6 @@ class Planner:
         self.config = config
         self.task_files = task_files
         self.repo_source = repo_source
-        limits = config.limits
-        # Only what changes an agent run is part of an agent unit's key (grading and replay limits are not).
-        self.agent = AgentSettings(**limits.run_limits().model_dump(), protocol=limits.protocol)
-        self.grading = GradingSettings(backend=config.grading.backend, timeout=limits.grading_timeout,
-                                       network=config.grading.network)
 
     def _spec(self, stage: str, function, inputs, labels: UnitLabels, resources: list[str]) -> UnitSpec:
         return UnitSpec(stage=stage, fn=function, inputs=inputs, labels=labels, resources=resources,
@@ -163,9 +156,8 @@ class Planner:
                 specs.append(self._spec("predecessor", stages.import_unit, inputs, labels, []))
             else:
                 pred = self.config.predecessor
-                inputs = PredecessorRunInputs(**self._task(t.instance_id), model=pred.model, limits=self.agent,
-                                              agent=pred.agent, command_backend=self.config.command_backend,
-                                              agent_command=pred.agent_command, session_glob=pred.session_glob)
+                inputs = PredecessorRunInputs(**self._task(t.instance_id), model=pred.model,
+                                              limits=self.config.limits, agent=pred.agent)
                 specs.append(self._spec("predecessor", stages.predecessor_run_unit, inputs, labels, ["model", "env"]))
         return specs
 
@@ -183,7 +175,7 @@ class Planner:
             files = self._task(iid)
             inputs = PointsInputs(
                 instance_id=iid, predecessor_key=pred.key, task=files["task"], task_sha256=files["task_sha256"],
-                replay_timeout=self.config.limits.replay_timeout,
+                replay=self.config.replay,
                 trajectory=r.output if r is not None and r.status == "done" else None,
             )
             spec = self._spec("points", stages.points_unit, inputs, UnitLabels.model_validate(pred.labels), ["env"])
@@ -223,7 +215,7 @@ class Planner:
     def handoff_states(self, checkpoints: list[DoneCheckpoint]) -> list[UnitSpec]:
         """One unit per checkpoint: grade its patch for the handoff state."""
         return [self._spec("handoff_state", stages.handoff_state_unit,
-                           HandoffStateInputs(**self._checkpoint_inputs(cp), grading=self.grading), cp.labels, ["env"])
+                           HandoffStateInputs(**self._checkpoint_inputs(cp), grading=self.config.grading), cp.labels, ["env"])
                 for cp in checkpoints]
 
     def views(self, checkpoints: list[DoneCheckpoint]) -> list[UnitSpec]:
@@ -263,9 +255,7 @@ class Planner:
                     inputs = TakeoverInputs(
                         **self._checkpoint_inputs(cp), view=view, view_key=vspec.key,
                         view_sha256=built.sha256 if built else None, view_path=built.path if built else None,
-                        model=successor.settings(), limits=self.agent, agent=successor.agent,
-                        command_backend=self.config.command_backend, agent_command=successor.agent_command,
-                        session_glob=successor.session_glob,
+                        model=successor.settings(), limits=self.config.limits, agent=successor.agent,
                     )
                     labels = cp.labels.model_copy(update={"view": view, "successor": name})
                     spec = self._spec("takeover", stages.takeover_unit, inputs, labels, ["model", "env"])
@@ -286,7 +276,7 @@ class Planner:
             inputs = GradeInputs(**self._task(upstream.instance_id), takeover_key=spec.key,
                                  patch_sha256=run.patch_sha256 if run else None,
                                  patch_path=run.patch_path if run else None,
-                                 checkpoint_dir=upstream.checkpoint_dir, grading=self.grading)
+                                 checkpoint_dir=upstream.checkpoint_dir, grading=self.config.grading)
             labels = UnitLabels.model_validate({**spec.labels, "takeover_key": spec.key})
             g = self._spec("grade", stages.grade_unit, inputs, labels, ["env"])
             if run is None:

@@ -14,17 +14,15 @@ import tempfile
 from pathlib import Path
 
 from takeover._util.io import atomic_write_text, sha256_file, sha256_text
-from takeover.agents import run_predecessor, run_takeover
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.environments import prepare_environment
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 from takeover.grading import GradeResult, grade, grade_checkpoint
-from takeover.limits import RunLimits
 from takeover.points import HandoffPoint, RunPoints, analyze_run, checkpoint_method
 from takeover.repository_states.snapshots import SnapshotError, top_level_names
 from takeover.results import (
     AgentRunOutput,
-    AgentSettings,
     CheckpointInputs,
     CheckpointOutput,
     EnvironmentInputs,
@@ -132,10 +130,6 @@ def import_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         exit_status=traj.exit_status, final_patch_files=traj.final_patch_files))
 
 
-def _run_limits(settings: AgentSettings) -> RunLimits:
-    return RunLimits.model_validate(settings.model_dump(include=set(RunLimits.model_fields)))
-
-
 def _run_output(record: RunRecord, run_dir: Path) -> dict:
     """The fields every agent run output shares (:class:`~takeover.results.AgentRunOutput`)."""
     acc = record.accounting
@@ -165,10 +159,8 @@ def predecessor_run_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     """Run the predecessor model on the task from ``base_commit`` (snapshots after every event)."""
     args = PredecessorRunInputs.model_validate(inputs)
     run_dir = _fresh(Path(ctx.work_dir) / "run")
-    record = run_predecessor(_task(args.task), args.model, run_dir, limits=_run_limits(args.limits),
-                             protocol=args.limits.protocol, agent=args.agent, command_backend=args.command_backend,
-                             repo_source=ctx.repo_source, agent_command=args.agent_command,
-                             session_glob=args.session_glob)
+    record = run_predecessor(_task(args.task), args.model, run_dir, limits=args.limits, agent=args.agent,
+                             repo_source=ctx.repo_source)
     out = PredecessorRunOutput(**_run_output(record, run_dir), workspace=record.workspace)
     _fail_on_infrastructure("predecessor", out)
     return UnitOutcome(output=out, prompt_tokens=out.prompt_tokens or 0, completion_tokens=out.completion_tokens or 0)
@@ -185,9 +177,8 @@ def points_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         raise UnitFailure("no predecessor run to analyse (its unit failed)")
     traj = _read_trajectory(ref)
     snapshot_repo = ref.workspace if isinstance(ref, PredecessorRunOutput) else None
-    options = {"replay_timeout": args.replay_timeout} if args.replay_timeout else {}
     rp = analyze_run(traj, _task(args.task), ctx.repo_source, snapshot_repo=snapshot_repo, work_dir=ctx.work_dir,
-                     **options)
+                     replay_timeout=args.replay.timeout, memory_mb=args.replay.memory_mb)
     path = rp.save(Path(ctx.work_dir) / "points.json")
     return UnitOutcome(output=PointsOutput(
         run_points=str(path),
@@ -310,9 +301,7 @@ def takeover_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     if sha256_text(prompt) != args.view_sha256:
         raise UnitFailure(f"{args.view_path} changed after its view unit wrote it; run again")
     record = run_takeover(args.checkpoint_dir, args.view, args.model, run_dir, task=_task(args.task), prompt=prompt,
-                          limits=_run_limits(args.limits), protocol=args.limits.protocol, agent=args.agent,
-                          command_backend=args.command_backend, repo_source=ctx.repo_source,
-                          agent_command=args.agent_command, session_glob=args.session_glob)
+                          limits=args.limits, agent=args.agent, repo_source=ctx.repo_source)
     shared = _run_output(record, run_dir)
     final = _read(shared["patch_path"]) if shared["patch_path"] else ""
     out = TakeoverRunOutput(

@@ -72,10 +72,9 @@ def _json_object(value: Any) -> Any:
 
 def key_form(value: Any) -> Any:
     """``value`` with model endpoint settings in their key form (:func:`takeover.llm.settings.key_form`:
-    under the field names they had when unit keys were first written, ``name`` for ``ModelSettings.model``,
-    and without the address of an endpoint that names its model otherwise), so that a folder written before a
-    rename is resumed, not redone with new model calls, and so is one whose embedded model ran on another
-    port. Only the key uses this form; the unit file stores the inputs as they are."""
+    without the address of an endpoint that names its model otherwise), so that a folder whose embedded
+    model ran on another port is resumed, not redone with new model calls. Only the key uses this form; the
+    unit file stores the inputs as they are."""
     if isinstance(value, dict):
         if {"model", "base_url", "api_key_env"} <= value.keys():
             value = endpoint_key_form(value)
@@ -234,6 +233,32 @@ def read_result(out_dir: Path | str, stage: str, key: str, instance_id: str | No
     """The stored result of a unit, or ``None`` when missing, unreadable or not this unit's (see
     :func:`check_result`); then it is redone."""
     return check_result(out_dir, stage, key, instance_id)[0]
+
+
+#: The form of unit inputs and keys, written to ``OUT/units/FORMAT``. Units of another form (an earlier
+#: version of takeover) are never mixed with today's: :func:`set_aside_earlier_units` moves them away.
+UNITS_FORMAT = 2
+
+
+def set_aside_earlier_units(out_dir: Path | str) -> str | None:
+    """Make ``OUT/units`` hold units of :data:`UNITS_FORMAT` only: a folder written by an earlier version
+    (no ``FORMAT`` file, or another number in it) is moved to ``OUT/units.earlier-N`` (``N``: its format),
+    so that its units are recomputed rather than mixed with today's; returns the one line that says so
+    (``None`` when nothing was moved). Marks the folder with today's format."""
+    units = Path(out_dir) / "units"
+    marker = units / "FORMAT"
+    found = marker.read_text(encoding="utf-8").strip() if marker.is_file() else "1"
+    moved = None
+    if units.is_dir() and found != str(UNITS_FORMAT) and any(units.iterdir()):
+        aside = units.with_name(f"units.earlier-{found}")
+        if aside.exists():
+            aside = units.with_name(f"units.earlier-{found}-{int(time.time())}")
+        units.rename(aside)
+        moved = (f"{units} was written by an earlier version of takeover (unit format {found}, now "
+                 f"{UNITS_FORMAT}): its units are recomputed, not reused; they were moved to {aside}")
+    units.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{UNITS_FORMAT}\n", encoding="utf-8")
+    return moved
 
 
 def note_rejected(out_dir: Path | str, stage: str, key: str, reason: str) -> None:

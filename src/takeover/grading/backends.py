@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from takeover.errors import InputError
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from takeover._util.registries import Registry
 from takeover.grading.backend import GradingBackend
 from takeover.grading.docker import DockerBackend
 from takeover.grading.local import LocalBackend
 
 #: The grading backends by name, the default first.
-BACKENDS: dict[str, GradingBackend] = {b.name: b for b in (LocalBackend(), DockerBackend())}
+BACKENDS: Registry[GradingBackend] = Registry("backend", {b.name: b for b in (LocalBackend(), DockerBackend())},
+                                              where="--backend")
 #: The backend used when none is named.
 DEFAULT_BACKEND = LocalBackend.name
 #: The name of a registered backend, as a field type: a record or setting holding any other name is
@@ -34,10 +37,7 @@ def grading_backend(name: str) -> GradingBackend:
     Raises:
         InputError: no backend has that name (the message lists the known ones; the path is ``--backend``).
     """
-    try:
-        return BACKENDS[name]
-    except KeyError:
-        raise InputError("--backend", f"unknown backend {name!r}; use one of {', '.join(BACKENDS)}") from None
+    return BACKENDS.named(name)
 
 
 def describe_backends() -> str:
@@ -45,3 +45,32 @@ def describe_backends() -> str:
     SWE-bench images)``."""
     parts = [f"{b.name} ({b.description})" for b in BACKENDS.values()]
     return ", ".join(parts[:-1]) + f" or {parts[-1]}" if len(parts) > 1 else parts[0]
+
+
+#: Seconds allowed for each test run unless a grading says otherwise (``--grading-timeout``).
+DEFAULT_TIMEOUT = 1800.0
+
+
+class GradingSettings(BaseModel):
+    """How patches are graded (docs/protocol.md sections 6 and 8): one record, the ``[grading]`` table of an
+    experiment file and the ``grading`` of handoff-state and grade unit inputs.
+
+    Attributes:
+        backend: a name of :data:`BACKENDS` (``--backend``).
+        timeout: seconds allowed for each test run (``--grading-timeout``).
+        network: let the tests use the network (``local`` backend; off by default, as the sandbox is
+            offline). SWE-bench's Docker harness runs tests with the network on, and some suites need it
+            (:data:`takeover.grading.NETWORK_REPOS`, e.g. psf/requests calls httpbin.org): without it those
+            tasks never resolve, and their results carry a warning that the report lists.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: str = DEFAULT_BACKEND
+    timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
+    network: bool = False
+
+    @field_validator("backend")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        return BACKENDS.check(value)

@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from takeover._util.io import atomic_write_json, atomic_write_text
-from takeover._util.renames import renamed_keyword
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
-from takeover.grading.backends import DEFAULT_BACKEND, grading_backend
+from takeover.grading.backends import DEFAULT_BACKEND, DEFAULT_TIMEOUT, grading_backend
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey
 from takeover.grading.verdict import GradeResult, set_aside_by_reference, swebench_report
@@ -30,9 +29,6 @@ from takeover.vocabulary import HandoffState
 
 #: The ``model_name_or_path`` the task's reference patch is graded under (for the set-aside PASS_TO_PASS tests).
 REFERENCE_MODEL = "reference"
-#: Seconds allowed for one test run unless the caller says otherwise.
-DEFAULT_TIMEOUT = 1800.0
-
 
 def _as_task(task: SourceTask | Mapping[str, Any]) -> SourceTask:
     return task if isinstance(task, SourceTask) else SourceTask.model_validate(task)
@@ -119,7 +115,6 @@ def grade_predictions(
     force: bool = False,
     keep_workspace: bool = False,
     network: bool = False,
-    timeout: float | None = None,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
@@ -138,7 +133,7 @@ def grade_predictions(
             or ``docker`` (swebench's official harness, one run id per patch).
         repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
         grading_timeout: seconds allowed for each test run (``--grading-timeout``, the experiment file's
-            ``limits.grading_timeout``).
+            ``grading.timeout``).
         log_dir: default ``cache_dir()/grading``.
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
         force: grade again even when a stored result could be reused.
@@ -147,16 +142,13 @@ def grade_predictions(
             always has it on: :meth:`~takeover.grading.backend.GradingBackend.tests_network`. A few suites
             need it, e.g. psf/requests calls httpbin.org; offline, a suite that reads ``HTTPBIN_URL`` gets a
             local httpbin: :mod:`takeover.environments.local_httpbin`).
-        timeout: the earlier name of ``grading_timeout`` (read with a ``FutureWarning`` until the next release).
 
     Raises:
         InputError: an unknown backend, or a prediction names an ``instance_id`` that is not among ``tasks``.
         EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
             (``docker`` without a Docker daemon).
     """
-    # From here on ``timeout`` is the resolved grading_timeout (the backends' own keyword).
-    timeout = renamed_keyword("grade_predictions", "timeout", timeout, "grading_timeout", grading_timeout,
-                              DEFAULT_TIMEOUT)
+    timeout = grading_timeout  # the backends' own keyword
     impl = grading_backend(backend)
     by_id = {t.instance_id: t for t in map(_as_task, tasks)}
     preds = [p if isinstance(p, Prediction) else Prediction.model_validate(dict(p)) for p in predictions]
@@ -202,7 +194,6 @@ def grade(
     model_name_or_path: str = "takeover",
     force: bool = False,
     network: bool = False,
-    timeout: float | None = None,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
@@ -214,14 +205,12 @@ def grade(
         force: grade again even when a stored result could be reused (see :func:`grade_predictions`).
         network: let the tests use the network (see :func:`grade_predictions`,
             :data:`~takeover.grading.NETWORK_REPOS`).
-        timeout: the earlier name of ``grading_timeout`` (read with a ``FutureWarning`` until the next release).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     Raises:
         InputError: an unknown backend.
         EnvironmentUnavailable: the backend cannot grade on this machine (``docker`` without a daemon).
     """
-    grading_timeout = renamed_keyword("grade", "timeout", timeout, "grading_timeout", grading_timeout, DEFAULT_TIMEOUT)
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
     return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
@@ -275,19 +264,16 @@ def grade_handoff_state(
     log_dir: Path | str | None = None,
     spec_file: SpecFile = None,
     network: bool = False,
-    timeout: float | None = None,
 ) -> HandoffState:
     """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from
     :func:`grade_checkpoint` (PASS_TO_PASS tests the reference patch fails here are set aside;
-    ``grading_timeout``: seconds per test run; ``timeout`` is its earlier name, read with a warning).
+    ``grading_timeout``: seconds per test run).
 
     Raises:
         EnvironmentUnavailable: grading did not finish (environment, repository, test patch); the
             message has the reason.
         InputError: an unknown backend.
     """
-    grading_timeout = renamed_keyword("grade_handoff_state", "timeout", timeout, "grading_timeout", grading_timeout,
-                                      DEFAULT_TIMEOUT)
     result = grade_checkpoint(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
                               log_dir=log_dir, spec_file=spec_file, network=network)
     if result.handoff_state is None:

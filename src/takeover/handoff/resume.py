@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from takeover._util.io import atomic_write_bytes, atomic_write_json
 from takeover._util.patches import first_difference, patch_files
 from takeover._util.redact import redact
+from takeover.agents.agent_choice import AgentChoice
 from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
 from takeover.agents.runs import run_agent
 from takeover.errors import InputError, TakeoverError
@@ -203,7 +204,7 @@ def resume_session(
                          "choose a folder outside it (--out-dir)")
     spec = RunSpec(
         kind="takeover", instance_id=handoff.view.instance_id, repo=str(root), base_commit=state.base_commit,
-        prompt=handoff.prompt, model=model, limits=limits or RunLimits(), protocol=protocol,
+        prompt=handoff.prompt, model=model, limits=limits or RunLimits(), agent=AgentChoice(protocol=protocol),
         origin=TakeoverOrigin(
             checkpoint_dir=str(out), instance_id=handoff.view.instance_id, point_type=SESSION_END,
             event_index=handoff.point.event_index, view=view, patch_sha256=state.patch_sha256, method=WORKING_TREE,

@@ -9,23 +9,18 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from takeover._util.io import with_current_names
 from takeover.llm.response_format import RESPONSE_FORMAT_MODES
 
 #: Keys :attr:`ModelSettings.extra` may hold.
 EXTRA_KEYS = ("client", "params", "response_format", "identity")
-#: Field names of earlier versions: earlier name -> name. Records written before the rename (``run.json``,
-#: unit records, experiment files) are still read; experiment files warn (``takeover.experiments.config``).
-EARLIER_FIELD_NAMES: dict[str, str] = {"name": "model"}
 
 
 class ModelSettings(BaseModel):
     """An OpenAI-compatible endpoint or any provider that ``litellm`` supports.
 
-    Unknown keys are refused (a typo in an experiment file must not fall back to a default silently). The
-    earlier name of a field (:data:`EARLIER_FIELD_NAMES`: ``name`` for ``model``) is read too.
+    Unknown keys are refused (a typo in an experiment file must not fall back to a default silently).
 
     Attributes:
         model: model name as the endpoint knows it (``gpt-4o``, ``openai/qwen``, ``anthropic/claude-...``):
@@ -63,11 +58,6 @@ class ModelSettings(BaseModel):
     max_retry_wait: float = Field(60.0, ge=0)
     extra: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _earlier_names(cls, data: Any) -> Any:
-        return with_current_names(data, EARLIER_FIELD_NAMES)
-
     @field_validator("extra")
     @classmethod
     def _known_extra(cls, value: dict[str, Any]) -> dict[str, Any]:
@@ -95,11 +85,8 @@ class ModelSettings(BaseModel):
 
 
 def key_form(data: dict[str, Any]) -> dict[str, Any]:
-    """An endpoint's settings (a :meth:`ModelSettings.model_dump`) as unit keys hash them: fields under the
-    names they had when keys were first written (:data:`EARLIER_FIELD_NAMES`, reversed: ``model`` is
-    hashed as ``name``), and without ``base_url`` when ``extra.identity`` says which model answers there
-    (the embedded model is served on a free port, a new one each run; its identity is its weights' sha256
-    and server settings). The settings of any other endpoint hash as they always did."""
-    earlier = {current: name for name, current in EARLIER_FIELD_NAMES.items()}
+    """An endpoint's settings (a :meth:`ModelSettings.model_dump`) as unit keys hash them: without
+    ``base_url`` when ``extra.identity`` says which model answers there (the embedded model is served on a
+    free port, a new one each run; its identity is its weights' sha256 and server settings)."""
     identified = bool((data.get("extra") or {}).get("identity"))
-    return {earlier.get(k, k): v for k, v in data.items() if not (identified and k == "base_url")}
+    return {k: v for k, v in data.items() if not (identified and k == "base_url")}

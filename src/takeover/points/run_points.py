@@ -14,7 +14,6 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from takeover._util.io import atomic_write_text
-from takeover._util.renames import renamed_keyword
 from takeover.errors import InputError
 from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
@@ -102,7 +101,6 @@ def analyze_run(
     memory_mb: int = DEFAULT_MEMORY_MB,
     use_sandbox: bool = True,
     result_out: list | None = None,
-    timeout: float | None = None,
 ) -> RunPoints:
     """Per-event states, verdict and handoff points of one predecessor run (docs/protocol.md sections 3-5).
 
@@ -116,16 +114,13 @@ def analyze_run(
     Args:
         use_environment: replay inside the task's environment when it can be prepared.
         replay_timeout, memory_mb: per-command limits for replay (seconds, MiB; ``--replay-timeout``, the
-            experiment file's ``limits.replay_timeout``).
+            experiment file's ``replay.timeout``).
         use_sandbox: confine replayed commands with bubblewrap when available.
         result_out: when a list is given, the :class:`ReplayResult` (per-event trees and diffs) is appended.
-        timeout: the earlier name of ``replay_timeout`` (read with a ``FutureWarning`` until the next release).
 
     Raises:
         RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
     """
-    replay_timeout = renamed_keyword("analyze_run", "timeout", timeout, "replay_timeout", replay_timeout,
-                                     DEFAULT_TIMEOUT)
     base = {
         "instance_id": task.instance_id, "repo": task.repo, "base_commit": task.base_commit,
         "trajectory": trajectory.source_path, "trajectory_record": trajectory.record, "format": trajectory.format,

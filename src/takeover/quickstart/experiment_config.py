@@ -15,11 +15,11 @@ from takeover.experiments.config import (
     DatasetConfig,
     ExecutionConfig,
     ExperimentConfig,
-    GradingConfig,
-    LimitsConfig,
     NotesConfig,
     PredecessorConfig,
 )
+from takeover.grading.backends import GradingSettings
+from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.quickstart.options import QuickstartOptions
 from takeover.report.notice import ReportNotice, notice_markdown
@@ -48,8 +48,8 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
         successors=[{**endpoint, "agent": options.agent}],
         views=list(options.views or VIEWS),
         point_types=list(options.point_types),
-        limits=LimitsConfig(step_limit=options.step_limit, wall_time_limit_seconds=options.wall_time_limit_seconds),
-        grading=GradingConfig(backend=options.backend),
+        limits=RunLimits(step_limit=options.step_limit, wall_time_limit_seconds=options.wall_time_limit_seconds),
+        grading=GradingSettings(backend=options.backend),
         notes=NotesConfig(model=endpoint, note_max_tokens=options.notes_cap),
         execution=ExecutionConfig(workers=options.workers, model_concurrency=1 if options.embedded else None,
                                   prepare_environments=True),

@@ -12,13 +12,20 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from takeover.agents import DEFAULT_AGENT, RUNTIMES
+from takeover.agents import DEFAULT_AGENT
+from takeover.agents.runtimes import RUNTIMES
 from takeover.errors import InputError
 from takeover.grading.backends import DEFAULT_BACKEND, GradingBackendName
 from takeover.llm import ModelSettings
 from takeover.quickstart.pinned import PINNED
 from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
+
+
+def _needs_no_options(runtime: Any) -> bool:
+    """Whether ``runtime`` runs with its options' defaults (its ``Options`` model has no required field)."""
+    return not any(field.is_required() for field in runtime.Options.model_fields.values())
+
 
 DEFAULT_INSTANCE = "pytest-dev__pytest-7521"
 DEFAULT_POINT_TYPES: list[PointType] = ["after_first_source_edit"]
@@ -121,9 +128,10 @@ class QuickstartOptions(BaseModel):
     @field_validator("agent")
     @classmethod
     def _known_agent(cls, value: str) -> str:
-        if value not in RUNTIMES or value == "command":
-            raise ValueError(f"unknown agent runtime {value!r} for the quickstart: use "
-                             + " or ".join(name for name in RUNTIMES if name != "command"))
+        # The quickstart gives a runtime no options: one that needs some (the user's own command) is refused.
+        usable = [name for name, runtime in RUNTIMES.items() if _needs_no_options(runtime)]
+        if value not in usable:
+            raise ValueError(f"unknown agent runtime {value!r} for the quickstart: use {' or '.join(usable)}")
         return value
 
     def __init__(self, **data: Any):

@@ -11,7 +11,6 @@ rows of ``results.csv`` and the metrics derived from the records (docs/protocol.
 from takeover.results.metrics import checkpoint_diff_preserved, only_source_files_changed, pass_rate
 from takeover.results.records import (
     AgentRunOutput,
-    AgentSettings,
     CheckpointInputs,
     CheckpointOutput,
     CheckpointUnitInputs,
@@ -19,7 +18,6 @@ from takeover.results.records import (
     EnvironmentOutput,
     GradeInputs,
     GradeOutput,
-    GradingBackend,
     GradingSettings,
     HandoffStateInputs,
     HandoffStateOutput,
@@ -60,7 +58,6 @@ __all__ = [
     "RUN_OUTPUT_COLUMNS",
     "STATUS_COLUMNS",
     "AgentRunOutput",
-    "AgentSettings",
     "CheckpointInputs",
     "CheckpointOutput",
     "CheckpointUnitInputs",
@@ -68,7 +65,6 @@ __all__ = [
     "EnvironmentOutput",
     "GradeInputs",
     "GradeOutput",
-    "GradingBackend",
     "GradingSettings",
     "HandoffStateInputs",
     "HandoffStateOutput",

@@ -36,21 +36,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
-from takeover.grading.backends import GradingBackendName
+from takeover.agents.agent_choice import AgentChoice
+from takeover.grading.backends import GradingSettings
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.trajectories.takeover_run import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND
+from takeover.repository_states.replay_settings import ReplaySettings
 from takeover.vocabulary import (
-    ActionProtocol,
     CheckpointMethod,
     ExitStatus,
     HandoffState,
     PointType,
     ViewName,
 )
-
-#: The earlier name of :data:`~takeover.grading.backends.GradingBackendName` (kept for callers that import it).
-GradingBackend = GradingBackendName
 
 
 class _Record(BaseModel):
@@ -114,24 +111,6 @@ class TaskInputs(_Record):
     task_sha256: str
 
 
-class GradingSettings(_Record):
-    """How a patch is graded (docs/protocol.md sections 6 and 8): ``backend``, ``timeout`` (seconds per test
-    run) and ``network`` (tests may use the network; written only when on)."""
-
-    _OMIT_WHEN_DEFAULT = ("network",)
-
-    backend: GradingBackendName
-    timeout: float
-    network: bool = False
-
-
-class AgentSettings(_Record, RunLimits):
-    """The limits of an agent run (:class:`takeover.limits.RunLimits`: mini-swe-agent's names; seconds,
-    tokens and US dollars) and its action ``protocol`` (docs/protocol.md section 8)."""
-
-    protocol: ActionProtocol = "text"
-
-
 # --- environment -----------------------------------------------------------------------------------
 
 
@@ -185,26 +164,13 @@ class ImportOutput(_Record):
     final_patch_files: list[str]
 
 
-class _AgentChoice(_Record):
-    """The agent runtime of an agent-run unit, ``agent`` (docs/protocol.md section 8.4; the ``command``
-    runtime with its ``agent_command`` and ``session_glob``), and where its commands run,
-    ``command_backend``: each written only when not the default, so that the keys of runs of the default
-    runtime, which had neither field, stay as they were. Put first among a record's bases."""
-
-    _OMIT_WHEN_DEFAULT = ("agent", "command_backend", "agent_command", "session_glob")
-
-    agent: str = DEFAULT_AGENT
-    command_backend: str = DEFAULT_COMMAND_BACKEND
-    agent_command: str | None = None
-    session_glob: str | None = None
-
-
-class PredecessorRunInputs(_AgentChoice, TaskInputs):
-    """Run the predecessor ``model`` on the task under ``limits``, with the agent runtime and command
-    backend of :class:`_AgentChoice`."""
+class PredecessorRunInputs(TaskInputs):
+    """Run the predecessor ``model`` on the task under ``limits`` (:class:`takeover.limits.RunLimits`) with
+    the agent choice ``agent`` (:class:`takeover.agents.AgentChoice`, whole)."""
 
     model: ModelSettings
-    limits: AgentSettings
+    limits: RunLimits
+    agent: AgentChoice
 
 
 class AgentRunOutput(_Record):
@@ -249,16 +215,14 @@ PredecessorOutput = ImportOutput | PredecessorRunOutput
 
 class PointsInputs(_Record):
     """Find the handoff points of one predecessor run: ``trajectory`` is the predecessor unit's output
-    (``None`` only in a blocked unit: the predecessor unit failed); ``replay_timeout`` (seconds per
-    replayed command) is written only when set."""
-
-    _OMIT_WHEN_DEFAULT = ("replay_timeout",)
+    (``None`` only in a blocked unit: the predecessor unit failed); ``replay`` how an imported run is
+    replayed (:class:`takeover.repository_states.replay_settings.ReplaySettings`, whole)."""
 
     instance_id: str
     predecessor_key: str
     task: str
     task_sha256: str
-    replay_timeout: float | None = None
+    replay: ReplaySettings
     trajectory: PredecessorOutput | None
 
 
@@ -400,17 +364,18 @@ class ViewOutput(_Record):
 # --- takeover and grade ----------------------------------------------------------------------------
 
 
-class TakeoverInputs(_AgentChoice, CheckpointUnitInputs):
+class TakeoverInputs(CheckpointUnitInputs):
     """One successor run from a checkpoint under one view (docs/protocol.md section 8). ``view_sha256``
-    and ``view_path`` are ``None`` only in a blocked unit (its view was not built). The agent runtime and
-    command backend as in :class:`_AgentChoice`."""
+    and ``view_path`` are ``None`` only in a blocked unit (its view was not built). ``limits`` and the
+    agent choice ``agent`` as in :class:`PredecessorRunInputs`."""
 
     view: ViewName
     view_key: str
     view_sha256: str | None
     view_path: str | None
     model: ModelSettings
-    limits: AgentSettings
+    limits: RunLimits
+    agent: AgentChoice
 
 
 class TakeoverRunOutput(AgentRunOutput):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from takeover._util.registries import Registry
 from takeover.errors import InputError
 from takeover.trajectories import (
     atif,
@@ -44,7 +45,8 @@ from takeover.trajectories._common import (
 )
 from takeover.trajectories.events import Trajectory
 
-_READERS: dict[str, Reader] = {}
+#: The readers by format name (``--format``), in registration order; :func:`readers` orders them for detection.
+_READERS: Registry[Reader] = Registry("trajectory format", {}, where="--format")
 
 
 def register_reader(reader: Reader, *, replace: bool = False) -> Reader:
@@ -55,13 +57,13 @@ def register_reader(reader: Reader, *, replace: bool = False) -> Reader:
     """
     if reader.name in _READERS and not replace:
         raise ValueError(f"a trajectory reader named {reader.name!r} is already registered")
-    _READERS[reader.name] = reader
+    _READERS.add(reader.name, reader)
     return reader
 
 
 def unregister_reader(name: str) -> None:
     """Remove a reader (no error when absent)."""
-    _READERS.pop(name, None)
+    _READERS.remove(name)
 
 
 def readers() -> list[Reader]:
@@ -75,10 +77,7 @@ def get_reader(name: str) -> Reader:
     Raises:
         InputError: no reader has that name (the message lists the known names).
     """
-    try:
-        return _READERS[name]
-    except KeyError:
-        raise InputError("--format", f"unknown trajectory format {name!r}; known: {', '.join(sorted(_READERS))}") from None
+    return _READERS.named(name)
 
 
 def replay_needs(fmt: str) -> ReplayNeeds:

@@ -48,12 +48,22 @@ FORMAT = "takeover"
 FORMAT_VERSION = "takeover-run-1"
 #: The agent runtime of a run folder that names none: every run written before runtimes had names.
 DEFAULT_AGENT = "mini-swe-agent"
-#: Where the commands of a run ran when it says nothing else (``takeover.agents.command_sandbox`` has the
+#: Where the commands of a run ran when it says nothing else (``takeover.agents.command_backends`` has the
 #: backends by name).
 DEFAULT_COMMAND_BACKEND = "local"
 #: Field names of earlier versions of ``run.json``: earlier name -> name (``backend`` named the command
 #: backend before grading backends existed beside it).
 EARLIER_FIELD_NAMES: dict[str, str] = {"backend": "command_backend"}
+#: Field names of earlier versions of ``run.json``'s ``limits``: earlier name -> name (before they followed
+#: mini-swe-agent's), read so that such run folders still show and import.
+EARLIER_LIMIT_NAMES: dict[str, str] = {
+    "steps": "step_limit",
+    "wall_seconds": "wall_time_limit_seconds",
+    "command_seconds": "command_timeout",
+    "prompt_tokens": "prompt_token_limit",
+    "cost": "cost_limit",
+    "format_errors": "max_consecutive_format_errors",
+}
 #: Where commands saw the workspace in records written before ``command_root`` existed, by command
 #: backend: the docker backend mounts it at ``/testbed``; any other ran commands in the workspace itself.
 _EARLIER_COMMAND_ROOTS = {"docker": "/testbed"}
@@ -207,7 +217,10 @@ class RunRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _earlier_names(cls, data: Any) -> Any:
-        return with_current_names(data, EARLIER_FIELD_NAMES)
+        data = with_current_names(data, EARLIER_FIELD_NAMES)
+        if isinstance(data, dict) and isinstance(data.get("limits"), dict):
+            data = {**data, "limits": with_current_names(data["limits"], EARLIER_LIMIT_NAMES)}
+        return data
 
     @field_validator("model")
     @classmethod

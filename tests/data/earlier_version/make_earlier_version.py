@@ -32,7 +32,8 @@ from test_agent_runs import _checkpoint_folder
 from test_experiment_e2e import _experiment, _test_patch, script
 
 import takeover
-from takeover.agents import RunLimits, run_predecessor, run_takeover
+from takeover.agents import RunLimits
+from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.experiments import load_experiment, run_experiment
 from takeover.llm import ModelSettings
 from takeover.sources.repos import RepoSource

@@ -1,11 +1,12 @@
-"""The user's own agent as an agent runtime (``--agent command --agent-command TEMPLATE``; docs/protocol.md
-section 8.4).
+"""The user's own agent as an agent runtime (``--agent command --agent-option agent_command=TEMPLATE``;
+docs/protocol.md section 8.4). Its options (:class:`CommandOptions`) are ``agent_command`` and
+``session_glob``.
 
 The template is a shell command (``bash -c``) run once in the workspace, with these placeholders, each
 replaced by a shell-quoted value:
 
 - ``{prompt_file}``: a file holding the takeover (or task) prompt;
-- ``{session_file}``: where the agent's own session record is to be found afterwards (``--session-glob``
+- ``{session_file}``: where the agent's own session record is to be found afterwards (the option ``session_glob``
   instead, for agents that choose their own file name: a glob relative to the run's ``session/`` folder,
   absolute, or starting with ``~/``: the agent's home, ``session/home``);
 - ``{workspace}``: the repository as the command sees it (``/testbed`` in the sandbox);
@@ -17,7 +18,7 @@ The same values are in the command's environment as ``TAKEOVER_PROMPT_FILE``, ``
 
 For example ``codex exec --json --skip-git-repo-check "$(cat {prompt_file})" > {session_file}`` or
 ``claude -p --permission-mode acceptEdits --allowedTools Bash Edit Write Read < {prompt_file}`` with
-``--session-glob '~/.claude/projects/*/*.jsonl'``.
+``--agent-option session_glob='~/.claude/projects/*/*.jsonl'``.
 
 What is recorded: the session file, read with takeover's readers (Claude Code, Codex CLI, OpenHands,
 mini-swe-agent, SWE-agent: :func:`takeover.trajectories.registry.read_trajectories`), gives the events and
@@ -48,19 +49,21 @@ import os
 import re
 import shlex
 from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from takeover._util import sandbox
 from takeover._util.io import atomic_write_text
 from takeover._util.processes import run_process
 from takeover._util.redact import redact
-from takeover.agents.command_sandbox import command_backend as command_backend_named
-from takeover.agents.command_sandbox import host_command_backends
-from takeover.agents.runtime import AgentRun, RuntimeOutcome
+from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
+from takeover.agents.runtime import AgentChoice, AgentRun, RuntimeOutcome
 from takeover.errors import InputError, TakeoverError
 from takeover.limits import RunLimits
 from takeover.trajectories.events import Trajectory
 from takeover.trajectories.registry import read_trajectories
-from takeover.vocabulary import ActionProtocol, ExitStatus
+from takeover.vocabulary import ExitStatus
 
 #: The placeholders of an agent command template.
 PLACEHOLDERS = ("prompt_file", "session_file", "workspace", "model", "base_url")
@@ -82,7 +85,7 @@ def check_template(template: str | None, *, where: str = "agent_command") -> str
         InputError: no template, or an unknown placeholder (``where`` names the flag or key).
     """
     if not template or not template.strip():
-        raise InputError(where, "the command runtime needs a command template (--agent-command / agent_command)")
+        raise InputError(where, "the command runtime needs a command template (its option agent_command)")
     unknown = [name for name in _PLACEHOLDER.findall(template) if name not in PLACEHOLDERS]
     if unknown:
         raise InputError(where, f"bad placeholder {{{unknown[0]}}} in {template!r}: use "
@@ -97,10 +100,43 @@ def render(template: str, values: dict[str, str]) -> str:
                             template)
 
 
+class CommandOptions(BaseModel):
+    """The ``command`` runtime's own options (an agent choice's ``options``; ``--agent-option NAME=VALUE``).
+
+    Attributes:
+        agent_command: the command template that runs the user's agent (required; its placeholders are
+            checked: :func:`check_template`).
+        session_glob: where the agent writes its session record when it names the file itself (relative to
+            the run's ``session/`` folder, absolute, or ``~/...`` in its home); ``None``: ``{session_file}``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent_command: str
+    session_glob: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_template(cls, data: Any) -> Any:
+        if isinstance(data, dict) and not data.get("agent_command"):
+            raise ValueError("the command runtime needs a command template (its option agent_command)")
+        return data
+
+    @field_validator("agent_command")
+    @classmethod
+    def _known_placeholders(cls, value: str) -> str:
+        try:
+            return check_template(value)
+        except InputError as exc:
+            raise ValueError(exc.reason) from None
+
+
 class CommandRuntime:
     """The ``command`` runtime (:class:`takeover.agents.runtime.AgentRuntime`)."""
 
-    def check(self, limits: RunLimits, *, protocol: ActionProtocol, command_backend: str) -> None:
+    Options = CommandOptions
+
+    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
         """Refuse limits the agent's own loop keeps (other than their defaults) or nobody can keep here.
 
         Raises:
@@ -114,7 +150,7 @@ class CommandRuntime:
         for name in ("prompt_token_limit", "cost_limit"):
             if getattr(limits, name) is not None:
                 raise InputError("agent command", f"cannot stop the agent at a {name}", field=name)
-        if not command_backend_named(command_backend).on_host:
+        if not COMMAND_BACKENDS.named(choice.command_backend).on_host:
             raise InputError("agent command", "runs the agent command on this host (in bubblewrap when "
                              f"available): use command_backend {' or '.join(host_command_backends())}",
                              field="command_backend")
@@ -128,7 +164,8 @@ class CommandRuntime:
             InputError: the session record is in no format takeover reads (names the file).
         """
         spec, rec = run.spec, run.recorder
-        template = check_template(spec.agent_command)
+        options = CommandOptions.model_validate(spec.agent.options)
+        template = options.agent_command
         session = run.out_dir / SESSION_DIR
         home = session / "home"
         home.mkdir(parents=True, exist_ok=True)
@@ -157,12 +194,12 @@ class CommandRuntime:
         log = session / "command.log"
         if log.is_file():  # the agent's own output may name its keys
             atomic_write_text(log, redact(log.read_text(encoding="utf-8", errors="replace")))
-        found = _session_path(session_file, spec.session_glob, session, home)
+        found = _session_path(session_file, options.session_glob, session, home)
         if found is None:
             if done.timed_out:  # stopped before it wrote its record: nothing to read, the status says why
                 rec.flush()
                 return RuntimeOutcome(ExitStatus.time_limit)
-            where = str(session_file) + (f" or {spec.session_glob!r} under {session}" if spec.session_glob else "")
+            where = str(session_file) + (f" or {options.session_glob!r} under {session}" if options.session_glob else "")
             raise AgentSessionMissing(f"the agent command (exit {done.exit_code}) wrote no session record: looked "
                                       f"for {where}; its output is in {session / 'command.log'}")
         rec.record.environment["session_file"] = str(found)

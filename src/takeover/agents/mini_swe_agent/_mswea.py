@@ -20,9 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from takeover.agents.command_backend import TESTBED
+
 MSWEA_VERSION_RANGE = ">=2.4,<2.5"
-#: The working directory of SWE-bench images, which mini-swe-agent's SWE-bench prompts name literally.
-TESTBED = "/testbed"
 
 
 def quiet_env() -> None:

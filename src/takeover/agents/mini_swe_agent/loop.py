@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from takeover._util.redact import redact
-from takeover.agents.command_sandbox import EnvironmentFailure
+from takeover.agents.command_backend import EnvironmentFailure
 from takeover.agents.mini_swe_agent import _mswea
 from takeover.agents.mini_swe_agent.messages import MessageEvents
 from takeover.agents.mini_swe_agent.mswea_model import call_usage

@@ -17,9 +17,9 @@ from takeover.agents.mini_swe_agent import _mswea
 from takeover.agents.mini_swe_agent.loop import TakeoverAgent
 from takeover.agents.mini_swe_agent.messages import MessageEvents
 from takeover.agents.mini_swe_agent.mswea_model import make_model
-from takeover.agents.runtime import AgentRun, RuntimeOutcome
+from takeover.agents.runtime import AgentChoice, AgentRun, NoOptions, RuntimeOutcome
 from takeover.limits import RunLimits
-from takeover.vocabulary import ActionProtocol, ExitStatus
+from takeover.vocabulary import ExitStatus
 
 #: mini-swe-agent's own exit statuses that are named otherwise in docs/protocol.md section 8.2.
 _MSWEA_EXIT = {"Submitted": ExitStatus.submitted, "RepeatedFormatError": ExitStatus.format_errors}
@@ -41,30 +41,32 @@ def _outcome(result: dict) -> RuntimeOutcome:
 class MiniSweAgentRuntime:
     """The mini-swe-agent runtime (:class:`takeover.agents.runtime.AgentRuntime`)."""
 
-    def check(self, limits: RunLimits, *, protocol: ActionProtocol, command_backend: str) -> None:
+    Options = NoOptions
+
+    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
         """Nothing to refuse: the loop checks every limit itself, speaks both protocols and runs its
         commands in any command backend."""
 
     def run(self, run: AgentRun) -> RuntimeOutcome:
-        """Run mini-swe-agent's loop on ``run`` with its SWE-bench configuration for ``spec.protocol``.
+        """Run mini-swe-agent's loop on ``run`` with its SWE-bench configuration for ``spec.agent.protocol``.
 
         Raises:
             EnvironmentUnavailable: the command backend cannot start.
             BaseException: an interruption or a bug (the last status mini-swe-agent reached is recorded).
         """
         spec = run.spec
-        config = _mswea.benchmark_config(spec.protocol)
+        config = _mswea.benchmark_config(spec.agent.protocol)
         env = run.command_sandbox((config.get("environment") or {}).get("env") or {})
-        model = make_model(spec.model, spec.protocol, dict(config.get("model") or {}))
+        model = make_model(spec.model, spec.agent.protocol, dict(config.get("model") or {}))
         regex = getattr(model.config, "action_regex", _DEFAULT_ACTION_REGEX)
         agent = TakeoverAgent(
             model,
             env,
             recorder=run.recorder,
-            events=MessageEvents(run.recorder, protocol=spec.protocol, action_regex=regex),
+            events=MessageEvents(run.recorder, protocol=spec.agent.protocol, action_regex=regex),
             limits=spec.limits,
             native_name=f"{spec.instance_id}.traj.json",
-            **_mswea.agent_templates(spec.protocol),
+            **_mswea.agent_templates(spec.agent.protocol),
         )
         run.start_clock()
         agent._start_time = time.time()

@@ -42,15 +42,15 @@ from takeover._util import sandbox
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover._util.processes import kill_group
 from takeover._util.redact import redact
-from takeover.agents.command_sandbox import EnvironmentFailure, clean_environ, host_command_backends
-from takeover.agents.command_sandbox import command_backend as command_backend_named
+from takeover.agents.command_backend import EnvironmentFailure, clean_environ
+from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
 from takeover.agents.openhands.model_relay import ModelRelay
 from takeover.agents.openhands.oh_env import DRIVER, openhands_environment
 from takeover.agents.openhands.oh_events import conversation_folder, record_conversation
-from takeover.agents.runtime import AgentRun, RuntimeOutcome
+from takeover.agents.runtime import AgentChoice, AgentRun, NoOptions, RuntimeOutcome
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
-from takeover.vocabulary import ActionProtocol, ExitStatus
+from takeover.vocabulary import ExitStatus
 
 #: Seconds the driver gets after the wall-time limit to stop by itself before it is killed.
 GRACE_SECONDS = 20.0
@@ -71,19 +71,21 @@ def litellm_model(model: str, base_url: str | None) -> str:
 
 
 class OpenHandsRuntime:
-    """The OpenHands runtime (:class:`takeover.agents.runtime.AgentRuntime`)."""
+    """The OpenHands runtime (:class:`takeover.agents.runtime.AgentRuntime`); it has no options of its own."""
 
-    def check(self, limits: RunLimits, *, protocol: ActionProtocol, command_backend: str) -> None:
+    Options = NoOptions
+
+    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
         """Refuse what OpenHands cannot honour here.
 
         Raises:
             InputError: ``protocol`` ``tools`` (the paper's OpenHands used its text protocol), the ``docker``
                 command backend, or a ``cost_limit``.
         """
-        if protocol != "text":
+        if choice.protocol != "text":
             raise InputError("agent openhands", "runs OpenHands' text action protocol only (native tool "
                              "calling off, as in the paper)", field="protocol")
-        if not command_backend_named(command_backend).on_host:
+        if not COMMAND_BACKENDS.named(choice.command_backend).on_host:
             raise InputError("agent openhands", "runs its commands in OpenHands' own terminal on this host "
                              f"(in bubblewrap when available): use command_backend "
                              f"{' or '.join(host_command_backends())}", field="command_backend")

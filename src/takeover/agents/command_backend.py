@@ -1,0 +1,105 @@
+"""The command-backend seam: where an agent's commands run (docs/protocol.md section 8.4), at the bottom of
+:mod:`takeover.agents`, loading no runtime.
+
+(The task's own environment, its Python and packages, is :mod:`takeover.environments`; a backend runs the
+commands with that environment's variables.)
+
+A backend (registered by name in :data:`takeover.agents.command_backends.COMMAND_BACKENDS`) makes the run's
+workspace (:meth:`CommandBackend.workspace`), prepares the task's environment and the starting state in it
+(:meth:`CommandBackend.prepare`), says where the commands see the workspace (:meth:`CommandBackend.root`)
+and how they are confined (:meth:`CommandBackend.description`, recorded in ``run.json``), removes what a
+killed run left (:meth:`CommandBackend.remove_stale`), and builds the environment that runs the commands
+(:meth:`CommandBackend.environment`, with mini-swe-agent's ``execute`` contract).
+
+Commands see a clean environment (:func:`clean_environ`): variables whose names look like credentials are
+removed, so an agent cannot print an API key; the task environment's variables (its Python venv on
+``PATH``) are added.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from takeover.repository_states.starting_state import StartingState
+from takeover.sources.tasks import SourceTask
+
+#: The working directory of SWE-bench images, where the commands see the workspace when a sandbox or a
+#: container can mount it there (mini-swe-agent's SWE-bench prompts name it literally).
+TESTBED = "/testbed"
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+# Shell start-up files (mini-swe-agent's SWE-bench config sets BASH_ENV=/root/.bashrc for its images) would
+# run the host's rc files before every command and could put other interpreters ahead of the task's venv.
+_STARTUP_VARS = ("BASH_ENV", "ENV")
+
+
+class EnvironmentFailure(RuntimeError):
+    """The environment itself failed (workspace gone, sandbox or container broken): ends the run."""
+
+
+def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """``os.environ`` updated with ``extra``, without credential-like variables (from either) and without
+    shell start-up variables (``BASH_ENV``, ``ENV``)."""
+    merged = {**os.environ, **(extra or {})}
+    return {k: v for k, v in merged.items() if not _SECRET_NAME.search(k) and k not in _STARTUP_VARS}
+
+
+class CommandBackend(Protocol):
+    """Where a run's commands run (registered by name in :data:`takeover.agents.command_backends.COMMAND_BACKENDS`).
+
+    Attributes:
+        uses_task_environment: commands get the variables of the task's environment prepared on this host
+            (its venv on ``PATH``); a backend with an environment of its own (an image) does not.
+        on_host: commands run on this host (sandboxed where possible). A runtime whose commands run inside
+            its own process (OpenHands, the user's own agent) can use only such a backend.
+    """
+
+    uses_task_environment: bool
+    on_host: bool
+
+    def check(self) -> None:
+        """Raise :class:`~takeover.errors.EnvironmentUnavailable`, saying how to fix it, when this machine
+        cannot run the backend (no Docker daemon)."""
+
+    def root(self, workspace: Path) -> str:
+        """The path at which the commands (and the agent's prompt) see ``workspace``."""
+
+    def description(self) -> str:
+        """How the commands are confined, one sentence for ``run.json`` (``sandbox``)."""
+
+    def remove_stale(self, out_dir: Path) -> list[str]:
+        """Remove what killed runs in the run folder ``out_dir`` left running (containers); returns their
+        names."""
+
+    def workspace(self, *, instance_id: str, base_commit: str, image: str | None, dest: Path, patch: str,
+                  checkout: Callable[[Path], Path]) -> Path:
+        """Make the run's repository in the new folder ``dest``: ``checkout(dest)`` (the mirror's checkout of
+        ``base_commit`` with ``patch`` applied), or the backend's own (an image's) with ``patch`` applied."""
+
+    def prepare(self, task: SourceTask | None, base_commit: str, workspace: Path,
+                out_dir: Path) -> tuple[dict[str, str], dict[str, Any], StartingState]:
+        """Prepare the task's environment for the commands in ``workspace`` and its starting state
+        (docs/protocol.md section 5.2) as ``HEAD``: ``(variables for every command, the environment's
+        description for run.json, the starting state)``."""
+
+    def environment(self, *, workspace: Path, tmp_dir: Path | None, env: dict[str, str], command_timeout: float,
+                    instance_id: str, image: str | None, readable: list[Path], lifetime: float | None = None) -> Any:
+        """The environment that runs the commands, with mini-swe-agent's environment contract: its
+        ``execute(action, timeout=...)`` returns ``{"output", "returncode", "exception_info"}`` and raises
+        :class:`EnvironmentFailure` when the environment itself fails.
+
+        Args:
+            workspace: the run's repository checkout (host path).
+            tmp_dir: the run's private ``/tmp`` (a backend on this host).
+            env: variables for every command (the runtime's own plus, for a backend that
+                :attr:`uses_task_environment`, the task environment's).
+            command_timeout: per-command time limit (seconds; :attr:`takeover.limits.RunLimits.command_timeout`).
+            instance_id: for the SWE-bench image name; ``image`` overrides it.
+            readable: extra read-only folders for a sandbox (the git alternates, a shared venv).
+            lifetime: the run's wall-time limit (seconds): a container lives no longer, plus a margin.
+        Raises:
+            EnvironmentUnavailable: the backend cannot start (no Docker daemon).
+        """
