@@ -1,0 +1,160 @@
+"""Frozen repository history: a task's repository as it stood at its base commit, and nothing newer
+(docs/protocol.md section 10.1, "Isolation").
+
+A mirror holds a repository's whole history, its future included: the upstream fix of a task is a commit
+newer than the task's ``base_commit``. An agent that can run ``git log --all`` in a workspace cloned from the
+mirror can read it. SWE-bench's images close this by removing the remote, the tags newer than the base
+commit and the reflog, and pruning; takeover does the same by construction:
+
+- the **frozen store** of a (repository, base commit) is a bare repository holding exactly the objects
+  reachable from ``base_commit`` and from the tags whose commits are its ancestors, with one branch at
+  ``base_commit`` (named as the mirror's default branch) and those tags. It is built once by fetching only
+  that ancestry from the mirror (``git fetch`` of one commit: the pack holds nothing else) into
+  ``<cache>/frozen/<owner__name>/<base_commit>.git``. A commit id names its whole ancestry, so the folder
+  is content-keyed: every workspace of the task (any point, any view) shares it, read-only.
+- a **workspace** is ``git clone --shared`` of the frozen store: its alternates name the frozen store only
+  (which holds nothing newer), it has no remote, no reflog, ``HEAD`` detached at ``base_commit`` and one
+  branch at it.
+
+takeover itself still needs one newer commit on the host: the environment's requirement files are read at
+the task's ``environment_setup_commit`` (:mod:`takeover.environments.setup_commit`), as SWE-bench does when
+it builds an environment image. :func:`host_git_env` gives host-side git commands (never the agent's) the
+mirror's objects for that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from takeover.errors import RepositoryUnavailable
+
+#: The cache folder of frozen stores (under :func:`takeover.sources.repos.cache_dir`).
+FROZEN_FOLDER = "frozen"
+#: File in a finished frozen store describing it (its presence marks the store complete).
+STORE_RECORD = "takeover-frozen.json"
+#: File inside a workspace's ``.git`` naming the full mirror's object folder, for host-side git only.
+FULL_HISTORY_RECORD = Path("takeover") / "full-history"
+
+
+def _git(*args: str, cwd: Path | str | None = None, check: bool = True, timeout: float = 3600,
+         input: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=check,
+                          timeout=timeout, input=input)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (created), so that two processes build one store once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def default_branch(bare: Path) -> str:
+    """The branch ``HEAD`` of the bare repository ``bare`` names (``main`` when it names none)."""
+    proc = _git("--git-dir", str(bare), "symbolic-ref", "--short", "HEAD", check=False)
+    name = proc.stdout.strip()
+    return name if proc.returncode == 0 and name else "main"
+
+
+def older_tags(bare: Path, base_commit: str) -> list[str]:
+    """The tags of ``bare`` whose commits are ancestors of ``base_commit`` (or it), as ``refs/tags/...``:
+    the tags SWE-bench's images keep (a release made before the task, which ``git describe`` and
+    setuptools-scm read for the package's version)."""
+    proc = _git("--git-dir", str(bare), "for-each-ref", f"--merged={base_commit}", "--format=%(refname)",
+                "refs/tags", check=False)
+    return [line for line in proc.stdout.splitlines() if line.startswith("refs/tags/")]
+
+
+def store_path(repo: str, base_commit: str, cache: Path) -> Path:
+    """Where the frozen store of ``repo`` (``owner/name``) at ``base_commit`` lives under ``cache``."""
+    return cache / FROZEN_FOLDER / repo.replace("/", "__") / f"{base_commit}.git"
+
+
+def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
+    """The frozen store of ``repo`` at ``base_commit`` (see the module docstring), built from the bare
+    repository ``bare`` on first use; later calls (any process) return the same folder.
+
+    Returns:
+        The bare repository's path.
+    Raises:
+        RepositoryUnavailable: git cannot fetch ``base_commit`` from ``bare`` (the message names both).
+    """
+    dest = store_path(repo, base_commit, cache)
+    if (dest / STORE_RECORD).is_file():
+        return dest
+    with _locked(dest.with_name(dest.name + ".lock")):
+        if (dest / STORE_RECORD).is_file():
+            return dest
+        started = time.perf_counter()
+        tmp = dest.with_name(f"{dest.name}.partial-{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        branch = default_branch(bare)
+        tags = older_tags(bare, base_commit)
+        try:
+            _git("init", "--quiet", "--bare", str(tmp))
+            _git("--git-dir", str(tmp), "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+            refspecs = [f"{base_commit}:refs/heads/{branch}", *(f"+{t}:{t}" for t in tags)]
+            _git("--git-dir", str(tmp), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin",
+                 str(bare.resolve()), input="\n".join(refspecs) + "\n")
+            # A fetch leaves no reflog in a bare repository, but a configured one would: drop it.
+            shutil.rmtree(tmp / "logs", ignore_errors=True)
+        except subprocess.CalledProcessError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RepositoryUnavailable(f"{repo}: cannot freeze {bare} at {base_commit}: "
+                                        f"{(exc.stderr or '').strip()[:300]}") from None
+        record = {"repo": repo, "base_commit": base_commit, "branch": branch, "tags": len(tags),
+                  "build_seconds": round(time.perf_counter() - started, 3)}
+        (tmp / STORE_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        tmp.rename(dest)
+    return dest
+
+
+def clone_frozen(store: Path, commit: str, dest: Path, full_history: Path | None = None) -> Path:
+    """Check ``commit`` out of the frozen ``store`` into the new folder ``dest``: ``git clone --shared``,
+    no remote, ``HEAD`` detached at ``commit``, the store's one branch, no reflog. ``full_history`` (the
+    mirror's object folder) is recorded for :func:`host_git_env`.
+
+    Raises:
+        subprocess.CalledProcessError: git fails (callers turn it into their own error).
+    """
+    _git("clone", "--shared", "--no-checkout", "--quiet", str(store.resolve()), str(dest))
+    _git("remote", "remove", "origin", cwd=dest)
+    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+    shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)  # "clone: from <store path>"
+    if full_history is not None:
+        record = dest / ".git" / FULL_HISTORY_RECORD
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(str(full_history.resolve()) + "\n", encoding="utf-8")
+    return dest
+
+
+def host_git_env(workspace: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Variables for a git command takeover runs *on the host* in ``workspace`` that must see commits newer
+    than its base commit (the environment's setup commit): ``base`` (default ``os.environ``) with the full
+    mirror's objects as an extra alternate (``GIT_ALTERNATE_OBJECT_DIRECTORIES``). Never for an agent's
+    commands. A workspace without such a record gets ``base`` unchanged."""
+    env = dict(os.environ if base is None else base)
+    record = Path(workspace) / ".git" / FULL_HISTORY_RECORD
+    try:
+        objects = record.read_text(encoding="utf-8").strip()
+    except OSError:
+        return env
+    if objects and Path(objects).is_dir():
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(
+            p for p in (env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"), objects) if p)
+    return env
