@@ -31,8 +31,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from takeover._util import sandbox
+from takeover.agents.command_sandbox import command_backend as command_backend_named
 from takeover.agents.runtime import AgentRun
 from takeover.environments import PreparedEnvironment
+from takeover.errors import InputError
 from takeover.sources.frozen_history import FULL_HISTORY_RECORD
 from takeover.sources.repos import alternates, cache_dir
 
@@ -238,3 +240,18 @@ def probe_run(run: AgentRun) -> Isolation:
     result.isolated = not result.problems
     result.seconds = round(time.perf_counter() - started, 3)
     return result
+
+
+def require_confinement(command_backend: str, *, allow_unconfined: bool = False) -> None:
+    """Refuse to start agents whose commands cannot be confined on this machine: a backend whose commands
+    run on this host (:attr:`~takeover.agents.command_sandbox.CommandBackend.on_host`) without bubblewrap.
+
+    Raises:
+        InputError: no confinement and ``allow_unconfined`` is false (names the setting that allows it).
+    """
+    backend = command_backend_named(command_backend)
+    if backend.on_host and not sandbox.status().available and not allow_unconfined:
+        raise InputError("allow_unconfined", f"the agents' commands cannot be confined here ({sandbox.status().message}); "
+                         "their runs would not be isolated from the dataset, the mirror and other runs. Install "
+                         "bubblewrap, use command_backend = \"docker\", or set allow_unconfined = true in the "
+                         "experiment file (the report then marks the runs not isolated)")

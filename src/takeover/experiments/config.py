@@ -19,6 +19,7 @@ Example (paths are relative to the TOML file's folder)::
     # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
 
     command_backend = "local"          # where agent commands run: local (sandboxed) or docker
+    # allow_unconfined = true          # run agents even without bubblewrap (runs marked not isolated)
 
     [predecessor]                       # either a model to run ...
     model = { model = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
@@ -269,6 +270,11 @@ class ExperimentConfig(_Strict):
     command_backend: str = Field(
         default=DEFAULT_COMMAND_BACKEND,
         description="where the agents' commands run (predecessor and takeover runs): local or docker",
+    )
+    allow_unconfined: bool = Field(
+        default=False,
+        description="run agents even where their commands cannot be confined (no bubblewrap): their runs are "
+                    "then marked not isolated (docs/protocol.md section 10.1)",
     )
     dataset: DatasetConfig
     predecessor: PredecessorConfig
