@@ -1,0 +1,172 @@
+"""An agent sees its task and nothing else (docs/protocol.md section 10.1): on a repository built here whose
+history goes on after the task's base commit (one later commit is the fix), the agent's own shell finds no
+newer commit by ``git log --all`` or ``git cat-file --batch-all-objects``, cannot read a canary beside the
+output folder, the dataset file, the mirror or the cache, while ``git status``/``git diff`` and the task's
+interpreter work; the probe's record in run.json says the same. With the isolation removed on purpose the
+probe and the report say "not isolated"."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import CALC_ENV_SPEC, git, make_repo
+from prerequisites import requires
+from test_agents import BUGGY, FIXED, SUBMIT, TEST, bash, events_of, settings
+
+from takeover._util import sandbox
+from takeover.agents import run_predecessor
+from takeover.agents.isolation import require_confinement
+from takeover.errors import InputError
+from takeover.sources.frozen_history import host_git_env, store_path
+from takeover.sources.repos import RepoSource, cache_dir
+from takeover.sources.tasks import load_tasks
+from takeover.testing.scripted_server import ScriptedServer
+
+
+def _history_with_a_future(tmp_path):
+    """``(dataset file, mirror folder, base commit, fix commit)``: the calculator at its base commit (tagged
+    v0.1), then the fix (tagged v0.2) and a later commit on a side branch, all in the mirror."""
+    src, base = make_repo(tmp_path / "src" / "calc", {"calc.py": BUGGY, "test_calc.py": TEST})
+    git(src, "tag", "-a", "v0.1", "-m", "old release")
+    (src / "calc.py").write_text(FIXED)
+    git(src, "commit", "-qam", "Fix add: it subtracted")
+    fix = git(src, "rev-parse", "HEAD").strip()
+    git(src, "tag", "-a", "v0.2", "-m", "the release with the fix")
+    git(src, "checkout", "-qb", "later", base)
+    (src / "notes.txt").write_text("later work\n")
+    git(src, "add", "notes.txt")
+    git(src, "commit", "-qm", "later work")
+    git(src, "checkout", "-q", "main")
+    mirror = tmp_path / "mirror"
+    git(tmp_path, "clone", "-q", "--mirror", str(src), str(mirror / "acme__calc.git"))
+    dataset = tmp_path / "data" / "tasks.jsonl"
+    dataset.parent.mkdir()
+    row = {"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": base,
+           "problem_statement": "add() subtracts", "patch": "the reference patch", "takeover_env_spec": CALC_ENV_SPEC}
+    dataset.write_text(json.dumps(row) + "\n")
+    return dataset, mirror, base, fix
+
+
+@pytest.fixture
+def study(tmp_path, monkeypatch):
+    """The task, its mirror, the commits, and the places no agent may read (a canary beside the output folder,
+    the dataset, a file in takeover's cache)."""
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    dataset, mirror, base, fix = _history_with_a_future(tmp_path)
+    [task] = load_tasks(dataset)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "secret.txt").write_text("CACHE-SECRET\n")
+    (tmp_path / "study").mkdir()
+    (tmp_path / "study" / "canary.txt").write_text("CANARY-CONTENT\n")
+    return {"task": task, "mirror": mirror, "base": base, "fix": fix, "dataset": dataset,
+            "canary": tmp_path / "study" / "canary.txt", "cache_file": tmp_path / "cache" / "secret.txt",
+            "out": tmp_path / "study" / "run"}
+
+
+def _looks(s) -> list[dict]:
+    """The agent's commands: the history it can find, the places it must not read, git and the interpreter."""
+    history = "git log --all --format=%H; git cat-file --batch-all-objects --batch-check; git tag; git branch -a"
+    places = (f"cat {s['canary']}; cat {s['dataset']}; cat {s['cache_file']}; ls {s['mirror']}; "
+              f"ls {s['out']}; echo done")
+    works = ("git status --short && git diff --stat && python -c 'import calc; print(\"interpreter\", calc.add(1, 2))'"
+             " && git log --oneline | wc -l")
+    return [bash(history), bash(places), bash(works), bash(SUBMIT)]
+
+
+def test_the_frozen_store_holds_the_base_commit_s_history_and_nothing_newer(tmp_path, study):
+    ws = RepoSource(study["mirror"], offline=True).workspace("acme/calc", study["base"], tmp_path / "ws")
+    store = store_path("acme/calc", study["base"], cache_dir())
+    objects = git(store, "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)")
+    reachable = {line.split()[0] for line in git(store, "rev-list", "--objects", study["base"]).splitlines()}
+    assert study["fix"] not in objects and len(objects.splitlines()) == len(reachable) + 1  # + tag v0.1
+    assert git(store, "for-each-ref", "--format=%(refname)").split() == ["refs/heads/main", "refs/tags/v0.1"]
+    # The workspace: HEAD detached at the base commit, one branch at it, no remote, no reflog.
+    assert git(ws, "rev-parse", "HEAD").strip() == study["base"] and git(ws, "remote").strip() == ""
+    assert git(ws, "for-each-ref", "--format=%(refname) %(objectname)").split() == [
+        "refs/heads/main", study["base"], "refs/tags/v0.1", git(ws, "rev-parse", "v0.1").strip()]
+    assert not (ws / ".git" / "logs").exists()
+    assert study["fix"] not in git(ws, "log", "--all", "--reflog", "--format=%H")
+    # Host-side git (the environment's setup commit) still reaches the mirror; the agent's git does not.
+    seen = subprocess.run(["git", "cat-file", "-t", study["fix"]], cwd=ws, env=host_git_env(ws),
+                          capture_output=True, text=True, check=False)
+    assert seen.stdout.strip() == "commit"
+    again = RepoSource(study["mirror"], offline=True).workspace("acme/calc", study["base"], tmp_path / "ws2")
+    assert (again / ".git" / "objects" / "info" / "alternates").read_text() == \
+        (ws / ".git" / "objects" / "info" / "alternates").read_text()  # one store per (repository, base commit)
+
+
+@requires("bubblewrap")
+def test_a_mini_swe_agent_shell_sees_no_newer_commit_and_none_of_the_study_s_files(study):
+    with ScriptedServer(_looks(study)) as srv:
+        record = run_predecessor(study["task"], settings(srv), study["out"], repo_source=RepoSource(study["mirror"]))
+    events = events_of(study["out"])
+    history, places, works = events[1]["text"], events[3]["text"], events[5]["text"]
+    assert study["base"] in history and study["fix"] not in history and "v0.2" not in history
+    assert "later" not in history and "v0.1" in history
+    assert "CANARY-CONTENT" not in places and "reference patch" not in places and "CACHE-SECRET" not in places
+    assert places.count("No such file or directory") == 4 and "done" in places
+    assert "run.json" not in places  # the run folder shows only the workspace mounted in it
+    assert events[5]["exit_code"] == 0 and "interpreter -1" in works and "\n1\n" in works  # one commit
+    isolation = record.isolation
+    assert isolation["isolated"] is True and isolation["confinement"] == "bubblewrap", isolation
+    assert isolation["newer_commits"] == 0 and isolation["newer_refs"] == [] and isolation["readable"] == []
+    assert isolation["git_works"] and isolation["interpreter"] and isolation["network"] == "none"
+    checked = " ".join(isolation["checked"])
+    for what in ("run record", "output folder", "cache", "mirror", "dataset"):
+        assert f"{what}: " in checked
+    assert json.loads((study["out"] / "run.json").read_text())["isolation"] == isolation
+
+
+def test_an_unconfined_run_is_recorded_and_reported_as_not_isolated(study, monkeypatch):
+    from takeover.report.isolation import isolation_markdown, run_isolation
+    from takeover.report.rows import read_units
+
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")  # the isolation removed on purpose
+    with ScriptedServer([bash(f"cat {study['canary']}"), bash(SUBMIT)]) as srv:
+        record = run_predecessor(study["task"], settings(srv), study["out"], repo_source=RepoSource(study["mirror"]))
+    assert "CANARY-CONTENT" in events_of(study["out"])[1]["text"]  # nothing stopped the agent
+    isolation = record.isolation
+    assert isolation["isolated"] is False and isolation["confinement"] == "none"
+    assert any(r.startswith("dataset: ") for r in isolation["readable"])
+    assert any("unconfined" in p for p in isolation["problems"])
+    # The report of a folder holding this run (and one made before the probe) says so above its tables.
+    out = study["out"].parent
+    old = out / "old-run"
+    old.mkdir()
+    data = json.loads((study["out"] / "run.json").read_text())
+    data.pop("isolation")
+    (old / "run.json").write_text(json.dumps(data))
+    plan = {"name": "t", "stages": {"takeover": [
+        {"key": "k1", "labels": {"instance_id": "acme__calc-1", "view": "repo_only"}},
+        {"key": "k2", "labels": {"instance_id": "acme__calc-1", "view": "raw_trace"}}]}}
+    (out / "plan.json").write_text(json.dumps(plan))
+    (out / "units" / "takeover").mkdir(parents=True)
+    for key, run_dir in (("k1", study["out"]), ("k2", old)):
+        unit = {"stage": "takeover", "key": key, "status": "done", "output": {"run_dir": str(run_dir)}}
+        (out / "units" / "takeover" / f"{key}.json").write_text(json.dumps(unit))
+    found = run_isolation(read_units(out))
+    assert [r["status"] for r in found["runs"]] == ["not isolated", "not verified"]
+    warning = isolation_markdown(found)
+    assert warning.startswith("> **Warning: 2 of 2 agent runs were not isolated**")
+    assert "repo_only: not isolated: commands run unconfined" in warning and "raw_trace: not verified" in warning
+
+
+def test_takeover_run_refuses_agents_it_cannot_confine_unless_the_experiment_allows_it(monkeypatch):
+    monkeypatch.setenv(sandbox.DISABLE_ENV, "1")
+    with pytest.raises(InputError, match="cannot be confined here.*allow_unconfined = true") as exc:
+        require_confinement("local")
+    assert exc.value.field is None or "allow_unconfined" in str(exc.value)
+    require_confinement("local", allow_unconfined=True)  # allowed on purpose: the report marks the runs
+    require_confinement("docker")  # a container confines them
+
+
+def test_the_experiment_file_reads_allow_unconfined(tmp_path):
+    from takeover.experiments import load_experiment
+
+    base = 'out_dir = "o"\n[dataset]\npath = "t.jsonl"\n[predecessor]\ntrajectories = ["runs"]\n[[successors]]\nmodel = "m"\n'
+    (tmp_path / "a.toml").write_text("allow_unconfined = true\n" + base)
+    (tmp_path / "b.toml").write_text(base)
+    assert load_experiment(tmp_path / "a.toml").allow_unconfined is True
+    assert load_experiment(tmp_path / "b.toml").allow_unconfined is False
