@@ -170,3 +170,46 @@ def test_the_experiment_file_reads_allow_unconfined(tmp_path):
     (tmp_path / "b.toml").write_text(base)
     assert load_experiment(tmp_path / "a.toml").allow_unconfined is True
     assert load_experiment(tmp_path / "b.toml").allow_unconfined is False
+
+
+def test_an_image_repository_carrying_newer_history_is_frozen_in_place(tmp_path, study):
+    from takeover.sources.frozen_history import freeze_in_place
+
+    # An older image's /testbed: a full clone (remote, every tag and branch, a reflog) at the base commit
+    # plus SWE-bench's setup commit.
+    testbed = tmp_path / "testbed"
+    git(tmp_path, "clone", "-q", str(study["mirror"] / "acme__calc.git"), str(testbed))
+    git(testbed, "checkout", "-q", study["base"])
+    (testbed / "setup.cfg").write_text("[x]\n")
+    git(testbed, "add", "setup.cfg")
+    git(testbed, "commit", "-qm", "SWE-bench")
+    head = git(testbed, "rev-parse", "HEAD").strip()
+    assert study["fix"] in git(testbed, "log", "--all", "--format=%H")
+    removed = freeze_in_place(testbed)
+    assert removed[0] == "remote origin" and "the reflog" in removed and removed[-1].endswith("not reachable from HEAD")
+    everything = git(testbed, "cat-file", "--batch-all-objects", "--batch-check")
+    assert study["fix"] not in everything and study["fix"] not in git(testbed, "log", "--all", "--reflog", "--format=%H")
+    assert git(testbed, "rev-parse", "HEAD").strip() == head and git(testbed, "tag").split() == ["v0.1"]
+    assert git(testbed, "status", "--porcelain") == "" and freeze_in_place(testbed) == []
+
+
+@pytest.mark.slow
+@requires("docker daemon", "debootstrap")
+def test_a_docker_backend_shell_sees_no_newer_commit_and_none_of_the_study_s_files(tiny_docker_task, tmp_path):
+    task, source = tiny_docker_task.task, tiny_docker_task.source
+    canary = tmp_path / "canary.txt"
+    canary.write_text("CANARY-CONTENT\n")
+    script = [bash("git log --all --format=%H | wc -l; git rev-list HEAD | wc -l; "
+                   "git cat-file --batch-all-objects --batch-check | grep -c commit"),
+              bash(f"cat {canary}; ls {tmp_path}; git status --short && git diff && python -c 'print(7 * 6)'"),
+              bash(SUBMIT)]
+    with ScriptedServer(script) as srv:
+        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=source, command_backend="docker")
+    events = events_of(tmp_path / "run")
+    counts = events[1]["text"].split("<output>")[1].split()[:3]
+    assert counts[0] == counts[1] == counts[2]  # every commit the shell finds is an ancestor of HEAD
+    assert "CANARY-CONTENT" not in events[3]["text"] and "42" in events[3]["text"]
+    isolation = record.isolation
+    assert isolation["isolated"] is True and isolation["confinement"] == "docker", json.dumps(isolation)
+    assert isolation["newer_commits"] == 0 and isolation["readable"] == [] and isolation["network"] == "none"
+    assert isolation["git_works"] and isolation["interpreter"]

@@ -22,6 +22,7 @@ commands are confined. ``problems`` says what is wrong in words.
 
 from __future__ import annotations
 
+import hashlib
 import shlex
 import time
 from collections import deque
@@ -118,10 +119,11 @@ def task_folders(workspace: Path, described: dict[str, Any]) -> list[Path]:
 
 
 def _witness(folder: Path, allowed: list[Path], depth: int = 3) -> Path | None:
-    """An entry of ``folder`` (a file or folder, searched breadth first, ``depth`` levels) that is neither an
-    allowed path nor a folder on the way to one: what a shell must not read there. ``None`` when there is
-    nothing else."""
+    """A file of ``folder`` (searched breadth first, ``depth`` levels) that is neither under an allowed path nor
+    on the way to one: what a shell must not read there; the first such folder when no file is found
+    (a folder is a weaker witness: a container may hold one at the same path). ``None``: nothing else."""
     queue: deque[tuple[Path, int]] = deque([(folder, 0)])
+    first_folder: Path | None = None
     while queue:
         current, level = queue.popleft()
         try:
@@ -132,12 +134,15 @@ def _witness(folder: Path, allowed: list[Path], depth: int = 3) -> Path | None:
             resolved = entry.resolve()
             if any(resolved == a or resolved.is_relative_to(a) for a in allowed):
                 continue
-            if any(a.is_relative_to(resolved) for a in allowed):
+            if entry.is_file():
+                return entry
+            if entry.is_dir():
+                on_the_way = any(a.is_relative_to(resolved) for a in allowed)
+                if not on_the_way and first_folder is None:
+                    first_folder = entry
                 if level + 1 < depth:
                     queue.append((entry, level + 1))
-                continue
-            return entry
-    return None
+    return first_folder
 
 
 def protected_paths(run: AgentRun) -> dict[str, Path]:
@@ -160,6 +165,17 @@ def protected_paths(run: AgentRun) -> dict[str, Path]:
         if target is not None:
             found[f"{what}: {target}"] = target
     return found
+
+
+def _fingerprint(path: Path) -> str:
+    """What the probe prints for ``path`` when it can read it: the md5 of a file's first 4 KiB, ``folder``."""
+    if path.is_dir():
+        return "folder"
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.md5(handle.read(4096)).hexdigest()
+    except OSError:
+        return "unreadable on the host"
 
 
 def _sections(output: str) -> dict[str, list[str]]:
@@ -187,9 +203,13 @@ def probe_run(run: AgentRun) -> Isolation:
     is a problem in the record, never an exception: the run goes on, marked not isolated."""
     started = time.perf_counter()
     checks = protected_paths(run)
-    lines = [f"if [ -e {shlex.quote(str(p))} ] && {{ ls {shlex.quote(str(p))} >/dev/null 2>&1 && "
-             f"{{ [ -d {shlex.quote(str(p))} ] || head -c1 {shlex.quote(str(p))} >/dev/null 2>&1; }}; }}; "
-             f"then echo yes; else echo no; fi" for p in checks.values()]
+    lines = []
+    for path in checks.values():
+        q = shlex.quote(str(path))
+        # A file's first 4 KiB by digest: a container's own file at the same path (an image's /root/.bashrc)
+        # is not the host's.
+        lines.append(f"if [ -f {q} ]; then head -c 4096 {q} 2>/dev/null | md5sum | cut -c1-32; "
+                     f"elif [ -d {q} ] && ls {q} >/dev/null 2>&1; then echo folder; else echo no; fi")
     script = _SCRIPT.format(root=shlex.quote(run.command_root), examples=EXAMPLES,
                             path_checks="\n".join(lines) or ":")
     confinement = _confinement(run)
@@ -221,7 +241,8 @@ def probe_run(run: AgentRun) -> Isolation:
     result.reflog = found.get("reflog", [])
     result.remotes = found.get("remotes", [])
     answers = found.get("paths", [])
-    result.readable = [key for key, answer in zip(checks, answers, strict=False) if answer == "yes"]
+    result.readable = [key for (key, path), answer in zip(checks.items(), answers, strict=False)
+                       if answer == _fingerprint(path)]
     interfaces = [i for i in found.get("net", []) if i and i != "lo"]
     result.network = "host" if interfaces else "none"
     result.git_works = found.get("git") == ["ok"]

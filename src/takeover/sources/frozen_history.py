@@ -158,3 +158,47 @@ def host_git_env(workspace: Path | str, base: Mapping[str, str] | None = None) -
         env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = os.pathsep.join(
             p for p in (env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"), objects) if p)
     return env
+
+
+def _commits_beyond(git_args: list[str]) -> list[str]:
+    """Commit objects the repository can read (alternates included) that are not ancestors of ``HEAD``."""
+    ancestry = set(_git(*git_args, "rev-list", "HEAD").stdout.split())
+    listed = _git(*git_args, "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)").stdout
+    return sorted(line.split()[1] for line in listed.splitlines() if line.startswith("commit ")
+                  and line.split()[1] not in ancestry)
+
+
+def freeze_in_place(workspace: Path | str) -> list[str]:
+    """Remove from the repository in ``workspace`` everything newer than its ``HEAD`` (an image's
+    ``/testbed`` copied out: ``HEAD`` is the base commit plus SWE-bench's setup commit), as SWE-bench's
+    newer images do in their setup: its remotes, the refs not merged into ``HEAD`` (newer tags, other
+    branches, remote-tracking refs, the stash), the reflog, and then every object no remaining ref reaches.
+    Call it before anything writes objects of its own (a snapshot's trees would be pruned).
+
+    Returns:
+        What was removed, one phrase each (``[]`` when the repository held nothing newer).
+    Raises:
+        subprocess.CalledProcessError: git fails.
+    """
+    ws = str(workspace)
+    args = ["-c", "safe.directory=*", "-C", ws]
+    removed: list[str] = []
+    for remote in _git(*args, "remote").stdout.split():
+        _git(*args, "remote", "remove", remote)
+        removed.append(f"remote {remote}")
+    newer_refs = _git(*args, "for-each-ref", "--no-merged=HEAD", "--format=%(refname)").stdout.split()
+    others = [r for r in _git(*args, "for-each-ref", "--format=%(refname)", "refs/remotes", "refs/stash").stdout.split()
+              if r not in newer_refs]
+    if newer_refs or others:
+        _git(*args, "update-ref", "--stdin", input="".join(f"delete {r}\n" for r in [*newer_refs, *others]))
+        removed.append(f"{len(newer_refs) + len(others)} refs not merged into HEAD")
+    logs = Path(_git(*args, "rev-parse", "--absolute-git-dir").stdout.strip()) / "logs"
+    if logs.exists():
+        shutil.rmtree(logs)
+        removed.append("the reflog")
+    beyond = _commits_beyond(args)
+    if beyond:
+        _git(*args, "repack", "-a", "-d", "-q")
+        _git(*args, "prune", "--expire=now")
+        removed.append(f"{len(beyond)} commits not reachable from HEAD")
+    return removed
