@@ -1,4 +1,4 @@
-"""An agent sees its task and nothing else (docs/protocol.md section 10.1): on a repository built here whose
+"""An agent sees its task and nothing else (docs/protocol.md section 8.6): on a repository built here whose
 history goes on after the task's base commit (one later commit is the fix), the agent's own shell finds no
 newer commit by ``git log --all`` or ``git cat-file --batch-all-objects``, cannot read a canary beside the
 output folder, the dataset file, the mirror or the cache, while ``git status``/``git diff`` and the task's

@@ -1,7 +1,7 @@
 """Run agent and replay commands with no network and no writes outside their workspace.
 
 On Linux with bubblewrap (``bwrap``) commands see an allow-list of this machine (docs/protocol.md
-section 10.1): the system folders read-only (:data:`SYSTEM_FOLDERS`), the task's environment read-only,
+section 8.6): the system folders read-only (:data:`SYSTEM_FOLDERS`), the task's environment read-only,
 the workspace (and any extra writable folders the caller names) read-write, a private ``/tmp`` (also
 ``HOME``), and an empty network namespace. Where no sandbox is available, commands run unconfined and callers must say so in
 their output (:func:`status` gives the sentence). Engineering standard: "agent commands never run with
@@ -186,7 +186,7 @@ def wrap(
 ) -> list[str]:
     """Return ``argv`` wrapped in bubblewrap, or unchanged when no sandbox is available.
 
-    The sandbox shows an allow-list (docs/protocol.md section 10.1): :data:`SYSTEM_FOLDERS` read-only,
+    The sandbox shows an allow-list (docs/protocol.md section 8.6): :data:`SYSTEM_FOLDERS` read-only,
     ``/dev``, ``/proc``, a private ``/tmp``, the folders in ``readable`` read-only, and the workspace and
     ``writable`` read-write. Nothing else of this machine (the dataset, the mirror, the output folder
     around the workspace, takeover's cache, the user's home) exists inside it.

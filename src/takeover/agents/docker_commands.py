@@ -111,7 +111,7 @@ class DockerCommands:
         copied = workspace_from_image(instance_id, base_commit, dest, container_labels("agent run", dest.parent),
                                       image=image)
         # An image built before SWE-bench cleaned its history may carry the task's future (docs/protocol.md
-        # section 10.1): removed before the first snapshot, whose trees a prune would take.
+        # section 8.6): removed before the first snapshot, whose trees a prune would take.
         frozen = freeze_in_place(dest)
         start = snapshots.take_snapshot(dest)  # HEAD and the untracked files the image's install left
         record = {"image": copied.image.name, "image_id": copied.image.id, "repo_digests": copied.image.repo_digests,

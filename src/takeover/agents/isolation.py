@@ -1,5 +1,5 @@
 """The isolation probe: what an agent's shell can see, checked inside the run's own confinement before the
-agent starts (docs/protocol.md section 10.1, "Isolation").
+agent starts (docs/protocol.md section 8.6, "Isolation").
 
 An agent must see its task and its view, and nothing else: no commit newer than the task's base commit
 (:mod:`takeover.sources.frozen_history`), none of the dataset, the mirror, the output folder around its

@@ -100,7 +100,7 @@ class PreparedEnvironment(BaseModel):
     @property
     def readable(self) -> list[Path]:
         """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``): the
-        sandbox shows only system folders (docs/protocol.md section 10.1), so the environment is named: the
+        sandbox shows only system folders (docs/protocol.md section 8.6), so the environment is named: the
         venvs, the interpreters they were made from, the interpreter's folder and, when the commands run with
         the interpreter takeover runs on, its prefixes and import path (a venv built in a clone under
         ``/tmp``, an editable install of its checkout)."""

@@ -274,7 +274,7 @@ class ExperimentConfig(_Strict):
     allow_unconfined: bool = Field(
         default=False,
         description="run agents even where their commands cannot be confined (no bubblewrap): their runs are "
-                    "then marked not isolated (docs/protocol.md section 10.1)",
+                    "then marked not isolated (docs/protocol.md section 8.6)",
     )
     dataset: DatasetConfig
     predecessor: PredecessorConfig

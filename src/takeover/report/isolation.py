@@ -1,4 +1,4 @@
-"""Isolation per run in the report, and the warning above its tables (docs/protocol.md section 10.1).
+"""Isolation per run in the report, and the warning above its tables (docs/protocol.md section 8.6).
 
 Every agent run records what its isolation probe found (``run.json``'s ``isolation``,
 :class:`takeover.agents.isolation.Isolation`). The report lists every predecessor and takeover run with
@@ -71,7 +71,7 @@ def isolation_markdown(isolation: dict[str, Any] | None) -> str:
     warning = (f"> **Warning: {len(bad)} of {len(isolation['runs'])} agent runs were not isolated** "
                f"({counts.get(NOT_ISOLATED, 0)} not isolated, {counts.get(NOT_VERIFIED, 0)} not verified): their "
                "agents may have read more than their view (newer commits, the dataset, other runs' files), so "
-               "differences between views are not known to be the views' alone (docs/protocol.md section 10.1).")
+               "differences between views are not known to be the views' alone (docs/protocol.md section 8.6).")
     lines = [warning, ">"]
     for r in bad[:20]:
         what = f"{r['stage']} {r['instance_id']}" + (f" {r['view']}" if r.get("view") else "")

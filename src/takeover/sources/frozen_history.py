@@ -1,5 +1,5 @@
 """Frozen repository history: a task's repository as it stood at its base commit, and nothing newer
-(docs/protocol.md section 10.1, "Isolation").
+(docs/protocol.md section 8.6, "Isolation").
 
 A mirror holds a repository's whole history, its future included: the upstream fix of a task is a commit
 newer than the task's ``base_commit``. An agent that can run ``git log --all`` in a workspace cloned from the

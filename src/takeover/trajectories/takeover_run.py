@@ -140,7 +140,7 @@ class RunRecord(BaseModel):
             earlier versions, read under this name); ``sandbox``: how they were confined (for ``local``
             the sentence of :func:`takeover._util.sandbox.status`).
         isolation: what the isolation probe found inside the run's confinement before the agent started
-            (:class:`takeover.agents.isolation.Isolation`, docs/protocol.md section 10.1); ``None`` for a
+            (:class:`takeover.agents.isolation.Isolation`, docs/protocol.md section 8.6); ``None`` for a
             run made before the probe existed, which the report marks "not verified".
         workspace: the run's repository; its ``.git`` keeps every snapshot tree (refs
             ``refs/takeover/snapshots/<tree id>``, one per distinct tree), so checkpoints can be read back

@@ -180,7 +180,7 @@ class CommandRuntime:
 
 def _named_under_tmp(template: str) -> list[Path]:
     """Folders of the files and folders the template names by an absolute path that the sandbox does not
-    show (outside its system folders, ``/tmp`` included: docs/protocol.md section 10.1): the agent's
+    show (outside its system folders, ``/tmp`` included: docs/protocol.md section 8.6): the agent's
     program, its config folder. The user names them; they are mounted read-only and listed in ``run.json``
     (``environment.agent_paths``)."""
     try:
