@@ -20,7 +20,7 @@ from takeover.agents import run_predecessor
 from takeover.agents.isolation import require_confinement
 from takeover.errors import InputError
 from takeover.sources.frozen_history import host_git_env, store_path
-from takeover.sources.repos import RepoSource, cache_dir
+from takeover.sources.repos import RepoSource, alternates, cache_dir
 from takeover.sources.tasks import load_tasks
 from takeover.testing.scripted_server import ScriptedServer
 
@@ -49,35 +49,62 @@ def _history_with_a_future(tmp_path):
     return dataset, mirror, base, fix
 
 
-@pytest.fixture
-def study(tmp_path, monkeypatch):
+def _study(tmp_path, cache):
     """The task, its mirror, the commits, and the places no agent may read (a canary beside the output folder,
-    the dataset, a file in takeover's cache)."""
-    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    the dataset, a file in takeover's cache ``cache``)."""
     dataset, mirror, base, fix = _history_with_a_future(tmp_path)
     [task] = load_tasks(dataset)
-    (tmp_path / "cache").mkdir()
-    (tmp_path / "cache" / "secret.txt").write_text("CACHE-SECRET\n")
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "isolation-test-secret.txt").write_text("CACHE-SECRET\n")
     (tmp_path / "study").mkdir()
     (tmp_path / "study" / "canary.txt").write_text("CANARY-CONTENT\n")
     return {"task": task, "mirror": mirror, "base": base, "fix": fix, "dataset": dataset,
-            "canary": tmp_path / "study" / "canary.txt", "cache_file": tmp_path / "cache" / "secret.txt",
+            "canary": tmp_path / "study" / "canary.txt", "cache_file": cache / "isolation-test-secret.txt",
             "out": tmp_path / "study" / "run"}
+
+
+@pytest.fixture
+def study(tmp_path, monkeypatch):
+    """:func:`_study` with a cache of its own."""
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    return _study(tmp_path, tmp_path / "cache")
+
+
+@pytest.fixture
+def study_in_the_cache(tmp_path):
+    """:func:`_study` in the user's cache (where the OpenHands environment is built); its secret file removed after."""
+    found = _study(tmp_path, cache_dir())
+    yield found
+    found["cache_file"].unlink(missing_ok=True)
+
+
+HISTORY = "git log --all --format=%H; git cat-file --batch-all-objects --batch-check; git tag; git branch -a"
+WORKS = ("git status --short && git diff --stat && python -c 'import calc; print(\"interpreter\", calc.add(1, 2))'"
+         " && git log --oneline | wc -l")
+
+
+def _places(s) -> str:
+    return f"cat {s['canary']}; cat {s['dataset']}; cat {s['cache_file']}; ls {s['mirror']}; ls {s['out']}; echo done"
 
 
 def _looks(s) -> list[dict]:
     """The agent's commands: the history it can find, the places it must not read, git and the interpreter."""
-    history = "git log --all --format=%H; git cat-file --batch-all-objects --batch-check; git tag; git branch -a"
-    places = (f"cat {s['canary']}; cat {s['dataset']}; cat {s['cache_file']}; ls {s['mirror']}; "
-              f"ls {s['out']}; echo done")
-    works = ("git status --short && git diff --stat && python -c 'import calc; print(\"interpreter\", calc.add(1, 2))'"
-             " && git log --oneline | wc -l")
-    return [bash(history), bash(places), bash(works), bash(SUBMIT)]
+    return [bash(HISTORY), bash(_places(s)), bash(WORKS), bash(SUBMIT)]
+
+
+def _assert_sees_only_the_task(s, history: str, places: str, works: str) -> None:
+    assert s["base"] in history and s["fix"] not in history and "v0.2" not in history
+    assert "later" not in history and "v0.1" in history
+    assert "CANARY-CONTENT" not in places and "reference patch" not in places and "CACHE-SECRET" not in places
+    assert places.count("No such file or directory") == 4 and "done" in places
+    assert "run.json" not in places  # the run folder shows only the workspace mounted in it
+    assert "interpreter -1" in works and "1" in works.split()  # the task's interpreter; the one base commit
 
 
 def test_the_frozen_store_holds_the_base_commit_s_history_and_nothing_newer(tmp_path, study):
     ws = RepoSource(study["mirror"], offline=True).workspace("acme/calc", study["base"], tmp_path / "ws")
-    store = store_path("acme/calc", study["base"], cache_dir())
+    store = alternates(ws)[0].parent
+    assert store.parent == store_path("acme/calc", study["base"], cache_dir()).parent  # the cache's frozen stores
     objects = git(store, "cat-file", "--batch-all-objects", "--batch-check=%(objecttype) %(objectname)")
     reachable = {line.split()[0] for line in git(store, "rev-list", "--objects", study["base"]).splitlines()}
     assert study["fix"] not in objects and len(objects.splitlines()) == len(reachable) + 1  # + tag v0.1
@@ -102,13 +129,8 @@ def test_a_mini_swe_agent_shell_sees_no_newer_commit_and_none_of_the_study_s_fil
     with ScriptedServer(_looks(study)) as srv:
         record = run_predecessor(study["task"], settings(srv), study["out"], repo_source=RepoSource(study["mirror"]))
     events = events_of(study["out"])
-    history, places, works = events[1]["text"], events[3]["text"], events[5]["text"]
-    assert study["base"] in history and study["fix"] not in history and "v0.2" not in history
-    assert "later" not in history and "v0.1" in history
-    assert "CANARY-CONTENT" not in places and "reference patch" not in places and "CACHE-SECRET" not in places
-    assert places.count("No such file or directory") == 4 and "done" in places
-    assert "run.json" not in places  # the run folder shows only the workspace mounted in it
-    assert events[5]["exit_code"] == 0 and "interpreter -1" in works and "\n1\n" in works  # one commit
+    _assert_sees_only_the_task(study, events[1]["text"], events[3]["text"], events[5]["text"])
+    assert events[5]["exit_code"] == 0
     isolation = record.isolation
     assert isolation["isolated"] is True and isolation["confinement"] == "bubblewrap", isolation
     assert isolation["newer_commits"] == 0 and isolation["newer_refs"] == [] and isolation["readable"] == []
@@ -213,3 +235,36 @@ def test_a_docker_backend_shell_sees_no_newer_commit_and_none_of_the_study_s_fil
     assert isolation["isolated"] is True and isolation["confinement"] == "docker", json.dumps(isolation)
     assert isolation["newer_commits"] == 0 and isolation["readable"] == [] and isolation["network"] == "none"
     assert isolation["git_works"] and isolation["interpreter"]
+
+
+@requires("openhands environment", "bubblewrap")
+@pytest.mark.slow
+def test_an_openhands_shell_sees_no_newer_commit_and_none_of_the_study_s_files(study_in_the_cache):
+    from takeover.testing.scripted_server import function_call
+
+    s = study_in_the_cache
+    script = [function_call("terminal", command=c) for c in (HISTORY, _places(s), WORKS)]
+    with ScriptedServer([*script, function_call("finish", message="looked")]) as srv:
+        record = run_predecessor(s["task"], settings(srv), s["out"], repo_source=RepoSource(s["mirror"]),
+                                 agent="openhands")
+    seen = [e["text"] for e in events_of(s["out"]) if e["kind"] == "observation"]
+    _assert_sees_only_the_task(s, seen[0], seen[1], seen[2])
+    assert record.isolation["isolated"] is True and record.isolation["newer_commits"] == 0, record.isolation
+
+
+@requires("bubblewrap")
+def test_a_command_runtime_agent_sees_no_newer_commit_and_none_of_the_study_s_files(study, tmp_path):
+    from test_agent_command import MODEL, _agent
+
+    agent = tmp_path / "agent"  # the user's agent programs, named by the template: shown read-only
+    agent.mkdir()
+    looks = agent / "looks.sh"
+    looks.write_text(f"{HISTORY}\necho @@\n{_places(study)}\necho @@\n{WORKS}\n")
+    template = f"bash {looks} > {{session_file}}.looks 2>&1; {_agent(agent)} {{prompt_file}} {{session_file}} usage"
+    record = run_predecessor(study["task"], MODEL, study["out"], repo_source=RepoSource(study["mirror"]),
+                             agent="command", agent_command=template)
+    history, places, works = (study["out"] / "session" / "session.jsonl.looks").read_text().split("@@\n")
+    _assert_sees_only_the_task(study, history, places, works)
+    assert str(looks) in record.environment["agent_paths"]  # what the template named, listed in run.json
+    assert str(agent) not in record.environment["agent_paths"]  # the file, not the folder around it
+    assert record.isolation["isolated"] is True, record.isolation

@@ -10,8 +10,9 @@ commit and the reflog, and pruning; takeover does the same by construction:
   reachable from ``base_commit`` and from the tags whose commits are its ancestors, with one branch at
   ``base_commit`` (named as the mirror's default branch) and those tags. It is built once by fetching only
   that ancestry from the mirror (``git fetch`` of one commit: the pack holds nothing else) into
-  ``<cache>/frozen/<owner__name>/<base_commit>.git``. A commit id names its whole ancestry, so the folder
-  is content-keyed: every workspace of the task (any point, any view) shares it, read-only.
+  ``<cache>/frozen/<owner__name>/<base_commit>[-<tags digest>].git``. A commit id names its whole
+  ancestry, so the folder is content-keyed: every workspace of the task (any point, any view) shares it,
+  read-only.
 - a **workspace** is ``git clone --shared`` of the frozen store: its alternates name the frozen store only
   (which holds nothing newer), it has no remote, no reflog, ``HEAD`` detached at ``base_commit`` and one
   branch at it.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -71,17 +73,20 @@ def default_branch(bare: Path) -> str:
 
 
 def older_tags(bare: Path, base_commit: str) -> list[str]:
-    """The tags of ``bare`` whose commits are ancestors of ``base_commit`` (or it), as ``refs/tags/...``:
-    the tags SWE-bench's images keep (a release made before the task, which ``git describe`` and
-    setuptools-scm read for the package's version)."""
-    proc = _git("--git-dir", str(bare), "for-each-ref", f"--merged={base_commit}", "--format=%(refname)",
-                "refs/tags", check=False)
-    return [line for line in proc.stdout.splitlines() if line.startswith("refs/tags/")]
+    """The tags of ``bare`` whose commits are ancestors of ``base_commit`` (or it), as ``"refs/tags/<name>
+    <object id>"`` lines, sorted: the tags SWE-bench's images keep (a release made before the task, which
+    ``git describe`` and setuptools-scm read for the package's version)."""
+    proc = _git("--git-dir", str(bare), "for-each-ref", f"--merged={base_commit}",
+                "--format=%(refname) %(objectname)", "refs/tags", check=False)
+    return sorted(line for line in proc.stdout.splitlines() if line.startswith("refs/tags/"))
 
 
-def store_path(repo: str, base_commit: str, cache: Path) -> Path:
-    """Where the frozen store of ``repo`` (``owner/name``) at ``base_commit`` lives under ``cache``."""
-    return cache / FROZEN_FOLDER / repo.replace("/", "__") / f"{base_commit}.git"
+def store_path(repo: str, base_commit: str, cache: Path, tags: list[str] | None = None) -> Path:
+    """Where the frozen store of ``repo`` (``owner/name``) at ``base_commit`` with ``tags`` (:func:`older_tags`;
+    ``None`` or ``[]``: none) lives under ``cache``: named by its content, the base commit (which names its
+    whole ancestry) and a digest of the tags."""
+    name = base_commit if not tags else f"{base_commit}-{hashlib.sha256(chr(10).join(tags).encode()).hexdigest()[:12]}"
+    return cache / FROZEN_FOLDER / repo.replace("/", "__") / f"{name}.git"
 
 
 def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
@@ -93,7 +98,8 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
     Raises:
         RepositoryUnavailable: git cannot fetch ``base_commit`` from ``bare`` (the message names both).
     """
-    dest = store_path(repo, base_commit, cache)
+    tags = older_tags(bare, base_commit)
+    dest = store_path(repo, base_commit, cache, tags)
     if (dest / STORE_RECORD).is_file():
         return dest
     with _locked(dest.with_name(dest.name + ".lock")):
@@ -104,11 +110,10 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(dest, ignore_errors=True)
         branch = default_branch(bare)
-        tags = older_tags(bare, base_commit)
         try:
             _git("init", "--quiet", "--bare", str(tmp))
             _git("--git-dir", str(tmp), "symbolic-ref", "HEAD", f"refs/heads/{branch}")
-            refspecs = [f"{base_commit}:refs/heads/{branch}", *(f"+{t}:{t}" for t in tags)]
+            refspecs = [f"{base_commit}:refs/heads/{branch}", *(f"+{t.split()[0]}:{t.split()[0]}" for t in tags)]
             _git("--git-dir", str(tmp), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin",
                  str(bare.resolve()), input="\n".join(refspecs) + "\n")
             # A fetch leaves no reflog in a bare repository, but a configured one would: drop it.

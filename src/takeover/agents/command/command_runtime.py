@@ -179,7 +179,7 @@ class CommandRuntime:
 
 
 def _named_under_tmp(template: str) -> list[Path]:
-    """Folders of the files and folders the template names by an absolute path that the sandbox does not
+    """The files and folders the template names by an absolute path that the sandbox does not
     show (outside its system folders, ``/tmp`` included: docs/protocol.md section 8.6): the agent's
     program, its config folder. The user names them; they are mounted read-only and listed in ``run.json``
     (``environment.agent_paths``)."""
@@ -187,7 +187,9 @@ def _named_under_tmp(template: str) -> list[Path]:
         words = shlex.split(render(template, {name: "" for name in PLACEHOLDERS}))
     except ValueError:
         return []
-    return sandbox.hidden_by_sandbox([Path(w) for w in words if w.startswith("/")])
+    named = [Path(w) for w in words if w.startswith("/") and Path(w).exists()]
+    # The path itself (a program, a config folder), not the folder around it, and where a link points.
+    return [p for p in dict.fromkeys([*named, *(p.resolve() for p in named)]) if sandbox.hidden_by_sandbox([p])]
 
 
 def _session_path(session_file: Path, pattern: str | None, session: Path, home: Path) -> Path | None:
