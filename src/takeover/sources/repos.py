@@ -176,19 +176,24 @@ class RepoSource(BaseModel):
 
 
 def alternates(workspace: Path | str) -> list[Path]:
-    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``):
-    absolute, existing folders only, in file order; ``[]`` for a workspace with its own objects.
+    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``), and the
+    folders those borrow in turn (a clone of a clone): absolute, existing folders only, in file order;
+    ``[]`` for a workspace with its own objects.
 
     A sandbox must let commands read these (read-only), or git in the workspace sees no history.
     """
-    info = Path(workspace) / ".git" / "objects" / "info" / "alternates"
-    if not info.is_file():
-        return []
-    found = []
-    for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            path = Path(line) if line.startswith("/") else (info.parent.parent / line)
-            if path.is_dir():
-                found.append(path.resolve())
+    found: list[Path] = []
+    pending = [Path(workspace) / ".git" / "objects" / "info" / "alternates"]
+    while pending:
+        info = pending.pop(0)
+        if not info.is_file():
+            continue
+        for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                path = Path(line) if line.startswith("/") else (info.parent.parent / line)
+                if path.is_dir():
+                    found.append(path.resolve())
+                    if path.resolve() not in found[:-1]:
+                        pending.append(path / "info" / "alternates")
     return found
