@@ -8,7 +8,8 @@ For sympy (sympy__sympy-20590) and pytest (pytest-dev__pytest-7521) it prints:
 - **frozen store**: seconds to build it from the mirror (cold, in an empty cache), its size (MB), the
   number of objects and tags it holds, and the newer commits the mirror holds that it does not;
 - **workspace**: seconds to make one workspace, *before* (``git clone --shared`` of the whole mirror, as
-  takeover did) and *after* (``git clone --shared`` of the warm frozen store), median of ``--repeat``;
+  takeover did) and *after* (finding the warm frozen store, whose key reads the mirror's older tags, and
+  ``git clone --shared`` of it), median of ``--repeat``;
 - **sandbox**: seconds to run ``true`` under bubblewrap, *before* (``--ro-bind / /``) and *after* (the
   allow-list of :func:`takeover._util.sandbox.wrap`), median of ``--repeat``;
 - **probe**: seconds of the isolation probe's script in the workspace under the allow-list (new per run),
@@ -63,10 +64,12 @@ def _clone_old(bare: Path, commit: str, dest: Path) -> None:
     _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
 
 
-def _clone_new(store: Path, commit: str, dest: Path) -> None:
+def _clone_new(bare: Path, repo: str, commit: str, cache: Path, dest: Path) -> None:
+    """As a workspace is made now: find the (warm) frozen store, which reads the mirror's older tags for its
+    key, then clone it."""
     from takeover.sources.frozen_history import clone_frozen
 
-    clone_frozen(store, commit, dest)
+    clone_frozen(frozen_store(bare, repo, commit, cache), commit, dest)
 
 
 def measure(repo: str, commit: str, mirror: Path, repeat: int, tmp: Path) -> dict:
@@ -80,7 +83,7 @@ def measure(repo: str, commit: str, mirror: Path, repeat: int, tmp: Path) -> dic
     before, after = [], []
     for i in range(repeat):
         before.append(_timed(lambda i=i: _clone_old(bare, commit, tmp / f"old{i}")))
-        after.append(_timed(lambda i=i: _clone_new(store, commit, tmp / f"new{i}")))
+        after.append(_timed(lambda i=i: _clone_new(bare, repo, commit, cache, tmp / f"new{i}")))
     result = {
         "repo": repo, "base_commit": commit,
         "frozen_store": {"build_seconds": round(build, 2), "mb": _size_mb(store), "objects": objects, "tags": tags,

@@ -161,8 +161,10 @@ def test_an_unconfined_run_is_recorded_and_reported_as_not_isolated(study, monke
     data.pop("isolation")
     (old / "run.json").write_text(json.dumps(data))
     plan = {"name": "t", "stages": {"takeover": [
-        {"key": "k1", "labels": {"instance_id": "acme__calc-1", "view": "repo_only"}},
-        {"key": "k2", "labels": {"instance_id": "acme__calc-1", "view": "raw_trace"}}]}}
+        {"key": "k1", "labels": {"instance_id": "acme__calc-1", "view": "repo_only", "successor": "scripted",
+                                 "point_type": "after_first_source_edit", "point_key": "p1"}},
+        {"key": "k2", "labels": {"instance_id": "acme__calc-1", "view": "raw_trace", "successor": "scripted",
+                                 "point_type": "after_first_source_edit", "point_key": "p1"}}]}}
     (out / "plan.json").write_text(json.dumps(plan))
     (out / "units" / "takeover").mkdir(parents=True)
     for key, run_dir in (("k1", study["out"]), ("k2", old)):
@@ -173,6 +175,12 @@ def test_an_unconfined_run_is_recorded_and_reported_as_not_isolated(study, monke
     warning = isolation_markdown(found)
     assert warning.startswith("> **Warning: 2 of 2 agent runs were not isolated**")
     assert "repo_only: not isolated: commands run unconfined" in warning and "raw_trace: not verified" in warning
+    from takeover.report import build_report
+
+    report = build_report(out)
+    assert report.markdown.split("\n", 2)[2].startswith("> **Warning: 2 of 2 agent runs were not isolated**")
+    assert "| takeover | acme__calc-1 | raw_trace | not verified |" in report.markdown
+    assert "agent runs were not isolated</strong>" in (out / "report.html").read_text()
 
 
 def test_takeover_run_refuses_agents_it_cannot_confine_unless_the_experiment_allows_it(monkeypatch):
