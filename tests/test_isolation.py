@@ -142,7 +142,7 @@ def test_a_mini_swe_agent_shell_sees_no_newer_commit_and_none_of_the_study_s_fil
 
 
 def test_an_unconfined_run_is_recorded_and_reported_as_not_isolated(study, monkeypatch):
-    from takeover.report.isolation import isolation_markdown, run_isolation
+    from takeover.report.isolation_warning import isolation_markdown, run_isolation
     from takeover.report.rows import read_units
 
     monkeypatch.setenv(sandbox.DISABLE_ENV, "1")  # the isolation removed on purpose

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
-from takeover.report.isolation import run_isolation
+from takeover.report.isolation_warning import run_isolation
 from takeover.report.markdown import render_markdown
 from takeover.report.notice import read_notice
 from takeover.report.page import build_drilldown, build_page

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 
-from takeover.report.isolation import isolation_markdown, isolation_table
+from takeover.report.isolation_warning import isolation_markdown, isolation_table
 from takeover.report.notice import notice_markdown
 from takeover.report.rows import order_states
 
