@@ -139,18 +139,33 @@ def hidden_by_sandbox(paths: Sequence[Path | str]) -> list[Path]:
     return [p for p in sorted(found) if not any(p != q and p.is_relative_to(q) for q in found)]
 
 
-_PRIVATE: dict[str, Path] = {}
+#: Where :func:`note_private` keeps its paths: a variable, so that an experiment's worker processes (started
+#: after the dataset was loaded) probe them too. ``"<what>=<path>"`` entries joined by ``os.pathsep``.
+PRIVATE_ENV = "TAKEOVER_PRIVATE_PATHS"
+
+
+#: Variables of takeover's own removed inside the sandbox.
+HIDDEN_VARIABLES = (PRIVATE_ENV, "TAKEOVER_MIRROR", "TAKEOVER_CACHE")
 
 
 def note_private(path: Path | str, what: str) -> None:
     """Remember ``path`` (a dataset file, a mirror folder) as one no agent may read, so that the isolation
-    probe (:mod:`takeover.agents.isolation`) checks it; ``what`` names it in ``run.json``."""
-    _PRIVATE[f"{what}: {Path(path).resolve()}"] = Path(path).resolve()
+    probe (:mod:`takeover.agents.isolation`) checks it; ``what`` names it in ``run.json``. Kept in
+    :data:`PRIVATE_ENV` of this process, which its child processes inherit."""
+    entry = f"{what}={Path(path).resolve()}"
+    known = [e for e in os.environ.get(PRIVATE_ENV, "").split(os.pathsep) if e]
+    if entry not in known:
+        os.environ[PRIVATE_ENV] = os.pathsep.join([*known, entry])
 
 
 def private_paths() -> dict[str, Path]:
-    """The paths :func:`note_private` remembered in this process, by ``"<what>: <path>"``."""
-    return dict(_PRIVATE)
+    """The paths :func:`note_private` remembered (here or in a parent process), by ``"<what>: <path>"``."""
+    found = {}
+    for entry in os.environ.get(PRIVATE_ENV, "").split(os.pathsep):
+        what, _, path = entry.partition("=")
+        if what and path:
+            found[f"{what}: {path}"] = Path(path)
+    return found
 
 
 def base_prefixes(venvs: Sequence[Path | str]) -> list[Path]:
@@ -240,6 +255,8 @@ def wrap(
         cmd += ["--bind", ws, mount_at]
     if home is not None:
         cmd += ["--setenv", "HOME", home]
+    for name in HIDDEN_VARIABLES:  # they name the study's folders, which the sandbox does not show
+        cmd += ["--unsetenv", name]
     if not network:
         cmd.append("--unshare-net")
     cmd += ["--unshare-pid", "--die-with-parent", "--chdir", str(cwd or ws), "--"]
