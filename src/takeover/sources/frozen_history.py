@@ -98,9 +98,22 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
     Raises:
         RepositoryUnavailable: git cannot fetch ``base_commit`` from ``bare`` (the message names both).
     """
+    # Which tags are ancestors takes an ancestry walk (a second on sympy): remembered per state of the
+    # mirror's tags (listing them is instant), so that a warm store costs no walk.
+    listed = _git("--git-dir", str(bare), "for-each-ref", "--format=%(refname) %(objectname)", "refs/tags",
+                  check=False).stdout
+    index = store_path(repo, base_commit, cache).with_suffix(
+        f".tags-{hashlib.sha256(listed.encode()).hexdigest()[:16]}")
+    try:
+        known = Path(index.read_text(encoding="utf-8").strip())
+    except OSError:
+        known = None
+    if known is not None and (known / STORE_RECORD).is_file():
+        return known
     tags = older_tags(bare, base_commit)
     dest = store_path(repo, base_commit, cache, tags)
     if (dest / STORE_RECORD).is_file():
+        _remember(index, dest)
         return dest
     with _locked(dest.with_name(dest.name + ".lock")):
         if (dest / STORE_RECORD).is_file():
@@ -126,7 +139,15 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
                   "build_seconds": round(time.perf_counter() - started, 3)}
         (tmp / STORE_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         tmp.rename(dest)
+    _remember(index, dest)
     return dest
+
+
+def _remember(index: Path, store: Path) -> None:
+    """Write ``index`` (naming ``store``) atomically: a reader sees the whole path or no file."""
+    tmp = index.with_name(f"{index.name}.{os.getpid()}.tmp")
+    tmp.write_text(str(store) + "\n", encoding="utf-8")
+    tmp.replace(index)
 
 
 def clone_frozen(store: Path, commit: str, dest: Path, full_history: Path | None = None) -> Path:
