@@ -6,7 +6,9 @@ the per-run overhead before and after, side by side, on the real mirror.
 For sympy (sympy__sympy-20590) and pytest (pytest-dev__pytest-7521) it prints:
 
 - **frozen store**: seconds to build it from the mirror (cold, in an empty cache), its size (MB), the
-  number of objects and tags it holds, and the newer commits the mirror holds that it does not;
+  number of objects and tags it holds, and the newer commits the mirror holds that it does not; then the
+  store of a second task of the repository (:data:`SECOND`), which borrows the first's objects when one
+  base commit is an ancestor of the other (seconds, its own MB);
 - **workspace**: seconds to make one workspace, *before* (``git clone --shared`` of the whole mirror, as
   takeover did) and *after* (finding the warm frozen store, whose key reads the mirror's older tags, and
   ``git clone --shared`` of it), median of ``--repeat``;
@@ -35,6 +37,10 @@ from takeover.sources.frozen_history import frozen_store
 
 CASES = {"sympy/sympy": "cffd4e0f86fefd4802349a9f9b19ed70934ea354",  # sympy__sympy-20590
          "pytest-dev/pytest": "41d211c24a6781843b174379d6d6538f5c17adb9"}  # pytest-dev__pytest-7521
+#: A second task of each repository whose base commit descends from (sympy: precedes) the first's: its store
+#: borrows the earlier one's objects (sympy: the first store is then built on top of this one's).
+SECOND = {"sympy/sympy": ("sympy__sympy-11618", "360290c4c401e386db60723ddb0109ed499c9f6e"),
+          "pytest-dev/pytest": ("pytest-dev__pytest-10051", "aa55975c7d3f6c9f6d7f68accc41bb7cadf0eb9a")}
 
 
 def _git(*args: str, cwd: Path | None = None) -> str:
@@ -84,8 +90,14 @@ def measure(repo: str, commit: str, mirror: Path, repeat: int, tmp: Path) -> dic
     for i in range(repeat):
         before.append(_timed(lambda i=i: _clone_old(bare, commit, tmp / f"old{i}")))
         after.append(_timed(lambda i=i: _clone_new(bare, repo, commit, cache, tmp / f"new{i}")))
+    later_id, later = SECOND[repo]
+    started = time.perf_counter()
+    second = frozen_store(bare, repo, later, cache)
+    second_seconds = time.perf_counter() - started
     result = {
         "repo": repo, "base_commit": commit,
+        "second_store": {"instance_id": later_id, "build_seconds": round(second_seconds, 2), "own_mb": _size_mb(second),
+                         "borrows": (second / "objects" / "info" / "alternates").exists()},
         "frozen_store": {"build_seconds": round(build, 2), "mb": _size_mb(store), "objects": objects, "tags": tags,
                          "mirror_mb": _size_mb(bare.resolve())},
         "workspace_seconds": {"before": round(statistics.median(before), 3), "after": round(statistics.median(after), 3)},
@@ -125,13 +137,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print("| repository | frozen store: build s | MB (mirror MB) | objects | tags | workspace s before -> after "
-          "| newer commits visible before -> after | bwrap `true` s before -> after | probe s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| repository | frozen store: build s | MB (mirror MB) | objects | tags | second task's store: s, own MB "
+          "| workspace s before -> after | newer commits visible before -> after | bwrap `true` s before -> after "
+          "| probe s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         fs, ws, nc = r["frozen_store"], r["workspace_seconds"], r["newer_commits_visible"]
         sb = r.get("sandbox_true_seconds", {})
+        two = r["second_store"]
         print(f"| {r['repo']} | {fs['build_seconds']} | {fs['mb']} ({fs['mirror_mb']}) | {fs['objects']} | {fs['tags']} "
+              f"| {two['instance_id']}: {two['build_seconds']}, {two['own_mb']}{'' if two['borrows'] else ' (no borrow)'} "
               f"| {ws['before']} -> {ws['after']} | {nc['before']} -> {nc['after']} "
               f"| {sb.get('before', 'n/a')} -> {sb.get('after', 'n/a')} | {r.get('probe_seconds', 'n/a')} |")
 

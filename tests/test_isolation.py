@@ -122,6 +122,16 @@ def test_the_frozen_store_holds_the_base_commit_s_history_and_nothing_newer(tmp_
     again = RepoSource(study["mirror"], offline=True).workspace("acme/calc", study["base"], tmp_path / "ws2")
     assert (again / ".git" / "objects" / "info" / "alternates").read_text() == \
         (ws / ".git" / "objects" / "info" / "alternates").read_text()  # one store per (repository, base commit)
+    # A later task of the repository (its base is the fix): its store borrows the earlier one's objects (all
+    # ancestors) and holds only what the commits in between brought.
+    later = RepoSource(study["mirror"], offline=True).workspace("acme/calc", study["fix"], tmp_path / "ws3")
+    later_store = alternates(later)[0].parent
+    assert alternates(later) == [later_store / "objects", store / "objects"]
+    counts = dict(line.split(": ") for line in git(later_store, "count-objects", "-v").splitlines())
+    assert int(counts["in-pack"]) + int(counts["count"]) == 4  # fix commit, its tree and file, tag v0.2
+    assert git(later, "log", "--all", "--format=%H").split() == [study["fix"], study["base"]]
+    assert git(later_store, "for-each-ref", "--format=%(refname)").split() == [
+        "refs/heads/main", "refs/tags/v0.1", "refs/tags/v0.2"]
 
 
 @requires("bubblewrap")

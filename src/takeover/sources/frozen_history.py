@@ -12,7 +12,8 @@ commit and the reflog, and pruning; takeover does the same by construction:
   that ancestry from the mirror (``git fetch`` of one commit: the pack holds nothing else) into
   ``<cache>/frozen/<owner__name>/<base_commit>[-<tags digest>].git``. A commit id names its whole
   ancestry, so the folder is content-keyed: every workspace of the task (any point, any view) shares it,
-  read-only.
+  read-only. The store of an ancestor commit (another task of the same repository) holds nothing newer, so
+  a new store borrows its objects (alternates) and fetches only the commits in between.
 - a **workspace** is ``git clone --shared`` of the frozen store: its alternates name the frozen store only
   (which holds nothing newer), it has no remote, no reflog, ``HEAD`` detached at ``base_commit`` and one
   branch at it.
@@ -42,6 +43,10 @@ from takeover.errors import RepositoryUnavailable
 FROZEN_FOLDER = "frozen"
 #: File in a finished frozen store describing it (its presence marks the store complete).
 STORE_RECORD = "takeover-frozen.json"
+#: The temporary ref a store being built points at the base of the store it borrows from (fetch negotiation).
+HAVE_REF = "refs/takeover/borrowed-base"
+#: How many stores of a repository :func:`_older_store` looks at.
+BORROW_CANDIDATES = 50
 #: File inside a workspace's ``.git`` naming the full mirror's object folder, for host-side git only.
 FULL_HISTORY_RECORD = Path("takeover") / "full-history"
 
@@ -123,12 +128,20 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(dest, ignore_errors=True)
         branch = default_branch(bare)
+        older = _older_store(bare, dest.parent, base_commit)
         try:
             _git("init", "--quiet", "--bare", str(tmp))
             _git("--git-dir", str(tmp), "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+            if older is not None:
+                # The store of an ancestor holds nothing newer than this base commit: borrow its objects and
+                # fetch only the commits in between (the fetch negotiates from a ref at its base).
+                (tmp / "objects" / "info" / "alternates").write_text(f"{(older[0] / 'objects').resolve()}\n")
+                _git("--git-dir", str(tmp), "update-ref", HAVE_REF, older[1])
             refspecs = [f"{base_commit}:refs/heads/{branch}", *(f"+{t.split()[0]}:{t.split()[0]}" for t in tags)]
             _git("--git-dir", str(tmp), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin",
                  str(bare.resolve()), input="\n".join(refspecs) + "\n")
+            if older is not None:
+                _git("--git-dir", str(tmp), "update-ref", "-d", HAVE_REF)
             # A fetch leaves no reflog in a bare repository, but a configured one would: drop it.
             shutil.rmtree(tmp / "logs", ignore_errors=True)
         except subprocess.CalledProcessError as exc:
@@ -136,11 +149,32 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
             raise RepositoryUnavailable(f"{repo}: cannot freeze {bare} at {base_commit}: "
                                         f"{(exc.stderr or '').strip()[:300]}") from None
         record = {"repo": repo, "base_commit": base_commit, "branch": branch, "tags": len(tags),
+                  "borrows_from": str(older[0]) if older else None,
                   "build_seconds": round(time.perf_counter() - started, 3)}
         (tmp / STORE_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         tmp.rename(dest)
     _remember(index, dest)
     return dest
+
+
+def _older_store(bare: Path, folder: Path, base_commit: str) -> tuple[Path, str] | None:
+    """``(store, its base commit)``: the finished store in ``folder`` (one repository's) whose base commit is
+    the nearest ancestor of ``base_commit`` (fewest commits in between, checked in ``bare``), or ``None``.
+    At most :data:`BORROW_CANDIDATES` stores are looked at."""
+    best: tuple[int, Path, str] | None = None
+    for store in sorted(folder.glob("*.git"))[:BORROW_CANDIDATES]:
+        try:
+            theirs = json.loads((store / STORE_RECORD).read_text(encoding="utf-8"))["base_commit"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if theirs == base_commit:
+            continue
+        if _git("--git-dir", str(bare), "merge-base", "--is-ancestor", theirs, base_commit, check=False).returncode:
+            continue
+        between = int(_git("--git-dir", str(bare), "rev-list", "--count", f"{theirs}..{base_commit}").stdout.strip())
+        if best is None or between < best[0]:
+            best = (between, store, theirs)
+    return (best[1], best[2]) if best else None
 
 
 def _remember(index: Path, store: Path) -> None:
