@@ -3,7 +3,7 @@ the per-run overhead before and after, side by side, on the real mirror.
 
     TAKEOVER_MIRROR=/work/mirror PYTHONPATH=src python benchmarks/bench_isolation.py [--repeat N] [--json]
 
-For sympy (sympy__sympy-20590) and pytest (pytest-dev__pytest-7521) it prints:
+For sympy (sympy__sympy-11618, then -20590) and pytest (pytest-dev__pytest-7521, then -10051) it prints:
 
 - **frozen store**: seconds to build it from the mirror (cold, in an empty cache), its size (MB), the
   number of objects and tags it holds, and the newer commits the mirror holds that it does not; then the
@@ -35,11 +35,11 @@ from pathlib import Path
 from takeover._util import sandbox
 from takeover.sources.frozen_history import frozen_store
 
-CASES = {"sympy/sympy": "cffd4e0f86fefd4802349a9f9b19ed70934ea354",  # sympy__sympy-20590
+CASES = {"sympy/sympy": "360290c4c401e386db60723ddb0109ed499c9f6e",  # sympy__sympy-11618
          "pytest-dev/pytest": "41d211c24a6781843b174379d6d6538f5c17adb9"}  # pytest-dev__pytest-7521
-#: A second task of each repository whose base commit descends from (sympy: precedes) the first's: its store
-#: borrows the earlier one's objects (sympy: the first store is then built on top of this one's).
-SECOND = {"sympy/sympy": ("sympy__sympy-11618", "360290c4c401e386db60723ddb0109ed499c9f6e"),
+#: A second task of each repository whose base commit descends from the first's: its store borrows the
+#: first one's objects.
+SECOND = {"sympy/sympy": ("sympy__sympy-20590", "cffd4e0f86fefd4802349a9f9b19ed70934ea354"),
           "pytest-dev/pytest": ("pytest-dev__pytest-10051", "aa55975c7d3f6c9f6d7f68accc41bb7cadf0eb9a")}
 
 
