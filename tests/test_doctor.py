@@ -32,7 +32,7 @@ def test_all_rows_in_order_on_this_machine(tmp_path, monkeypatch):
     bwrap_runs = missing("bubblewrap") is None
     assert (rows["sandbox"].status == "ok") == bwrap_runs
     if bwrap_runs:
-        assert rows["sandbox"].detail == "sandbox: bubblewrap (no network, writes only in the workspace)"
+        assert rows["sandbox"].detail == "sandbox: bubblewrap (no network, only the task is shown, writes only in the workspace)"
     else:
         assert rows["sandbox"].detail.startswith(("no sandbox", "sandbox disabled"))
     assert rows["mirror"].status == "warn" and "TAKEOVER_MIRROR not set" in rows["mirror"].detail

@@ -150,7 +150,8 @@ def test_writes_outside_the_workspace_fail_in_the_sandbox(repo, tmp_path):
     result = replay_trajectory(t, ws, sha, timeout=30)
     assert not (outside / "x.txt").exists()
     assert not __import__("os").path.exists(home_target)
-    assert "Read-only file system" in result.steps[0].output
+    # Folders outside the task are not shown at all (docs/protocol.md section 8.6).
+    assert result.steps[0].output.count("No such file or directory") == 2
     assert result.steps[2].output.strip() == "pwned"
     assert result.verdict.verified  # nothing changed in the workspace, and the final patch is empty
 

@@ -59,12 +59,16 @@ def test_alternates_is_the_one_reader_of_a_shared_workspace_and_agent_runs_use_i
 
     _src, sha = make_repo(tmp_path / "src", {"a.py": ""}, bare_mirror=tmp_path / "m" / "o__r.git")
     ws = RepoSource(tmp_path / "m", offline=True).workspace("o/r", sha, tmp_path / "ws")
+    from takeover.sources.frozen_history import store_path
+    from takeover.sources.repos import cache_dir
+
     objects = (tmp_path / "m" / "o__r.git" / "objects").resolve()
-    assert alternates(ws) == [objects]
+    frozen = (store_path("o/r", sha, cache_dir()) / "objects").resolve()
+    assert alternates(ws) == [frozen]  # the frozen store's, never the mirror's
     info = ws / ".git" / "objects" / "info" / "alternates"
     # A comment, a relative path, a folder that does not exist and an undecodable byte are all tolerated.
     info.write_bytes(info.read_bytes() + b"# borrowed\n../../../m/o__r.git/objects\n/gone/objects\n/caf\xe9\n")
-    assert alternates(ws) == [objects, objects]
+    assert alternates(ws) == [frozen, objects]
     assert alternates(tmp_path / "src") == []  # a repository with its own objects
     # Agent runs let their sandbox read exactly these folders; there is no second reader to drift apart.
     assert runs.alternates is alternates and not hasattr(local_commands, "git_alternates")

@@ -2,10 +2,12 @@
 image, on the repository exactly as the image holds it.
 
 - **The workspace is the image's own ``/testbed``** (:meth:`DockerCommands.workspace`), copied out once per
-  run (:func:`takeover.environments.official_image.workspace_from_image`): its complete git history (no
+  run (:func:`takeover.environments.official_image.workspace_from_image`): its git history up to its HEAD (no
   alternates naming host paths the container cannot see), SWE-bench's setup commit, and the files the
-  image's install built (compiled extensions, ``.egg-info``). A takeover run's checkpoint patch is applied on
-  top. The copy is mounted at ``/testbed``, so takeover takes every snapshot on the host as for ``local``.
+  image's install built (compiled extensions, ``.egg-info``), with anything newer than its ``HEAD`` removed
+  (:func:`takeover.sources.frozen_history.freeze_in_place`: an older image's remote, newer tags, reflog and
+  unreachable commits). A takeover run's checkpoint patch is applied on top. The copy is mounted at
+  ``/testbed``, so takeover takes every snapshot on the host as for ``local``.
 - **The image is the environment** (:meth:`DockerCommands.prepare`): nothing is built on the host;
   ``run.json``'s ``environment`` records the image and its content id, and the starting state
   (docs/protocol.md section 5.2) is the image's repository as copied: its ``HEAD`` (``base_commit`` plus
@@ -40,6 +42,7 @@ from takeover.environments.official_image import workspace_from_image
 from takeover.errors import EnvironmentUnavailable
 from takeover.repository_states import snapshots
 from takeover.repository_states.starting_state import StartingState
+from takeover.sources.frozen_history import freeze_in_place
 from takeover.sources.tasks import SourceTask
 
 #: Where the copied workspace records what it was copied from (inside its ``.git``: never part of a snapshot).
@@ -107,9 +110,12 @@ class DockerCommands:
         self.check()
         copied = workspace_from_image(instance_id, base_commit, dest, container_labels("agent run", dest.parent),
                                       image=image)
+        # An image built before SWE-bench cleaned its history may carry the task's future (docs/protocol.md
+        # section 8.6): removed before the first snapshot, whose trees a prune would take.
+        frozen = freeze_in_place(dest)
         start = snapshots.take_snapshot(dest)  # HEAD and the untracked files the image's install left
         record = {"image": copied.image.name, "image_id": copied.image.id, "repo_digests": copied.image.repo_digests,
-                  "head": copied.head, "starting_tree": start}
+                  "head": copied.head, "starting_tree": start, "frozen": frozen}
         path = snapshots.git_dir(dest) / IMAGE_RECORD
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2), encoding="utf-8")

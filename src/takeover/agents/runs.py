@@ -22,6 +22,7 @@ from takeover._util.redact import redact, redact_obj
 from takeover._util.versions import package_versions
 from takeover.agents.command_backend import EnvironmentFailure
 from takeover.agents.command_backends import COMMAND_BACKENDS
+from takeover.agents.isolation import probe_run, task_folders
 from takeover.agents.recorder import SNAPSHOT_REF_PREFIX, RunRecorder, git
 from takeover.agents.run_folder import RunSpec, inputs_key, prepare_run_folder, run_inputs
 from takeover.agents.runtime import AgentChoice, AgentRun
@@ -34,7 +35,7 @@ from takeover.repository_states import snapshots
 from takeover.repository_states.starting_state import (
     StartingState,
 )
-from takeover.sources.repos import RepoSource, alternates
+from takeover.sources.repos import RepoSource, alternates  # noqa: F401 - one reader of alternates
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
 from takeover.views import task_prompt
@@ -161,9 +162,11 @@ def run_agent(
     run = AgentRun(
         spec=spec, out_dir=out_dir, workspace=workspace, starting_state=start, commands=commands,
         command_root=record.command_root, task_env=task_env,
-        readable=alternates(workspace) + [Path(p) for p in [described.get("shared_venv")] if p],
+        readable=task_folders(workspace, described),
         tmp_dir=tmp_dir, recorder=recorder, setup_started=setup_started,
     )
+    record.isolation = probe_run(run).model_dump(mode="json")  # in the agent's confinement, before it starts
+    recorder.write_record()
     crashed: BaseException | None = None
     try:
         outcome = runtime.run(run)

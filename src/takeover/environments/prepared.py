@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from takeover._util.sandbox import hidden_by_private_tmp
+from takeover._util.sandbox import base_prefixes, hidden_by_sandbox
 from takeover.environments.build_steps import BUILD_TIMEOUT, BuildLog
 from takeover.environments.host_limits import check_buildable
 from takeover.environments.interpreters import find_interpreter, interpreter_version
@@ -99,15 +99,17 @@ class PreparedEnvironment(BaseModel):
 
     @property
     def readable(self) -> list[Path]:
-        """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``): inside
-        bubblewrap ``/tmp`` is private, so an environment under ``/tmp`` would otherwise vanish. The venvs,
-        and, when the commands run with the interpreter takeover runs on, its prefixes and import path under
-        ``/tmp`` (a venv built in a clone under ``/tmp``, an editable install of its checkout)."""
+        """Folders a sandboxed command must be able to read (pass to ``sandbox.wrap(readable=...)``): the
+        sandbox shows only system folders (docs/protocol.md section 8.6), so the environment is named: the
+        venvs, the interpreters they were made from, the interpreter's folder and, when the commands run with
+        the interpreter takeover runs on, its prefixes and import path (a venv built in a clone under
+        ``/tmp``, an editable install of its checkout)."""
         folders = [p for p in (self.shared_venv, self.venv) if p is not None]
+        prefix = self.python.parent.parent if self.python.parent.name == "bin" else self.python.parent
+        candidates = [prefix, *base_prefixes([*folders, prefix])]
         if self.python == Path(sys.executable):
-            candidates = [Path(sys.prefix), Path(sys.base_prefix), self.python.parent,
-                          *(Path(p) for p in sys.path if p)]
-            folders += [p for p in hidden_by_private_tmp(candidates) if p not in folders]
+            candidates += [Path(sys.prefix), Path(sys.base_prefix), *(Path(p) for p in sys.path if p)]
+        folders += [p for p in hidden_by_sandbox(candidates) if p not in folders]
         return folders
 
     def env_vars(self, base: Mapping[str, str] | None = None) -> dict[str, str]:

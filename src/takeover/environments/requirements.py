@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from takeover.environments.conda import conda_packages_as_pip
 from takeover.environments.spec import EnvSpec
 from takeover.errors import EnvironmentUnavailable
+from takeover.sources.frozen_history import host_git_env
 from takeover.sources.tasks import SourceTask
 
 
@@ -26,7 +27,8 @@ def read_repo_file(workspace: Path, commit: str | None, rel: str) -> str | None:
     """File ``rel`` at ``commit`` (from the workspace's git objects), else from the working tree; None
     when neither has it."""
     if commit:
-        out = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=workspace, capture_output=True, text=True, check=False)
+        out = subprocess.run(["git", "show", f"{commit}:{rel}"], cwd=workspace, capture_output=True, text=True,
+                             check=False, env=host_git_env(workspace))  # a setup commit newer than the frozen history
         if out.returncode == 0:
             return out.stdout
     path = workspace / rel

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from takeover.sources.frozen_history import host_git_env
 from takeover.sources.tasks import SourceTask
 
 #: The shipped stand-in table: ``{repo: {version: {"commit", "instance_id", "rule"}}}``.
@@ -61,7 +62,7 @@ def stand_in_table() -> dict[str, dict[str, dict[str, str]]]:
 
 def _has_commit(workspace: Path, commit: str) -> bool:
     out = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=workspace, capture_output=True,
-                         check=False)
+                         check=False, env=host_git_env(workspace))  # newer than the frozen history
     return out.returncode == 0
 
 
@@ -94,7 +95,7 @@ def packages_date(spec_date: str | None, workspace: Path, commit: str | None) ->
     date = datetime.fromisoformat(spec_date)
     if commit:
         out = subprocess.run(["git", "show", "-s", "--format=%ct", commit], cwd=workspace, capture_output=True,
-                             text=True, check=False)
+                             text=True, check=False, env=host_git_env(workspace))
         if out.returncode == 0 and out.stdout.strip().isdigit():
             date = max(date, datetime.fromtimestamp(int(out.stdout.strip()), UTC) + PACKAGES_AFTER_COMMIT)
     return date.strftime("%Y-%m-%dT%H:%M:%SZ")

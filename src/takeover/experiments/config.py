@@ -18,6 +18,8 @@ Example (paths are relative to the TOML file's folder)::
     limit = 75
     # instance_ids = ["psf__requests-1766"]   # explicit list instead of the seeded selection
 
+    # allow_unconfined = true          # run agents even without bubblewrap (runs marked not isolated)
+
     [predecessor]                       # either a model to run ...
     model = { model = "openai/qwen", base_url = "http://127.0.0.1:8000/v1" }
     agent = "mini-swe-agent"           # the agent choice: a runtime's name, or a table (below)
@@ -198,6 +200,11 @@ class ExperimentConfig(_Strict):
     out_dir: str
     mirror: str | None = None
     offline: bool = False
+    allow_unconfined: bool = Field(
+        default=False,
+        description="run agents even where their commands cannot be confined (no bubblewrap): their runs are "
+                    "then marked not isolated (docs/protocol.md section 8.6)",
+    )
     dataset: DatasetConfig
     predecessor: PredecessorConfig
     successors: list[SuccessorConfig] = Field(min_length=1)

@@ -34,6 +34,7 @@ from rich.console import Console
 
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover._util.versions import package_versions
+from takeover.agents.isolation import require_confinement
 from takeover.errors import InputError
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.engine import FollowUp, ProgressCallback, make_executor, run_units
@@ -120,9 +121,11 @@ def run_experiment(
     a second run in the same folder stops at once.
 
     Raises:
-        InputError: bad dataset, instance ids or trajectory paths (before any unit runs).
+        InputError: bad dataset, instance ids or trajectory paths (before any unit runs); the agents'
+            commands cannot be confined here and the experiment does not say ``allow_unconfined``.
         OutDirInUse: another run works in ``config.out`` (its pid is in the message).
     """
+    require_confinement(config.command_backend, allow_unconfined=config.allow_unconfined)
     with hold_out_dir(config.out):
         return _run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
                                progress=progress, report=report)

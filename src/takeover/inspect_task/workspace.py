@@ -10,6 +10,7 @@ a checkpoint is built once per process and shared by its views.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -50,6 +51,10 @@ def checkpoint_archive(checkpoint_dir: Path | str, repo_source: RepoSource, dest
         _git(["init", "--quiet"], repo)
         _git(["fetch", "--quiet", "--depth", "1", f"file://{Path(bare).resolve()}", checkpoint.base_commit], repo)
         _git(["checkout", "--quiet", "--detach", "FETCH_HEAD"], repo)
+        # FETCH_HEAD and the reflog name the mirror's path: the archive keeps the base commit alone
+        # (docs/protocol.md section 8.6).
+        (repo / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
+        shutil.rmtree(repo / ".git" / "logs", ignore_errors=True)
         apply_patch(repo, patch)
         with tarfile.open(dest, "w") as tar:
             for child in sorted(repo.iterdir()):

@@ -42,6 +42,7 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
         out_dir=str(Path(options.out_dir).expanduser().resolve()),
         mirror=str(Path(options.mirror).expanduser().resolve()) if options.mirror else None,
         offline=options.offline,
+        allow_unconfined=True,  # a demonstration: runs without bubblewrap are marked not isolated in its report
         dataset=DatasetConfig(path=str(dataset), instance_ids=list(options.instance_ids), difficulties=[],
                               limit=None),
         predecessor=PredecessorConfig(trajectories=[str(p) for p in trajectories]),

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
+from takeover.report.isolation_warning import run_isolation
 from takeover.report.markdown import render_markdown
 from takeover.report.notice import read_notice
 from takeover.report.page import build_drilldown, build_page
@@ -88,6 +89,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "table1": table1(units),
         "note_writing": note_tokens(units),
         "warnings": grading_warnings(units),
+        "isolation": run_isolation(units),
         "units": units.status,
         "unusable_unit_files": units.unusable,
         "not_imported": units.plan.get("not_imported", {}),

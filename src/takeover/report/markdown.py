@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 
+from takeover.report.isolation_warning import isolation_markdown, isolation_table
 from takeover.report.notice import notice_markdown
 from takeover.report.rows import order_states
 
@@ -72,6 +73,7 @@ def render_markdown(data: dict) -> str:
     md.write(f"# Handoff debt report: {data.get('name', 'experiment')}\n\n")
     if data.get("notice"):
         md.write(notice_markdown(data["notice"]))
+    md.write(isolation_markdown(data.get("isolation")))
     md.write(
         "One takeover run per (handoff point, view, successor). Solved rate counts every planned run; runs "
         "that failed for infrastructure reasons or are missing count as not solved and are listed apart. "
@@ -81,6 +83,7 @@ def render_markdown(data: dict) -> str:
         f"over handoff points ({data['bootstrap']['resamples']} resamples, seed {data['bootstrap']['seed']}).\n\n"
     )
     md.write("## All handoff points\n\n" + _table(data["summary"]) + "\n")
+    md.write(isolation_table(data.get("isolation")))
     for field, title in (("by_handoff_state", "By handoff state"), ("by_point_type", "By handoff point type")):
         md.write(f"## {title}\n\n")
         for key, summary in data[field].items():

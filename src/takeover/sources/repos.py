@@ -3,8 +3,9 @@
 A *mirror* is a bare repository per SWE-bench repository, named ``owner__name.git``. It comes from the
 folder the user names (``--mirror DIR``, or ``TAKEOVER_MIRROR`` read by that option), or is cloned from
 GitHub on first use into the cache (``TAKEOVER_CACHE``, default ``~/.cache/takeover``). A *workspace* is a
-fresh checkout of one commit in its own folder, made with ``git clone --shared`` so that no history is
-copied and nothing is written into the mirror: the user's mirror is only ever read.
+fresh checkout of one commit in its own folder, made with ``git clone --shared`` of the commit's frozen
+store (:mod:`takeover.sources.frozen_history`: its history up to that commit, nothing newer), so that no
+history is copied and nothing is written into the mirror: the user's mirror is only ever read.
 
 Where repositories come from is one :class:`RepoSource`, built once (by the command line from ``--mirror``
 and ``--offline``, or by an experiment file from ``mirror`` and ``offline``) and passed down to every
@@ -21,7 +22,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from takeover._util import sandbox
 from takeover.errors import RepositoryUnavailable
+from takeover.sources.frozen_history import clone_frozen, frozen_store
 
 #: The environment variable that names the mirror folder; read by the ``--mirror`` option only.
 MIRROR_ENV = "TAKEOVER_MIRROR"
@@ -85,6 +88,7 @@ class RepoSource(BaseModel):
         """
         slug = repo.replace("/", "__")
         if self.mirror is not None:
+            sandbox.note_private(self.mirror, "mirror")  # the repositories' future: the probe checks it
             candidate = self.mirror / f"{slug}.git"
             if candidate.exists() and (commit is None or _has_commit(candidate, commit)):
                 return candidate
@@ -134,8 +138,10 @@ class RepoSource(BaseModel):
     def workspace(self, repo: str, commit: str, dest: Path | str) -> Path:
         """Check out ``commit`` of ``repo`` into the new folder ``dest`` (must not exist or be empty).
 
-        The checkout shares the mirror's objects (``git clone --shared``): no history is copied, and the
-        mirror is not written to. The workspace has no remote, so nothing in it can push or fetch.
+        The checkout shares the objects of the frozen store of ``(repo, commit)``
+        (:mod:`takeover.sources.frozen_history`: the history up to ``commit`` and nothing newer, built once
+        in the cache): no history is copied, and the mirror is not written to. The workspace has no
+        remote, no reflog, and ``HEAD`` detached at ``commit``.
 
         The repository is checked first: a mirror that lacks an object of ``commit``'s tree is refused
         before anything is written.
@@ -159,10 +165,9 @@ class RepoSource(BaseModel):
                 f"(a partial or damaged clone: clone it again with git clone --bare)"
             )
         dest.parent.mkdir(parents=True, exist_ok=True)
+        store = frozen_store(bare, repo, commit, cache_dir())
         try:
-            _git("clone", "--shared", "--no-checkout", "--quiet", str(bare.resolve()), str(dest))
-            _git("remote", "remove", "origin", cwd=dest)
-            _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+            clone_frozen(store, commit, dest, full_history=bare / "objects")
         except subprocess.CalledProcessError as exc:
             raise RepositoryUnavailable(
                 f"{repo} at {bare}: cannot check out commit {commit}: {(exc.stderr or '').strip()[:200]}"
@@ -171,19 +176,24 @@ class RepoSource(BaseModel):
 
 
 def alternates(workspace: Path | str) -> list[Path]:
-    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``):
-    absolute, existing folders only, in file order; ``[]`` for a workspace with its own objects.
+    """Object folders a ``git clone --shared`` workspace borrows (``.git/objects/info/alternates``), and the
+    folders those borrow in turn (a clone of a clone): absolute, existing folders only, in file order;
+    ``[]`` for a workspace with its own objects.
 
     A sandbox must let commands read these (read-only), or git in the workspace sees no history.
     """
-    info = Path(workspace) / ".git" / "objects" / "info" / "alternates"
-    if not info.is_file():
-        return []
-    found = []
-    for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            path = Path(line) if line.startswith("/") else (info.parent.parent / line)
-            if path.is_dir():
-                found.append(path.resolve())
+    found: list[Path] = []
+    pending = [Path(workspace) / ".git" / "objects" / "info" / "alternates"]
+    while pending:
+        info = pending.pop(0)
+        if not info.is_file():
+            continue
+        for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                path = Path(line) if line.startswith("/") else (info.parent.parent / line)
+                if path.is_dir():
+                    found.append(path.resolve())
+                    if path.resolve() not in found[:-1]:
+                        pending.append(path / "info" / "alternates")
     return found

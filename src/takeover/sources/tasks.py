@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from takeover._util import sandbox
 from takeover._util.io import atomic_write_text, iter_jsonl, read_text, sha256_file
 from takeover.errors import EnvironmentUnavailable, InputError
 
@@ -195,6 +196,7 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
     """
     path = Path(source)
     if path.is_file():
+        sandbox.note_private(path, "dataset")  # its rows hold the reference patches: the probe checks it
         suffix = path.suffix.lower()
         loaders = {".jsonl": _load_jsonl, ".json": _load_json, ".parquet": _load_parquet}
         if suffix not in loaders:

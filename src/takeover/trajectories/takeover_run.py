@@ -149,6 +149,9 @@ class RunRecord(BaseModel):
         command_backend: where the agent's commands ran (``local`` or ``docker``; ``backend`` in records of
             earlier versions, read under this name); ``sandbox``: how they were confined (for ``local``
             the sentence of :func:`takeover._util.sandbox.status`).
+        isolation: what the isolation probe found inside the run's confinement before the agent started
+            (:class:`takeover.agents.isolation.Isolation`, docs/protocol.md section 8.6); ``None`` for a
+            run made before the probe existed, which the report marks "not verified".
         workspace: the run's repository; its ``.git`` keeps every snapshot tree (refs
             ``refs/takeover/snapshots/<tree id>``, one per distinct tree), so checkpoints can be read back
             after the run.
@@ -191,6 +194,7 @@ class RunRecord(BaseModel):
     protocol: ActionProtocol = "text"
     command_backend: str = DEFAULT_COMMAND_BACKEND
     sandbox: str = ""
+    isolation: dict[str, Any] | None = None
     workspace: str
     command_root: str | None = None
     path_note: str | None = None

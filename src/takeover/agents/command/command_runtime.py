@@ -178,11 +178,14 @@ class CommandRuntime:
         sandboxed = run.command_root != str(run.workspace)
         argv = ["bash", "-c", command]
         if sandboxed:
+            named = _named_under_tmp(template)
             argv = sandbox.wrap(argv, run.workspace, cwd=run.command_root, writable=[session], tmp=run.tmp_dir,
-                                readable=[*run.readable, *_named_under_tmp(template)], mount_at=run.command_root,
-                                network=True)
+                                readable=[*run.readable, *named], mount_at=run.command_root,
+                                network=True, home=None)
             rec.record.sandbox = ("sandbox: bubblewrap around the agent command (host network kept for its model; "
-                                  "writes only in the workspace, the run's session folder and /tmp)")
+                                  "writes only in the workspace, the run's session folder and /tmp; shown besides "
+                                  "the task: " + (", ".join(map(str, named)) or "nothing") + ")")
+            rec.record.environment["agent_paths"] = [str(p) for p in named]
         env = {**os.environ, **(run.task_env if run.commands.uses_task_environment else {}), "HOME": str(home),
                **{f"TAKEOVER_{name.upper()}": value for name, value in values.items()}}
         rec.record.environment["agent_command"] = redact(command)
@@ -213,18 +216,17 @@ class CommandRuntime:
 
 
 def _named_under_tmp(template: str) -> list[Path]:
-    """Folders of the files and folders the template names by an absolute path under ``/tmp`` (the
-    sandbox's ``/tmp`` is the run's own, so an agent program kept there would vanish): mounted read-only."""
+    """The files and folders the template names by an absolute path that the sandbox does not
+    show (outside its system folders, ``/tmp`` included: docs/protocol.md section 8.6): the agent's
+    program, its config folder. The user names them; they are mounted read-only and listed in ``run.json``
+    (``environment.agent_paths``)."""
     try:
         words = shlex.split(render(template, {name: "" for name in PLACEHOLDERS}))
     except ValueError:
         return []
-    found = []
-    for word in words:
-        path = Path(word)
-        if path.is_absolute() and path.parts[1:2] == ("tmp",) and path.exists():
-            found.append(path if path.is_dir() else path.parent)
-    return list(dict.fromkeys(found))
+    named = [Path(w) for w in words if w.startswith("/") and Path(w).exists()]
+    # The path itself (a program, a config folder), not the folder around it, and where a link points.
+    return [p for p in dict.fromkeys([*named, *(p.resolve() for p in named)]) if sandbox.hidden_by_sandbox([p])]
 
 
 def _session_path(session_file: Path, pattern: str | None, session: Path, home: Path) -> Path | None:

@@ -162,7 +162,9 @@ class OpenHandsRuntime:
                      "OH_RUNTIME_IDLE_TIMEOUT_SECONDS": str(limits.command_timeout / 0.9)}
         if sandboxed:
             argv = sandbox.wrap(argv, run.workspace, writable=[home, sock_dir], tmp=run.tmp_dir,
-                                readable=[*run.readable, DRIVER.parent, python.parent.parent],
+                                # its own venv (and the interpreter it was made from) and the driver: the only additions
+                                readable=[*run.readable, DRIVER.parent, python.parent.parent,
+                                          *sandbox.base_prefixes([python.parent.parent])],
                                 mount_at=run.command_root)
         snapshots: dict[str, str] = {}
         failure: list[str] = []
