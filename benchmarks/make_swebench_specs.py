@@ -11,9 +11,9 @@ repositories (``MAP_REPO_TO_EXT[repo] == "py"``):
 - ``specs``: ``MAP_REPO_VERSION_TO_SPECS[repo][version]`` as they are;
 - ``install``, ``requirements_paths``, ``environment_yml_paths``: ``MAP_REPO_TO_INSTALL``,
   ``MAP_REPO_TO_REQS_PATHS``, ``MAP_REPO_TO_ENV_YML_PATHS``;
-- ``log_parsers``: the parser each repository's entry of ``MAP_REPO_TO_PARSER_PY`` names in
-  ``log_parsers/python.py`` (read from the source with ``ast``: several names are one function, and the name
-  is what swebench 5.x rows carry as ``log_parser``);
+- ``log_parsers``: the parser each repository's entry of ``MAP_REPO_TO_PARSER_<LANGUAGE>`` names in
+  ``log_parsers/*.py``, every language (read from the source with ``ast``: several names are one function,
+  and the name is what swebench 5.x rows carry as ``log_parser``);
 - ``non_test_extensions`` (``NON_TEST_EXTS``), ``replaced_requirements`` (``REPLACE_REQ_PACKAGES``),
   ``fail_only_repos`` (``FAIL_ONLY_REPOS``), ``docker_specs_default`` (``DEFAULT_DOCKER_SPECS``);
 
@@ -33,13 +33,18 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "src" / "takeover" / "environments" / "swebench_4_1_specs.json"
 
 
-def parser_names(python_parsers: Path) -> dict[str, str]:
-    """``{repo: parser name}`` of the ``MAP_REPO_TO_PARSER_PY`` dict literal in ``python_parsers``."""
-    tree = ast.parse(python_parsers.read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MAP_REPO_TO_PARSER_PY" for t in node.targets):
-            return {ast.literal_eval(k): v.id for k, v in zip(node.value.keys, node.value.values, strict=True)}
-    raise SystemExit(f"{python_parsers}: no MAP_REPO_TO_PARSER_PY")
+def parser_names(parsers_folder: Path) -> dict[str, str]:
+    """``{repo: parser name}`` of the ``MAP_REPO_TO_PARSER_<LANGUAGE>`` dict literals in the modules of
+    ``parsers_folder`` (swebench's ``harness/log_parsers``)."""
+    out: dict[str, str] = {}
+    for module in sorted(parsers_folder.glob("*.py")):
+        for node in ast.parse(module.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                    and any(getattr(t, "id", "").startswith("MAP_REPO_TO_PARSER_") for t in node.targets)):
+                out.update({ast.literal_eval(k): v.id for k, v in zip(node.value.keys, node.value.values, strict=True)})
+    if not out:
+        raise SystemExit(f"{parsers_folder}: no MAP_REPO_TO_PARSER_* table")
+    return out
 
 
 def license_text(dist: metadata.Distribution) -> str:
@@ -59,11 +64,11 @@ def build_table() -> dict:
     from swebench.harness.test_spec import python as test_spec_python
 
     repos = sorted(r for r, ext in c.MAP_REPO_TO_EXT.items() if ext == "py" and r in c.MAP_REPO_VERSION_TO_SPECS)
-    parsers_file = Path(c.__file__).resolve().parents[1] / "log_parsers" / "python.py"
+    parsers_folder = Path(c.__file__).resolve().parents[1] / "log_parsers"
     licence = license_text(dist)
     return {
         "source": (f"swebench {dist.version} (PyPI), swebench/harness/constants/python.py and __init__.py, "
-                   "swebench/harness/log_parsers/python.py, swebench/harness/test_spec/python.py"),
+                   "swebench/harness/log_parsers/*.py, swebench/harness/test_spec/python.py"),
         "license": "MIT",
         "copyright": next(line for line in licence.splitlines() if line.startswith("Copyright")),
         "license_text": licence,
@@ -74,7 +79,7 @@ def build_table() -> dict:
         "requirements_paths": {r: list(c.MAP_REPO_TO_REQS_PATHS[r]) for r in repos if r in c.MAP_REPO_TO_REQS_PATHS},
         "environment_yml_paths": {r: list(c.MAP_REPO_TO_ENV_YML_PATHS[r]) for r in repos
                                   if r in c.MAP_REPO_TO_ENV_YML_PATHS},
-        "log_parsers": {r: n for r, n in sorted(parser_names(parsers_file).items())},
+        "log_parsers": {r: n for r, n in sorted(parser_names(parsers_folder).items())},
         "non_test_extensions": list(c.NON_TEST_EXTS),
         "replaced_requirements": [list(p) for p in test_spec_python.REPLACE_REQ_PACKAGES],
         "fail_only_repos": sorted(c.FAIL_ONLY_REPOS),
