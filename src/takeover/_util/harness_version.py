@@ -55,7 +55,7 @@ _EXIT_CODE = re.compile(rf"{re.escape(TEST_EXIT_CODE)}:\s*(-?\d+)")
 # runner's own summary line (karma, mocha, jest, tap, jasmine; openlayers' per-case "': ok").
 _RUNNER_RAN = re.compile(r"Executed [1-9]\d* of \d+|TOTAL: [1-9]\d* (?:SUCCESS|FAILED)|[1-9]\d* passing"
                          r"|Tests:\s+[1-9]\d*|Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* total|^# tests [1-9]\d*"
-                         r"|[1-9]\d* specs?, \d+ failures?|': ok$", re.M)
+                         r"|[1-9]\d* specs?, \d+ failures?|': ok$", re.MULTILINE)
 
 
 def installed_harness() -> str:
@@ -101,12 +101,9 @@ def log_parser(name: str) -> Callable[..., dict[str, str]] | None:
         from swebench.harness.log_parsers import PARSER_REGISTRY
 
         return PARSER_REGISTRY.get(full)
-    import pkgutil
+    from swebench.harness.log_parsers import c, go, java, javascript, php, python, ruby, rust
 
-    from swebench.harness import log_parsers
-
-    for info in pkgutil.iter_modules(log_parsers.__path__):  # 4.1 has a module per language, no registry
-        module = __import__(f"swebench.harness.log_parsers.{info.name}", fromlist=[full])
+    for module in (python, javascript, c, go, java, php, ruby, rust):  # 4.1: a module per language, no registry
         fn = getattr(module, full, None)
         if callable(fn):
             return fn

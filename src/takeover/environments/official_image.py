@@ -11,6 +11,12 @@ come from swebench's own functions; the environment script follows swebench's ``
 step by step, with the file text read, and cleaned, as ``get_requirements`` reads and cleans it
 (:func:`takeover.environments.requirements.read_requirements`). Without a mirror, and with the network
 allowed, swebench downloads the files itself; a failed download is one line naming the files and the cause.
+
+That is swebench 4.1's ``TestSpec``. swebench 5.x has neither the per-repository specifications nor those
+scripts: its ``TestSpec`` is made from the row's ``image``, ``eval_script``, ``log_parser`` and
+``eval_type`` (:func:`takeover.environments.row_grading.row_grading` derives those a row lacks), and its
+``run_instance`` only runs an image that exists or can be pulled. The specifications themselves come from
+the table generated from swebench 4.1 (:mod:`takeover.environments.swebench_specs`) under either version.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from takeover._util.containers import ImageIdentity, copy_from_image, image_identity
+from takeover.environments import swebench_specs
 from takeover.environments.requirements import read_repo_file, read_requirements
 from takeover.errors import EnvironmentUnavailable, RepositoryUnavailable
 from takeover.sources.repos import RepoSource
@@ -60,9 +67,7 @@ def instance_image_name(instance_id: str, *, namespace: str | None = NAMESPACE, 
 
 
 def _swebench_specs(task: SourceTask) -> dict[str, Any]:
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
-
-    specs = MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}).get(task.version)
+    specs = swebench_specs.repo_version_specs(task.repo, task.version)
     if specs is None:
         raise EnvironmentUnavailable(
             f"{task.instance_id}: {task.repo} {task.version} has no official SWE-bench image (it is not in "
@@ -96,10 +101,8 @@ def _mirror_text(task: SourceTask, source: RepoSource, kind: str, paths: list[st
 def _environment_yml(text: str) -> str:
     """swebench's ``get_environment_yml`` on ``text``: the environment renamed ``testbed``, then
     ``clean_environment_yml``."""
-    from swebench.harness.test_spec.python import clean_environment_yml  # slow to import: only when needed
-
     lines = [f"name: {ENV_NAME}" if line.startswith("name:") else line for line in text.split("\n")]
-    return clean_environment_yml("\n".join(lines))
+    return swebench_specs.clean_environment_yml("\n".join(lines))
 
 
 def env_script_list(task: SourceTask, source: RepoSource) -> list[str]:
@@ -110,26 +113,18 @@ def env_script_list(task: SourceTask, source: RepoSource) -> list[str]:
         EnvironmentUnavailable: no swebench specification for the task, or a file or its repository is missing
             (one line naming the files, the commit and the folder looked at).
     """
-    from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS, MAP_REPO_TO_REQS_PATHS
-    from swebench.harness.test_spec.python import make_env_script_list_py_from_conda
-    from swebench.harness.utils import load_cached_environment_yml
-
     specs = _swebench_specs(task)
-    instance = swebench_instance(task)
-    cached = load_cached_environment_yml(task.instance_id)
-    if cached:  # swebench ships this one: no download either way
-        return make_env_script_list_py_from_conda(instance, specs, ENV_NAME, cached)
     commands = ["source /opt/miniconda3/bin/activate"]
     pkgs = specs.get("packages", "")
     python = specs["python"]
     if pkgs == "requirements.txt":
         commands.append(f"conda create -n {ENV_NAME} python={python} -y")
-        _, reqs = _mirror_text(task, source, pkgs, list(MAP_REPO_TO_REQS_PATHS[task.repo]))
+        _, reqs = _mirror_text(task, source, pkgs, swebench_specs.requirements_paths(task.repo))
         path = "$HOME/requirements.txt"
         commands += [f"cat <<'{_HEREDOC}' > {path}\n{reqs}\n{_HEREDOC}",
                      f"conda activate {ENV_NAME} && python -m pip install -r {path}", f"rm {path}"]
     elif pkgs == "environment.yml":
-        _, text = _mirror_text(task, source, pkgs, list(MAP_REPO_TO_ENV_YML_PATHS[task.repo]))
+        _, text = _mirror_text(task, source, pkgs, swebench_specs.environment_yml_paths(task.repo))
         commands.append(f"cat <<'{_HEREDOC}' > environment.yml\n{_environment_yml(text)}\n{_HEREDOC}")
         if specs.get("no_use_env"):
             commands += [f"conda create -c conda-forge -n {ENV_NAME} python={python} -y",
@@ -153,13 +148,12 @@ def _downloaded_test_spec(task: SourceTask, namespace: str | None) -> TestSpec:
         EnvironmentUnavailable: the download failed (one line: the files, the commit, the cause).
     """
     import requests  # a dependency of swebench's download
-    from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS, MAP_REPO_TO_REQS_PATHS
     from swebench.harness.test_spec.test_spec import make_test_spec
 
     try:
         return make_test_spec(swebench_instance(task), namespace=namespace)
     except (requests.RequestException, ValueError) as exc:
-        paths = MAP_REPO_TO_REQS_PATHS.get(task.repo, []) + MAP_REPO_TO_ENV_YML_PATHS.get(task.repo, [])
+        paths = swebench_specs.requirements_paths(task.repo) + swebench_specs.environment_yml_paths(task.repo)
         cause = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         raise EnvironmentUnavailable(
             f"swebench could not download {task.repo}'s {' or '.join(paths)} at {requirements_commit(task)[:12]} "

@@ -16,9 +16,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field
 
-from takeover.environments.swebench_specs import clean_environment_yml, clean_requirements
 from takeover.environments.conda import conda_packages_as_pip
 from takeover.environments.spec import EnvSpec
+from takeover.environments.swebench_specs import clean_environment_yml, clean_requirements
 from takeover.errors import EnvironmentUnavailable
 from takeover.sources.tasks import SourceTask
 

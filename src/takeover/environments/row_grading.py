@@ -15,6 +15,7 @@ them graded with a generated script gets a warning naming the difference.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import cache
 from pathlib import Path
@@ -22,9 +23,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from takeover._util import harness_version
 from takeover.environments import swebench_specs
-from takeover.environments.official_image import instance_image_name
+from takeover.environments.official_image import instance_image_name, official_test_spec
 from takeover.errors import EnvironmentUnavailable
+from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
 #: The Verified rows whose 5.x ``eval_script`` differs from the generated one, and how.
@@ -111,3 +114,32 @@ def row_grading(task: SourceTask) -> RowGrading:
                       log_parser=own.get("log_parser") or swebench_specs.parser_name(task.repo) or "parse_log_pytest",
                       eval_type=own.get("eval_type") or swebench_specs.eval_type(task.repo),
                       eval_script_source=source, derived=derived, warnings=warnings)
+
+
+def _script_lines(script: str) -> list[str]:
+    """The commands of an ``eval_script`` (its ``#!/bin/bash`` and ``set -uxo pipefail`` lines dropped), as
+    swebench 5.x's ``parse_eval_script`` reads them."""
+    return [line for line in script.strip().split("\n") if line not in ("#!/bin/bash", "set -uxo pipefail")]
+
+
+def harness_test_spec(task: SourceTask, repo_source: RepoSource | None = None) -> tuple[Any, RowGrading]:
+    """The installed harness's ``TestSpec`` of ``task`` for its ``run_instance``, and the row's grading fields.
+
+    swebench 5.x: ``make_test_spec`` of the row with :func:`row_grading`'s fields. swebench 4.1:
+    :func:`~takeover.environments.official_image.official_test_spec` (its requirement files read from
+    ``repo_source``'s mirror), running the row's own ``eval_script`` when the row has one.
+
+    Raises:
+        EnvironmentUnavailable: no script can be generated, no specification, or the requirement files cannot
+            be read (one line).
+    """
+    fields = row_grading(task)
+    if not harness_version.keeps_repo_specs():
+        return harness_version.test_spec(
+            instance_id=task.instance_id, repo=task.repo, version=task.version or "",
+            fail_to_pass=list(task.FAIL_TO_PASS), pass_to_pass=list(task.PASS_TO_PASS), image=fields.image,
+            eval_script=fields.eval_script, parser=fields.log_parser, eval_type=fields.eval_type), fields
+    spec = official_test_spec(task, repo_source)
+    if fields.eval_script_source == "dataset":
+        spec = dataclasses.replace(spec, eval_script_list=_script_lines(fields.eval_script))
+    return spec, fields

@@ -127,8 +127,8 @@ def test_directives(repo: str, test_patch: str) -> list[str]:
     if repo == "django/django":
         out = []
         for d in directives:
-            d = d[:-len(".py")] if d.endswith(".py") else d
-            d = d[len("tests/"):] if d.startswith("tests/") else d
+            d = d.removesuffix(".py")
+            d = d.removeprefix("tests/")
             out.append(d.replace("/", "."))
         directives = out
     return directives
