@@ -203,13 +203,21 @@ def tests_report(status_map: Mapping[str, str], fail_to_pass: list[str], pass_to
     ones of the module docstring. ``eval_type`` is ``pass_and_fail`` or ``fail_only`` (only a listed test
     the map says ``FAILED`` fails; the same in both versions).
     """
-    sm = dict(status_map)
-    gold = {"FAIL_TO_PASS": list(fail_to_pass), "PASS_TO_PASS": list(pass_to_pass)}
     if rules == installed_rules():
         from swebench.harness.constants import EvalType
         from swebench.harness.grading import get_eval_tests_report
 
-        return get_eval_tests_report(sm, gold, eval_type=EvalType(eval_type))
+        gold = {"FAIL_TO_PASS": list(fail_to_pass), "PASS_TO_PASS": list(pass_to_pass)}
+        return get_eval_tests_report(dict(status_map), gold, eval_type=EvalType(eval_type))
+    return rules_report(status_map, fail_to_pass, pass_to_pass, eval_type, rules)
+
+
+def rules_report(status_map: Mapping[str, str], fail_to_pass: list[str], pass_to_pass: list[str], eval_type: str,
+                 rules: GradingRules) -> dict[str, dict[str, list[str]]]:
+    """:func:`tests_report` as written out here for either version's rules (the module docstring), whichever
+    harness is installed."""
+    sm = dict(status_map)
+    gold = {"FAIL_TO_PASS": list(fail_to_pass), "PASS_TO_PASS": list(pass_to_pass)}
     empty = {"success": [], "failure": []}
     if eval_type == "fail_only":
         out = {k: {"success": [t for t in v if sm.get(t) != FAILED], "failure": [t for t in v if sm.get(t) == FAILED]}
