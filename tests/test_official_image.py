@@ -87,9 +87,9 @@ def test_requirements_are_read_from_the_mirror_at_the_commit_swebench_downloads(
     assert _heredoc(env_script_list(with_setup, source), "$HOME/requirements.txt") == "pytest==7.2.2\n\nsphinx==4.5.0\n"
     commands = env_script_list(without, source)
     assert _heredoc(commands, "$HOME/requirements.txt") == "pytest==7.3.0\n\nsphinx==4.5.0\n"
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+    from takeover.environments.swebench_specs import repo_version_specs
 
-    pins = " ".join(MAP_REPO_VERSION_TO_SPECS["pallets/flask"]["2.3"]["pip_packages"])
+    pins = " ".join(repo_version_specs("pallets/flask", "2.3")["pip_packages"])
     # the order of swebench's make_env_script_list_py
     assert [c.splitlines()[0] for c in commands] == [
         "source /opt/miniconda3/bin/activate", "conda create -n testbed python=3.11 -y",

@@ -241,16 +241,19 @@ def run_evaluation_log_dir() -> Path:
     return Path(RUN_EVALUATION_LOG_DIR)
 
 
-def run_instance(spec: Any, prediction: dict[str, Any], *, client: Any, run_id: str, timeout: int) -> Any:
+def run_instance(spec: Any, prediction: dict[str, Any], *, client: Any, run_id: str, timeout: int | None,
+                 rewrite_reports: bool = False) -> Any:
     """The installed harness's ``run_instance`` on an existing image, which is kept: 4.1 with
     ``rm_image=False, force_rebuild=False``; 5.0 has neither (it never removes an image, and pulls one only
-    when the daemon lacks it)."""
+    when the daemon lacks it). ``rewrite_reports`` grades the test log already in the run's folder again
+    (no container)."""
     from swebench.harness.run_evaluation import run_instance as harness_run_instance
 
     if keeps_repo_specs():
         return harness_run_instance(spec, prediction, rm_image=False, force_rebuild=False, client=client,
-                                    run_id=run_id, timeout=timeout)
-    return harness_run_instance(spec, prediction, client=client, run_id=run_id, timeout=timeout)
+                                    run_id=run_id, timeout=timeout, rewrite_reports=rewrite_reports)
+    return harness_run_instance(spec, prediction, client=client, run_id=run_id, timeout=timeout,
+                                rewrite_reports=rewrite_reports)
 
 
 @cache

@@ -98,7 +98,7 @@ class GradingKey(BaseModel):
     timeout: float
     takeover: str | None = None
     swebench: str | None = None
-    grading_rules: str | None = None
+    grading_rules: str = _RULES_BEFORE_RECORDED
 
     @classmethod
     def of(cls, task: SourceTask, patch: str | None, environment: EnvironmentKey, *, backend: str, network: bool,
@@ -140,8 +140,6 @@ class GradingKey(BaseModel):
         if old is None:
             return ["the grading key (the stored result has none)"]
         mine, theirs = self.model_dump(), old.model_dump()
-        for key in (mine, theirs):
-            key["grading_rules"] = key.get("grading_rules") or _RULES_BEFORE_RECORDED
         return [_FIELD_NAMES[name] for name in _FIELD_NAMES if mine.get(name) != theirs.get(name)]
 
 
