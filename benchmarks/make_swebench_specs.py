@@ -15,7 +15,8 @@ repositories (``MAP_REPO_TO_EXT[repo] == "py"``):
   ``log_parsers/*.py``, every language (read from the source with ``ast``: several names are one function,
   and the name is what swebench 5.x rows carry as ``log_parser``);
 - ``non_test_extensions`` (``NON_TEST_EXTS``), ``replaced_requirements`` (``REPLACE_REQ_PACKAGES``),
-  ``fail_only_repos`` (``FAIL_ONLY_REPOS``), ``docker_specs_default`` (``DEFAULT_DOCKER_SPECS``);
+  ``fail_only_repos`` (``FAIL_ONLY_REPOS``), ``docker_specs_default`` (``DEFAULT_DOCKER_SPECS``),
+  ``base_commit_branches`` (``REPO_BASE_COMMIT_BRANCH``, the branch an image's clone takes for a commit);
 
 with the distribution's name, version and license (MIT, with its copyright line). Run it again with a new
 4.1.x to update the table; ``tests/test_swebench_specs.py`` checks the file against the installed 4.1.
@@ -84,6 +85,7 @@ def build_table() -> dict:
         "replaced_requirements": [list(p) for p in test_spec_python.REPLACE_REQ_PACKAGES],
         "fail_only_repos": sorted(c.FAIL_ONLY_REPOS),
         "docker_specs_default": dict(c.DEFAULT_DOCKER_SPECS),
+        "base_commit_branches": {r: dict(c.REPO_BASE_COMMIT_BRANCH[r]) for r in repos if r in c.REPO_BASE_COMMIT_BRANCH},
     }
 
 

@@ -12,7 +12,12 @@ import pytest
 from prerequisites import ROOT, requires, shared
 
 from takeover._util import harness_version
-from takeover.environments.row_grading import difference_warning, harness_test_spec, row_grading, script_differences
+from takeover.environments.row_grading import (
+    difference_warning,
+    harness_test_spec,
+    row_grading,
+    script_differences,
+)
 from takeover.sources.tasks import load_tasks
 
 PARQUET = "swebench5/verified_v5_52b72b3.parquet"

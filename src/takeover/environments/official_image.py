@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from takeover._util import harness_version
 from takeover._util.containers import ImageIdentity, copy_from_image, image_identity
 from takeover.environments import swebench_specs
 from takeover.environments.requirements import read_repo_file, read_requirements
@@ -161,26 +163,78 @@ def _downloaded_test_spec(task: SourceTask, namespace: str | None) -> TestSpec:
             "there") from None
 
 
+@dataclass(frozen=True)
+class ImageScripts:
+    """The scripts of a task's instance image as swebench 4.1's ``TestSpec`` holds them, where swebench 5.x
+    (which builds no images) is installed: the same fields and script properties, made from the table of
+    4.1's specifications (:mod:`takeover.environments.swebench_specs`).
+
+    Attributes:
+        repo_script_list, env_script_list, eval_script_list: the commands of ``setup_repo.sh``,
+            ``setup_env.sh`` and ``eval.sh``.
+        namespace: ``swebench`` for the official images' names, None for a local build's.
+    """
+
+    instance_id: str
+    repo: str
+    version: str
+    repo_script_list: list[str]
+    env_script_list: list[str]
+    eval_script_list: list[str]
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str]
+    namespace: str | None = NAMESPACE
+
+    @property
+    def instance_image_key(self) -> str:
+        """:func:`instance_image_name` of the instance under :attr:`namespace`."""
+        return instance_image_name(self.instance_id, namespace=self.namespace)
+
+    @property
+    def setup_env_script(self) -> str:
+        """``setup_env.sh``: ``#!/bin/bash``, ``set -euxo pipefail``, the commands."""
+        return "\n".join(["#!/bin/bash", "set -euxo pipefail", *self.env_script_list]) + "\n"
+
+    @property
+    def install_repo_script(self) -> str:
+        """``setup_repo.sh``: ``#!/bin/bash``, ``set -euxo pipefail``, the commands."""
+        return "\n".join(["#!/bin/bash", "set -euxo pipefail", *self.repo_script_list]) + "\n"
+
+    @property
+    def eval_script(self) -> str:
+        """``eval.sh``: ``#!/bin/bash``, ``set -uxo pipefail``, the commands."""
+        return "\n".join(["#!/bin/bash", "set -uxo pipefail", *self.eval_script_list]) + "\n"
+
+
 def official_test_spec(task: SourceTask, repo_source: RepoSource | None = None, *,
-                       namespace: str | None = NAMESPACE) -> TestSpec:
+                       namespace: str | None = NAMESPACE) -> TestSpec | ImageScripts:
     """swebench's ``TestSpec`` of ``task`` (scripts, image names, tests), equal to what ``make_test_spec``
-    returns, made without the network when ``repo_source`` has a mirror or is offline.
+    returns, made without the network when ``repo_source`` has a mirror or is offline. Where swebench 5.x is
+    installed, the same scripts as :class:`ImageScripts` (5.x has no such ``TestSpec``).
 
     Args:
         repo_source: where the requirement files are read (a mirror, or the clone cache when offline);
-            with neither, swebench downloads them from GitHub.
+            with neither, swebench 4.1 downloads them from GitHub.
         namespace: ``swebench`` for the official images on Docker Hub, None for images built locally.
 
     Raises:
         EnvironmentUnavailable: no swebench specification for the task, or its requirement files cannot be
             read (one line naming the files and the cause).
     """
+    source = repo_source or RepoSource()
+    specs = _swebench_specs(task)
+    if not harness_version.keeps_repo_specs():
+        return ImageScripts(
+            instance_id=task.instance_id, repo=task.repo, version=task.version or "",
+            repo_script_list=swebench_specs.repo_script_list(task.repo, task.version or "", task.base_commit),
+            env_script_list=env_script_list(task, source),
+            eval_script_list=swebench_specs.eval_script_list(task.repo, task.version or "", task.base_commit,
+                                                             task.test_patch),
+            FAIL_TO_PASS=list(task.FAIL_TO_PASS), PASS_TO_PASS=list(task.PASS_TO_PASS), namespace=namespace)
     from swebench.harness.constants import MAP_REPO_TO_EXT
     from swebench.harness.test_spec.create_scripts import make_eval_script_list, make_repo_script_list
     from swebench.harness.test_spec.test_spec import TestSpec
 
-    source = repo_source or RepoSource()
-    specs = _swebench_specs(task)
     if source.mirror is None and not source.offline:
         return _downloaded_test_spec(task, namespace)
     instance = swebench_instance(task)

@@ -172,6 +172,42 @@ def eval_script_list(repo: str, version: str, base_commit: str, test_patch: str)
     return lines
 
 
+def repo_script_list(repo: str, version: str, base_commit: str) -> list[str]:
+    """The commands of an instance image's ``setup_repo.sh`` as swebench 4.1 writes them
+    (``make_repo_script_list_py``): clone the repository (on the branch ``REPO_BASE_COMMIT_BRANCH`` names
+    for a few commits) into ``/testbed``, reset it to ``base_commit``, drop the remote and every later tag
+    and commit, activate the environment, run ``MAP_REPO_TO_INSTALL``, the spec's ``pre_install`` and
+    ``install``, and commit the result as ``SWE-bench``.
+
+    Raises:
+        KeyError: the table has no specification of (repo, version).
+    """
+    specs = specs_table()["specs"][repo][version]
+    testbed = f"/{ENV_NAME}"
+    branch = specs_table()["base_commit_branches"].get(repo, {}).get(base_commit, "")
+    branch = f"--branch {branch}" if branch else ""
+    lines = [
+        f"git clone -o origin {branch} --single-branch https://github.com/{repo} {testbed}",
+        f"chmod -R 777 {testbed}", f"cd {testbed}", f"git reset --hard {base_commit}", "git remote remove origin",
+        f"TARGET_TIMESTAMP=$(git show -s --format=%ci {base_commit})",
+        ('git tag -l | while read tag; do TAG_COMMIT=$(git rev-list -n 1 "$tag"); TAG_TIME=$(git show -s '
+         '--format=%ci "$TAG_COMMIT"); if [[ "$TAG_TIME" > "$TARGET_TIMESTAMP" ]]; then git tag -d "$tag"; fi; done'),
+        "git reflog expire --expire=now --all", "git gc --prune=now --aggressive",
+        "AFTER_TIMESTAMP=$(date -d \"$TARGET_TIMESTAMP + 1 second\" '+%Y-%m-%d %H:%M:%S')",
+        'COMMIT_COUNT=$(git log --oneline --all --since="$AFTER_TIMESTAMP" | wc -l)',
+        '[ "$COMMIT_COUNT" -eq 0 ] || exit 1',
+        "source /opt/miniconda3/bin/activate", f"conda activate {ENV_NAME}",
+        'echo "Current environment: $CONDA_DEFAULT_ENV"',
+    ]
+    if install_command(repo):
+        lines.append(install_command(repo))
+    lines += list(specs.get("pre_install", []))
+    if "install" in specs:
+        lines.append(specs["install"])
+    return lines + ["git config --global user.email setup@swebench.config", "git config --global user.name SWE-bench",
+                    "git commit --allow-empty -am SWE-bench"]
+
+
 def eval_script(repo: str, version: str, base_commit: str, test_patch: str) -> str:
     """:func:`eval_script_list` as the script text of a swebench 5.x row's ``eval_script`` (``#!/bin/bash``,
     ``set -uxo pipefail``, the commands, a final newline)."""
