@@ -79,3 +79,15 @@ def test_requirement_cleaning_equals_swebench_4_1s():
     assert swebench_specs.clean_requirements(reqs) == clean_requirements(reqs)
     assert swebench_specs.clean_environment_yml(yml) == clean_environment_yml(yml)
     assert "types-setuptools" in swebench_specs.clean_environment_yml(yml)
+
+
+@only_41
+@requires("shared:swebench_verified.jsonl")
+def test_image_repo_scripts_equal_swebench_4_1s_on_all_verified_rows():
+    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+    from swebench.harness.test_spec.create_scripts import make_repo_script_list
+
+    for t in load_tasks(shared("swebench_verified.jsonl")):
+        theirs = make_repo_script_list(MAP_REPO_VERSION_TO_SPECS[t.repo][t.version], t.repo, "/testbed", t.base_commit,
+                                       "testbed")
+        assert swebench_specs.repo_script_list(t.repo, t.version, t.base_commit) == theirs, t.instance_id

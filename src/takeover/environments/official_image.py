@@ -85,7 +85,8 @@ def _mirror_text(task: SourceTask, source: RepoSource, kind: str, paths: list[st
     try:
         bare = source.bare_repo(task.repo, commit)
     except RepositoryUnavailable as exc:
-        raise EnvironmentUnavailable(f"cannot read {kind} of {task.instance_id} ({', '.join(paths)}): {exc}") from None
+        raise EnvironmentUnavailable(f"cannot read {kind} of {task.instance_id} ({', '.join(paths)}) at {commit[:12]}: "
+                                     f"{' '.join(str(exc).split())}") from None
     if kind == "requirements.txt":
         try:
             return read_requirements(bare, commit, paths)
