@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from takeover.errors import EnvironmentUnavailable
 from takeover._util import harness_version
+from takeover.errors import EnvironmentUnavailable
 from takeover.grading import parse_test_log, resolve_log_parser
 from takeover.grading.log_parsing import parser_test_spec
 from takeover.sources.tasks import SourceTask

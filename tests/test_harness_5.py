@@ -32,9 +32,9 @@ def test_the_grading_tests_pass_under_swebench_5_0():
     python = swebench5_python()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "VIRTUAL_ENV"))}
     env.update({INSIDE: "1", "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])})
-    version = subprocess.run([str(python), "-c", "from takeover._util.harness_version import harness_label; "
-                              "import takeover; print(harness_label(), takeover.__file__)"],
-                             env=env, capture_output=True, text=True, check=True).stdout.split()
+    probe = "from takeover._util.harness_version import harness_label; import takeover; print(harness_label(), takeover.__file__)"
+    version = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True,
+                             check=True).stdout.split()
     assert version[:2] == ["swebench", version[1]] and version[1].startswith("5.0.")
     assert version[2].startswith(str(ROOT / "src"))  # this checkout's sources, whatever the venv was built from
     done = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *GRADING_TESTS],
