@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from takeover.environments.official_image import official_test_spec
+from takeover.environments.swebench_specs import repo_version_specs  # swebench 4.1's table, under 4.1 and 5.x
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import SourceTask
 
@@ -213,11 +214,9 @@ def _python_install(version: str) -> Path | None:
 def _scripts(task: SourceTask, spec) -> tuple[str, str, str]:
     """``(python version, setup_env.sh, setup_repo.sh)`` of the task's ``TestSpec``, the clone pointed at the
     mirror."""
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
-
     mirror_url = f"file://{MIRROR_IN_ROOT}/{task.repo_slug}.git"
     repo_script = spec.install_repo_script.replace(f"https://github.com/{task.repo}", mirror_url)
-    return str(MAP_REPO_VERSION_TO_SPECS[task.repo][task.version]["python"]), spec.setup_env_script, repo_script
+    return str(repo_version_specs(task.repo, task.version)["python"]), spec.setup_env_script, repo_script
 
 
 def _daemon_image(image: str) -> tuple[str, str | None] | None:

@@ -192,6 +192,22 @@ def _harbor() -> str | None:
     proc = subprocess.run([str(venv / "bin" / "python"), "-c", "import harbor.models.task.task"], capture_output=True,
                           text=True, timeout=120, check=False)
     return None if proc.returncode == 0 else f"Harbor in {venv} does not import: {proc.stderr.strip()[-200:]}"
+def swebench5_python() -> Path:
+    """The interpreter of the venv with swebench 5.0 that .ci/run builds: ``$TAKEOVER_SWEBENCH5_VENV/bin/python``,
+    by default ``<takeover cache>/swebench-5.0/bin/python``."""
+    cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
+    return Path(os.environ.get("TAKEOVER_SWEBENCH5_VENV") or cache / "swebench-5.0") / "bin" / "python"
+
+
+def _swebench5_venv() -> str | None:
+    python = swebench5_python()
+    if not python.exists():
+        return f"no venv with swebench 5.0 at {python.parent.parent}"
+    done = subprocess.run([str(python), "-c", "from importlib.metadata import version; print(version('swebench'))"],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0 or not done.stdout.startswith("5.0."):
+        return f"{python} has no swebench 5.0.x ({(done.stdout or done.stderr).strip()[:200]})"
+    return None
 
 
 PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
@@ -209,6 +225,9 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("openhands environment", _openhands_environment,
                  "python -c 'from takeover.agents.openhands.oh_env import openhands_environment; "
                  "openhands_environment()' (once, with Python 3.12 and the package index; .ci/run does it)"),
+    Prerequisite("swebench 5 venv", _swebench5_venv,
+                 "python3 -m venv ~/.cache/takeover/swebench-5.0 && ~/.cache/takeover/swebench-5.0/bin/pip install "
+                 "-e '.[dev]' 'swebench>=5.0.2,<5.1' (or set TAKEOVER_SWEBENCH5_VENV; .ci/run does it)"),
     Prerequisite("tiktoken vocabulary", _tiktoken_vocabulary, "pip install litellm tiktoken (dependencies)"),
     Prerequisite("mirror", _mirror, "set TAKEOVER_MIRROR to a mirror of the real SWE-bench repositories",
                  allowed_in_ci=True),

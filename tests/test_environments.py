@@ -39,9 +39,9 @@ def as_task(fields: dict) -> SourceTask:
 
 
 def test_spec_from_swebench_is_swebench_own_values():
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+    from takeover.environments.swebench_specs import repo_version_specs
 
-    raw = MAP_REPO_VERSION_TO_SPECS["sympy/sympy"]["1.1"]
+    raw = repo_version_specs("sympy/sympy", "1.1")  # swebench 4.1's MAP_REPO_VERSION_TO_SPECS, as data
     spec = spec_from_swebench("sympy/sympy", "1.1")
     assert spec.python == raw["python"] == "3.9"
     assert spec.packages == raw["packages"].split()

@@ -12,6 +12,7 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
+from takeover._util import harness_version
 from takeover.cli.options import BACKEND_HELP
 from takeover.errors import InputError
 from takeover.grading import (
@@ -53,9 +54,9 @@ DOCKER_KEY = {"patch_sha256": PATCH_SHA256,
 
 def _swebench_spec_sha256(task: dict) -> str:
     """The docker key's specification digest, spelled as before the seam (it follows swebench's table)."""
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS
+    from takeover.environments.swebench_specs import repo_version_specs
 
-    spec = MAP_REPO_VERSION_TO_SPECS[task["repo"]][task["version"]]
+    spec = repo_version_specs(task["repo"], task["version"])
     return hashlib.sha256(json.dumps(spec, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
@@ -88,14 +89,15 @@ def test_callers_take_the_names_from_the_mapping_and_refuse_others_naming_the_kn
 
 def test_grading_keys_are_those_of_the_code_before_the_backend_seam():
     local = grading_key(SourceTask.model_validate(LOCAL_TASK), GOLD, backend="local", network=False, timeout=120)
-    assert local.model_dump(exclude={"takeover", "swebench"}) == LOCAL_KEY
+    assert local.model_dump(exclude={"takeover", "swebench", "grading_rules"}) == LOCAL_KEY
+    assert local.grading_rules == harness_version.installed_rules()  # the rules decide too
     docker = grading_key(SourceTask.model_validate(DOCKER_TASK), GOLD, backend="docker", network=True, timeout=1800)
-    assert docker.model_dump(exclude={"takeover", "swebench"}) == {
+    assert docker.model_dump(exclude={"takeover", "swebench", "grading_rules"}) == {
         **DOCKER_KEY, "env_spec_sha256": _swebench_spec_sha256(DOCKER_TASK)}
     # The digest (the docker run id) is that of the same JSON, field order included.
     assert list(json.loads(docker.model_dump_json())) == ["patch_sha256", "task_sha256", "env_spec_sha256",
                                                           "test_locale", "backend", "network", "timeout",
-                                                          "takeover", "swebench"]
+                                                          "takeover", "swebench", "grading_rules"]
 
 
 @pytest.mark.parametrize(("task", "key", "timeout"), [(LOCAL_TASK, LOCAL_KEY, 120), (DOCKER_TASK, DOCKER_KEY, 1800)])

@@ -1,7 +1,7 @@
 """The docker backend's harness calls, without a daemon: one run id and model name per graded patch, and a
 report read back only when it belongs to that patch. The harness's files are written by swebench's own
-``run_instance`` (its report-rewriting path, which needs no container) in SWE-bench 4.1's layout
-``logs/run_evaluation/<run_id>/<model_name_or_path>/<instance_id>/``."""
+``run_instance`` (its report-rewriting path, which needs no container) in SWE-bench's layout
+``logs/run_evaluation/<run_id>/<model_name_or_path>/<instance_id>/``, under swebench 4.1 and 5.0."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from takeover._util import harness_version
+from takeover.environments.row_grading import harness_test_spec
 from takeover.errors import InputError
 from takeover.grading import Prediction, grading_key
 from takeover.grading.docker.docker_backend import (
@@ -60,9 +62,6 @@ def _log(passed: list[str], failed: list[str]) -> str:
 def _harness_writes(tmp_path: Path, monkeypatch, task: SourceTask, prediction: Prediction, test_log: str) -> Path:
     """What the harness leaves after a finished run: patch.diff and test_output.txt as run_instance writes
     them, then report.json written by swebench's run_instance itself; returns the instance folder."""
-    from swebench.harness.run_evaluation import run_instance
-    from swebench.harness.test_spec.test_spec import make_test_spec
-
     monkeypatch.chdir(tmp_path)  # the harness writes under ./logs/run_evaluation
     key = _key(task, prediction.model_patch)
     run_id, pred = harness_run_id(key), harness_prediction(prediction, key)
@@ -71,10 +70,9 @@ def _harness_writes(tmp_path: Path, monkeypatch, task: SourceTask, prediction: P
     (folder / "patch.diff").write_text(pred["model_patch"] or "")
     (folder / "test_output.txt").write_text(test_log)
     (folder / "run_instance.log").write_text("Test runtime: 12.50 seconds\n")
-    spec = make_test_spec(task.model_dump(mode="json", exclude_none=True), namespace="swebench")
-    done = run_instance(spec, pred, rm_image=False, force_rebuild=False, client=None, run_id=run_id,
-                        rewrite_reports=True)
-    assert done["completed"]
+    spec, _fields = harness_test_spec(task)
+    harness_version.run_instance(spec, pred, client=None, run_id=run_id, timeout=None, rewrite_reports=True)
+    assert (folder / "report.json").is_file()
     return folder.resolve()
 
 
@@ -92,10 +90,8 @@ def test_every_patch_and_unit_gets_its_own_run_id_and_model_name():
     pa, pb = harness_prediction(pred, a), harness_prediction(pred.model_copy(update={"model_patch": PATCH_B}), b)
     assert pa["model_name_or_path"] != pb["model_name_or_path"]
     assert pa["model_name_or_path"].startswith("org/model.") and pa["model_patch"] == PATCH_A
-    from swebench.harness.constants import RUN_EVALUATION_LOG_DIR
-
     assert harness_folder(harness_run_id(a), pa) == (
-        RUN_EVALUATION_LOG_DIR / harness_run_id(a) / pa["model_name_or_path"].replace("/", "__") / task.instance_id)
+        harness_version.run_evaluation_log_dir() / harness_run_id(a) / pa["model_name_or_path"].replace("/", "__") / task.instance_id)
 
 
 def test_report_written_by_the_harness_is_read_back_for_its_patch(tmp_path, monkeypatch):
@@ -141,7 +137,7 @@ def test_report_about_another_instance_is_refused(tmp_path, monkeypatch):
 
 
 def test_failing_tests_a_patch_that_does_not_apply_and_a_time_out(tmp_path, monkeypatch):
-    from swebench.harness.constants import APPLY_PATCH_FAIL
+    APPLY_PATCH_FAIL = harness_version.APPLY_PATCH_FAIL
 
     task = _task()
     pred = Prediction(instance_id=task.instance_id, model_name_or_path="m", model_patch=PATCH_A)

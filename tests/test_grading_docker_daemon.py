@@ -15,6 +15,7 @@ import pytest
 from docker_images import REQUESTS_INSTANCE, TINY_F2P, TINY_INSTANCE
 from prerequisites import requires
 
+from takeover._util import harness_version
 from takeover.grading import grade
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires("docker daemon", "debootstrap")]
@@ -115,7 +116,10 @@ def test_faults_are_one_line_each(tiny_docker_task, tmp_path):
 
     elsewhere = task.model_copy(update={"environment_setup_commit": "e" * 40})  # not in the mirror
     unreadable = grade(elsewhere, task.patch, backend="docker", repo_source=source, log_dir=logs)
-    assert "\n" not in unreadable.error and "requirements/dev.txt" in unreadable.error
+    if harness_version.keeps_repo_specs():  # swebench 4.1's TestSpec holds the environment script: files are read
+        assert "\n" not in unreadable.error and "requirements/dev.txt" in unreadable.error
+    else:  # swebench 5.x grades with the image and the eval script alone
+        assert unreadable.error is None and unreadable.resolved
 
 
 def test_cli_grades_with_a_one_second_limit_and_says_so(tiny_docker_task, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from takeover._util import harness_version
 from takeover.errors import EnvironmentUnavailable
 from takeover.grading import parse_test_log, resolve_log_parser
 from takeover.grading.log_parsing import parser_test_spec
@@ -37,10 +38,13 @@ def test_a_parser_that_reads_the_instance_id():
 
 def test_the_spec_given_to_parsers():
     spec = parser_test_spec(_task(version=None))
-    assert (spec.instance_id, spec.repo, spec.version, spec.language, spec.arch) == (
-        "acme__calc-1", "acme/calc", "", "py", "x86_64")
+    assert (spec.instance_id, spec.repo, spec.version) == ("acme__calc-1", "acme/calc", "")
     assert (spec.FAIL_TO_PASS, spec.PASS_TO_PASS) == (["t::f"], ["t::p"])
-    assert (spec.repo_script_list, spec.eval_script_list, spec.env_script_list, spec.docker_specs) == ([], [], [], {})
+    if harness_version.keeps_repo_specs():  # swebench 4.1's TestSpec, with no scripts
+        assert (spec.language, spec.arch) == ("py", "x86_64")
+        assert (spec.repo_script_list, spec.eval_script_list, spec.env_script_list, spec.docker_specs) == ([], [], [], {})
+    else:  # swebench 5.x's, with the row's parser and eval type
+        assert (spec.log_parser, spec.eval_type, spec.image) == ("parse_log_pytest", "pass_and_fail", "")
     assert parser_test_spec(_task()).version == "1.0"
 
 

@@ -192,15 +192,15 @@ def test_read_predictions_formats(tmp_path):
 
 @requires("shared:swebench_verified.jsonl")
 def test_eval_script_for_a_real_task_uses_swebench_command_and_directives():
-    from swebench.harness.constants import END_TEST_OUTPUT, MAP_REPO_VERSION_TO_SPECS, START_TEST_OUTPUT
-
+    from takeover._util.harness_version import END_TEST_OUTPUT, START_TEST_OUTPUT
     from takeover.environments import env_spec_for
+    from takeover.environments.swebench_specs import repo_version_specs
     from takeover.grading import eval_script, test_directives
     from takeover.sources.tasks import load_tasks
 
     task = {t.instance_id: t for t in load_tasks(DATA / "swebench_verified.jsonl")}["sympy__sympy-13480"]
     assert test_directives(task) == ["sympy/functions/elementary/tests/test_hyperbolic.py"]
     script = eval_script(env_spec_for(task), task)
-    test_cmd = MAP_REPO_VERSION_TO_SPECS["sympy/sympy"]["1.1"]["test_cmd"]
+    test_cmd = repo_version_specs("sympy/sympy", "1.1")["test_cmd"]
     assert f"{test_cmd} sympy/functions/elementary/tests/test_hyperbolic.py" in script
     assert script.index(START_TEST_OUTPUT) < script.index(test_cmd) < script.index(END_TEST_OUTPUT)

@@ -304,3 +304,26 @@ def test_solved_change_is_na_without_comparable_pairs_and_warnings_are_listed(tm
     result = CliRunner().invoke(app, ["report", str(out), "--no-plots"])
     assert result.exit_code == 0, result.output
     assert "2 instance(s) have grading warnings" in " ".join(result.output.split())
+
+
+def test_verdicts_decided_under_different_rules_are_never_pooled_silently(tmp_path):
+    """docs/protocol.md section 6, extension "Grading rules": a report whose gradings were decided under
+    swebench-4.1 and swebench-5.0 rules says so, with the count of each; one rule set says nothing."""
+    out = tmp_path / "exp"
+    plan: dict = {"name": "rules", "bootstrap": {"resamples": 50, "seed": 1}, "stages": {
+        "points": [], "handoff_state": [], "view": [], "takeover": [], "grade": []}}
+    for p, rules in (("p1", None), ("p2", "swebench-5.0"), ("p3", "swebench-5.0")):
+        plan["stages"]["handoff_state"].append(
+            {"key": f"hs-{p}", "labels": {"point_key": p, "point_type": "t", "instance_id": f"o__r-{p}"}})
+        output = {"handoff_state": "needs_completion", "resolved": False, "warnings": []}
+        _unit(out, "handoff_state", f"hs-{p}", output=output | ({"grading_rules": rules} if rules else {}))
+    (out / "plan.json").write_text(json.dumps(plan))
+    report = build_report(out, plots=False)
+    assert report.data["grading_rules"] == {"swebench-4.1": 1, "swebench-5.0": 2}  # unrecorded = 4.1
+    assert ("## Verdicts decided under different rules\n\nThe verdicts below pool gradings decided under "
+            "swebench-4.1 (1 grading(s)), swebench-5.0 (2 grading(s))") in report.markdown
+    _unit(out, "handoff_state", "hs-p1", output={"handoff_state": "needs_completion", "resolved": False,
+                                                 "warnings": [], "grading_rules": "swebench-5.0"})
+    again = build_report(out, plots=False)
+    assert again.data["grading_rules"] == {"swebench-5.0": 3}
+    assert "different rules" not in again.markdown

@@ -9,6 +9,8 @@
 - :mod:`.redact`: secrets masked in logs, trajectories, prompts and reports;
 - :mod:`.patches`: unified diffs (files touched, per-file pieces, normalized comparison);
 - :mod:`.versions`: package versions written into records;
+- :mod:`.harness_version`: the one place that knows how swebench 4.1 and 5.0 differ (where things are, the
+  verdict rules of each, ``grading_rules``);
 - :mod:`.logs`: other libraries' loggers at WARNING unless ``--verbose``;
 - :mod:`.registries`: :class:`~takeover._util.registries.Registry`, one shape for every registry of a seam (runtimes, command and grading backends, trajectory readers).
 

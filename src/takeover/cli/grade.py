@@ -67,6 +67,9 @@ def grade_command(
     network: Annotated[
         bool, typer.Option("--network", help="Let the tests use the network (e.g. psf/requests calls httpbin.org).")
     ] = False,
+    grading_rules: Annotated[str | None, typer.Option(
+        "--grading-rules", help="Whose verdict rules decide: swebench-4.1 or swebench-5.0 (default: the installed "
+                                "swebench's; docs/swebench5.md).")] = None,
     as_json: JsonOption = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Grade again even when --out-dir holds a result graded under the same key (same patch, "
@@ -77,7 +80,9 @@ def grade_command(
 
     With --json, one line per graded prediction, in input order: instance_id, resolved, handoff_state,
     FAIL_TO_PASS and PASS_TO_PASS (success and failure lists), backend, env_seconds, env_cached,
-    env_build_seconds, test_seconds, log_path, applied, apply_error, timed_out, error, network, warnings.
+    env_build_seconds, test_seconds, log_path, applied, apply_error, timed_out, error, network, warnings,
+    grading_rules (whose verdict rules decided it), harness (the swebench that parsed the log),
+    eval_script_source.
     With output to a file or pipe, one line per graded prediction also goes to stderr as it finishes.
     Exit status: 0 when every prediction was graded, 1 when grading one failed, 2 on bad input.
 
@@ -122,7 +127,7 @@ def grade_command(
             results += grade_predictions(
                 tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline),
                 grading_timeout=grading_timeout, log_dir=log_dir,
-                spec_file=spec_file, network=network, force=force)
+                spec_file=spec_file, network=network, force=force, grading_rules=grading_rules)
             if lines:
                 r = results[-1]
                 verdict = "error" if r.error else ("resolved" if r.resolved else "not resolved")

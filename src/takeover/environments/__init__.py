@@ -3,6 +3,9 @@
 The SWE-bench harness builds one conda environment per (repository, version) inside Docker. Without
 Docker takeover builds the same thing as Python virtual environments, from the same specification:
 
+- :mod:`.swebench_specs`: SWE-bench's install specifications as data (a table generated from swebench 4.1),
+  and 4.1's rules on them; :mod:`.row_grading`: a row's ``image``/``eval_script``/``log_parser``/``eval_type``,
+  its own or derived;
 - :mod:`.spec`: the specification (SWE-bench's ``MAP_REPO_VERSION_TO_SPECS``, a spec file, or the task's
   ``takeover_env_spec``) as an :class:`EnvSpec`; :mod:`.conda` adapts its conda steps to a venv;
 - :mod:`.interpreters`: the Python interpreters and ``uv`` on this machine (never downloaded);

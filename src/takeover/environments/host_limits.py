@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from takeover.environments.interpreters import find_interpreter
 from takeover.environments.spec import EnvSpec, spec_from_swebench
+from takeover.environments.swebench_specs import repo_versions
 from takeover.errors import EnvironmentUnavailable
 
 #: Repositories whose install step compiles C or C++ extensions of the project itself.
@@ -113,13 +114,12 @@ def check_buildable(spec: EnvSpec) -> None:
 
 
 def unbuildable_environments(repos: tuple[str, ...] = VERIFIED_REPOS) -> list[Unbuildable]:
-    """Every (repository, version) of swebench's ``MAP_REPO_VERSION_TO_SPECS`` for ``repos`` that this
-    host cannot build, in the specifications' order."""
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when asked
-
+    """Every (repository, version) of swebench 4.1's ``MAP_REPO_VERSION_TO_SPECS``
+    (:mod:`takeover.environments.swebench_specs`) for ``repos`` that this host cannot build, in the
+    specifications' order."""
     out = []
     for repo in repos:
-        for version in MAP_REPO_VERSION_TO_SPECS.get(repo, {}):
+        for version in repo_versions(repo):
             reasons = host_blockers(spec_from_swebench(repo, version))
             if reasons:
                 out.append(Unbuildable(repo=repo, version=version, reasons=reasons))

@@ -11,18 +11,27 @@ come from swebench's own functions; the environment script follows swebench's ``
 step by step, with the file text read, and cleaned, as ``get_requirements`` reads and cleans it
 (:func:`takeover.environments.requirements.read_requirements`). Without a mirror, and with the network
 allowed, swebench downloads the files itself; a failed download is one line naming the files and the cause.
+
+That is swebench 4.1's ``TestSpec``. swebench 5.x has neither the per-repository specifications nor those
+scripts: its ``TestSpec`` is made from the row's ``image``, ``eval_script``, ``log_parser`` and
+``eval_type`` (:func:`takeover.environments.row_grading.row_grading` derives those a row lacks), and its
+``run_instance`` only runs an image that exists or can be pulled. The specifications themselves come from
+the table generated from swebench 4.1 (:mod:`takeover.environments.swebench_specs`) under either version.
 """
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from takeover._util import harness_version
 from takeover._util.containers import ImageIdentity, copy_from_image, image_identity
+from takeover.environments import swebench_specs
 from takeover.environments.requirements import read_repo_file, read_requirements
 from takeover.errors import EnvironmentUnavailable, RepositoryUnavailable
 from takeover.sources.repos import RepoSource
@@ -60,9 +69,7 @@ def instance_image_name(instance_id: str, *, namespace: str | None = NAMESPACE, 
 
 
 def _swebench_specs(task: SourceTask) -> dict[str, Any]:
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
-
-    specs = MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}).get(task.version)
+    specs = swebench_specs.repo_version_specs(task.repo, task.version)
     if specs is None:
         raise EnvironmentUnavailable(
             f"{task.instance_id}: {task.repo} {task.version} has no official SWE-bench image (it is not in "
@@ -78,7 +85,8 @@ def _mirror_text(task: SourceTask, source: RepoSource, kind: str, paths: list[st
     try:
         bare = source.bare_repo(task.repo, commit)
     except RepositoryUnavailable as exc:
-        raise EnvironmentUnavailable(f"cannot read {kind} of {task.instance_id} ({', '.join(paths)}): {exc}") from None
+        raise EnvironmentUnavailable(f"cannot read {kind} of {task.instance_id} ({', '.join(paths)}) at {commit[:12]}: "
+                                     f"{' '.join(str(exc).split())}") from None
     if kind == "requirements.txt":
         try:
             return read_requirements(bare, commit, paths)
@@ -96,10 +104,8 @@ def _mirror_text(task: SourceTask, source: RepoSource, kind: str, paths: list[st
 def _environment_yml(text: str) -> str:
     """swebench's ``get_environment_yml`` on ``text``: the environment renamed ``testbed``, then
     ``clean_environment_yml``."""
-    from swebench.harness.test_spec.python import clean_environment_yml  # slow to import: only when needed
-
     lines = [f"name: {ENV_NAME}" if line.startswith("name:") else line for line in text.split("\n")]
-    return clean_environment_yml("\n".join(lines))
+    return swebench_specs.clean_environment_yml("\n".join(lines))
 
 
 def env_script_list(task: SourceTask, source: RepoSource) -> list[str]:
@@ -110,26 +116,18 @@ def env_script_list(task: SourceTask, source: RepoSource) -> list[str]:
         EnvironmentUnavailable: no swebench specification for the task, or a file or its repository is missing
             (one line naming the files, the commit and the folder looked at).
     """
-    from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS, MAP_REPO_TO_REQS_PATHS
-    from swebench.harness.test_spec.python import make_env_script_list_py_from_conda
-    from swebench.harness.utils import load_cached_environment_yml
-
     specs = _swebench_specs(task)
-    instance = swebench_instance(task)
-    cached = load_cached_environment_yml(task.instance_id)
-    if cached:  # swebench ships this one: no download either way
-        return make_env_script_list_py_from_conda(instance, specs, ENV_NAME, cached)
     commands = ["source /opt/miniconda3/bin/activate"]
     pkgs = specs.get("packages", "")
     python = specs["python"]
     if pkgs == "requirements.txt":
         commands.append(f"conda create -n {ENV_NAME} python={python} -y")
-        _, reqs = _mirror_text(task, source, pkgs, list(MAP_REPO_TO_REQS_PATHS[task.repo]))
+        _, reqs = _mirror_text(task, source, pkgs, swebench_specs.requirements_paths(task.repo))
         path = "$HOME/requirements.txt"
         commands += [f"cat <<'{_HEREDOC}' > {path}\n{reqs}\n{_HEREDOC}",
                      f"conda activate {ENV_NAME} && python -m pip install -r {path}", f"rm {path}"]
     elif pkgs == "environment.yml":
-        _, text = _mirror_text(task, source, pkgs, list(MAP_REPO_TO_ENV_YML_PATHS[task.repo]))
+        _, text = _mirror_text(task, source, pkgs, swebench_specs.environment_yml_paths(task.repo))
         commands.append(f"cat <<'{_HEREDOC}' > environment.yml\n{_environment_yml(text)}\n{_HEREDOC}")
         if specs.get("no_use_env"):
             commands += [f"conda create -c conda-forge -n {ENV_NAME} python={python} -y",
@@ -153,13 +151,12 @@ def _downloaded_test_spec(task: SourceTask, namespace: str | None) -> TestSpec:
         EnvironmentUnavailable: the download failed (one line: the files, the commit, the cause).
     """
     import requests  # a dependency of swebench's download
-    from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS, MAP_REPO_TO_REQS_PATHS
     from swebench.harness.test_spec.test_spec import make_test_spec
 
     try:
         return make_test_spec(swebench_instance(task), namespace=namespace)
     except (requests.RequestException, ValueError) as exc:
-        paths = MAP_REPO_TO_REQS_PATHS.get(task.repo, []) + MAP_REPO_TO_ENV_YML_PATHS.get(task.repo, [])
+        paths = swebench_specs.requirements_paths(task.repo) + swebench_specs.environment_yml_paths(task.repo)
         cause = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         raise EnvironmentUnavailable(
             f"swebench could not download {task.repo}'s {' or '.join(paths)} at {requirements_commit(task)[:12]} "
@@ -167,26 +164,78 @@ def _downloaded_test_spec(task: SourceTask, namespace: str | None) -> TestSpec:
             "there") from None
 
 
+@dataclass(frozen=True)
+class ImageScripts:
+    """The scripts of a task's instance image as swebench 4.1's ``TestSpec`` holds them, where swebench 5.x
+    (which builds no images) is installed: the same fields and script properties, made from the table of
+    4.1's specifications (:mod:`takeover.environments.swebench_specs`).
+
+    Attributes:
+        repo_script_list, env_script_list, eval_script_list: the commands of ``setup_repo.sh``,
+            ``setup_env.sh`` and ``eval.sh``.
+        namespace: ``swebench`` for the official images' names, None for a local build's.
+    """
+
+    instance_id: str
+    repo: str
+    version: str
+    repo_script_list: list[str]
+    env_script_list: list[str]
+    eval_script_list: list[str]
+    FAIL_TO_PASS: list[str]
+    PASS_TO_PASS: list[str]
+    namespace: str | None = NAMESPACE
+
+    @property
+    def instance_image_key(self) -> str:
+        """:func:`instance_image_name` of the instance under :attr:`namespace`."""
+        return instance_image_name(self.instance_id, namespace=self.namespace)
+
+    @property
+    def setup_env_script(self) -> str:
+        """``setup_env.sh``: ``#!/bin/bash``, ``set -euxo pipefail``, the commands."""
+        return "\n".join(["#!/bin/bash", "set -euxo pipefail", *self.env_script_list]) + "\n"
+
+    @property
+    def install_repo_script(self) -> str:
+        """``setup_repo.sh``: ``#!/bin/bash``, ``set -euxo pipefail``, the commands."""
+        return "\n".join(["#!/bin/bash", "set -euxo pipefail", *self.repo_script_list]) + "\n"
+
+    @property
+    def eval_script(self) -> str:
+        """``eval.sh``: ``#!/bin/bash``, ``set -uxo pipefail``, the commands."""
+        return "\n".join(["#!/bin/bash", "set -uxo pipefail", *self.eval_script_list]) + "\n"
+
+
 def official_test_spec(task: SourceTask, repo_source: RepoSource | None = None, *,
-                       namespace: str | None = NAMESPACE) -> TestSpec:
+                       namespace: str | None = NAMESPACE) -> TestSpec | ImageScripts:
     """swebench's ``TestSpec`` of ``task`` (scripts, image names, tests), equal to what ``make_test_spec``
-    returns, made without the network when ``repo_source`` has a mirror or is offline.
+    returns, made without the network when ``repo_source`` has a mirror or is offline. Where swebench 5.x is
+    installed, the same scripts as :class:`ImageScripts` (5.x has no such ``TestSpec``).
 
     Args:
         repo_source: where the requirement files are read (a mirror, or the clone cache when offline);
-            with neither, swebench downloads them from GitHub.
+            with neither, swebench 4.1 downloads them from GitHub.
         namespace: ``swebench`` for the official images on Docker Hub, None for images built locally.
 
     Raises:
         EnvironmentUnavailable: no swebench specification for the task, or its requirement files cannot be
             read (one line naming the files and the cause).
     """
+    source = repo_source or RepoSource()
+    specs = _swebench_specs(task)
+    if not harness_version.keeps_repo_specs():
+        return ImageScripts(
+            instance_id=task.instance_id, repo=task.repo, version=task.version or "",
+            repo_script_list=swebench_specs.repo_script_list(task.repo, task.version or "", task.base_commit),
+            env_script_list=env_script_list(task, source),
+            eval_script_list=swebench_specs.eval_script_list(task.repo, task.version or "", task.base_commit,
+                                                             task.test_patch),
+            FAIL_TO_PASS=list(task.FAIL_TO_PASS), PASS_TO_PASS=list(task.PASS_TO_PASS), namespace=namespace)
     from swebench.harness.constants import MAP_REPO_TO_EXT
     from swebench.harness.test_spec.create_scripts import make_eval_script_list, make_repo_script_list
     from swebench.harness.test_spec.test_spec import TestSpec
 
-    source = repo_source or RepoSource()
-    specs = _swebench_specs(task)
     if source.mirror is None and not source.offline:
         return _downloaded_test_spec(task, namespace)
     instance = swebench_instance(task)

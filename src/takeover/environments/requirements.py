@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from takeover.environments.conda import conda_packages_as_pip
 from takeover.environments.spec import EnvSpec
+from takeover.environments.swebench_specs import clean_environment_yml, clean_requirements
 from takeover.errors import EnvironmentUnavailable
 from takeover.sources.frozen_history import host_git_env
 from takeover.sources.tasks import SourceTask
@@ -44,8 +45,6 @@ def read_requirements(workspace: Path, commit: str | None, candidates: list[str]
     Raises:
         EnvironmentUnavailable: none of the candidate files exists at that commit.
     """
-    from swebench.harness.test_spec.python import clean_requirements  # slow to import: only when needed
-
     for rel in candidates:
         text = read_repo_file(workspace, commit, rel)
         if text is not None:
@@ -72,24 +71,21 @@ def read_requirements(workspace: Path, commit: str | None, candidates: list[str]
 
 def read_environment_yml(workspace: Path, commit: str | None, candidates: list[str], instance_id: str | None,
                          notes: list[str]) -> tuple[str, list[str]]:
-    """pip requirement strings from a conda ``environment.yml`` (swebench's cached copy first).
+    """pip requirement strings from a conda ``environment.yml``.
 
     Returns ``(where it came from, requirements)``. Conda dependencies are mapped to pip names (with
     notes appended to ``notes``); the ``pip:`` section is taken as it is.
 
     Raises:
-        EnvironmentUnavailable: swebench has no cached copy and none of the candidate files exists.
+        EnvironmentUnavailable: none of the candidate files exists.
     """
-    from swebench.harness.test_spec.python import clean_environment_yml  # slow to import: only when needed
-    from swebench.harness.utils import load_cached_environment_yml
-
-    text, used = (load_cached_environment_yml(instance_id) if instance_id else None), "swebench cached environment.yml"
-    if not text:
-        for rel in candidates:
-            text = read_repo_file(workspace, commit, rel)
-            if text is not None:
-                used = rel
-                break
+    # swebench 4.1 looks for a copy it ships first (load_cached_environment_yml); its wheel ships none.
+    text, used = None, ""
+    for rel in candidates:
+        text = read_repo_file(workspace, commit, rel)
+        if text is not None:
+            used = rel
+            break
     if not text:
         raise EnvironmentUnavailable(f"no environment.yml at {candidates} in the checkout (commit {commit})")
     data = yaml.safe_load(clean_environment_yml(text)) or {}

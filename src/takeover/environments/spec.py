@@ -1,14 +1,14 @@
 """The specification of a task's environment: SWE-bench's own, a spec file's, or the task's.
 
-SWE-bench's harness builds each environment from ``swebench.harness.constants.MAP_REPO_VERSION_TO_SPECS``
-(python version, ``packages``, ``pip_packages``, ``pre_install``, ``install``, ``eval_commands``,
-``test_cmd``). :func:`spec_from_swebench` reads those values, never re-typed here, into an
+SWE-bench's harness (4.1) builds each environment from ``MAP_REPO_VERSION_TO_SPECS`` (python version,
+``packages``, ``pip_packages``, ``pre_install``, ``install``, ``eval_commands``, ``test_cmd``); swebench 5.x
+no longer ships it, so takeover reads it from the table generated from swebench 4.1
+(:mod:`takeover.environments.swebench_specs`). :func:`spec_from_swebench` reads those values, never
+re-typed here, into an
 :class:`EnvSpec` adapted to a venv (:mod:`takeover.environments.conda`). Repositories that SWE-bench does
 not know get their spec from a task field (``takeover_env_spec``) or a user's spec file (JSON or TOML,
 keys ``owner/name`` or ``owner/name/version``); :func:`env_spec_for` picks one.
 
-swebench is imported inside the functions that need it: importing ``swebench.harness`` takes seconds,
-which every ``takeover`` command would otherwise pay at start-up.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from takeover._util.io import read_text
+from takeover.environments import swebench_specs
 from takeover.environments.conda import adapt_steps, conda_packages_as_pip, tox_current_env_steps
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.sources.tasks import SourceTask
@@ -95,32 +96,29 @@ class EnvSpec(BaseModel):
 
 
 def spec_from_swebench(repo: str, version: str | None) -> EnvSpec:
-    """The :class:`EnvSpec` of a SWE-bench (repo, version), from swebench's own constants.
+    """The :class:`EnvSpec` of a SWE-bench (repo, version), from swebench 4.1's specifications
+    (:func:`takeover.environments.swebench_specs.repo_version_specs`).
 
     Raises:
         KeyError: swebench has no specification for this pair.
     """
-    from swebench.harness.constants import (
-        MAP_REPO_TO_ENV_YML_PATHS,
-        MAP_REPO_TO_INSTALL,
-        MAP_REPO_TO_REQS_PATHS,
-        MAP_REPO_VERSION_TO_SPECS,
-    )
-
-    specs = MAP_REPO_VERSION_TO_SPECS[repo][version]
+    specs = swebench_specs.repo_version_specs(repo, version)
+    if specs is None:
+        raise KeyError(f"{repo} {version}")
     notes: list[str] = []
     packages: list[str] = []
     requirements_from: list[str] = []
     env_yml: list[str] = []
     pkgs = specs.get("packages", "") or ""
     if pkgs == "requirements.txt":
-        requirements_from = list(MAP_REPO_TO_REQS_PATHS[repo])
+        requirements_from = swebench_specs.requirements_paths(repo)
     elif pkgs == "environment.yml":
-        env_yml = list(MAP_REPO_TO_ENV_YML_PATHS[repo])
+        env_yml = swebench_specs.environment_yml_paths(repo)
     elif pkgs:
         packages = conda_packages_as_pip(pkgs, notes)
     pre_packages, pre_shell = adapt_steps(list(specs.get("pre_install", [])), notes)
-    install_steps = [MAP_REPO_TO_INSTALL[repo]] if repo in MAP_REPO_TO_INSTALL else []
+    install = swebench_specs.install_command(repo)
+    install_steps = [install] if install else []
     if specs.get("install"):
         install_steps.append(specs["install"])
     _, eval_shell = adapt_steps(list(specs.get("eval_commands", [])), notes)

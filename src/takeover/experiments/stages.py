@@ -230,7 +230,7 @@ def handoff_state_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         fail_to_pass_rate=pass_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
         pass_to_pass_rate=pass_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
         network=r.network, warnings=r.warnings + ([r.reference_note] if r.reference_note else []),
-        set_aside=r.set_aside))
+        set_aside=r.set_aside, grading_rules=r.grading_rules))
 
 
 def grade_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
@@ -242,7 +242,7 @@ def grade_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         resolved=r.resolved, handoff_state=r.handoff_state,
         fail_to_pass_rate=pass_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
         pass_to_pass_rate=pass_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
-        network=r.network, warnings=r.warnings))
+        network=r.network, warnings=r.warnings, grading_rules=r.grading_rules))
 
 
 # --- views -----------------------------------------------------------------------------------------

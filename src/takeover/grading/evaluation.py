@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from takeover._util import harness_version
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
@@ -62,7 +63,7 @@ def _reuse(stored: GradeResult | None, key: GradingKey, path: Path, force: bool)
 
 
 def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: bool, timeout: float,
-                spec_file: SpecFile = None) -> GradingKey:
+                spec_file: SpecFile = None, grading_rules: str | None = None) -> GradingKey:
     """The :class:`GradingKey` of grading ``patch`` for ``task`` this way, on this machine: the backend's
     :meth:`~takeover.grading.backend.GradingBackend.environment_key` and the rest of
     :meth:`GradingKey.of`.
@@ -73,6 +74,7 @@ def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: b
         network: the tests may use the network.
         timeout: seconds allowed for the test run.
         spec_file: the user's environment spec file, as for :func:`takeover.environments.env_spec_for`.
+        grading_rules: ``swebench-4.1`` or ``swebench-5.0``; None = the installed harness's.
 
     Never raises for a missing or invalid specification: the key then has no ``env_spec_sha256``, and the
     grading itself reports the error.
@@ -81,7 +83,8 @@ def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: b
         InputError: an unknown backend.
     """
     environment = grading_backend(backend).environment_key(task, spec_file)
-    return GradingKey.of(task, patch, environment, backend=backend, network=network, timeout=timeout)
+    return GradingKey.of(task, patch, environment, backend=backend, network=network, timeout=timeout,
+                         grading_rules=grading_rules)
 
 
 def _write_files(folder: Path, result: GradeResult, model_patch: str | None, *, writes_report: bool) -> None:
@@ -115,6 +118,7 @@ def grade_predictions(
     force: bool = False,
     keep_workspace: bool = False,
     network: bool = False,
+    grading_rules: str | None = None,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
@@ -142,14 +146,21 @@ def grade_predictions(
             always has it on: :meth:`~takeover.grading.backend.GradingBackend.tests_network`. A few suites
             need it, e.g. psf/requests calls httpbin.org; offline, a suite that reads ``HTTPBIN_URL`` gets a
             local httpbin: :mod:`takeover.environments.local_httpbin`).
+        grading_rules: whose verdict rules decide, ``swebench-4.1`` or ``swebench-5.0`` (docs/protocol.md
+            section 6, extension "Grading rules"); None = the installed harness's. Recorded in each result and
+            its key.
 
     Raises:
-        InputError: an unknown backend, or a prediction names an ``instance_id`` that is not among ``tasks``.
+        InputError: an unknown backend or grading rules, or a prediction names an ``instance_id`` that is not among ``tasks``.
         EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
             (``docker`` without a Docker daemon).
     """
     timeout = grading_timeout  # the backends' own keyword
     impl = grading_backend(backend)
+    try:
+        rules = harness_version.grading_rules(grading_rules)
+    except ValueError as exc:
+        raise InputError("grading_rules", str(exc)) from None
     by_id = {t.instance_id: t for t in map(_as_task, tasks)}
     preds = [p if isinstance(p, Prediction) else Prediction.model_validate(dict(p)) for p in predictions]
     for i, p in enumerate(preds):
@@ -165,7 +176,7 @@ def grade_predictions(
         task = by_id[p.instance_id]
         folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
         key = grading_key(task, p.model_patch, backend=impl.name, network=options.network, timeout=timeout,
-                          spec_file=spec_file)
+                          spec_file=spec_file, grading_rules=rules)
         reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
         if reused is not None:
             results.append(reused)
@@ -175,6 +186,7 @@ def grade_predictions(
             (folder / name).unlink(missing_ok=True)
         result = impl.grade(task, p, key, folder, options)
         result.grading_key = key
+        result.grading_rules, result.harness = rules, harness_version.harness_label()
         result.graded_at = datetime.now(UTC).isoformat(timespec="seconds")
         result.reuse_note = why
         _write_files(folder, result, p.model_patch, writes_report=impl.writes_report)
@@ -194,6 +206,7 @@ def grade(
     model_name_or_path: str = "takeover",
     force: bool = False,
     network: bool = False,
+    grading_rules: str | None = None,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
@@ -205,16 +218,18 @@ def grade(
         force: grade again even when a stored result could be reused (see :func:`grade_predictions`).
         network: let the tests use the network (see :func:`grade_predictions`,
             :data:`~takeover.grading.NETWORK_REPOS`).
+        grading_rules: ``swebench-4.1`` or ``swebench-5.0`` (see :func:`grade_predictions`).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     Raises:
-        InputError: an unknown backend.
+        InputError: an unknown backend or grading rules.
         EnvironmentUnavailable: the backend cannot grade on this machine (``docker`` without a daemon).
     """
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
     return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                             log_dir=log_dir, spec_file=spec_file, force=force, network=network)[0]
+                             log_dir=log_dir, spec_file=spec_file, force=force, network=network,
+                             grading_rules=grading_rules)[0]
 
 
 def grade_checkpoint(

@@ -1,91 +1,87 @@
-"""A test log as a status map {test name: PASSED/FAILED/...}, with swebench's own log parsers.
+"""A test log as a status map {test name: PASSED/FAILED/...}, with the installed swebench's own log parsers.
 
 The log carries SWE-bench's start and end markers; what lies between them is given to the parser of the
-repository (``MAP_REPO_TO_PARSER``) or to one named in the environment spec. A log that holds one of
-swebench's failure codes (patch did not apply, tests errored or timed out) has no status map, as in
-swebench's ``get_logs_eval``.
-
-swebench is imported inside the functions: importing ``swebench.harness`` takes seconds, which every
-``takeover`` command would otherwise pay at start-up.
+repository (its name from the table of swebench 4.1's specifications,
+:func:`takeover.environments.swebench_specs.parser_name`), to the row's ``log_parser`` (swebench 5.x
+rows) or to one named in the environment spec. A log that holds one of swebench's failure codes (patch did
+not apply, tests errored or timed out) has no status map, as in swebench's ``get_logs_eval``; under the
+``swebench-5.0`` rules neither has a log whose recorded exit code contradicts its results
+(:func:`takeover._util.harness_version.logs_eval`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from takeover._util import harness_version
+from takeover._util.harness_version import GradingRules
+from takeover.environments.swebench_specs import eval_type, parser_name
 from takeover.errors import EnvironmentUnavailable
 from takeover.sources.tasks import SourceTask
 
 #: A swebench log parser: ``(log text, TestSpec) -> {test name: status}``.
 LogParser = Callable[..., dict[str, str]]
+#: The dataset-row field of a swebench 5.x row that names its parser (``parse_log_django``).
+ROW_PARSER_FIELD = "log_parser"
 
 
 def resolve_log_parser(name: str | None, repo: str | None) -> LogParser:
-    """A swebench log parser function: by name (``pytest``, ``django``, ``sympy``, ``pytest_v2``,
-    ``pytest_options``, ``seaborn``, ``matplotlib``, ...), by repository (``sympy/sympy``), or for
-    ``repo`` from ``MAP_REPO_TO_PARSER``; ``pytest`` when nothing matches.
+    """The installed swebench's log parser: by name (``pytest``, ``parse_log_django``, ``sympy``,
+    ``pytest_v2``, ...), by repository named as ``name`` (``sympy/sympy``), or ``repo``'s own; ``pytest``
+    when nothing matches.
 
     Raises:
         EnvironmentUnavailable: an unknown parser name.
     """
-    from swebench.harness import log_parsers
-    from swebench.harness.log_parsers import MAP_REPO_TO_PARSER
-    from swebench.harness.log_parsers import python as py_parsers
-
     if name:
-        if name in MAP_REPO_TO_PARSER:
-            return MAP_REPO_TO_PARSER[name]
-        for module in (py_parsers, log_parsers):
-            fn = getattr(module, f"parse_log_{name}", None)
-            if callable(fn):
-                return fn
-        known = sorted(n[len("parse_log_"):] for n in dir(py_parsers) if n.startswith("parse_log_"))
-        raise EnvironmentUnavailable(f"unknown log parser {name!r}; known: {', '.join(known)} or a repository name")
-    if repo and repo in MAP_REPO_TO_PARSER:
-        return MAP_REPO_TO_PARSER[repo]
-    return py_parsers.parse_log_pytest
+        fn = harness_version.log_parser(parser_name(name) or name)
+        if fn is None:
+            raise EnvironmentUnavailable(f"unknown log parser {name!r}; known: "
+                                         f"{', '.join(harness_version.known_parsers())} or a repository name")
+        return fn
+    return harness_version.log_parser(parser_name(repo) or "parse_log_pytest") or harness_version.log_parser("pytest")
+
+
+def task_parser_name(task: SourceTask, log_parser: str | None = None) -> str:
+    """The parser name a grading of ``task`` uses: ``log_parser`` (the environment spec's), the row's own
+    ``log_parser`` (swebench 5.x rows), the repository's (the 4.1 table), else ``parse_log_pytest``."""
+    return log_parser or _row_parser(task) or parser_name(task.repo) or "parse_log_pytest"
+
+
+def task_eval_type(task: SourceTask) -> str:
+    """The row's ``eval_type`` (swebench 5.x rows), else the repository's (``fail_only`` for swebench's
+    ``FAIL_ONLY_REPOS``, else ``pass_and_fail``)."""
+    row = (task.model_extra or {}).get("eval_type")
+    return row if row in ("pass_and_fail", "fail_only") else eval_type(task.repo)
 
 
 def parser_test_spec(task: SourceTask):
-    """The swebench ``TestSpec`` a log parser is given: the task's identity and test lists, no scripts.
+    """The installed swebench's ``TestSpec`` a log parser is given: the task's identity and test lists.
 
-    Parsers read ``instance_id`` at most (the JavaScript and Ruby ones); the Python ones ignore it. It is
-    not made with swebench's ``make_test_spec``, which needs a SWE-bench (repo, version) and downloads
-    requirement files from GitHub to write the scripts that are left empty here.
+    Parsers read ``instance_id`` at most (the JavaScript and Ruby ones); the Python ones ignore it.
     """
-    from swebench.harness.test_spec.test_spec import TestSpec
-
-    return TestSpec(instance_id=task.instance_id, repo=task.repo, version=task.version or "",
-                    repo_script_list=[], eval_script_list=[], env_script_list=[], arch="x86_64",
-                    FAIL_TO_PASS=task.FAIL_TO_PASS, PASS_TO_PASS=task.PASS_TO_PASS, language="py",
-                    docker_specs={}, namespace=None)
+    return harness_version.test_spec(instance_id=task.instance_id, repo=task.repo, version=task.version or "",
+                                     fail_to_pass=list(task.FAIL_TO_PASS), pass_to_pass=list(task.PASS_TO_PASS),
+                                     parser=task_parser_name(task), eval_type=task_eval_type(task))
 
 
-def parse_test_log(content: str, task: SourceTask, log_parser: str | None = None) -> tuple[dict[str, str], bool]:
-    """Status map of a test log, as swebench's ``get_logs_eval`` computes it.
+def parse_test_log(content: str, task: SourceTask, log_parser: str | None = None,
+                   rules: GradingRules | None = None) -> tuple[dict[str, str], bool]:
+    """Status map of a test log, as swebench's ``get_logs_eval`` of ``rules`` computes it (default: the
+    installed harness's).
 
     Returns ``(status map {test name: PASSED/FAILED/...}, found)``; ``found`` is False (and the map
     empty) when the log holds a swebench failure code (apply failed, tests errored or timed out) or
-    lacks the start/end markers.
+    lacks the start/end markers, and under ``swebench-5.0`` when its exit code contradicts its results.
 
     Raises:
         EnvironmentUnavailable: ``log_parser`` names no parser.
     """
-    from swebench.harness.constants import (
-        APPLY_PATCH_FAIL,
-        END_TEST_OUTPUT,
-        RESET_FAILED,
-        START_TEST_OUTPUT,
-        TESTS_ERROR,
-        TESTS_TIMEOUT,
-    )
-
-    if any(code in content for code in (APPLY_PATCH_FAIL, RESET_FAILED, TESTS_ERROR, TESTS_TIMEOUT)):
-        return {}, False
-    if START_TEST_OUTPUT not in content or END_TEST_OUTPUT not in content:
-        return {}, False
-    parser = resolve_log_parser(log_parser, task.repo)
+    parser = resolve_log_parser(log_parser or _row_parser(task), task.repo)
     spec = parser_test_spec(task)
-    inner = content.split(START_TEST_OUTPUT)[1].split(END_TEST_OUTPUT)[0]
-    status = parser(inner, spec) or parser(content, spec)
-    return status, True
+    return harness_version.logs_eval(content, lambda text: parser(text, spec), harness_version.grading_rules(rules))
+
+
+def _row_parser(task: SourceTask) -> str | None:
+    row = (task.model_extra or {}).get(ROW_PARSER_FIELD)
+    return row if isinstance(row, str) and row else None

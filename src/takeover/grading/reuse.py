@@ -4,7 +4,8 @@ section 6).
 A stored ``result.json`` is reused only when its :class:`GradingKey` equals the new one: the same patch,
 the same dataset row (everything but the text written for people, see :data:`ROW_FIELDS_NOT_IN_KEY`), the
 same environment specification and test locale, the same backend, network setting and time limit, and
-the same versions of takeover and swebench. Anything else grades again. What of the environment enters
+the same versions of takeover and swebench, the same grading rules (``swebench-4.1`` or ``swebench-5.0``:
+which harness version's verdict rules decide). Anything else grades again. What of the environment enters
 the key is the backend's to say (its :class:`EnvironmentKey`).
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, model_serializer
 
+from takeover._util import harness_version
 from takeover._util.io import sha256_text
 from takeover._util.versions import package_versions
 from takeover.sources.tasks import SourceTask
@@ -35,7 +37,10 @@ _FIELD_NAMES = {
     "timeout": "the time limit",
     "takeover": "the takeover version",
     "swebench": "the swebench version",
+    "grading_rules": "the grading rules",
 }
+#: The rules of a stored key that has none: it was graded before they were recorded, under swebench 4.1.
+_RULES_BEFORE_RECORDED = "swebench-4.1"
 
 
 class EnvironmentKey(BaseModel):
@@ -78,6 +83,9 @@ class GradingKey(BaseModel):
         network: the tests may use the network.
         timeout: seconds allowed for the test run.
         takeover, swebench: the installed versions.
+        grading_rules: whose verdict rules decide (:data:`takeover._util.harness_version.GRADING_RULES`;
+            docs/protocol.md section 6, extension "Grading rules"); a stored key without it was graded under
+            ``swebench-4.1``.
     """
 
     patch_sha256: str
@@ -90,10 +98,11 @@ class GradingKey(BaseModel):
     timeout: float
     takeover: str | None = None
     swebench: str | None = None
+    grading_rules: str = _RULES_BEFORE_RECORDED
 
     @classmethod
     def of(cls, task: SourceTask, patch: str | None, environment: EnvironmentKey, *, backend: str, network: bool,
-           timeout: float) -> GradingKey:
+           timeout: float, grading_rules: str | None = None) -> GradingKey:
         """The key of grading ``patch`` for ``task`` with the backend named ``backend`` in ``environment``
         (its :class:`EnvironmentKey`), on this machine (the installed takeover and swebench versions).
 
@@ -101,11 +110,15 @@ class GradingKey(BaseModel):
             patch: the candidate patch (None and ``""`` are the empty patch).
             network: the tests may use the network.
             timeout: seconds allowed for the test run.
+            grading_rules: ``swebench-4.1`` or ``swebench-5.0``; None = the installed harness's.
+
+        Raises:
+            ValueError: unknown grading rules.
         """
         versions = package_versions()
         return cls(patch_sha256=sha256_text(patch or ""), task_sha256=task_digest(task), **environment.model_dump(),
                    backend=backend, network=network, timeout=float(timeout), takeover=versions.get("takeover"),
-                   swebench=versions.get("swebench"))
+                   swebench=versions.get("swebench"), grading_rules=harness_version.grading_rules(grading_rules))
 
     @model_serializer(mode="wrap")
     def _image_only_when_known(self, handler: Any) -> dict[str, Any]:

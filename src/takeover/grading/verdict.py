@@ -1,7 +1,8 @@
 """From a status map to a verdict: the FAIL_TO_PASS / PASS_TO_PASS report, ``resolved`` and the handoff state.
 
-The report and ``resolved`` are swebench's own (``get_eval_tests_report``, ``get_resolution_status``);
-the handoff state is docs/protocol.md section 6. :class:`GradeResult` is what every backend returns, and
+The report and ``resolved`` are swebench's own (``get_eval_tests_report``, ``get_resolution_status``) under
+the rules of a named harness version (``grading_rules``, :mod:`takeover._util.harness_version`); the
+handoff state is docs/protocol.md section 6. :class:`GradeResult` is what every backend returns, and
 :func:`swebench_report` the ``report.json`` written beside the test log. Pure functions: nothing here
 runs tests.
 """
@@ -14,7 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from takeover.grading.log_parsing import parse_test_log
+from takeover._util import harness_version
+from takeover._util.harness_version import GradingRules
+from takeover.grading.log_parsing import parse_test_log, task_eval_type
 from takeover.grading.reuse import GradingKey
 from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
@@ -65,6 +68,12 @@ class GradeResult(BaseModel):
             ``environment_setup_commit`` (the task's own), ``stand-in`` (the shipped table, when the dataset
             lacks it) or ``base_commit`` (:mod:`takeover.environments.setup_commit`).
         image, image_id: the image the tests ran in and its content id (``docker``; None otherwise).
+        grading_rules: the harness version whose verdict rules decided it (``swebench-4.1`` or
+            ``swebench-5.0``, docs/protocol.md section 6, extension "Grading rules"); None in results
+            written before it was recorded (graded under ``swebench-4.1``).
+        harness: the installed harness that parsed the log (``swebench 5.0.2``).
+        eval_script_source: ``dataset`` (the row's own ``eval_script``, a swebench 5.x row) or ``generated``
+            (made from swebench 4.1's specifications and rules); None where the backend runs its own script.
     """
 
     model_config = ConfigDict(populate_by_name=True)
@@ -100,6 +109,9 @@ class GradeResult(BaseModel):
     reference_note: str | None = None
     image: str | None = None
     image_id: str | None = None
+    grading_rules: GradingRules | None = None
+    harness: str | None = None
+    eval_script_source: str | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
@@ -107,7 +119,8 @@ class GradeResult(BaseModel):
             "instance_id", "resolved", "handoff_state", "FAIL_TO_PASS", "PASS_TO_PASS", "backend",
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
             "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note", "setup_commit",
-            "setup_commit_source", "set_aside", "reference_note", "image", "image_id"})
+            "setup_commit_source", "set_aside", "reference_note", "image", "image_id", "grading_rules", "harness",
+            "eval_script_source"})
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:
@@ -155,43 +168,43 @@ def set_aside_by_reference(result: GradeResult, reference: GradeResult) -> Grade
     return out
 
 
-def tests_report(status_map: Mapping[str, str], task: SourceTask) -> dict[str, dict[str, list[str]]]:
-    """swebench ``get_eval_tests_report`` of a status map against the task's FAIL_TO_PASS/PASS_TO_PASS:
-    ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]}, "PASS_TO_PASS": ..., ...}``."""
-    from swebench.harness.constants import FAIL_ONLY_REPOS, EvalType  # slow to import: only when needed
-    from swebench.harness.grading import get_eval_tests_report
-
-    eval_type = EvalType.FAIL_ONLY if task.repo in FAIL_ONLY_REPOS else EvalType.PASS_AND_FAIL
-    gold = {"FAIL_TO_PASS": task.FAIL_TO_PASS, "PASS_TO_PASS": task.PASS_TO_PASS}
-    return get_eval_tests_report(dict(status_map), gold, eval_type=eval_type)
+def tests_report(status_map: Mapping[str, str], task: SourceTask,
+                 rules: GradingRules | None = None) -> dict[str, dict[str, list[str]]]:
+    """swebench ``get_eval_tests_report`` of a status map against the task's FAIL_TO_PASS/PASS_TO_PASS under
+    ``rules`` (default: the installed harness's): ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]},
+    "PASS_TO_PASS": ..., ...}``; the row's ``eval_type`` or the repository's."""
+    return harness_version.tests_report(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS, task_eval_type(task),
+                                        harness_version.grading_rules(rules))
 
 
 def is_resolved(report: Mapping[str, Any]) -> bool:
     """swebench ``get_resolution_status(report) == RESOLVED_FULL``."""
-    from swebench.harness.constants import ResolvedStatus  # slow to import: only when needed
-    from swebench.harness.grading import get_resolution_status
-
-    return get_resolution_status(dict(report)) == ResolvedStatus.FULL.value
+    return harness_version.is_resolved(report)
 
 
-def report_outcomes(status_map: Mapping[str, str], task: SourceTask) -> tuple[TestOutcome, TestOutcome, bool]:
+def report_outcomes(status_map: Mapping[str, str], task: SourceTask,
+                    rules: GradingRules | None = None) -> tuple[TestOutcome, TestOutcome, bool]:
     """``(FAIL_TO_PASS, PASS_TO_PASS, fully resolved)`` of a status map: :func:`tests_report` and
     :func:`is_resolved` of it."""
-    report = tests_report(status_map, task)
+    report = tests_report(status_map, task, rules)
     return TestOutcome(**report["FAIL_TO_PASS"]), TestOutcome(**report["PASS_TO_PASS"]), is_resolved(report)
 
 
 def grade_log(content: str, task: SourceTask, *, log_parser: str | None = None, applied: bool = True,
-              backend: str = "local") -> GradeResult:
-    """Grade a captured test log (SWE-bench markers) for ``task``; no tests are run.
+              backend: str = "local", rules: GradingRules | None = None) -> GradeResult:
+    """Grade a captured test log (SWE-bench markers) for ``task`` under ``rules`` (default: the installed
+    harness's); no tests are run. Under ``swebench-5.0`` a log whose exit code contradicts its results
+    has no status map, so every listed test fails.
 
     Raises:
         EnvironmentUnavailable: ``log_parser`` names no parser.
     """
-    status, _found = parse_test_log(content, task, log_parser) if applied else ({}, False)
-    fail_to_pass, pass_to_pass, resolved = report_outcomes(status, task)
+    rules = harness_version.grading_rules(rules)
+    status, _found = parse_test_log(content, task, log_parser, rules) if applied else ({}, False)
+    fail_to_pass, pass_to_pass, resolved = report_outcomes(status, task, rules)
     result = GradeResult(instance_id=task.instance_id, backend=backend, applied=applied, FAIL_TO_PASS=fail_to_pass,
-                         PASS_TO_PASS=pass_to_pass, resolved=applied and resolved)
+                         PASS_TO_PASS=pass_to_pass, resolved=applied and resolved, grading_rules=rules,
+                         harness=harness_version.harness_label())
     result.handoff_state = handoff_state(result)
     return result
 

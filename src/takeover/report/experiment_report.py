@@ -23,7 +23,15 @@ from takeover.report.notice import read_notice
 from takeover.report.page import build_drilldown, build_page
 from takeover.report.plots import write_plots
 from takeover.report.rediscovery import rediscovery_markdown, rediscovery_tables, write_rediscovery_plot
-from takeover.report.rows import collect_rows, grading_warnings, note_tokens, read_units, table1, write_csv
+from takeover.report.rows import (
+    collect_rows,
+    grading_rules_used,
+    grading_warnings,
+    note_tokens,
+    read_units,
+    table1,
+    write_csv,
+)
 from takeover.report.stats import DEFAULT_RESAMPLES, DEFAULT_SEED
 from takeover.report.tables import summary_tables
 
@@ -37,7 +45,8 @@ class Report(BaseModel):
             ``takeover_key``).
         data: ``name``, ``bootstrap`` settings, ``takeover_runs``, the ``summary`` table and the
             ``by_handoff_state``/``by_point_type`` breakdowns, ``table1`` counts, ``note_writing`` tokens,
-            grading ``warnings``, ``units`` (status counts per stage), ``not_imported`` (selected instances
+            grading ``warnings``, ``grading_rules`` (gradings per verdict rule set; more than one is said in
+            the report), ``units`` (status counts per stage), ``not_imported`` (selected instances
             without a predecessor run, with why), ``import_notes`` (trajectory files not imported) and
             ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`).
         markdown: the text of ``report.md``.
@@ -90,6 +99,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "note_writing": note_tokens(units),
         "warnings": grading_warnings(units),
         "isolation": run_isolation(units),
+        "grading_rules": grading_rules_used(units),
         "units": units.status,
         "unusable_unit_files": units.unusable,
         "not_imported": units.plan.get("not_imported", {}),

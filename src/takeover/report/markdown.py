@@ -112,6 +112,11 @@ def render_markdown(data: dict) -> str:
         for note in data.get("import_notes", []):
             md.write(f"- {note}\n")
         md.write("\n")
+    rules = data.get("grading_rules") or {}
+    if len(rules) > 1:  # docs/protocol.md section 6, extension "Grading rules": never pooled silently
+        md.write("## Verdicts decided under different rules\n\nThe verdicts below pool gradings decided under "
+                 + ", ".join(f"{name} ({n} grading(s))" for name, n in rules.items())
+                 + " (docs/swebench5.md); grade them again under one rule set (--force) to compare like with like.\n\n")
     if data.get("warnings"):
         md.write("## Warnings\n\nGrading results that may not match the official SWE-bench harness:\n\n")
         for iid, ws in data["warnings"].items():

@@ -321,6 +321,20 @@ def grading_warnings(units: ExperimentUnits) -> dict[str, list[str]]:
     return {iid: sorted(ws) for iid, ws in sorted(found.items())}
 
 
+def grading_rules_used(units: ExperimentUnits) -> dict[str, int]:
+    """How many grading units (``handoff_state`` and ``grade``) each verdict rule set decided
+    (docs/protocol.md section 6, extension "Grading rules"): ``{"swebench-4.1": 12, "swebench-5.0": 3}``;
+    a unit recorded before the rules were counts as ``swebench-4.1``. More than one key means the report's
+    verdicts were decided under different rules."""
+    used: Counter = Counter()
+    for stage in ("handoff_state", "grade"):
+        for entry in units.entries(stage):
+            unit = units.done(stage, entry["key"])
+            if unit:
+                used[unit.output.get("grading_rules") or "swebench-4.1"] += 1
+    return dict(sorted(used.items()))
+
+
 def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
     """Tokens spent writing notes, per view, reported apart from the successors' tokens
     (docs/protocol.md section 9).

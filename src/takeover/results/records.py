@@ -308,7 +308,8 @@ class HandoffStateInputs(CheckpointUnitInputs):
 class HandoffStateOutput(_Record):
     """The checkpoint's handoff state and test pass rates (``None`` when a list is empty); ``warnings``
     say why a result may differ from the official harness; ``set_aside`` names the PASS_TO_PASS tests the
-    reference patch fails in the same environment, left out of the state (docs/protocol.md section 6)."""
+    reference patch fails in the same environment, left out of the state (docs/protocol.md section 6);
+    ``grading_rules`` whose verdict rules decided it (None: recorded before the rules were, swebench-4.1)."""
 
     handoff_state: HandoffState | None
     resolved: bool
@@ -317,8 +318,9 @@ class HandoffStateOutput(_Record):
     network: bool
     warnings: list[str]
     set_aside: list[str] = []
+    grading_rules: str | None = None
 
-    _OMIT_WHEN_DEFAULT = ("set_aside",)
+    _OMIT_WHEN_DEFAULT = ("set_aside", "grading_rules")
 
 
 # --- view ------------------------------------------------------------------------------------------
@@ -399,7 +401,8 @@ class GradeInputs(TaskInputs):
 
 class GradeOutput(_Record):
     """Whether the takeover run resolved the task, the handoff state of its final patch, the test pass
-    rates (``None`` when a list is empty) and grading warnings."""
+    rates (``None`` when a list is empty), grading warnings and whose verdict rules decided it
+    (``grading_rules``; None: recorded before the rules were, swebench-4.1)."""
 
     resolved: bool
     handoff_state: HandoffState | None
@@ -407,3 +410,6 @@ class GradeOutput(_Record):
     pass_to_pass_rate: float | None
     network: bool
     warnings: list[str] = Field(default_factory=list)
+    grading_rules: str | None = None
+
+    _OMIT_WHEN_DEFAULT = ("grading_rules",)

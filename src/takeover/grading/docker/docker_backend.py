@@ -26,6 +26,13 @@ exists, whatever patch it was made for. So every graded patch gets a run id of i
 swebench and takeover versions), and a model name that carries the patch hash (:func:`harness_prediction`);
 the report read back must sit beside the ``patch.diff`` of this very patch (:func:`read_harness_report`).
 The harness's logs are then copied to the folder the ``local`` backend writes to.
+
+Under either harness version (:mod:`takeover._util.harness_version` knows their differences): swebench 4.1
+gets its ``TestSpec`` from its specifications, swebench 5.x from the row's ``image``/``eval_script``/
+``log_parser``/``eval_type``, derived when the row lacks them
+(:func:`takeover.environments.row_grading.harness_test_spec`). The image is found (or pulled) and kept
+before the harness runs, which then finds it. A grading under the other version's rules than the
+installed harness's grades the harness's ``test_output.txt`` again under those rules.
 """
 
 from __future__ import annotations
@@ -40,15 +47,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from takeover._util import sandbox
+from takeover._util import harness_version, sandbox
 from takeover._util.containers import container_labels, docker_client, image_identity, remove_stale_containers
 from takeover._util.io import sha256_text
-from takeover.environments.official_image import instance_image_name, official_test_spec
+from takeover.environments.official_image import instance_image_name
+from takeover.environments.row_grading import harness_test_spec
+from takeover.environments.swebench_specs import repo_version_specs
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
-from takeover.grading.verdict import GradeResult, TestOutcome, handoff_state, report_outcomes
+from takeover.grading.verdict import GradeResult, TestOutcome, grade_log, handoff_state, report_outcomes
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
@@ -77,9 +86,7 @@ def harness_folder(run_id: str, harness_pred: dict[str, Any], *, root: Path | No
     ``<root>/<run_id>/<model_name_or_path with / as __>/<instance_id>`` (``root``: swebench's
     ``RUN_EVALUATION_LOG_DIR``, ``logs/run_evaluation`` under the current folder)."""
     if root is None:
-        from swebench.harness.constants import RUN_EVALUATION_LOG_DIR  # slow to import: only when needed
-
-        root = RUN_EVALUATION_LOG_DIR
+        root = harness_version.run_evaluation_log_dir()
     return Path(root) / run_id / harness_pred["model_name_or_path"].replace("/", "__") / harness_pred["instance_id"]
 
 
@@ -130,8 +137,6 @@ def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, 
     Raises:
         InputError: the files belong to another patch (see :func:`read_harness_report`).
     """
-    from swebench.harness.constants import APPLY_PATCH_FAIL  # slow to import: only when needed
-
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
                          backend=DockerBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""))
     entry = read_harness_report(folder, prediction.instance_id, prediction.model_patch)
@@ -148,8 +153,8 @@ def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, 
         result.resolved = bool(entry.get("resolved"))
         if not result.applied:  # swebench's get_logs_eval found a failure code or no test output markers
             result.apply_error = f"the official harness could not apply the patch or run the tests (see {run_log})"
-    elif APPLY_PATCH_FAIL in log_text:
-        result.apply_error = log_text.split(APPLY_PATCH_FAIL, 1)[1].strip()[:4000] or "the patch does not apply"
+    elif harness_version.APPLY_PATCH_FAIL in log_text:
+        result.apply_error = log_text.split(harness_version.APPLY_PATCH_FAIL, 1)[1].strip()[:4000] or "the patch does not apply"
     elif test_output.exists() and "Timeout error" in test_output.read_text(encoding="utf-8", errors="replace"):
         result.applied, result.timed_out = True, True
         result.FAIL_TO_PASS, result.PASS_TO_PASS, _ = report_outcomes({}, task)
@@ -194,19 +199,19 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     if not docker.available:
         raise EnvironmentUnavailable(f"{docker.message}; use --backend local, or start Docker to use the official "
                                      "harness")
-    from swebench.harness.run_evaluation import run_instance  # slow to import: only when needed
-
     base = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
                        backend=DockerBackend.name, patch_sha256=key.patch_sha256)
     if swebench_spec(task) is None:
-        base.error = (f"the docker backend needs a SWE-bench (repo, version); {task.repo} {task.version} is not in "
-                      f"swebench's specifications: use --backend local with takeover_env_spec or --spec-file")
+        base.error = (f"the docker backend needs a SWE-bench (repo, version) or a row with its eval_script; "
+                      f"{task.repo} {task.version} is not in swebench's specifications: use --backend local with "
+                      f"takeover_env_spec or --spec-file")
         return base
     base.image = instance_image_name(task.instance_id)
     started = time.monotonic()
     try:
-        spec = official_test_spec(task, repo_source)
-        image = image_identity(spec.instance_image_key, pull=True)
+        spec, fields = harness_test_spec(task, repo_source)
+        base.image = fields.image
+        image = image_identity(fields.image, pull=True)  # found (or pulled once) and kept: the harness then finds it
     except EnvironmentUnavailable as exc:
         base.error = str(exc)
         return base
@@ -223,14 +228,16 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     remove_stale_containers(log_dir)  # a grading of this folder killed before its container was removed
     client = docker_client(container_labels("grading", log_dir))
     with contextlib.redirect_stdout(sys.stderr):  # the harness's progress lines must not mix with --json output
-        run_instance(spec, pred, rm_image=False, force_rebuild=False, client=client, run_id=run_id,
-                     timeout=int(timeout))
+        harness_version.run_instance(spec, pred, client=client, run_id=run_id, timeout=int(timeout))
     try:
         result = result_from_harness(folder, task, prediction, timeout=timeout)
     except TakeoverError as exc:
         base.error = str(exc)
         return base
     result.image, result.image_id, result.env_seconds = base.image, image.id, base.env_seconds
+    result.eval_script_source = fields.eval_script_source
+    result.warnings += fields.warnings
+    _decide_under(result, key.grading_rules, folder / "test_output.txt", task, fields.log_parser)
     created = client.created[-1] if client.created else None
     result.network = bool(created and client.container_networks.get(created))
     if created and client.container_images.get(created) not in (None, image.id):
@@ -246,11 +253,29 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     return result
 
 
-def swebench_spec(task: SourceTask) -> Mapping[str, Any] | None:
-    """swebench's ``MAP_REPO_VERSION_TO_SPECS`` entry of the task's (repo, version), None when it has none."""
-    from swebench.harness.constants import MAP_REPO_VERSION_TO_SPECS  # slow to import: only when needed
+def _decide_under(result: GradeResult, rules: str | None, test_output: Path, task: SourceTask, parser: str) -> None:
+    """When ``rules`` are not the installed harness's, the harness's test log graded again under them (the
+    harness's report decided under its own); a note says so."""
+    installed = harness_version.installed_rules()
+    if rules in (None, installed) or result.error is not None or not result.applied or not test_output.exists():
+        return
+    again = grade_log(test_output.read_text(encoding="utf-8", errors="replace"), task, log_parser=parser,
+                      rules=rules, backend=result.backend)  # type: ignore[arg-type]
+    result.FAIL_TO_PASS, result.PASS_TO_PASS = again.FAIL_TO_PASS, again.PASS_TO_PASS
+    result.resolved = again.resolved and not result.timed_out
+    result.notes.append(f"verdict decided under the {rules} rules from the harness's test log (the installed "
+                        f"harness, {harness_version.harness_label()}, reported under {installed})")
 
-    return MAP_REPO_VERSION_TO_SPECS.get(task.repo, {}).get(task.version)
+
+def swebench_spec(task: SourceTask) -> Mapping[str, Any] | None:
+    """What decides the task's environment in the harness: swebench 4.1's ``MAP_REPO_VERSION_TO_SPECS`` entry
+    of its (repo, version) (:mod:`takeover.environments.swebench_specs`), else the row's own ``image`` and
+    ``eval_script`` (a swebench 5.x row); None when there is neither."""
+    spec = repo_version_specs(task.repo, task.version)
+    row = task.model_extra or {}
+    if spec is None and row.get("eval_script"):
+        return {k: row.get(k) for k in ("image", "eval_script", "log_parser", "eval_type")}
+    return spec
 
 
 class DockerBackend:
@@ -278,7 +303,8 @@ class DockerBackend:
         if spec is None:
             return EnvironmentKey()
         try:
-            image_id = image_identity(instance_image_name(task.instance_id), pull=True).id
+            name = (task.model_extra or {}).get("image") or instance_image_name(task.instance_id)
+            image_id = image_identity(name, pull=True).id
         except EnvironmentUnavailable:
             image_id = None  # the grading itself says why
         return EnvironmentKey(env_spec_sha256=value_digest(spec), image_id=image_id)

@@ -3,7 +3,8 @@
 As in SWE-bench's ``run_evaluation``: a patch is applied with ``git apply``, then ``patch --batch
 --fuzz=5``; before ``test_patch`` the test files it touches are reset to ``base_commit`` (and files it
 creates are removed, so the task's own version is the one run); the eval script runs the eval commands
-and the spec's test command on swebench's test directives between SWE-bench's start and end markers.
+and the spec's test command on swebench's test directives between SWE-bench's start and end markers, and then
+the test command's exit status as swebench 5.x's eval scripts record it.
 The script runs inside :func:`takeover._util.sandbox.wrap` (no network unless asked) through
 :func:`takeover._util.processes.run_process`, with the fixed environment of :mod:`takeover.grading.local.hermetic`
 (nothing from the caller's): at the time limit its whole process group is killed and the log gets
@@ -23,9 +24,10 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from takeover._util import sandbox
+from takeover._util.harness_version import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TESTS_TIMEOUT
 from takeover._util.patches import patch_files
 from takeover._util.processes import ProcessResult, run_process
-from takeover.environments import EnvSpec, PreparedEnvironment
+from takeover.environments import EnvSpec, PreparedEnvironment, swebench_specs
 from takeover.grading.local.hermetic import hermetic_environment, hermetic_eval_commands, hermetic_locale
 from takeover.sources.tasks import SourceTask
 
@@ -100,26 +102,19 @@ def apply_test_patch(workspace: Path, task: SourceTask, *, scratch: Path) -> tup
 
 
 def test_directives(task: SourceTask) -> list[str]:
-    """swebench ``get_test_directives``: the test files of ``test_patch`` (Django: dotted modules)."""
-    from swebench.harness.test_spec.python import get_test_directives  # slow to import: only when needed
-
-    return get_test_directives({"repo": task.repo, "test_patch": task.test_patch, "instance_id": task.instance_id})
+    """swebench 4.1 ``get_test_directives``: the test files of ``test_patch`` (Django: dotted modules)."""
+    return swebench_specs.test_directives(task.repo, task.test_patch)
 
 
 def eval_script(spec: EnvSpec, task: SourceTask, prologue: Sequence[str] = ()) -> str:
     """The bash script run in the sandbox: ``prologue`` (services the tests need, e.g.
     :func:`takeover.environments.local_httpbin.server_commands`), eval commands, the start marker, the test
-    command on the directives and the end marker (SWE-bench's constants); it exits with the test command's
-    status.
+    command on the directives, the end marker and the exit-code line (SWE-bench's constants); it exits with
+    the test command's status.
 
     The locale the eval commands export is one this machine has
     (:func:`~takeover.grading.local.hermetic.hermetic_locale`).
     """
-    from swebench.harness.constants import (  # slow to import: only when needed
-        END_TEST_OUTPUT,
-        START_TEST_OUTPUT,
-    )
-
     cmds = spec.test_cmds
     directives = " ".join(test_directives(task))
     locale, _note = hermetic_locale(spec)
@@ -127,7 +122,7 @@ def eval_script(spec: EnvSpec, task: SourceTask, prologue: Sequence[str] = ()) -
              f"echo '{START_TEST_OUTPUT}'"]
     lines += cmds[:-1]
     lines.append(f"{cmds[-1]} {directives}".rstrip())
-    lines += ["rc=$?", f"echo '{END_TEST_OUTPUT}'", "exit $rc"]
+    lines += ["rc=$?", f"echo '{END_TEST_OUTPUT}'", f"echo '{TEST_EXIT_CODE}: '$rc", "exit $rc"]
     return "\n".join(lines) + "\n"
 
 
@@ -150,8 +145,6 @@ def run_tests(script: str, workspace: Path, env: PreparedEnvironment, *, log_pat
     Raises:
         OSError: the script cannot start.
     """
-    from swebench.harness.constants import TESTS_TIMEOUT  # slow to import: only when needed
-
     # /tmp is private inside the sandbox: a cached environment under /tmp must be bound again.
     argv = sandbox.wrap(["bash", "-c", script], workspace, readable=[*env.readable, *readable], network=network)
     home = home_folder(workspace)

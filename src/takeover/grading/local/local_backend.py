@@ -169,7 +169,7 @@ def _local_services(workspace: Path, repo: str, network: bool, result: GradeResu
 
 def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float, log_dir: Path,
                 spec_file: Path | str | Mapping[str, EnvSpec] | None = None, keep_workspace: bool = False,
-                network: bool = False) -> GradeResult:
+                network: bool = False, grading_rules: str | None = None) -> GradeResult:
     """Grade one prediction for ``task`` in a fresh workspace; the logs go to ``log_dir``.
 
     Args:
@@ -177,6 +177,7 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
         spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
         keep_workspace: keep the temporary workspace (for debugging).
         network: let the tests use the network.
+        grading_rules: ``swebench-4.1`` or ``swebench-5.0``; None = the installed harness's.
 
     Returns:
         The :class:`GradeResult` with its handoff state. Nothing is raised for a failure of this one
@@ -188,7 +189,7 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
            else scratch_folder(GRADE_SCRATCH, label=task.instance_id))
     try:
         result = _grade_in(tmp / "repo", task, prediction, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
-                           spec_file=spec_file, network=network)
+                           spec_file=spec_file, network=network, rules=grading_rules)
     finally:
         if not keep_workspace:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -197,7 +198,8 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
 
 
 def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float,
-              log_dir: Path, spec_file: Path | str | Mapping[str, EnvSpec] | None, network: bool) -> GradeResult:
+              log_dir: Path, spec_file: Path | str | Mapping[str, EnvSpec] | None, network: bool,
+              rules: str | None = None) -> GradeResult:
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
                          backend=LocalBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""),
                          network=network)
@@ -277,8 +279,8 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
         if not_started:  # no verdict: every test would count as failed
             result.error = f"tests: {not_started}"
             return result
-        status, _ = parse_test_log(log_text, task, env.spec.log_parser)
-        result.FAIL_TO_PASS, result.PASS_TO_PASS, resolved = report_outcomes(status, task)
+        status, _ = parse_test_log(log_text, task, env.spec.log_parser, rules)
+        result.FAIL_TO_PASS, result.PASS_TO_PASS, resolved = report_outcomes(status, task, rules)
         result.warnings += missing_module_warning(missing_module_skips(
             log_text, result.FAIL_TO_PASS.failure + result.PASS_TO_PASS.failure, left_out_packages(env.notes),
             lambda name: _lines(workspace / name)))
@@ -327,4 +329,4 @@ class LocalBackend:
         :mod:`takeover.grading.evaluation`'s to store)."""
         return grade_local(task, prediction, repo_source=options.repo_source, timeout=options.timeout,
                            log_dir=log_dir, spec_file=options.spec_file, keep_workspace=options.keep_workspace,
-                           network=options.network)
+                           network=options.network, grading_rules=key.grading_rules)
