@@ -107,7 +107,7 @@ def run(
     agent_command: Annotated[
         str | None,
         typer.Option("--agent-command", help="With --agent command: the shell command that runs your agent, with "
-                     "{prompt_file}, {session_file}, {workspace}, {model}, {base_url} (README: recipes)."),
+                     "{prompt_file}, {session_file}, {workspace}, {model}, {base_url} (docs/usage.md: recipes)."),
     ] = None,
     session_glob: Annotated[
         str | None,

@@ -128,7 +128,7 @@ def report_notice(options: QuickstartOptions, model: ModelSettings,
         title=title, text=text,
         command_intro="Rerun with a real model (any OpenAI-compatible endpoint: vLLM, Ollama, OpenAI):",
         command=rerun_command(options),
-        closing="For a study, write an experiment file and use `takeover run` (see the README).",
+        closing="For a study, write an experiment file and use `takeover run` (see docs/usage.md).",
     )
 
 
