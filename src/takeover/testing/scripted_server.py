@@ -125,10 +125,12 @@ class ScriptedServer:
         if wanted == "json_schema":
             if not (isinstance(given, dict) and given.get("type") == "json_schema"):
                 return None
-            # llama-cpp-python's server: pydantic's validation error, caught by its route handler, as a 500.
-            return 500, {"error": {"message": "1 validation error for CreateChatCompletionRequest\nresponse_format"
-                                              ".type\n  Input should be 'text' or 'json_object' [type=literal_error, "
-                                              "input_value='json_schema', input_type=str]",
+            # llama-cpp-python 0.3.36's server, as it answers: the request's validation error, caught by its
+            # route handler, as a 500 (the message then names the handler's file and line).
+            return 500, {"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                              "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                              "'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
+                                              "\"'text' or 'json_object'\"}}\n\n  POST /v1/chat/completions",
                                    "type": "internal_server_error", "param": None, "code": None}}
         return int(wanted), {"error": {"message": "Unrecognized request argument supplied: response_format",
                                        "type": "invalid_request_error", "param": "response_format"}}
