@@ -35,6 +35,7 @@ INSTANCE = "pytest-dev__pytest-7521"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # a verified replay and a 5,000-token prompt on a CPU: minutes, more on a shared machine
 @requires("embedded model weights", "llama-cpp-python", "mirror", f"shared:trajectories/mini-swe-agent/{INSTANCE}.json",
           "shared:swebench_verified.jsonl",
           counterpart="test_views_structured_output.py::test_structured_notes_send_their_schema_and_summary_notes_send_none")
