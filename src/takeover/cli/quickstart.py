@@ -258,7 +258,7 @@ def quickstart(
 ) -> None:
     """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
     report. With no --base-url it serves the embedded 0.5B model itself (measured with the defaults and the
-    model cached: about 600 CPU-seconds in all on a 2-core machine). Every choice is a flag, so the same command scales
+    model cached: about 730 CPU-seconds in all on a 2-core machine). Every choice is a flag, so the same command scales
     up. With output to a file or pipe, progress is one plain line per step, per finished unit and per
     stage. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
     flags or an output folder in use.
