@@ -1,8 +1,9 @@
 """The embedded 0.5B model against its real llama-cpp-python server (docs/protocol.md section 7.4).
 
 - At the quickstart's handoff point (pytest-dev__pytest-7521, after_first_source_edit, as the verified
-  replay finds it today: event 24, whose latest verification, ``python3 verify_newline.py``, passed), it
-  writes structured notes that validate at the first attempt under the quickstart's completion cap, asking
+  replay finds it today: event 24, whose latest verification, ``python3 verify_newline.py``, passed), written
+  after the summary notes as the quickstart writes them (the server's prompt cache holds their shared opening),
+  it writes structured notes that validate at the first attempt under the quickstart's completion cap, asking
   for JSON of the notes' schema in llama-cpp-python's shape; the facts they were checked against are the
   point's own (whatever its latest verification: the test states the point it ran at instead of assuming
   one, so a change of the point rules shows in its output, not as a broken precondition).
@@ -45,6 +46,11 @@ def test_the_embedded_model_writes_structured_notes_that_validate_at_the_first_a
     points = analyze_run(run, task, RepoSource(os.environ["TAKEOVER_MIRROR"], offline=True), work_dir=tmp_path)
     point = points.point("after_first_source_edit")
     with EmbeddedModel(log_path=tmp_path / "server.log") as settings:
+        # As the quickstart builds them: summary notes first, so that the structured request finds their shared
+        # opening (system prompt and issue) in the server's prompt cache. The 0.5B model's answer depends on
+        # that state: from an empty cache its structured notes at this point were rejected three times.
+        build_view("summary_notes", run, point, task, points.patches[point.type], model=settings,
+                   note_max_tokens=EMBEDDED_NOTE_MAX_TOKENS)
         result = build_view("structured_notes", run, point, task, points.patches[point.type], model=settings,
                             note_max_tokens=EMBEDDED_NOTE_MAX_TOKENS)
     at = (point.event_index, point.latest_verification_result)
