@@ -31,6 +31,7 @@ from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import task_by_id
 from takeover.trajectories import read_trajectories
 from takeover.views import build_view
+from takeover.views.structured import compute_fields
 
 INSTANCE = "pytest-dev__pytest-7521"
 
@@ -57,8 +58,9 @@ def test_the_embedded_model_writes_structured_notes_that_validate_at_the_first_a
     assert (result.validation, result.attempts, result.rejections) == ("valid", 1, []), at
     assert [a.response_format for a in result.note_usage.attempts] == ["json_object"]
     # The notes were checked against this point's facts (the rule that rejects a denied failure or an
-    # unhedged success claim reads them).
-    assert result.structured["facts"]["validation_status"] == point.latest_verification_result, at
+    # unhedged success claim reads them): today no verification follows the point's source edit ("none").
+    facts = compute_fields(point, points.patches[point.type])
+    assert result.structured["facts"]["validation_status"] == facts.validation_status, at
 
 
 @pytest.mark.slow
