@@ -2,14 +2,14 @@
 handoff state sets aside there (docs/protocol.md section 6), and the FAIL_TO_PASS tests no checkpoint can pass.
 
     TAKEOVER_MIRROR=/work/mirror .venv/bin/python benchmarks/reference_failures.py [--repo OWNER/NAME ...]
-        [--instance-id ID ...] [--network] [--readme README.md]
+        [--instance-id ID ...] [--network] [--readme docs/usage.md]
 
 Every dataset instance of the given repositories (default: every repository in the mirror) has its reference
 patch graded with the ``local`` backend, as :func:`takeover.grading.grade_checkpoint` grades it (results are
 stored under the cache and reused). Printed: one line per instance with a failing test (the tests, by list),
 the instances whose grading did not finish (with the reason), and the counts. ``--readme FILE`` also writes
 the list into FILE between the lines ``<!-- reference-failures:start -->`` and ``<!-- reference-failures:end
--->``, so the README's list is this output, never written by hand.
+-->``, so the list in docs/usage.md is this output, never written by hand.
 """
 
 from __future__ import annotations

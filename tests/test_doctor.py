@@ -109,7 +109,31 @@ def test_the_table_prints_pip_extras_as_written():
 
     from takeover.doctor import Check, render
 
-    out = io.StringIO()
-    render([Check(name="llama-cpp-python", status="warn", detail="not installed",
-                  fix="pip install -e '.[quickstart]'")], Console(file=out, width=200))
-    assert "pip install -e '.[quickstart]'" in out.getvalue()
+    for terminal in (True, False):  # the rich table, and the plain text of a file or pipe
+        out = io.StringIO()
+        render([Check(name="llama-cpp-python", status="warn", detail="not installed",
+                      fix="pip install -e '.[quickstart]'")], Console(file=out, width=200, force_terminal=terminal))
+        assert "pip install -e '.[quickstart]'" in out.getvalue()
+        assert ("┃" in out.getvalue() or "│" in out.getvalue()) is terminal
+
+
+def test_piped_output_is_one_readable_block_per_check():
+    from takeover.doctor import LIST_SEPARATOR, Check, plain_text
+
+    groups = [f"owner/repo{i} 1.0, 1.1, 1.2: no Python 3.5 interpreter (install one with: pyenv install 3.5)"
+              for i in range(30)]
+    checks = [Check(name="python", status="ok", detail="3.11.7 at /usr/bin/python3"),
+              Check(name="environments", status="warn", detail="cannot build 90 here: " + LIST_SEPARATOR.join(groups),
+                    fix="grade those with --backend docker on a host with a Docker daemon (or supply what is named)"),
+              Check(name="memory", status="fail", detail="0.5 GB available", fix="free memory")]
+    text = plain_text(checks)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100  # no 2,300-character table row
+    assert lines[:3] == ["takeover doctor", "", "ok    python: 3.11.7 at /usr/bin/python3"]
+    # A block starts with the status at column 0; what belongs to it is indented under the name.
+    assert [line.split()[0] for line in lines[2:-2] if not line.startswith(" ")] == ["ok", "warn", "fail"]
+    assert lines[3:5] == ["warn  environments: cannot build 90 here: owner/repo0 1.0, 1.1, 1.2: no Python 3.5 interpreter",
+                          "      (install one with: pyenv install 3.5)"]
+    assert sum(line.startswith("      owner/repo") for line in lines) == 29  # one paragraph per listed group
+    assert "      fix: free memory" in lines and lines[-1] == "1 ok, 1 optional missing, 1 failing"
+    assert "│" not in text and "[" not in text

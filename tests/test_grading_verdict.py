@@ -4,6 +4,7 @@ records (docs/protocol.md section 6; swebench's report shape)."""
 from __future__ import annotations
 
 from takeover.grading import GradeResult, TestOutcome, grade_log, swebench_report
+from takeover.grading.verdict import set_aside_by_reference
 from takeover.sources.tasks import SourceTask
 
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
@@ -67,3 +68,17 @@ def test_a_patch_counts_as_applied_only_when_it_applied_and_the_tests_ran_to_the
     assert applied(applied=True, error="environment") is False
     assert applied(applied=False) is False
     assert applied(applied=False, timed_out=True) is False
+
+
+def test_a_reference_patch_that_passes_every_pass_to_pass_test_leaves_no_note_to_warn_of():
+    # What the report lists under "Warnings" comes from reference_note: a reference passing all is no warning.
+    checkpoint = GradeResult(instance_id="acme__calc-1", applied=True, handoff_state="resolved_preserve",
+                             FAIL_TO_PASS=TestOutcome(success=["t::f2p"]), PASS_TO_PASS=TestOutcome(success=["t::p"]))
+    passing = set_aside_by_reference(checkpoint, checkpoint.model_copy())
+    assert (passing.reference_note, passing.set_aside, passing.handoff_state) == (None, [], "resolved_preserve")
+    failing_reference = checkpoint.model_copy(update={"PASS_TO_PASS": TestOutcome(failure=["t::p"])})
+    failing_here = checkpoint.model_copy(update={"PASS_TO_PASS": TestOutcome(failure=["t::p"])})
+    noted = set_aside_by_reference(failing_here, failing_reference)
+    assert noted.reference_note == ("the reference patch fails 1 PASS_TO_PASS test(s) here (t::p); set aside from "
+                                    "the handoff state")
+    assert (noted.set_aside, noted.handoff_state) == (["t::p"], "resolved_preserve")

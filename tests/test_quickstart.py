@@ -129,6 +129,18 @@ def test_embedded_model_notes_are_capped_and_the_notice_says_so():
     assert not real.embedded and real.notes_cap == 1600  # a real endpoint keeps the protocol's cap
 
 
+def test_the_embedded_models_raw_trace_keeps_the_newest_events_within_a_budget_and_the_notice_says_so():
+    o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
+    model = ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    assert o.raw_trace_budget == qs.EMBEDDED_RAW_TRACE_MAX_TOKENS == 2000
+    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).raw_trace_max_tokens == 2000
+    assert "newest events within 2,000 estimated tokens" in qs.warning_text(o, model)
+    assert qs.QuickstartOptions(raw_trace_max_tokens=9000).raw_trace_budget == 9000
+    real = qs.QuickstartOptions(model="openai/demo", base_url="http://127.0.0.1:1/v1")
+    assert real.raw_trace_budget is None  # a real endpoint gets the whole trace, as in the paper
+    assert "estimated tokens" not in qs.warning_text(real, model)
+
+
 def test_report_notice_says_the_rates_mean_nothing_and_how_to_rerun():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
     text = qs.warning_text(o, ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", api_key_env=None))
@@ -170,5 +182,17 @@ def test_a_stage_that_cannot_run_stops_the_quickstart_with_its_name(tmp_path, mo
     assert saved["ok"] is False and saved["problems"] == result.problems
     text = (tmp_path / "console.txt").read_text()
     assert "quickstart stopped at stage 'inputs'" in text
-    assert f"about {qs.BUDGET_MINUTES} minutes" in text and str(tmp_path / "out" / "report.md") in text
+    assert f"Measured with these defaults: {qs.MEASURED_CPU_SECONDS} CPU-seconds" in text
+    assert str(tmp_path / "out" / "report.md") in text
     assert str(tmp_path / "out" / "report.html") in text
+
+
+def test_the_notice_names_the_handoff_state_and_what_it_means_for_the_solved_rates():
+    o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
+    model = ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
+    assert "handoff state" not in qs.report_notice(o, model).text  # written before any result: none known
+    notice = qs.report_notice(o, model, {"pytest-dev__pytest-7521 after_first_source_edit": "resolved_preserve"})
+    assert notice.text.endswith(
+        "The handoff point pytest-dev__pytest-7521 after_first_source_edit is in handoff state resolved_preserve: "
+        "the checkpoint already solves the task, so every view starts from a solved repository and reads as solved "
+        "unless its run undoes the fix: the solved rates cannot tell the views apart.")

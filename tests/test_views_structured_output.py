@@ -1,6 +1,7 @@
 """Structured notes ask the endpoint for JSON of their schema (constrained decoding, docs/protocol.md
-section 7.4, Extension), summary notes ask for nothing, an endpoint that refuses the parameter is asked once
-more without it and never again, and the answer is validated as before either way: the scripted server
+section 7.4, Extension), summary notes ask for nothing, an endpoint that refuses a shape (any status, an error
+naming the parameter) is asked at once in the next shape (json_object with the schema, then none) and never
+in the refused one again, and the answer is validated as before either way: the scripted server
 records every request's ``response_format``."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from _views_support import Replay, real_run, real_task, requests_1766_points
 from test_views_notes import CONSISTENT, GOOD, SUMMARY, answer, failing_point
 
 from takeover.llm import ModelClient, ModelSettings
+from takeover.llm.response_format import refuses_response_format
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.views import NotesFailed, build_view
 from takeover.views.structured import MODEL_FIELDS, notes_json_schema
@@ -19,6 +21,7 @@ from takeover.views.structured import MODEL_FIELDS, notes_json_schema
 ID = "psf__requests-1766"
 JSON_SCHEMA = {"type": "json_schema",
                "json_schema": {"name": "structured_notes", "schema": notes_json_schema(), "strict": True}}
+JSON_OBJECT = {"type": "json_object", "schema": notes_json_schema()}
 
 
 @pytest.fixture(scope="module")
@@ -80,20 +83,47 @@ def test_response_format_none_sends_nothing(replay, run, task, point, checkpoint
     assert replay.requests[0].get("response_format") is None and result.validation == "valid"
 
 
-@pytest.mark.parametrize("refusal", [400, "json_schema"])  # OpenAI-style 400; llama-cpp-python's 422
-def test_an_endpoint_that_refuses_the_parameter_is_asked_once_without_it_and_not_again(run, task, point,
-                                                                                         checkpoint_patch, refusal):
+@pytest.mark.parametrize("refusal", [400, 422, 500])  # OpenAI; a server validating requests; any other status
+def test_an_endpoint_that_refuses_every_shape_is_asked_in_the_next_at_once_then_without_and_not_again(
+        run, task, point, checkpoint_patch, refusal):
     with ScriptedServer([{"content": answer()}, {"content": answer()}],
                         refuse_response_format=refusal) as srv:
         first = build_view("structured_notes", run, point, task, checkpoint_patch, model=writer(srv.base_url))
         second = build_view("structured_notes", run, point, task, checkpoint_patch, model=writer(srv.base_url))
-    assert srv.response_formats == [JSON_SCHEMA, None, None]  # one refusal, one retry, then never sent again
-    assert srv.refused == 1 and srv.served == 2
+    # No retry of a refused shape (not even of a 500): json_schema, json_object with the schema, then none.
+    assert srv.response_formats == [JSON_SCHEMA, JSON_OBJECT, None, None]
+    assert srv.refused == 2 and srv.served == 2
     assert [(a.status, a.response_format) for a in first.note_usage.attempts] == [
-        ("http_400" if refusal == 400 else "http_422", "json_schema"), ("ok", None)]
+        (f"http_{refusal}", "json_schema"), (f"http_{refusal}", "json_object"), ("ok", None)]
     assert (first.validation, first.attempts) == ("valid", 1)  # a refused parameter is no rejected note
     assert [(a.status, a.response_format) for a in second.note_usage.attempts] == [("ok", None)]
     assert ModelClient(writer(srv.base_url)).response_format_mode() == "none"
+
+
+def test_llama_cpp_python_refusing_json_schema_with_a_500_gets_json_object_with_the_schema(
+        run, task, point, checkpoint_patch):
+    # llama-cpp-python's server answers json_schema with HTTP 500 naming response_format (scripted_server).
+    with ScriptedServer([{"content": answer()}, {"content": answer()}],
+                        refuse_response_format="json_schema") as srv:
+        first = build_view("structured_notes", run, point, task, checkpoint_patch, model=writer(srv.base_url))
+        second = build_view("structured_notes", run, point, task, checkpoint_patch, model=writer(srv.base_url))
+    assert srv.response_formats == [JSON_SCHEMA, JSON_OBJECT, JSON_OBJECT]
+    assert [(a.status, a.response_format) for a in first.note_usage.attempts] == [
+        ("http_500", "json_schema"), ("ok", "json_object")]
+    assert [(a.status, a.response_format) for a in second.note_usage.attempts] == [("ok", "json_object")]
+    assert (first.validation, second.validation) == ("valid", "valid")
+    assert ModelClient(writer(srv.base_url)).response_format_mode() == "json_object"
+    # Another endpoint is not affected by this one's refusal.
+    assert ModelClient(writer(srv.base_url + "/other")).response_format_mode() == "json_schema"
+
+
+def test_a_500_that_does_not_name_the_parameter_is_retried_with_the_same_shape(replay, run, task, point,
+                                                                                checkpoint_patch):
+    replay.script([{"status": 500, "error": "out of memory"}, {"content": answer()}])
+    result = build_view("structured_notes", run, point, task, checkpoint_patch, model=writer(replay.base_url))
+    assert [(a.status, a.response_format) for a in result.note_usage.attempts] == [
+        ("http_500", "json_schema"), ("ok", "json_schema")]
+    assert [r.get("response_format") for r in replay.requests] == [JSON_SCHEMA, JSON_SCHEMA]
 
 
 def test_a_400_that_does_not_name_the_parameter_is_a_model_error(replay, run, task, point, checkpoint_patch):
@@ -118,3 +148,14 @@ def test_a_schema_valid_note_that_denies_the_failure_is_still_rejected(replay, r
     assert [r.get("response_format") for r in replay.requests] == [JSON_SCHEMA, JSON_SCHEMA]  # the retry too
     assert result.structured["notes"]["observed_failures"] == CONSISTENT["observed_failures"]
     assert GOOD["problem_understanding"] == result.structured["notes"]["problem_understanding"]
+
+
+@pytest.mark.parametrize(("status", "error", "refusal"), [
+    ("http_400", "Unrecognized request argument supplied: response_format", True),
+    ("http_500", "1 validation error ... response_format.type Input should be 'text' or 'json_object'", True),
+    ("http_500", "out of memory", False),  # names nothing: an ordinary server error, retried
+    ("http_429", "too many requests with response_format", False),  # busy: retried, never a refusal
+    ("timeout", "response_format", False),
+])
+def test_a_refusal_is_an_http_error_naming_the_parameter_whatever_its_status(status, error, refusal):
+    assert refuses_response_format(status, error) is refusal

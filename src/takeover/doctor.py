@@ -96,7 +96,7 @@ def check_environments() -> Check:
     groups: dict[tuple[str, str], list[str]] = {}
     for b in blocked:
         groups.setdefault((b.repo, "; ".join(b.reasons)), []).append(b.version)
-    detail = " | ".join(f"{repo} {', '.join(versions)}: {reasons}" for (repo, reasons), versions in groups.items())
+    detail = LIST_SEPARATOR.join(f"{repo} {', '.join(versions)}: {reasons}" for (repo, reasons), versions in groups.items())
     return Check(name="environments", status="warn", detail=f"cannot build {len(blocked)} here: {detail}",
                  fix="grade those with --backend docker on a host with a Docker daemon (or supply what is named)")
 
@@ -283,13 +283,51 @@ def run_checks(*, mirror: Path | str | None = None, base_url: str | None = None,
     ]
 
 
+#: What separates the items of a detail that lists several (the environments' groups).
+LIST_SEPARATOR = " | "
+#: Width of the plain text's lines (a bug report's, an e-mail's): long details wrap below their check.
+PLAIN_WIDTH = 100
+
+
+def _counts(checks: list[Check]) -> str:
+    counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
+    return f"{counts['ok']} ok, {counts['warn']} optional missing, {counts['fail']} failing"
+
+
+def plain_text(checks: list[Check], *, width: int = PLAIN_WIDTH) -> str:
+    """The checks as plain text, for a file or a pipe (as a newcomer pastes it into a bug report): a title,
+    then one block per check, ``STATUS  name: what was found`` and, when something is wrong, ``fix: ...``
+    below it, each wrapped at ``width`` characters and indented under the name; then the counts. A detail
+    that lists items (:data:`LIST_SEPARATOR`, the environments') gets one indented paragraph per item, never
+    a 2,000-character line."""
+    import textwrap
+
+    lines = ["takeover doctor", ""]
+    for c in checks:
+        head = f"{c.status:<5} {c.name}: "
+        indent = " " * 6
+        first, *rest = [part.strip() for part in c.detail.split(LIST_SEPARATOR)]
+        lines += textwrap.wrap(head + first, width, subsequent_indent=indent, break_on_hyphens=False) or [head]
+        for part in rest:
+            lines += textwrap.wrap(part, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_on_hyphens=False)
+        if c.fix:
+            lines += textwrap.wrap("fix: " + c.fix, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                   break_on_hyphens=False, break_long_words=False)
+    return "\n".join([*lines, "", _counts(checks)]) + "\n"
+
+
 def render(checks: list[Check], console=None) -> None:
-    """Print the checks as a rich table (status, check, what was found, how to fix)."""
+    """Print the checks as a rich table (status, check, what was found, how to fix) on a terminal; on a file
+    or a pipe (a console that is not a terminal) as :func:`plain_text`."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
+    if not console.is_terminal:
+        console.file.write(plain_text(checks))
+        return
     style = {"ok": "[green]ok[/]", "warn": "[yellow]warn[/]", "fail": "[red]fail[/]"}
     table = Table(title="takeover doctor", show_lines=False)
     table.add_column("status")
@@ -300,5 +338,4 @@ def render(checks: list[Check], console=None) -> None:
         # Checks hold literal text such as pip extras ([quickstart]), which rich would read as markup.
         table.add_row(style[c.status], escape(c.name), escape(c.detail), escape(c.fix))
     console.print(table)
-    counts = {s: sum(c.status == s for c in checks) for s in ("ok", "warn", "fail")}
-    console.print(f"{counts['ok']} ok, {counts['warn']} optional missing, {counts['fail']} failing")
+    console.print(_counts(checks))

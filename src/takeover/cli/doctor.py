@@ -31,7 +31,9 @@ def doctor(
     """Check what this machine can run (interpreters, git, sandbox, Docker, mirror, model, disk) and how
     to fix what it cannot. Exits 0 unless --strict.
 
-    With --json, one line per check, in the table's order: name, status (ok, warn or fail), detail, fix.
+    On a terminal a table; to a file or pipe (as pasted into a bug report) one block per check, its status
+    and what was found, then how to fix it, wrapped at 100 columns. With --json, one line per check, in
+    the same order: name, status (ok, warn or fail), detail, fix.
     With --clean, each container removed is printed first (on stderr), with its output folder.
 
     Examples:

@@ -26,6 +26,7 @@ from takeover.cli.options import (
     OFFLINE_HELP,
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
+    RAW_TRACE_MAX_TOKENS_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
     ApiKeyEnvOption,
@@ -48,13 +49,14 @@ from takeover.embedded_model import ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
 from takeover.llm import LoggedCall
 from takeover.quickstart import (
-    BUDGET_MINUTES,
     DEFAULT_INSTANCE,
     DEFAULT_OUT_DIR,
     DEFAULT_POINT_TYPES,
     DEFAULT_STEP_LIMIT,
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
     DEFAULT_WORKERS,
+    EMBEDDED_RAW_TRACE_MAX_TOKENS,
+    MEASURED_CPU_SECONDS,
     QuickstartDisplay,
     QuickstartOptions,
     QuickstartResult,
@@ -93,9 +95,10 @@ class ConsoleDisplay(QuickstartDisplay):
             f"{options.step_limit} steps per takeover run.")
         if options.embedded and options.step_limit <= DEFAULT_STEP_LIMIT and len(options.instance_ids) == 1:
             self.console.print(
-                f"These defaults are sized for about {BUDGET_MINUTES} minutes on an idle 2-core machine once "
-                "installed (the first run also fetches the model, ~480 MB, and builds the environment). The "
-                "model runs on the CPU: a busy machine takes longer; every stage prints its time.")
+                f"Measured with these defaults: {MEASURED_CPU_SECONDS} CPU-seconds in all on a 2-core machine, "
+                "with the model cached (the first run also fetches it, ~480 MB, and builds the task's "
+                "environment). The model runs on the CPU, so the wall time depends on what else runs; every "
+                "stage prints its time.")
         self.console.print(f"Report: [bold]{out_dir / 'report.md'}[/] and, to open in a browser, "
                            f"[bold]{out_dir / 'report.html'}[/]")
 
@@ -223,6 +226,12 @@ def quickstart(
         typer.Option("--note-max-tokens", help=f"{NOTE_MAX_TOKENS_HELP} Default here: 512 with the embedded model.",
                      min=1),
     ] = None,
+    raw_trace_max_tokens: Annotated[
+        int | None,
+        typer.Option("--raw-trace-max-tokens", help=f"{RAW_TRACE_MAX_TOKENS_HELP.removesuffix(' (default: none).')}"
+                     f". Default here: {EMBEDDED_RAW_TRACE_MAX_TOKENS} with the embedded model (the newest events; "
+                     "the whole trace costs its first step the run's wall-time limit), none otherwise.", min=1),
+    ] = None,
     timeout: Annotated[
         float | None,
         typer.Option("--timeout", help=f"{REQUEST_TIMEOUT_HELP} Default: 300; the embedded model's server: 900 (one "
@@ -239,8 +248,8 @@ def quickstart(
     verbose: VerboseOption = False,
 ) -> None:
     """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
-    report. With no --base-url it serves the embedded 0.5B model itself (defaults sized for about 15
-    minutes on an idle 2-core machine once installed). Every choice is a flag, so the same command scales
+    report. With no --base-url it serves the embedded 0.5B model itself (measured with the defaults and the
+    model cached: about 730 CPU-seconds in all on a 2-core machine). Every choice is a flag, so the same command scales
     up. With output to a file or pipe, progress is one plain line per step, per finished unit and per
     stage. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
     flags or an output folder in use.
@@ -279,6 +288,7 @@ def quickstart(
         offline=offline,
         model_parts=model_parts,
         note_max_tokens=note_max_tokens,
+        raw_trace_max_tokens=raw_trace_max_tokens,
         timeout=timeout,
         retries=retries,
         max_retry_wait=max_retry_wait,

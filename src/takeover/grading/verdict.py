@@ -61,8 +61,9 @@ class GradeResult(BaseModel):
         reuse_note: what happened to a stored result: reused, or graded again and why; None without one.
         set_aside: PASS_TO_PASS tests that fail with the task's reference patch in the same environment
             (docs/protocol.md section 6, extension): left out of ``handoff_state``, which they cannot decide.
-        reference_note: how the reference patch was graded for ``set_aside`` (or why it could not be); None
-            when it was not asked for.
+        reference_note: what the reference patch's grading for ``set_aside`` found that needs saying (the
+            PASS_TO_PASS tests it fails here, or why it could not be graded); None when it was not asked for
+            or passes every PASS_TO_PASS test here (nothing to warn of: ``set_aside`` is then empty).
         setup_commit: the commit the environment's requirement files were read at (``local`` backend;
             None when no environment was built), and ``setup_commit_source`` how it was chosen:
             ``environment_setup_commit`` (the task's own), ``stand-in`` (the shipped table, when the dataset
@@ -157,9 +158,10 @@ def set_aside_by_reference(result: GradeResult, reference: GradeResult) -> Grade
         return out
     out.set_aside = sorted(set(reference.PASS_TO_PASS.failure) & set(out.PASS_TO_PASS.failure))
     failing = sorted(reference.PASS_TO_PASS.failure)
-    out.reference_note = (f"the reference patch fails {len(failing)} PASS_TO_PASS test(s) here"
-                          + (f" ({', '.join(failing[:5])}{' ...' if len(failing) > 5 else ''})" if failing else "")
-                          + ("; set aside from the handoff state" if failing else ""))
+    if failing:  # a reference that passes them all is what is expected: no note, so no report warning
+        out.reference_note = (f"the reference patch fails {len(failing)} PASS_TO_PASS test(s) here "
+                              f"({', '.join(failing[:5])}{' ...' if len(failing) > 5 else ''}); set aside from "
+                              "the handoff state")
     if reference.FAIL_TO_PASS.failure:
         out.warnings.append(f"the reference patch fails {len(reference.FAIL_TO_PASS.failure)} FAIL_TO_PASS test(s) "
                             f"here too ({', '.join(reference.FAIL_TO_PASS.failure[:5])}): this environment cannot "

@@ -14,9 +14,10 @@ Contract:
 - The API key is read from the environment at call time and never appears in an error message, a log
   line or a returned record (everything textual goes through :func:`takeover._util.redact.redact`).
 - A call may ask for JSON that follows a schema (``response_schema``, :mod:`takeover.llm.response_format`):
-  the request carries the endpoint's ``response_format`` shape; an endpoint that refuses it (HTTP 400/422
-  naming it) is asked once more without it and not sent it again in this process. Each attempt records
-  the mode it sent (:attr:`~takeover.llm.usage.CallAttempt.response_format`).
+  the request carries the endpoint's ``response_format`` shape; an endpoint that refuses it (an HTTP error of
+  any status but 408/429 naming it) is asked at once in the next shape (``json_schema``, ``json_object``
+  with the schema, none) and not sent the refused one again in this process. Each attempt records the mode
+  it sent (:attr:`~takeover.llm.usage.CallAttempt.response_format`).
 - With ``$TAKEOVER_CALL_LOG`` set, every attempt of a completion is also appended to that file as it ends
   (:mod:`takeover.llm.call_log`).
 
@@ -45,10 +46,10 @@ from takeover.llm.call_log import log_call, logged_call
 from takeover.llm.replies import Completion, completion_from_payload
 from takeover.llm.response_format import (
     ResponseSchema,
-    refused,
     refuses_response_format,
     remember_refusal,
     request_field,
+    usable_mode,
 )
 from takeover.llm.retry import RETRYABLE_STATUSES, AttemptFailed, retry_after_seconds, retrying
 from takeover.llm.settings import ModelSettings
@@ -163,8 +164,9 @@ class ModelClient:
             temperature, max_tokens: override the settings for this call (``max_tokens`` in tokens).
             tools: OpenAI tool definitions for native tool calls.
             response_schema: ask for JSON that follows this schema, in the endpoint's ``response_format``
-                shape (:meth:`response_format_mode`); refused once (HTTP 400/422 naming the parameter), the
-                request is sent again without it, and so are later ones to this endpoint.
+                shape (:meth:`response_format_mode`); a shape the endpoint refuses (an HTTP error naming the
+                parameter, :func:`~takeover.llm.response_format.refuses_response_format`) is not retried:
+                the request is sent at once in the next shape, and so are later ones to this endpoint.
 
         Returns:
             the :class:`Completion` of the answered attempt, with every attempt of the call.
@@ -188,21 +190,27 @@ class ModelClient:
             import_litellm()  # seconds of import time stay out of the first attempt's seconds
 
         def attempt() -> tuple[Completion, dict[str, Any]]:
-            completion = self._completion(send(**request), messages)
+            try:
+                completion = self._completion(send(**request), messages)
+            except AttemptFailed as exc:
+                if request["response_format"] is not None and refuses_response_format(exc.status, str(exc)):
+                    exc.retryable = False  # the same request would be refused again
+                raise
             return completion, {"finish_reason": completion.finish_reason, "usage": completion.usage}
 
         attempts: list[CallAttempt] = []
         try:
-            try:
-                completion = self._retried(attempt, attempts, log=True,
-                                           response_format=None if mode == "none" else mode)
-            except AttemptFailed as exc:
-                if mode == "none" or not refuses_response_format(exc.status, attempts[-1].error):
-                    raise
-                # The endpoint refuses structured output: once more without it, and never again here.
-                remember_refusal(self.transport, s.base_url, s.model)
-                request["response_format"] = None
-                completion = self._retried(attempt, attempts, log=True)
+            while True:
+                try:
+                    completion = self._retried(attempt, attempts, log=True,
+                                               response_format=None if mode == "none" else mode)
+                    break
+                except AttemptFailed as exc:
+                    if mode == "none" or not refuses_response_format(exc.status, str(exc)):
+                        raise
+                    # The endpoint refuses this shape: the next one at once, and never this one again here.
+                    mode = remember_refusal(self.transport, s.base_url, s.model, mode)
+                    request["response_format"] = request_field(mode, response_schema)
         except AttemptFailed as exc:
             where = f"model {s.model!r} at {s.base_url or 'provider default'}"
             if exc.status == "reasoning_only":
@@ -218,12 +226,10 @@ class ModelClient:
 
     def response_format_mode(self) -> str:
         """The ``response_format`` shape this endpoint is sent for a schema: the settings'
-        ``extra["response_format"]`` (default ``json_schema``), or ``none`` once it refused the parameter in
-        this process (:mod:`takeover.llm.response_format`)."""
+        ``extra["response_format"]`` (default ``json_schema``), or the shape after it that this endpoint has
+        not refused in this process (:func:`~takeover.llm.response_format.usable_mode`)."""
         s = self.settings
-        if refused(self.transport, s.base_url, s.model):
-            return "none"
-        return str(s.extra.get("response_format") or "json_schema")
+        return usable_mode(str(s.extra.get("response_format") or "json_schema"), self.transport, s.base_url, s.model)
 
     def list_models(self) -> list[str]:
         """The model names an OpenAI-compatible endpoint serves (``GET <base_url>/models``; ``[]`` when its

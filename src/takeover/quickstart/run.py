@@ -116,6 +116,17 @@ def _views(out: Path) -> str:
     return "; ".join(sorted(parts))
 
 
+def _handoff_states(out: Path) -> dict[str, str]:
+    """``{"instance_id point_type": handoff_state}`` of the graded checkpoints."""
+    states = {}
+    for result in load_results(out, "handoff_state").values():
+        state = result.output.get("handoff_state") if result.status == "done" else None
+        if state:
+            labels = result.labels
+            states[f"{labels.get('instance_id', '?')} {labels.get('point_type', '?')}".strip()] = state
+    return states
+
+
 def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDisplay,
                  done: Callable[[str, float, str], None]) -> tuple[ModelSettings, EmbeddedModel | None]:
     """The endpoint the agents and the note writer call: the one given, or the embedded model, served."""
@@ -214,6 +225,10 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
 
         current = "report"
         t0 = time.monotonic()
+        states = _handoff_states(out)
+        if states:  # the notice now names what the points' states mean for the solved rates
+            result.notice = warning_text(options, model, states)
+            write_notice(out, report_notice(options, model, states))
         report = build_report(out)
         stage_done("report", t0, ", ".join(sorted(report.files)))
         result.report = report.files["report.md"]

@@ -62,9 +62,25 @@ def _table(summary: list[dict]) -> str:
             f"| {format_number(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
             f"| {format_number(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
             f"| {format_number(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
-            f"| {e['infrastructure_failures']} | {e['agent_failures']} | {e.get('unsubmitted', 0)} |"
+            f"| {e['infrastructure_failures']} | {e['agent_failures']} | {_unsubmitted(e)} |"
         )
     return head + "\n".join(lines) + "\n"
+
+
+def _unsubmitted(entry: dict) -> str:
+    time_limited = entry.get("time_limited") or 0
+    return f"{entry.get('unsubmitted', 0)}" + (f" ({time_limited} time limit)" if time_limited else "")
+
+
+def time_limited_note(summary: list[dict]) -> str:
+    """The sentence under a table that names the views whose runs the wall-time limit ended ("" when none):
+    their events, tokens and changes are where the limit cut them, not what their view did."""
+    marked = [f"{e['view']} ({e['successor']}): {e['time_limited']} of {e['points']}"
+              for e in summary if e.get("time_limited")]
+    if not marked:
+        return ""
+    return ("Time-limited runs, ended by their wall-time limit: " + "; ".join(marked) + ". Their events, "
+            "tokens and Δ columns show where the limit cut them, not what their view did.\n")
 
 
 def render_markdown(data: dict) -> str:
@@ -84,6 +100,8 @@ def render_markdown(data: dict) -> str:
     )
     md.write("## All handoff points\n\n" + _table(data["summary"]) + "\n")
     md.write(isolation_table(data.get("isolation")))
+    if time_limited_note(data["summary"]):
+        md.write(time_limited_note(data["summary"]) + "\n")
     for field, title in (("by_handoff_state", "By handoff state"), ("by_point_type", "By handoff point type")):
         md.write(f"## {title}\n\n")
         for key, summary in data[field].items():

@@ -91,6 +91,9 @@ def _summarize(rows: list[dict], boot: _Bootstraps) -> list[dict]:
                 "unsubmitted": sum(
                     1 for r in done if (r.get("exit_status") or "submitted") != "submitted"
                 ),
+                # Of those, the runs the wall-time limit ended: their events, tokens and Δ columns show where the
+                # limit cut them, not what their view did; the tables mark them.
+                "time_limited": sum(1 for r in done if r.get("exit_status") == "time_limit"),
             }
             for m in METRICS:
                 entry[f"median_{m}"] = median([r[m] for r in done if r[m] is not None])

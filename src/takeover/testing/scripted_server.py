@@ -32,8 +32,9 @@ Structured output: every request's ``response_format`` (``None`` when it carried
 :attr:`ScriptedServer.response_formats`. A server made with ``refuse_response_format=400`` (or ``422``)
 plays an endpoint that does not support the parameter: it answers every request that carries one with that
 status and an error naming ``response_format``, as OpenAI-compatible servers do, without using a script
-entry; ``refuse_response_format="json_schema"`` refuses only that type (llama-cpp-python's server accepts
-``json_object`` with a schema but not ``json_schema``, and answers 422).
+entry; ``refuse_response_format="json_schema"`` refuses only that type as llama-cpp-python's server does
+(0.3.x accepts ``json_object`` with a schema but not ``json_schema``; its error handler turns the request's
+validation error into HTTP 500 with the error, which names ``response_format``, in ``error.message``).
 """
 
 from __future__ import annotations
@@ -124,9 +125,13 @@ class ScriptedServer:
         if wanted == "json_schema":
             if not (isinstance(given, dict) and given.get("type") == "json_schema"):
                 return None
-            # FastAPI's request validation, as llama-cpp-python's server answers it.
-            return 422, {"detail": [{"type": "literal_error", "loc": ["body", "response_format", "type"],
-                                     "msg": "Input should be 'text' or 'json_object'", "input": "json_schema"}]}
+            # llama-cpp-python 0.3.36's server, as it answers: the request's validation error, caught by its
+            # route handler, as a 500 (the message then names the handler's file and line).
+            return 500, {"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                              "'response_format', 'type'), 'msg': \"Input should be 'text' or "
+                                              "'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
+                                              "\"'text' or 'json_object'\"}}\n\n  POST /v1/chat/completions",
+                                   "type": "internal_server_error", "param": None, "code": None}}
         return int(wanted), {"error": {"message": "Unrecognized request argument supplied: response_format",
                                        "type": "invalid_request_error", "param": "response_format"}}
 
