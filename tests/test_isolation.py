@@ -16,7 +16,7 @@ from prerequisites import requires
 from test_agents import BUGGY, FIXED, SUBMIT, TEST, bash, events_of, settings
 
 from takeover._util import sandbox
-from takeover.agents import run_predecessor
+from takeover.agents.runs import run_predecessor
 from takeover.agents.isolation import require_confinement
 from takeover.errors import InputError
 from takeover.sources.frozen_history import host_git_env, store_path
