@@ -16,6 +16,7 @@ from prerequisites import requires
 from test_agents import BUGGY, FIXED, SUBMIT, TEST, bash, events_of, settings
 
 from takeover._util import sandbox
+from takeover.agents.agent_choice import AgentChoice
 from takeover.agents.runs import run_predecessor
 from takeover.agents.isolation import require_confinement
 from takeover.errors import InputError
@@ -244,7 +245,8 @@ def test_a_docker_backend_shell_sees_no_newer_commit_and_none_of_the_study_s_fil
               bash(f"cat {canary}; ls {tmp_path}; git status --short && git diff && python -c 'print(7 * 6)'"),
               bash(SUBMIT)]
     with ScriptedServer(script) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=source, command_backend="docker")
+        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=source,
+                                 agent=AgentChoice(runtime="mini-swe-agent", command_backend="docker"))
     events = events_of(tmp_path / "run")
     counts = events[1]["text"].split("<output>")[1].split()[:3]
     assert counts[0] == counts[1] == counts[2]  # every commit the shell finds is an ancestor of HEAD
@@ -280,7 +282,7 @@ def test_a_command_runtime_agent_sees_no_newer_commit_and_none_of_the_study_s_fi
     looks.write_text(f"{HISTORY}\necho @@\n{_places(study)}\necho @@\n{WORKS}\n")
     template = f"bash {looks} > {{session_file}}.looks 2>&1; {_agent(agent)} {{prompt_file}} {{session_file}} usage"
     record = run_predecessor(study["task"], MODEL, study["out"], repo_source=RepoSource(study["mirror"]),
-                             agent="command", agent_command=template)
+                             agent=AgentChoice(runtime="command", options={"agent_command": template}))
     history, places, works = (study["out"] / "session" / "session.jsonl.looks").read_text().split("@@\n")
     _assert_sees_only_the_task(study, history, places, works)
     assert str(looks) in record.environment["agent_paths"]  # what the template named, listed in run.json
