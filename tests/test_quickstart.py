@@ -113,7 +113,7 @@ def test_experiment_config_is_built_from_the_flags(tmp_path):
     assert cfg.point_types == ["after_first_source_edit"]
     assert (cfg.limits.step_limit, cfg.limits.wall_time_limit_seconds) == (5, 60)
     assert [m.settings().model_dump() for m in cfg.successors] == [model.model_dump()]
-    assert [m.agent for m in cfg.successors] == ["mini-swe-agent"]
+    assert [m.agent.runtime for m in cfg.successors] == ["mini-swe-agent"]
     assert cfg.notes_model.model_dump() == model.model_dump()
     assert cfg.out == (tmp_path / "out").resolve() and cfg.mirror_path == tmp_path.resolve()
 
