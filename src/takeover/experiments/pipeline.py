@@ -125,7 +125,9 @@ def run_experiment(
             commands cannot be confined here and the experiment does not say ``allow_unconfined``.
         OutDirInUse: another run works in ``config.out`` (its pid is in the message).
     """
-    require_confinement(config.command_backend, allow_unconfined=config.allow_unconfined)
+    # Each agent names its own command backend (its agent choice); every one of them must confine.
+    for backend in sorted({s.agent.command_backend for s in config.successors}):
+        require_confinement(backend, allow_unconfined=config.allow_unconfined)
     with hold_out_dir(config.out):
         return _run_experiment(config, workers=workers, executor=executor, retry_failed=retry_failed,
                                progress=progress, report=report)
