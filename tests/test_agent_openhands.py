@@ -17,6 +17,7 @@ from test_agents import bash, events_of, settings, tree_file
 from test_cli_points_flags import points_json
 
 from takeover.agents import ExitStatus, RunLimits, read_run
+from takeover.agents.agent_choice import AgentChoice
 from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
@@ -143,11 +144,12 @@ def test_openhands_takeover_run_continues_the_checkpoint(tmp_path, task_and_mirr
 
 def test_openhands_refuses_what_it_cannot_honour_before_the_run(tmp_path, task_and_mirror):
     task, mirror = task_and_mirror
-    for kwargs, field in (({"limits": RunLimits(cost_limit=1.0)}, "cost_limit"), ({"protocol": "tools"}, "protocol"),
-                          ({"command_backend": "docker"}, "command_backend")):
+    openhands = AgentChoice(runtime="openhands")
+    for kwargs, field in (({"limits": RunLimits(cost_limit=1.0), "agent": openhands}, "cost_limit"),
+                          ({"agent": AgentChoice(runtime="openhands", protocol="tools")}, "protocol"),
+                          ({"agent": AgentChoice(runtime="openhands", command_backend="docker")}, "command_backend")):
         with ScriptedServer([]) as srv, pytest.raises(InputError) as exc:
-            run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), agent="openhands",
-                            **kwargs)
+            run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror), **kwargs)
         assert exc.value.field == field and srv.requests == [] and not (tmp_path / "run").exists()
 
 

@@ -89,7 +89,7 @@ def test_verbose_is_a_flag_of_every_command():
 
 def test_view_is_repeatable_on_every_command_that_takes_views():
     taking = {path: option(c, "--view") for path, c in commands().items() if option(c, "--view")}
-    assert sorted(taking) == ["agent run", "handoff", "quickstart", "resume", "views"]
+    assert sorted(taking) == ["agent run", "export harbor", "handoff", "quickstart", "resume", "views"]
     assert all(opt.multiple for opt in taking.values())
 
 

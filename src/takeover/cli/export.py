@@ -108,6 +108,7 @@ def harbor(
     grading_timeout: GradingTimeoutOption = 1800.0,
     seed_trajectory: Annotated[bool, typer.Option("--seed-trajectory/--no-seed-trajectory", help="Ship the predecessor's run as a raw_trace task's trajectory.json, which Harbor seeds the agent's session with; only agents that can load ATIF run such a task (Claude Code, Codex CLI). The trace is in the instruction either way.")] = True,
     agent_timeout: Annotated[float | None, typer.Option("--agent-timeout", help="Seconds Harbor gives the successor agent ([agent] timeout_sec; default: Harbor's).", min=1)] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write handoff points x views as Harbor tasks, so that any Harbor agent can be the successor.
 

@@ -25,6 +25,7 @@ from takeover.cli.options import (
     PointsFileOption,
     RecordOption,
     SnapshotRepoOption,
+    VerboseOption,
 )
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run, stored_diffs
@@ -76,6 +77,7 @@ def rediscovery(
     successor_record: Annotated[int | None, typer.Option("--successor-record", help="0-based index of the successor's run when its file holds several.")] = None,
     successor_start: Annotated[str, typer.Option("--successor-start", help="Where the successor started: checkpoint (it resumed from the predecessor's repository at the cut) or base (an independent run from the task's starting state).")] = "checkpoint",
     as_json: JsonOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Label each successor action reread, research, rerun, redo_edit or new against what the predecessor
     knew at the cut, and print the run's rediscovery figures (docs/protocol.md section 9.1).
