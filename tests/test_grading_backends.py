@@ -107,6 +107,10 @@ def test_a_result_folder_written_before_the_backend_seam_is_reused(tmp_path, tas
                           timeout=timeout)
     spec = {"env_spec_sha256": _swebench_spec_sha256(task)} if key["backend"] == "docker" else {}
     stored_key = {**key, **spec, "takeover": current.takeover, "swebench": current.swebench}
+    if current.grading_rules != "swebench-4.1":
+        # A key without grading_rules was decided under swebench 4.1's rules; a 5.x installation that wrote
+        # this folder recorded its own rules with it.
+        stored_key["grading_rules"] = current.grading_rules
     stored = {"instance_id": task["instance_id"], "model_name_or_path": "takeover", "resolved": True,
               "handoff_state": "resolved_preserve", "backend": key["backend"], "applied": True,
               "network": key["network"], "graded_at": "2026-01-01T00:00:00+00:00", "grading_key": stored_key,

@@ -25,6 +25,7 @@ from docker_images import TINY_GOLD, tiny_task
 from prerequisites import ROOT, harbor_venv, requires
 from typer.testing import CliRunner
 
+from takeover._util import harness_version
 from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.points import cut_at_event
@@ -126,13 +127,19 @@ def test_verdict_script_grades_a_swebench_log_by_swebench_rules(exported, tmp_pa
     tests = folders[0] / "tests"
     start, end = "+ : '>>>>> Start Test Output'\n", "+ : '>>>>> End Test Output'\n"
 
-    def verdict(log: str) -> tuple[str, dict]:
+    def verdict(log: str, rules: str | None = None) -> tuple[str, dict]:
         out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
         out.mkdir()
         (out / "log").write_text(log)
-        subprocess.run([sys.executable, str(tests / "swebench_verdict.py"), str(tests / "config.json"), str(out / "log"),
+        config = json.loads((tests / "config.json").read_text())
+        config["grading_rules"] = rules or config["grading_rules"]
+        (out / "config.json").write_text(json.dumps(config))
+        subprocess.run([sys.executable, str(tests / "swebench_verdict.py"), str(out / "config.json"), str(out / "log"),
                         str(out)], check=True, capture_output=True)
         return (out / "reward.txt").read_text().strip(), json.loads((out / "report.json").read_text())
+
+    # The exporting swebench's rules are the task's.
+    assert json.loads((tests / "config.json").read_text())["grading_rules"] == harness_version.installed_rules()
 
     passing = "PASSED tests/test_tinyadd.py::test_mul\nPASSED tests/test_tinyadd.py::test_add\n"
     reward, report = verdict(start + passing + end)
@@ -142,6 +149,20 @@ def test_verdict_script_grades_a_swebench_log_by_swebench_rules(exported, tmp_pa
     assert verdict(start + "PASSED tests/test_tinyadd.py::test_add\n" + end)[0] == "0"  # PASS_TO_PASS missing
     assert verdict(">>>>> Patch Apply Failed\n" + start + passing + end)[0] == "0"
     assert verdict(passing)[0] == "0"  # no markers: the eval script did not run
+    # The rules that changed in swebench 5.0 (docs/protocol.md section 6): a skipped PASS_TO_PASS test is in
+    # neither list under 4.1 and passes under 5.0; a skipped FAIL_TO_PASS test resolves under 4.1, fails under 5.0.
+    skipped_p2p = start + "SKIPPED tests/test_tinyadd.py::test_mul\nPASSED tests/test_tinyadd.py::test_add\n" + end
+    reward, report = verdict(skipped_p2p, "swebench-4.1")
+    assert reward == "1" and report["pallets__flask-90001"]["tests_status"]["PASS_TO_PASS"] == {
+        "success": [], "failure": []} and report["pallets__flask-90001"]["grading_rules"] == "swebench-4.1"
+    reward, report = verdict(skipped_p2p, "swebench-5.0")
+    assert reward == "1" and report["pallets__flask-90001"]["tests_status"]["PASS_TO_PASS"] == {
+        "success": ["tests/test_tinyadd.py::test_mul"], "failure": []}
+    skipped_f2p = start + "PASSED tests/test_tinyadd.py::test_mul\nSKIPPED tests/test_tinyadd.py::test_add\n" + end
+    assert (verdict(skipped_f2p, "swebench-4.1")[0], verdict(skipped_f2p, "swebench-5.0")[0]) == ("1", "0")
+    # 5.0 rejects a log whose test exit code is non-zero while no test failed; 4.1 reads no exit code.
+    contradicted = start + passing + end + ">>>>> Test Exit Code: 1\n"
+    assert (verdict(contradicted, "swebench-4.1")[0], verdict(contradicted, "swebench-5.0")[0]) == ("1", "0")
 
 
 _LOADER = """

@@ -11,7 +11,11 @@ own grading (``swebench.harness.grading``):
   own ``log_parsers/python.py`` beside this file; ``config.json`` names the parser function); when it finds
   no test there, the whole log is parsed, as swebench does;
 - a FAIL_TO_PASS or PASS_TO_PASS test passes when its status is ``PASSED`` or ``XFAIL``, fails when it is
-  missing or ``FAILED``/``ERROR``;
+  missing or ``FAILED``/``ERROR``; a ``SKIPPED`` one is in neither list under ``swebench-4.1`` rules, while
+  under ``swebench-5.0`` rules (``config.json``'s ``grading_rules``, those of the swebench that exported the
+  task) a skipped PASS_TO_PASS test passes and a skipped FAIL_TO_PASS test fails, and a log whose recorded
+  test exit code is non-zero while no test failed or errored has no status map. 5.0's prefix match of
+  truncated parametrized ids is not reproduced here (such an id counts as missing);
 - the task is resolved when every FAIL_TO_PASS and every PASS_TO_PASS test passes (an empty list counts as
   all passing, swebench's rate of 1).
 
@@ -22,11 +26,13 @@ Usage: ``python3 swebench_verdict.py CONFIG LOG OUT_DIR``; writes ``OUT_DIR/rewa
 
 import json
 import os
+import re
 import sys
 
 FAILURE_CODES = (">>>>> Patch Apply Failed", ">>>>> Reset Failed", ">>>>> Tests Errored", ">>>>> Tests Timed Out")
 START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
-PASSING, FAILING = ("PASSED", "XFAIL"), ("FAILED", "ERROR")
+PASSING, FAILING, SKIPPED = ("PASSED", "XFAIL"), ("FAILED", "ERROR"), "SKIPPED"
+EXIT_CODE = re.compile(r">>>>> Test Exit Code:\s*(-?\d+)")
 
 
 def status_map(content, parser):
@@ -37,11 +43,20 @@ def status_map(content, parser):
     return parser(between, None) or parser(content, None), True
 
 
-def outcomes(tests, statuses):
-    """``{"success": [...], "failure": [...]}`` of ``tests`` under ``statuses`` (swebench's pass/fail rule)."""
-    success = [t for t in tests if statuses.get(t) in PASSING]
-    failure = [t for t in tests if t not in statuses or statuses[t] in FAILING]
+def outcomes(tests, statuses, skipped_passes=None):
+    """``{"success": [...], "failure": [...]}`` of ``tests`` under ``statuses`` (swebench's pass/fail rule);
+    ``skipped_passes``: None leaves a skipped test out of both lists (4.1), True/False counts it (5.0)."""
+    passing = PASSING + ((SKIPPED,) if skipped_passes is True else ())
+    failing = FAILING + ((SKIPPED,) if skipped_passes is False else ())
+    success = [t for t in tests if statuses.get(t) in passing]
+    failure = [t for t in tests if t not in statuses or statuses[t] in failing]
     return {"success": success, "failure": failure}
+
+
+def exit_code_contradicts(content, statuses):
+    """5.0's rule: the log records a non-zero test exit code while no test failed or errored."""
+    match = EXIT_CODE.search(content)
+    return bool(match) and int(match.group(1)) != 0 and not any(v in FAILING for v in statuses.values())
 
 
 def _parser(name):
@@ -62,10 +77,14 @@ def main(argv):
     except OSError:
         content = ""
     statuses, applied = status_map(content, _parser(config["log_parser"]))
-    f2p = outcomes(config["FAIL_TO_PASS"], statuses)
-    p2p = outcomes(config["PASS_TO_PASS"], statuses)
+    rules_50 = config.get("grading_rules") == "swebench-5.0"
+    if rules_50 and exit_code_contradicts(content, statuses):
+        statuses = {}
+    f2p = outcomes(config["FAIL_TO_PASS"], statuses, skipped_passes=False if rules_50 else None)
+    p2p = outcomes(config["PASS_TO_PASS"], statuses, skipped_passes=True if rules_50 else None)
     resolved = applied and not f2p["failure"] and not p2p["failure"]
     report = {config["instance_id"]: {"resolved": resolved, "patch_successfully_applied": applied,
+                                      "grading_rules": config.get("grading_rules", "swebench-4.1"),
                                       "tests_status": {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}}}
     with open(os.path.join(out_dir, "report.json"), "w") as fh:
         json.dump(report, fh, indent=2)

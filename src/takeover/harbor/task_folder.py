@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover import __version__
+from takeover._util import harness_version
 from takeover._util.folders import building_beside, swap_in
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
@@ -52,7 +53,8 @@ STARTING_COMMIT_FILE = "/var/lib/takeover/starting_commit"
 #: The view whose task also ships the predecessor's trajectory (docs/protocol.md section 7).
 RAW_TRACE = "raw_trace"
 _SWEBENCH_PARSERS = "swebench.harness.log_parsers"
-#: Stand-ins for the two swebench names the Python log parsers import (the parsers use no other).
+#: Stand-ins for the swebench names the Python log parsers import (the parsers use no other): ``TestStatus``,
+#: and ``TestSpec`` from 4.1's or 5.0's module.
 _SHIMS = {
     "swebench/__init__.py": "",
     "swebench/harness/__init__.py": "",
@@ -62,6 +64,7 @@ _SHIMS = {
     "swebench/harness/test_spec/__init__.py": "",
     "swebench/harness/test_spec/test_spec.py": "class TestSpec(object):\n    pass\n",
     "swebench/harness/log_parsers/__init__.py": "",
+    "swebench/types.py": "class TestSpec(object):\n    pass\n",  # where swebench 5.0's parsers import it
 }
 
 FREEZE_SH = """#!/bin/bash
@@ -283,6 +286,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         atomic_write_text(tmp / "tests" / "eval.sh", spec.eval_script)
         atomic_write_json(tmp / "tests" / "config.json", {
             "instance_id": task.instance_id, "repo": task.repo, "log_parser": parser_name,
+            "grading_rules": harness_version.installed_rules(),
             "FAIL_TO_PASS": list(task.FAIL_TO_PASS), "PASS_TO_PASS": list(task.PASS_TO_PASS)})
         atomic_write_text(tmp / "tests" / "swebench_verdict.py",
                           resources.files("takeover.harbor").joinpath("swebench_verdict.py").read_text(encoding="utf-8"))
