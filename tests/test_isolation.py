@@ -17,8 +17,8 @@ from test_agents import BUGGY, FIXED, SUBMIT, TEST, bash, events_of, settings
 
 from takeover._util import sandbox
 from takeover.agents.agent_choice import AgentChoice
-from takeover.agents.runs import run_predecessor
 from takeover.agents.isolation import require_confinement
+from takeover.agents.runs import run_predecessor
 from takeover.errors import InputError
 from takeover.sources.frozen_history import host_git_env, store_path
 from takeover.sources.repos import RepoSource, alternates, cache_dir
