@@ -186,6 +186,39 @@ def base_prefixes(venvs: Sequence[Path | str]) -> list[Path]:
     return found
 
 
+class HostPython(BaseModel):
+    """The host's own Python 3, for replayed commands of a run whose task environment is unavailable.
+
+    Attributes:
+        bin_dir: the folder of its real executable (behind any pyenv or asdf shim), put first on ``PATH``.
+        readable: the folders a sandbox must show for it to run (its installation), see :func:`hidden_by_sandbox`.
+    """
+
+    bin_dir: str
+    readable: list[Path]
+
+
+@functools.cache
+def host_python() -> HostPython | None:
+    """:class:`HostPython` of ``python3`` on ``PATH``, or None when there is none or it does not start.
+
+    A shim (pyenv's) is a script under the user's home, which the sandbox does not show: the interpreter
+    itself is asked where it lives, and only its installation is shown.
+    """
+    exe = shutil.which("python3")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "-c", "import sys; print(sys.executable); print(sys.base_prefix)"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if len(out) < 2 or not out[0]:
+        return None
+    real = Path(out[0]).resolve()
+    return HostPython(bin_dir=str(Path(out[0]).parent), readable=hidden_by_sandbox([Path(out[1]), real.parent]))
+
+
 def wrap(
     argv: Sequence[str],
     workspace: Path | str,
