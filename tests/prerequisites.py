@@ -192,21 +192,45 @@ def _harbor() -> str | None:
     proc = subprocess.run([str(venv / "bin" / "python"), "-c", "import harbor.models.task.task"], capture_output=True,
                           text=True, timeout=120, check=False)
     return None if proc.returncode == 0 else f"Harbor in {venv} does not import: {proc.stderr.strip()[-200:]}"
-def swebench5_python() -> Path:
-    """The interpreter of the venv with swebench 5.0 that .ci/run builds: ``$TAKEOVER_SWEBENCH5_VENV/bin/python``,
-    by default ``<takeover cache>/swebench-5.0/bin/python``."""
+
+
+def _installed_swebench() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("swebench")
+    except PackageNotFoundError:
+        return ""
+
+
+#: The harness versions whose grading rules differ: the suite runs under one, test_harness_versions.py runs
+#: the grading tests again under the other (``(name, pip requirement, version prefix)``).
+OTHER_HARNESS = {True: ("4.1", "swebench>=4.1,<5", "4."), False: ("5.0", "swebench>=5.0.2,<5.1", "5.0.")}
+
+
+def other_harness() -> tuple[str, str, str]:
+    """``(name, pip requirement, version prefix)`` of the swebench this venv does not have: 4.1 beside 5.x,
+    5.0 beside 4.x."""
+    return OTHER_HARNESS[_installed_swebench().startswith("5.")]
+
+
+def other_swebench_python() -> Path:
+    """The interpreter of the venv with the other swebench that .ci/run builds:
+    ``$TAKEOVER_OTHER_SWEBENCH_VENV/bin/python``, by default ``<takeover cache>/swebench-<4.1 or 5.0>/bin/python``."""
     cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
-    return Path(os.environ.get("TAKEOVER_SWEBENCH5_VENV") or cache / "swebench-5.0") / "bin" / "python"
+    default = cache / f"swebench-{other_harness()[0]}"
+    return Path(os.environ.get("TAKEOVER_OTHER_SWEBENCH_VENV") or default) / "bin" / "python"
 
 
-def _swebench5_venv() -> str | None:
-    python = swebench5_python()
+def _other_swebench_venv() -> str | None:
+    python = other_swebench_python()
+    name, _, prefix = other_harness()
     if not python.exists():
-        return f"no venv with swebench 5.0 at {python.parent.parent}"
+        return f"no venv with swebench {name} at {python.parent.parent}"
     done = subprocess.run([str(python), "-c", "from importlib.metadata import version; print(version('swebench'))"],
                           capture_output=True, text=True, check=False)
-    if done.returncode != 0 or not done.stdout.startswith("5.0."):
-        return f"{python} has no swebench 5.0.x ({(done.stdout or done.stderr).strip()[:200]})"
+    if done.returncode != 0 or not done.stdout.startswith(prefix):
+        return f"{python} has no swebench {name} ({(done.stdout or done.stderr).strip()[:200]})"
     return None
 
 
@@ -225,9 +249,10 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
     Prerequisite("openhands environment", _openhands_environment,
                  "python -c 'from takeover.agents.openhands.oh_env import openhands_environment; "
                  "openhands_environment()' (once, with Python 3.12 and the package index; .ci/run does it)"),
-    Prerequisite("swebench 5 venv", _swebench5_venv,
-                 "python3 -m venv ~/.cache/takeover/swebench-5.0 && ~/.cache/takeover/swebench-5.0/bin/pip install "
-                 "-e '.[dev]' 'swebench>=5.0.2,<5.1' (or set TAKEOVER_SWEBENCH5_VENV; .ci/run does it)"),
+    Prerequisite("other swebench venv", _other_swebench_venv,
+                 "python3 -m venv ~/.cache/takeover/swebench-<4.1 beside 5.x, 5.0 beside 4.1> && its bin/pip install "
+                 "-e '.[dev]' 'swebench>=4.1,<5' (or 'swebench>=5.0.2,<5.1') (or set TAKEOVER_OTHER_SWEBENCH_VENV; "
+                 ".ci/run does it)"),
     Prerequisite("tiktoken vocabulary", _tiktoken_vocabulary, "pip install litellm tiktoken (dependencies)"),
     Prerequisite("mirror", _mirror, "set TAKEOVER_MIRROR to a mirror of the real SWE-bench repositories",
                  allowed_in_ci=True),

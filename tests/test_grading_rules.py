@@ -2,8 +2,8 @@
 (docs/protocol.md section 6, extension "Grading rules"); and the rules written out in
 takeover._util.harness_version checked against the installed harness's own functions on the same logs.
 
-This file runs under whichever harness is installed: the shared venv's swebench 4.1, and the swebench 5.0.2
-venv (tests/test_harness_5.py runs it there), so each version's rendition is checked against the real one."""
+This file runs under whichever harness is installed (the shared venv's), and tests/test_harness_versions.py
+runs it under the other one, so each version's rendition is checked against the real one."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def test_a_row_whose_generated_script_differs_is_named_with_what_differs(rows):
 
 
 @pytest.mark.skipif(harness_version.keeps_repo_specs(), reason="swebench 5.x's make_test_spec (4.1 downloads "
-                    "requirement files for its own); tests/test_harness_5.py runs this under 5.0.2")
+                    "requirement files for its own); tests/test_harness_versions.py runs this under 5.0.2 beside 4.1")
 @requires(f"shared:{JSONL}")
 def test_swebench_5_make_test_spec_accepts_every_row_with_derived_fields(rows):
     old, _new = rows

@@ -2,7 +2,7 @@
 from the swebench 4.1 distribution states its source and license, equals what the generator makes from the
 installed 4.1, and the rules read from it (test directives, eval scripts, requirement cleaning) equal
 swebench 4.1's own functions on all 500 Verified rows. Under swebench 5.x, whose package has none of these,
-the same table serves (tests/test_harness_5.py runs this file there)."""
+the same table serves (tests/test_harness_versions.py runs this file under the other version)."""
 
 from __future__ import annotations
 
