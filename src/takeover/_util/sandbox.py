@@ -197,6 +197,10 @@ class HostPython(BaseModel):
     bin_dir: str
     readable: list[Path]
 
+    def path(self) -> str:
+        """This process's ``PATH`` with :attr:`bin_dir` first."""
+        return f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+
 
 @functools.cache
 def host_python() -> HostPython | None:

@@ -254,15 +254,10 @@ def replay_trajectory(
     root = (trajectory.working_dir or "").rstrip("/") or None
     st = sandbox.status() if use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="sandbox off: commands run unconfined")
     mode = "bind" if st.available and root and sandbox.can_mount_at(root) else "rewrite"
-    host = None if env_vars else sandbox.host_python()
-    if host is not None:
-        # The plain interpreter by its real folder: a shim under the user's home is hidden by the sandbox.
-        env_vars = {"PATH": f"{host.bin_dir}{os.pathsep}{os.environ.get('PATH', os.defpath)}"}
-        readable = [*readable, *host.readable]
-    interp = interpreter_note or (
-        "task environment" if host is None and env_vars
-        else f"plain interpreter on PATH ({host.bin_dir if host else 'python3 not found'}); no task environment"
-    )
+    host = None if env_vars else sandbox.host_python()  # by its real folder: the sandbox hides a shim in HOME
+    env_vars, readable = ({"PATH": host.path()}, [*readable, *host.readable]) if host else (env_vars, readable)
+    interp = interpreter_note or ("task environment" if host is None and env_vars else
+                                  f"plain interpreter on PATH ({host.bin_dir if host else 'python3 not found'}); no task environment")
     with_environment = start is not None and bool(start.diffs)
     verdict_base = {
         "sandbox": st.message, "mode": mode, "interpreter": interp,
