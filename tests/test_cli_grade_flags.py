@@ -8,10 +8,19 @@ import uuid
 from pathlib import Path
 
 from prerequisites import requires
-from test_grading import BREAKS_MUL, SPEC, _hang_patch, calc_task  # noqa: F401  (calc_task is a fixture)
+from test_grading import BREAKS_MUL, GOLD, SPEC, _hang_patch, calc_task  # noqa: F401  (calc_task is a fixture)
 from typer.testing import CliRunner
 
 from takeover.cli import app
+
+#: The gold fix, and a conftest.py that makes pytest exit with status 1 although every test passes.
+EXIT_1_AFTER_PASSING = GOLD + """diff --git a/conftest.py b/conftest.py
+--- a/conftest.py
++++ b/conftest.py
+@@ -0,0 +1,2 @@
++def pytest_sessionfinish(session, exitstatus):
++    session.exitstatus = 1
+"""
 
 
 def grade_cli(tmp_path: Path, task: dict, *args: str, logs: str = "logs") -> list[dict]:
@@ -108,3 +117,35 @@ def test_network_lets_the_tests_use_the_network(calc_task, tmp_path):  # noqa: F
     log = Path(on["log_path"]).parent / "run_instance.log"
     assert "network for the tests: on" in log.read_text()
     assert "network for the tests: off" in (Path(off["log_path"]).parent / "run_instance.log").read_text()
+
+
+def test_grading_rules_decide_the_verdict_whichever_swebench_is_installed(calc_task, tmp_path):  # noqa: F811
+    """Both rule sets are accepted under swebench 4.1 and 5.0; they disagree on a log whose tests all pass
+    while the test command exits with status 1: 4.1 reads the tests, 5.0 rejects the log (docs/protocol.md
+    section 6, extension "Grading rules")."""
+    task, _ = calc_task
+    patch = tmp_path / "exit-1.diff"
+    patch.write_text(EXIT_1_AFTER_PASSING)
+    verdicts = {}
+    for rules in ("swebench-4.1", "swebench-5.0"):
+        (row,) = grade_cli(tmp_path, task, "--instance-id", "acme__calc-1", "--patch", str(patch),
+                           "--grading-rules", rules, logs=rules)
+        assert row["grading_rules"] == rules and row["error"] is None and row["applied"] is True
+        stored = json.loads((Path(row["log_path"]).parent / "result.json").read_text())
+        assert stored["grading_key"]["grading_rules"] == rules
+        verdicts[rules] = (row["resolved"], row["handoff_state"], row["FAIL_TO_PASS"], row["PASS_TO_PASS"])
+    assert ">>>>> Test Exit Code: 1" in Path(row["log_path"]).read_text()
+    assert verdicts["swebench-4.1"] == (True, "resolved_preserve",
+                                        {"success": ["tests/test_calc.py::test_add"], "failure": []},
+                                        {"success": ["tests/test_calc.py::test_mul"], "failure": []})
+    assert verdicts["swebench-5.0"] == (False, "needs_completion",
+                                        {"success": [], "failure": ["tests/test_calc.py::test_add"]},
+                                        {"success": [], "failure": ["tests/test_calc.py::test_mul"]})
+    dataset = tmp_path / "tasks.jsonl"
+    unknown = CliRunner().invoke(app, ["grade", "--dataset", str(dataset), "--mirror", str(tmp_path / "mirror"),
+                                       "--offline", "--out-dir", str(tmp_path / "logs"), "--instance-id",
+                                       "acme__calc-1", "--gold", "--grading-rules", "swebench-6"])
+    assert unknown.exit_code == 2
+    assert " ".join(unknown.stderr.split()) == ("error: --grading-rules: unknown grading rules 'swebench-6'; known: "
+                                                "swebench-4.1, swebench-5.0")
+    assert not (tmp_path / "logs").exists()  # refused before anything was graded

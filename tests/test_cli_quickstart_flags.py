@@ -98,6 +98,33 @@ def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
     assert json.loads((out / "quickstart.json").read_text())["model"]["model"] == "openai/scripted"
 
 
+def test_quickstart_raw_trace_max_tokens_keeps_the_newest_events_within_the_budget(synthetic, monkeypatch):  # noqa: F811
+    """A predecessor that reads calc.py and greps it before its fix (event 4, the cut): its raw_trace view
+    shows events 0..4 in full; a budget of 1 estimated token keeps only the handoff event, the newest."""
+    monkeypatch.delenv("TAKEOVER_MIRROR", raising=False)
+    monkeypatch.setenv("QUICKSTART_TEST_KEY", "sk-test")
+    scratch, _ = make_repo(synthetic / "scratch-longer", {"calc.py": CALC})
+    (scratch / "calc.py").write_text(CALC.replace("return a - b", "return a + b", 1))
+    final = subprocess.run(["git", "diff"], cwd=scratch, capture_output=True, text=True, check=True).stdout
+    (synthetic / "longer").mkdir()
+    run = write_run(synthetic / "longer" / "acme__calc-1.json", "acme__calc-1",
+                    [("cat calc.py", CALC, 0), ("grep -n 'def add' calc.py", "1:def add(a, b):", 0), (FIX, "", 0)], final)
+    flags = [*common_flags(synthetic), "--view", "raw_trace", "--model", "openai/scripted",
+             "--api-key-env", "QUICKSTART_TEST_KEY", "--out-dir", str(synthetic / "qs")]
+    flags[flags.index("--trajectories") + 1] = str(run)
+    with ScriptedServer(script) as srv:
+        result = CliRunner().invoke(app, ["quickstart", *flags, "--base-url", srv.base_url,
+                                          "--raw-trace-max-tokens", "1"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((synthetic / "qs" / "config.resolved.json").read_text())["raw_trace_max_tokens"] == 1
+    (unit,) = [json.loads(p.read_text()) for p in (synthetic / "qs" / "units" / "view").glob("*.json")]
+    assert unit["labels"]["view"] == "raw_trace" and unit["output"]["dropped_events"] == 4
+    view = Path(unit["output"]["path"]).read_text()
+    assert "(1 events; the 4 oldest events were left out to fit a budget of 1 estimated tokens)" in view
+    assert "[... 4 earlier events omitted ...]" in view
+    assert FIX in view and "cat calc.py" not in view and "grep -n" not in view
+
+
 def test_quickstart_agent_names_a_runtime_that_runs_without_a_command(tmp_path):
     for agent in ("command", "nope"):
         result = CliRunner().invoke(app, ["quickstart", "--agent", agent, "--out-dir", str(tmp_path / "qs")])

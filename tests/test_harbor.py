@@ -115,11 +115,12 @@ def test_export_writes_one_task_per_view_with_prompt_trace_environment_and_verif
                     "--out-dir", str(tmp_path / "unseeded"))
     assert [p.name for p in again] == [raw_trace.name] and not (again[0] / "trajectory.json").exists()
     assert (again[0] / "instruction.md").read_text() == (checkpoint / "views" / "raw_trace.md").read_text()
-    # a rerun replaces the earlier export of the same task whole
+    # a rerun replaces the earlier export of the same task whole; --seed-trajectory (the default) ships the trace
     seeded = _export(str(checkpoint), "--dataset", str(checkpoint.parents[1] / "tasks.jsonl"), "--view", "raw_trace",
-                     "--offline", "--mirror", str(checkpoint.parents[1] / "repo" / "mirror"),
+                     "--seed-trajectory", "--offline", "--mirror", str(checkpoint.parents[1] / "repo" / "mirror"),
                      "--out-dir", str(tmp_path / "unseeded"))
-    assert seeded == again and (seeded[0] / "trajectory.json").is_file()
+    assert seeded == again
+    assert json.loads((seeded[0] / "trajectory.json").read_text()) == trace
 
 
 def test_verdict_script_grades_a_swebench_log_by_swebench_rules(exported, tmp_path):

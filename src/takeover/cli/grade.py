@@ -11,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from takeover._util import harness_version
 from takeover._util.folders import check_writable
 from takeover._util.io import read_text
 from takeover._util.sandbox import status
@@ -97,6 +98,10 @@ def grade_command(
         chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
         if chosen != 1:
             raise InputError("command line", "give exactly one of --patch FILE, --gold, --empty, --predictions FILE")
+        try:
+            harness_version.grading_rules(grading_rules)
+        except ValueError as exc:
+            raise InputError("--grading-rules", str(exc)) from None
         if predictions is None and not instance_id:
             raise InputError("command line", "--instance-id ID is required with --patch, --gold or --empty")
         log_dir = out_dir if out_dir is not None else Path.cwd() / DEFAULT_OUT_DIR

@@ -32,7 +32,7 @@ from takeover.points import RunPoints, analyze_run, stored_diffs
 from takeover.rediscovery import LABELS, label_successor
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
-from takeover.trajectories import read_trajectory
+from takeover.trajectories import Trajectory, read_trajectories, read_trajectory
 from takeover.vocabulary import POINT_TYPES
 
 
@@ -61,6 +61,18 @@ def _cut_event(predecessor_file: Path, record: int | None, point_type: str | Non
         reason = next((m.reason for m in rp.missing if m.type == point_type), "not found")
         raise InputError(predecessor_file, f"no {point_type} point in this run: {reason}", field="point_type")
     return found.event_index
+
+
+def _successor_run(successor: Path, successor_record: int | None) -> Trajectory:
+    """The successor's run: run ``successor_record`` of its file, or its only run (the refusal names this
+    command's flag for it, --successor-record)."""
+    if successor_record is None:
+        runs = read_trajectories(successor)
+        if len(runs) == 1:
+            return runs[0]
+        if len(runs) > 1:
+            raise InputError(successor, f"holds {len(runs)} runs; choose one with --successor-record 0..{len(runs) - 1}")
+    return read_trajectory(successor, record=successor_record)
 
 
 def rediscovery(
@@ -98,7 +110,7 @@ def rediscovery(
         raise InputError("--successor-start", f"unknown start {successor_start!r}; expected checkpoint or base")
     cut = _cut_event(predecessor, record, point_type, event, dataset, points_file, mirror, offline, snapshot_repo)
     pred = read_trajectory(predecessor, record=record)
-    succ = read_trajectory(successor, record=successor_record)
+    succ = _successor_run(successor, successor_record)
     # Exact content keys when both runs store their per-event states (docs/protocol.md section 5.1 source (b)).
     result = label_successor(pred, cut, succ, start=successor_start,  # type: ignore[arg-type]
                              predecessor_states=stored_diffs(pred), successor_states=stored_diffs(succ))
