@@ -57,7 +57,7 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
     assert saved["image"] == stand_in.image and saved["image_id"] == stand_in.image_id
     assert saved["grading_key"]["image_id"] == stand_in.image_id and saved["network"] is False
     assert gold.test_seconds > 0 and (logs / "gold" / task.instance_id / "report.json").exists()
-    assert not [c for c in docker.from_env().containers.list(all=True)
+    assert not [c for c in docker.from_env().containers.list(all=True, ignore_removed=True)
                 if c.labels.get("org.takeover.out-dir", "").startswith(str(tmp_path))]
 
     again = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
