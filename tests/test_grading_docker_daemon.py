@@ -51,6 +51,11 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
     assert empty.error is None and not empty.resolved and empty.handoff_state == "needs_completion"
     assert statuses(gold) == {test: "pass" for test in task.FAIL_TO_PASS + task.PASS_TO_PASS}
     assert statuses(empty) == {test: "fail" for test in task.FAIL_TO_PASS} | {test: "pass" for test in task.PASS_TO_PASS}
+    # every grading under a recorded hash seed, a variable of the harness's container; the failing empty patch was
+    # graded again under a second seed (into seed-<N>/) and failed the same way: not flaky
+    assert f"PYTHONHASHSEED={gold.hash_seed}" in " ".join(gold.notes) and gold.hash_seeds == [gold.hash_seed]
+    assert len(empty.hash_seeds) == 2 and empty.flaky is None
+    assert (logs / "empty" / task.instance_id / f"seed-{empty.hash_seeds[1]}" / "test_output.txt").is_file()
     local_gold = grade(task, task.patch, repo_source=source, log_dir=tmp_path / "local", model_name_or_path="gold")
     local_empty = grade(task, "", repo_source=source, log_dir=tmp_path / "local", model_name_or_path="empty")
     assert statuses(local_gold) == statuses(gold) and statuses(local_empty) == statuses(empty)
