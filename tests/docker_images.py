@@ -26,17 +26,21 @@ only imports it, and an image already in the daemon under the same key is used a
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from takeover.environments.official_image import instance_image_name as official_image_name
 from takeover.environments.official_image import official_test_spec
 from takeover.environments.swebench_specs import repo_version_specs  # swebench 4.1's table, under 4.1 and 5.x
 from takeover.sources.repos import RepoSource, cache_dir
@@ -323,6 +327,8 @@ def stand_in_image(task: SourceTask, source: RepoSource) -> StandIn:
             _build_root(task, source, python, env_script, repo_script, tarball, log)
         image_id = _import(tarball, image, key)
     if found is not None and found[0] != image_id:  # the stand-in the tag named before, now untagged
+        # Never forced: the daemon refuses to remove an image a container (running or not) was made from, so
+        # a study or test session still using the old stand-in keeps it.
         subprocess.run(["docker", "image", "rm", found[0]], capture_output=True, check=False)
     return StandIn(image, image_id, time.monotonic() - start, how)
 
@@ -474,3 +480,23 @@ def requests_docker_task(folder: Path) -> DockerTask:
     ``requests_docker_task`` fixture of ``conftest.py`` makes it once per session)."""
     task, source = requests_task(folder)
     return DockerTask(task, source, stand_in_image(task, source))
+
+
+@contextlib.contextmanager
+def private_instance(made: DockerTask) -> Iterator[tuple[SourceTask, str]]:
+    """``(task, image name)``: ``made``'s task under an instance id of its own, whose official image name is
+    tagged on the stand-in for as long as the block runs (then untagged: the stand-in stays). A test that
+    retags its image, or must not see another session's retagging of the shared name, uses it: other test
+    sessions and studies grade with the stand-in's own name on the same daemon at the same moment."""
+    import docker
+
+    number = int(made.task.instance_id.rsplit("-", 1)[1]) * 100 + secrets.randbelow(100)
+    instance_id = f"{made.task.instance_id.rsplit('-', 1)[0]}-{number}{secrets.randbelow(10**4):04d}"
+    name = official_image_name(instance_id)
+    client = docker.from_env()
+    client.images.get(made.stand_in.image_id).tag(name)
+    try:
+        yield made.task.model_copy(update={"instance_id": instance_id}), name
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(name)

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def without_index_lines(patch: str) -> str:
 
 
 def containers_of(folder: Path) -> list:
-    return [c for c in docker.from_env().containers.list(all=True)
+    return [c for c in docker.from_env().containers.list(all=True, ignore_removed=True)
             if c.labels.get("org.takeover.out-dir", "").startswith(str(folder))]
 
 
@@ -157,3 +158,35 @@ def test_a_killed_run_leaves_no_container_after_the_rerun(tiny_docker_task, tmp_
     assert record.finished
     time.sleep(1)
     assert containers_of(out) == []
+
+
+def test_a_container_removed_during_the_run_ends_it_as_environment_error(tiny_docker_task, tmp_path):
+    """A container that vanishes while the run uses it (someone's docker rm, the daemon stopped) is the
+    infrastructure's failure, never a command output the agent reads and works around."""
+    task, source = tiny_docker_task.task, tiny_docker_task.source
+    out = tmp_path / "run"
+    removed = []
+
+    def remove_when_started():
+        for _ in range(600):
+            # the agent's container, once its first command (sleep 60) runs (the copy of /testbed went through
+            # a short-lived container of its own)
+            running = [c for c in containers_of(out) if c.labels.get("org.takeover.purpose") == "agent run"]
+            if running and srv.served >= 1:
+                time.sleep(2)
+                running[0].remove(force=True)
+                removed.append(running[0].id)
+                return
+            time.sleep(0.5)
+
+    remover = threading.Thread(target=remove_when_started)
+    with ScriptedServer([bash("sleep 60"), bash("true"), bash("true")]) as srv:
+        remover.start()
+        try:
+            record = run_predecessor(task, settings(srv), out, repo_source=source,
+                                     agent=AgentChoice(command_backend="docker"), limits=RunLimits(step_limit=3))
+        finally:
+            remover.join(timeout=600)
+    assert removed, "the run never started its container"
+    assert record.exit_status is ExitStatus.environment_error and srv.served == 1
+    assert "is gone or stopped" in (record.exit_detail or "")

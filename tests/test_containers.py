@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import docker
 import pytest
@@ -17,6 +18,7 @@ from takeover._util.containers import (
     OUT_DIR,
     OWNER,
     PID,
+    PID_STARTED,
     PURPOSE,
     STOP_SIGNAL,
     container_has_network,
@@ -72,7 +74,7 @@ def test_stale_containers_are_those_whose_process_is_gone_in_the_folder_asked(ti
     assert {s.id for s in stale_containers()} >= {ids["dead"], ids["elsewhere"]}
     removed = remove_stale_containers(out)
     assert [(s.id, s.purpose, s.out_dir) for s in removed] == [(ids["dead"], "agent run", str(out / "work" / "run-1"))]
-    left = {c.id for c in plain.containers.list(all=True)}
+    left = {c.id for c in plain.containers.list(all=True, ignore_removed=True)}
     assert ids["dead"] not in left and {ids["alive"], ids["elsewhere"], ids["other_host"], ids["not ours"]} <= left
     assert remove_stale_containers(out) == []
 
@@ -127,7 +129,7 @@ def test_doctor_clean_removes_only_the_containers_of_killed_runs(tiny_docker_tas
     assert done.returncode == 0, done.stderr
     assert f"removed container {plain.containers.get(alive).name}" not in done.stderr
     assert "removed container" in done.stderr and str(tmp_path / "logs") in done.stderr
-    left = {c.id for c in plain.containers.list(all=True)}
+    left = {c.id for c in plain.containers.list(all=True, ignore_removed=True)}
     assert dead not in left and alive in left
     docker_check = next(json.loads(line) for line in done.stdout.splitlines() if json.loads(line)["name"] == "docker")
     assert docker_check["status"] == "ok"  # nothing stale is left
@@ -150,3 +152,40 @@ def test_tasks_images_names_and_pulls_the_images_a_selection_needs(tiny_docker_t
                               "--pull"], capture_output=True, text=True, timeout=300, check=False)
     assert missing.returncode == 1 and "flask-90005:latest  error: image" in missing.stdout
     assert "cannot be pulled" in missing.stdout
+
+
+def test_a_pid_taken_by_a_later_process_does_not_keep_a_container(tiny_docker_task, client, tmp_path):
+    plain, created = client
+    labels = container_labels("agent run", tmp_path / "run")
+    assert labels[PID_STARTED]  # this process's start time, from /proc
+    mine = _start(plain, created, tiny_docker_task.stand_in.image, labels)
+    # the same pid, but a process that started at another time: the run that made it is gone
+    reused = _start(plain, created, tiny_docker_task.stand_in.image, {**labels, PID_STARTED: "1"})
+    assert {s.id for s in stale_containers(tmp_path)} == {reused}
+    assert mine not in {s.id for s in stale_containers(tmp_path)}
+
+
+def test_the_scan_never_fails_on_a_container_removed_meanwhile(tiny_docker_task, client, tmp_path):
+    """Other units and other sessions start and remove labelled containers while a unit scans; listing and then
+    inspecting each container raised "404 No such container" for one removed in between."""
+    plain, _ = client
+    labels = {**container_labels("agent run", tmp_path / "others"), PID: str(_dead_pid())}
+    stop = threading.Event()
+    churned = []
+
+    def churn():
+        while not stop.is_set():
+            container = plain.containers.create(tiny_docker_task.stand_in.image, ["true"], labels=labels)
+            plain.api.remove_container(container.id, force=True)
+            churned.append(container.id)
+
+    workers = [threading.Thread(target=churn) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    try:
+        scans = [stale_containers(tmp_path / "mine") for _ in range(40)]
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join(timeout=120)
+    assert scans == [[]] * 40 and len(churned) > 3

@@ -9,6 +9,7 @@ import json
 import shutil
 
 import pytest
+from docker_images import private_instance
 from prerequisites import requires
 
 from takeover.experiments import load_experiment, run_experiment
@@ -83,14 +84,22 @@ timeout = 300
     return path
 
 
-def test_a_study_in_docker_end_to_end_and_a_daemon_gone_mid_study(tiny_docker_task, tmp_path, monkeypatch):
-    task, stand_in = tiny_docker_task.task, tiny_docker_task.stand_in
-    monkeypatch.chdir(tmp_path)  # the harness writes logs/run_evaluation under the current folder
+@pytest.fixture
+def own_task(tiny_docker_task):
+    """The small task under an image name of this test's own: another session retagging the stand-in's shared
+    name at the same moment (a test of a changed image) cannot change this study's verdicts."""
+    with private_instance(tiny_docker_task) as (task, _name):
+        yield task
+
+
+def test_a_study_in_docker_end_to_end_and_a_daemon_gone_mid_study(tiny_docker_task, own_task, tmp_path, monkeypatch):
+    task, stand_in = own_task, tiny_docker_task.stand_in
+    monkeypatch.chdir(tmp_path)  # nothing of the study may land here (checked at the end)
     shutil.copytree(tiny_docker_task.source.mirror, tmp_path / "mirror")
     (tmp_path / "tasks.jsonl").write_text(task.model_copy(update={"difficulty": "15 min - 1 hour"}).model_dump_json() + "\n")
     with ScriptedServer(script) as srv:
         config = load_experiment(_experiment(tmp_path, srv.base_url))
-        summary = run_experiment(config, progress=False)
+        summary = run_experiment(config, progress=False, workers=2)  # units side by side on one daemon
         assert summary.problems == [], summary.problems_by_reason()
         out = config.out
         assert summary.counts["takeover"]["done"] == 4 and summary.counts["grade"]["done"] == 4
@@ -121,3 +130,4 @@ def test_a_study_in_docker_end_to_end_and_a_daemon_gone_mid_study(tiny_docker_ta
     assert all(back.counts[stage].get("ran", 0) == 0 for stage in back.counts if stage != "grade")
     assert len(srv.requests) == before  # no model call: only the gradings were redone
     assert json.loads((out / "report.json").read_text())["summary"] == report["summary"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mirror", "study", "study.toml", "tasks.jsonl"]

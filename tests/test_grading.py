@@ -230,7 +230,8 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
                         "log_path"}
     # No daemon listens on this socket, whether or not this machine runs one.
     res = runner.invoke(app, ["grade", "--dataset", str(dataset), "--instance-id", "acme__calc-1", "--empty",
-                              "--backend", "docker", "--mirror", str(tmp_path / "mirror")],
+                              "--backend", "docker", "--mirror", str(tmp_path / "mirror"),
+                              "--out-dir", str(tmp_path / "docker-logs")],
                         env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
     assert res.exit_code == 2
     assert "no Docker daemon answers" in res.output and "--backend local" in res.output

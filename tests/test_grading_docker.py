@@ -24,6 +24,7 @@ from takeover.grading.docker.docker_backend import (
     read_harness_report,
     result_from_harness,
 )
+from takeover.grading.docker.harness_run import HARNESS_LOGS, harness_log_root
 from takeover.sources.tasks import SourceTask
 
 F2P = "testing/test_x.py::test_new"
@@ -62,36 +63,49 @@ def _log(passed: list[str], failed: list[str]) -> str:
 def _harness_writes(tmp_path: Path, monkeypatch, task: SourceTask, prediction: Prediction, test_log: str) -> Path:
     """What the harness leaves after a finished run: patch.diff and test_output.txt as run_instance writes
     them, then report.json written by swebench's run_instance itself; returns the instance folder."""
-    monkeypatch.chdir(tmp_path)  # the harness writes under ./logs/run_evaluation
+    monkeypatch.chdir(tmp_path)  # nothing may land here: the harness writes inside the grading's folder
     key = _key(task, prediction.model_patch)
     run_id, pred = harness_run_id(key), harness_prediction(prediction, key)
-    folder = harness_folder(run_id, pred)
+    folder = harness_folder(run_id, pred, root=tmp_path / "grading" / HARNESS_LOGS)
     folder.mkdir(parents=True)
     (folder / "patch.diff").write_text(pred["model_patch"] or "")
     (folder / "test_output.txt").write_text(test_log)
     (folder / "run_instance.log").write_text("Test runtime: 12.50 seconds\n")
     spec, _fields = harness_test_spec(task)
-    harness_version.run_instance(spec, pred, client=None, run_id=run_id, timeout=None, rewrite_reports=True)
-    assert (folder / "report.json").is_file()
+    with harness_log_root(tmp_path / "grading" / HARNESS_LOGS):
+        harness_version.run_instance(spec, pred, client=None, run_id=run_id, timeout=None, rewrite_reports=True)
+    assert (folder / "report.json").is_file() and not (tmp_path / "logs").exists()
     return folder.resolve()
 
 
-def test_every_patch_and_unit_gets_its_own_run_id_and_model_name():
+def test_every_grading_gets_its_own_run_id_and_every_patch_its_own_model_name():
     task = _task()
     a, b = _key(task, PATCH_A), _key(task, PATCH_B)
-    assert harness_run_id(a) == harness_run_id(_key(task, PATCH_A))  # the same unit: the same run
-    assert harness_run_id(a) != harness_run_id(b)
-    assert harness_run_id(a) != harness_run_id(_key(_task(FAIL_TO_PASS=[F2P, P2P]), PATCH_A))  # another row
-    assert harness_run_id(a) != harness_run_id(_key(_task(instance_id="pytest-dev__pytest-9998"), PATCH_A))
-    assert harness_run_id(a) != harness_run_id(a.model_copy(update={"swebench": "0.0.1"}))
-    assert harness_run_id(a) != harness_run_id(a.model_copy(update={"takeover": "0.0.1"}))
+    # Two gradings of one key at once (a task's reference patch beside each checkpoint, two studies on one
+    # daemon) never share the harness's container name or log folder; the run id still names the key.
+    first, second = harness_run_id(a), harness_run_id(_key(task, PATCH_A))
+    assert first != second and first.startswith(f"takeover-{a.digest[:12]}-") and second.startswith(first[:22])
+    others = [b, _key(_task(FAIL_TO_PASS=[F2P, P2P]), PATCH_A), _key(_task(instance_id="pytest-dev__pytest-9998"),
+              PATCH_A), a.model_copy(update={"swebench": "0.0.1"}), a.model_copy(update={"takeover": "0.0.1"})]
+    assert len({k.digest[:12] for k in [a, *others]}) == 6
     assert re.fullmatch(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+", harness_run_id(a))  # part of a container name
     pred = Prediction(instance_id=task.instance_id, model_name_or_path="org/model", model_patch=PATCH_A)
     pa, pb = harness_prediction(pred, a), harness_prediction(pred.model_copy(update={"model_patch": PATCH_B}), b)
     assert pa["model_name_or_path"] != pb["model_name_or_path"]
     assert pa["model_name_or_path"].startswith("org/model.") and pa["model_patch"] == PATCH_A
-    assert harness_folder(harness_run_id(a), pa) == (
-        harness_version.run_evaluation_log_dir() / harness_run_id(a) / pa["model_name_or_path"].replace("/", "__") / task.instance_id)
+    assert harness_folder(first, pa) == (
+        harness_version.run_evaluation_log_dir() / first / pa["model_name_or_path"].replace("/", "__") / task.instance_id)
+
+
+def test_the_harness_writes_its_logs_inside_the_folder_given_and_then_where_it_did(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    before = harness_version.run_evaluation_log_dir()
+    from swebench.harness import run_evaluation
+
+    with harness_log_root(tmp_path / "grading" / HARNESS_LOGS) as root:
+        assert root == (tmp_path / "grading" / "run_evaluation").resolve()
+        assert run_evaluation.RUN_EVALUATION_LOG_DIR == root  # what run_instance reads when it runs
+    assert run_evaluation.RUN_EVALUATION_LOG_DIR == before
 
 
 def test_report_written_by_the_harness_is_read_back_for_its_patch(tmp_path, monkeypatch):

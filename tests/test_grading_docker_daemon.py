@@ -12,7 +12,7 @@ import sys
 
 import docker
 import pytest
-from docker_images import REQUESTS_INSTANCE, TINY_F2P, TINY_INSTANCE
+from docker_images import REQUESTS_INSTANCE, TINY_F2P, TINY_INSTANCE, private_instance
 from prerequisites import requires
 
 from takeover._util import harness_version
@@ -23,7 +23,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires("docker daem
 
 @pytest.fixture(autouse=True)
 def _harness_logs_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # the harness writes logs/run_evaluation under the current folder
+    monkeypatch.chdir(tmp_path)  # nothing may land here: the harness's logs go inside log_dir
+    yield
+    assert not (tmp_path / "logs" / "run_evaluation").exists()
 
 # a patch of a file the repository does not have: neither git apply nor patch --fuzz can apply it
 BROKEN_PATCH = "diff --git a/src/nope.py b/src/nope.py\n--- a/src/nope.py\n+++ b/src/nope.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
@@ -49,6 +51,11 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
     assert empty.error is None and not empty.resolved and empty.handoff_state == "needs_completion"
     assert statuses(gold) == {test: "pass" for test in task.FAIL_TO_PASS + task.PASS_TO_PASS}
     assert statuses(empty) == {test: "fail" for test in task.FAIL_TO_PASS} | {test: "pass" for test in task.PASS_TO_PASS}
+    # every grading under a recorded hash seed, a variable of the harness's container; the failing empty patch was
+    # graded again under a second seed (into seed-<N>/) and failed the same way: not flaky
+    assert f"PYTHONHASHSEED={gold.hash_seed}" in " ".join(gold.notes) and gold.hash_seeds == [gold.hash_seed]
+    assert len(empty.hash_seeds) == 2 and empty.flaky is None
+    assert (logs / "empty" / task.instance_id / f"seed-{empty.hash_seeds[1]}" / "test_output.txt").is_file()
     local_gold = grade(task, task.patch, repo_source=source, log_dir=tmp_path / "local", model_name_or_path="gold")
     local_empty = grade(task, "", repo_source=source, log_dir=tmp_path / "local", model_name_or_path="empty")
     assert statuses(local_gold) == statuses(gold) and statuses(local_empty) == statuses(empty)
@@ -57,7 +64,7 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
     assert saved["image"] == stand_in.image and saved["image_id"] == stand_in.image_id
     assert saved["grading_key"]["image_id"] == stand_in.image_id and saved["network"] is False
     assert gold.test_seconds > 0 and (logs / "gold" / task.instance_id / "report.json").exists()
-    assert not [c for c in docker.from_env().containers.list(all=True)
+    assert not [c for c in docker.from_env().containers.list(all=True, ignore_removed=True)
                 if c.labels.get("org.takeover.out-dir", "").startswith(str(tmp_path))]
 
     again = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
@@ -68,37 +75,36 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
 
 
 @pytest.fixture
-def restored_image(tiny_docker_task):
-    """The stand-in's name points at the stand-in again after the test, whatever the test tagged."""
-    stand_in = tiny_docker_task.stand_in
-    yield stand_in
-    client = docker.from_env()
-    client.images.get(stand_in.image_id).tag(stand_in.image)
+def private_name(tiny_docker_task):
+    """The small task under an instance id and image name of this test's own (it retags that name, never the
+    stand-in's own, which other tests and sessions grade with at the same moment)."""
+    with private_instance(tiny_docker_task) as made:
+        yield made
 
 
-def test_a_changed_image_under_the_same_name_is_graded_again_both_ways(tiny_docker_task, restored_image, tmp_path):
-    task, source = tiny_docker_task.task, tiny_docker_task.source
+def test_a_changed_image_under_the_same_name_is_graded_again_both_ways(tiny_docker_task, private_name, tmp_path):
+    (task, name), source, stand_in = private_name, tiny_docker_task.source, tiny_docker_task.stand_in
     client = docker.from_env()
     logs = tmp_path / "logs"
     first = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
-    assert first.resolved and first.image_id == restored_image.image_id
+    assert first.resolved and first.image_id == stand_in.image_id
     # a broken image under the same name: its test runner is gone
-    container = client.containers.create(restored_image.image_id, ["rm", "/opt/miniconda3/envs/testbed/bin/pytest"])
+    container = client.containers.create(stand_in.image_id, ["rm", "/opt/miniconda3/envs/testbed/bin/pytest"])
     container.start()
     container.wait()
-    broken = container.commit(repository=restored_image.image.rsplit(":", 1)[0], tag="latest")
+    broken = container.commit(repository=name.rsplit(":", 1)[0], tag="latest")
     container.remove()
     try:
         bad = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
         assert not bad.reused and not bad.resolved and bad.image_id == broken.id
         assert "the image changed" in bad.reuse_note
-        client.images.get(restored_image.image_id).tag(restored_image.image)  # the fixed image again
+        client.images.get(stand_in.image_id).tag(name)  # the fixed image again
         good = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
-        assert not good.reused and good.resolved and good.image_id == restored_image.image_id
+        assert not good.reused and good.resolved and good.image_id == stand_in.image_id
         assert "the image changed" in good.reuse_note
     finally:
-        client.images.get(restored_image.image_id).tag(restored_image.image)
-        client.images.remove(broken.id, force=True)
+        client.images.get(stand_in.image_id).tag(name)
+        client.images.remove(broken.id)  # never forced: no container of it is left, and no other name has it
 
 
 def test_faults_are_one_line_each(tiny_docker_task, tmp_path):

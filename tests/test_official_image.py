@@ -163,4 +163,4 @@ def test_the_workspace_is_the_images_own_repository(tiny_docker_task, tmp_path):
     with pytest.raises(EnvironmentUnavailable) as err:
         workspace_from_image(task.instance_id, "0" * 40, tmp_path / "other", {})
     assert "not base_commit 000000000000" in str(err.value) and "\n" not in str(err.value)
-    assert [c for c in docker.from_env().containers.list(all=True) if c.labels.get("org.takeover.out-dir") == str(tmp_path)] == []
+    assert [c for c in docker.from_env().containers.list(all=True, ignore_removed=True) if c.labels.get("org.takeover.out-dir") == str(tmp_path)] == []

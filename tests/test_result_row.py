@@ -27,12 +27,13 @@ from takeover.results import (
     pass_rate,
 )
 
-#: results.csv's columns as every earlier version wrote them.
+#: results.csv's columns as every earlier version wrote them (``flaky`` added last, so earlier columns keep
+#: their positions).
 PINNED_COLUMNS = [
     "successor", "instance_id", "point_type", "handoff_state", "view", "resolved", "agent_events", "prompt_tokens",
     "completion_tokens", "initial_prompt_chars", "initial_prompt_tokens", "wall_seconds", "exit_status",
     "checkpoint_diff_preserved", "only_source_files_changed", "fail_to_pass_rate", "pass_to_pass_rate", "status",
-    "failure_kind", "reason",
+    "failure_kind", "reason", "flaky",
 ]
 
 
@@ -41,7 +42,7 @@ def test_results_csv_columns_are_the_result_row_fields_in_their_pinned_order():
     assert RUN_OUTPUT_COLUMNS == ("agent_events", "prompt_tokens", "completion_tokens", "initial_prompt_chars",
                                   "initial_prompt_tokens", "wall_seconds", "exit_status", "checkpoint_diff_preserved",
                                   "only_source_files_changed")
-    assert GRADE_OUTPUT_COLUMNS == ("resolved", "fail_to_pass_rate", "pass_to_pass_rate")
+    assert GRADE_OUTPUT_COLUMNS == ("resolved", "fail_to_pass_rate", "pass_to_pass_rate", "flaky")
 
 
 def test_every_column_is_a_field_of_the_record_it_is_taken_from():

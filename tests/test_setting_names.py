@@ -34,7 +34,7 @@ from takeover.experiments.config import NotesConfig
 from takeover.experiments.engine import InlineExecutor, run_units
 from takeover.experiments.planning import DoneCheckpoint, Planner
 from takeover.experiments.units import UnitSpec
-from takeover.grading import grade, grade_handoff_state, grade_predictions
+from takeover.grading import grade, grade_checkpoint, grade_handoff_state, grade_predictions
 from takeover.grading.backends import GradingSettings
 from takeover.handoff import compose_handoff
 from takeover.handoff.resume import resume_session
@@ -128,6 +128,7 @@ def test_the_raw_trace_budget_flags_reach_the_view(tmp_path, flag, budget):
 #: (flag, the commands that take it, the Python functions or records that take its keyword, its experiment
 #: key as (table, key); "successors[]" is every [[successors]] table).
 SETTINGS = [
+    ("--hash-seed", ["grade"], [grade, grade_predictions, grade_checkpoint], ("grading", "hash_seed")),
     ("--replay-timeout", ["points", "checkpoint"], [analyze_run], ("replay", "timeout")),
     ("--grading-timeout", ["grade"], [grade, grade_predictions, grade_handoff_state], ("grading", "timeout")),
     ("--timeout", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],

@@ -42,5 +42,10 @@ class EnvironmentUnavailable(TakeoverError):
     """Something the machine lacks (an interpreter, git, Docker, a sandbox); the message says how to supply it."""
 
 
+class EnvironmentFailure(RuntimeError):
+    """The environment itself failed (workspace gone, sandbox or container broken): ends the run
+    (``environment_error``, docs/protocol.md section 8.2)."""
+
+
 class RepositoryUnavailable(TakeoverError):
     """A task's repository or commit cannot be obtained from the mirror or from GitHub."""

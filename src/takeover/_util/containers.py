@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     import docker
 
 #: The labels of takeover's containers.
-OWNER, PURPOSE, OUT_DIR, HOST, PID, STARTED = (f"org.takeover.{name}" for name in (
-    "owner", "purpose", "out-dir", "host", "pid", "started"))
+OWNER, PURPOSE, OUT_DIR, HOST, PID, STARTED, PID_STARTED = (f"org.takeover.{name}" for name in (
+    "owner", "purpose", "out-dir", "host", "pid", "started", "pid-started"))
 OWNER_VALUE = "takeover"
 #: The harness's own stop sends SIGTERM and waits 15 s before killing; ``tail -f /dev/null`` as process 1
 #: ignores SIGTERM, so every grading waited those 15 s. A container takeover starts stops at once instead.
@@ -45,9 +45,14 @@ STOP_SIGNAL = "SIGKILL"
 
 def container_labels(purpose: str, out_dir: Path | str) -> dict[str, str]:
     """The labels of a container started now by this process for ``purpose`` (``grading``, ``agent run``)
-    whose files go to ``out_dir`` (made absolute)."""
-    return {OWNER: OWNER_VALUE, PURPOSE: purpose, OUT_DIR: str(Path(out_dir).resolve()), HOST: socket.gethostname(),
-            PID: str(os.getpid()), STARTED: datetime.now(UTC).isoformat(timespec="seconds")}
+    whose files go to ``out_dir`` (made absolute); with :data:`PID_STARTED`, when this process started, where
+    ``/proc`` says."""
+    labels = {OWNER: OWNER_VALUE, PURPOSE: purpose, OUT_DIR: str(Path(out_dir).resolve()), HOST: socket.gethostname(),
+              PID: str(os.getpid()), STARTED: datetime.now(UTC).isoformat(timespec="seconds")}
+    started = process_started(os.getpid())
+    if started is not None:  # a later process with the same pid does not keep this container alive
+        labels[PID_STARTED] = started
+    return labels
 
 
 def label_args(labels: Mapping[str, str]) -> list[str]:
@@ -66,6 +71,8 @@ def _labelling_client_class() -> type:
     class LabelledContainers(ContainerCollection):
         def create(self, image, command=None, **kwargs):
             kwargs["labels"] = {**self.client.takeover_labels, **(kwargs.get("labels") or {})}
+            if self.client.takeover_environment:
+                kwargs["environment"] = {**_as_mapping(kwargs.get("environment")), **self.client.takeover_environment}
             kwargs.setdefault("stop_signal", STOP_SIGNAL)
             container = super().create(image, command, **kwargs)
             self.client.created.append(container.id)
@@ -77,6 +84,7 @@ def _labelling_client_class() -> type:
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.takeover_labels: dict[str, str] = {}
+            self.takeover_environment: dict[str, str] = {}
             self.created: list[str] = []
             self.container_networks: dict[str, bool | None] = {}
             self.container_images: dict[str, str | None] = {}
@@ -88,9 +96,20 @@ def _labelling_client_class() -> type:
     return LabellingClient
 
 
-def docker_client(labels: Mapping[str, str] | None = None) -> docker.DockerClient:
+def _as_mapping(environment: Any) -> dict[str, str]:
+    """docker-py's ``environment`` (a dict, or a list of ``NAME=value``) as a dict."""
+    if not environment:
+        return {}
+    if isinstance(environment, Mapping):
+        return dict(environment)
+    return dict(item.split("=", 1) if "=" in item else (item, "") for item in environment)
+
+
+def docker_client(labels: Mapping[str, str] | None = None,
+                  environment: Mapping[str, str] | None = None) -> docker.DockerClient:
     """A client of the daemon ``DOCKER_HOST`` (or the default socket) names, whose created containers carry
-    ``labels`` and stop at once (:data:`STOP_SIGNAL`); its ``created`` lists their ids, in order, and
+    ``labels``, have the variables ``environment`` (every ``docker exec`` in them inherits them: a grading's
+    ``PYTHONHASHSEED``) and stop at once (:data:`STOP_SIGNAL`); its ``created`` lists their ids, in order, and
     ``container_networks`` and ``container_images`` say, by id, whether each had a network (:func:`container_has_network`)
     and which image (content id) it was made from, measured when it was created.
 
@@ -106,6 +125,7 @@ def docker_client(labels: Mapping[str, str] | None = None) -> docker.DockerClien
         raise EnvironmentUnavailable(f"no Docker daemon answers ({_reason(exc)}); start Docker, or use the local "
                                      "backend") from None
     client.takeover_labels = dict(labels or {})
+    client.takeover_environment = dict(environment or {})
     return client
 
 
@@ -190,13 +210,29 @@ def container_has_network(client: docker.DockerClient, container_id: str) -> boo
     return False
 
 
-def _alive(pid: int) -> bool:
+def process_started(pid: int) -> str | None:
+    """When process ``pid`` started, in clock ticks after boot (field 22 of ``/proc/<pid>/stat``), or None
+    where there is no ``/proc`` or no such process. Two processes with one pid never share it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()  # the command name in parentheses may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+def _alive(pid: int, started: str | None = None) -> bool:
+    """Process ``pid`` runs and, when ``started`` is known, is the one that started then (not a later process
+    that got the same pid)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
+    if started:
+        now = process_started(pid)
+        return now is None or now == started
     return True
 
 
@@ -219,20 +255,32 @@ class StaleContainer(BaseModel):
 
 
 def stale_containers(out_dir: Path | str | None = None, client: docker.DockerClient | None = None) -> list[StaleContainer]:
-    """takeover's containers on this daemon started on this host by a process that no longer runs, running or
-    not; only those whose output folder is ``out_dir`` or inside it when it is given."""
+    """takeover's containers on this daemon started on this host by a process that no longer runs (its pid is
+    gone, or now names a process started later: :data:`PID_STARTED`), running or not; only those whose output
+    folder is ``out_dir`` or inside it when it is given.
+
+    One listing call, no inspection of each container: other units and other studies on the same daemon start
+    and remove their containers all the time, and one removed between the listing and its inspection must not
+    fail this scan (see the comment in the code)."""
     client = client or docker_client()
     folder = Path(out_dir).resolve() if out_dir is not None else None
     host = socket.gethostname()
     found = []
-    for container in client.containers.list(all=True, filters={"label": f"{OWNER}={OWNER_VALUE}"}):
-        labels: dict[str, Any] = container.labels or {}
+    # The cause of the lost unit ("404 No such container" in a docker takeover run): this scan used docker-py's
+    # ``containers.list()``, which lists the ids and then inspects each container (``GET /containers/<id>/json``)
+    # and raises NotFound for one removed in between. Every agent run and every docker grading scans at its start,
+    # and the harness removes each grading's container at its end (agent containers go with ``--rm``), so a unit
+    # starting while another unit of the study, or another study or test session on the same daemon, removed one
+    # of its containers failed with the other container's 404. The listing call returns the labels itself.
+    for row in client.api.containers(all=True, filters={"label": [f"{OWNER}={OWNER_VALUE}", f"{HOST}={host}"]}):
+        labels: dict[str, Any] = row.get("Labels") or {}
         pid = int(labels[PID]) if str(labels.get(PID, "")).isdigit() else None
-        if labels.get(HOST) != host or pid is None or _alive(pid):
+        if labels.get(HOST) != host or pid is None or _alive(pid, labels.get(PID_STARTED)):
             continue
         if folder is not None and not _inside(labels.get(OUT_DIR, ""), folder):
             continue
-        found.append(StaleContainer(id=container.id, name=container.name, purpose=labels.get(PURPOSE),
+        names = row.get("Names") or [row["Id"][:12]]
+        found.append(StaleContainer(id=row["Id"], name=names[0].lstrip("/"), purpose=labels.get(PURPOSE),
                                     out_dir=labels.get(OUT_DIR), pid=pid))
     return found
 
@@ -250,6 +298,10 @@ def remove_stale_containers(out_dir: Path | str | None = None,
             client.api.remove_container(stale.id, force=True)
         except docker.errors.NotFound:
             continue
+        except docker.errors.APIError as exc:  # another cleanup is removing it right now
+            if exc.status_code == 409:
+                continue
+            raise
         removed.append(stale)
     return removed
 

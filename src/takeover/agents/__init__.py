@@ -14,7 +14,8 @@ Modules, the neutral ones first (none of them loads a runtime):
 - ``agent_choice.py``: :class:`AgentChoice`, which runtime runs, where its commands run, the action
   protocol and the runtime's own options: one record from the CLI and the experiment file to the units.
 - ``command_backend.py``: the command-backend seam, :class:`~takeover.agents.command_backend.CommandBackend`
-  (where an agent's commands run) and :class:`~takeover.agents.command_backend.EnvironmentFailure`.
+  (where an agent's commands run); a failure of the environment itself is
+  :class:`~takeover.errors.EnvironmentFailure`.
 - ``runtime.py``: the runtime seam, :class:`AgentRuntime` (what a runtime does), :class:`AgentRun` (what it
   is given) and :class:`RuntimeOutcome` (what it reports).
 - ``recorder.py``: :class:`~takeover.agents.recorder.RunRecorder`, the events, calls, snapshots and

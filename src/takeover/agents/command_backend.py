@@ -36,10 +36,6 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECA
 _STARTUP_VARS = ("BASH_ENV", "ENV")
 
 
-class EnvironmentFailure(RuntimeError):
-    """The environment itself failed (workspace gone, sandbox or container broken): ends the run."""
-
-
 def clean_environ(extra: dict[str, str] | None = None) -> dict[str, str]:
     """``os.environ`` updated with ``extra``, without credential-like variables (from either) and without
     shell start-up variables (``BASH_ENV``, ``ENV``)."""
@@ -89,7 +85,7 @@ class CommandBackend(Protocol):
                     instance_id: str, image: str | None, readable: list[Path], lifetime: float | None = None) -> Any:
         """The environment that runs the commands, with mini-swe-agent's environment contract: its
         ``execute(action, timeout=...)`` returns ``{"output", "returncode", "exception_info"}`` and raises
-        :class:`EnvironmentFailure` when the environment itself fails.
+        :class:`takeover.errors.EnvironmentFailure` when the environment itself fails.
 
         Args:
             workspace: the run's repository checkout (host path).

@@ -16,7 +16,9 @@ image, on the repository exactly as the image holds it.
   image's content id, without network, labelled as takeover's (:mod:`takeover._util.containers`), living no
   longer than the run's wall-time limit, stopped at once (SIGKILL), and git in it trusts the mounted
   ``/testbed`` whatever uid owns the host folder (as SWE-bench's eval script does). A rerun in the same run
-  folder first removes the containers a killed run left (:meth:`DockerCommands.remove_stale`).
+  folder first removes the containers a killed run left (:meth:`DockerCommands.remove_stale`). A container
+  that is gone or stopped while the run uses it (removed outside takeover, the daemon stopped) ends the run
+  with ``environment_error``, an infrastructure failure of its unit, never an observation the agent reads.
 - Its log lines go to ``takeover.agents.docker``, never to stdout (``--json`` keeps stdout JSON Lines).
 """
 
@@ -39,7 +41,7 @@ from takeover._util.containers import (
 from takeover.agents.command_backend import TESTBED
 from takeover.checkpoints import apply_patch
 from takeover.environments.official_image import workspace_from_image
-from takeover.errors import EnvironmentUnavailable
+from takeover.errors import EnvironmentFailure, EnvironmentUnavailable
 from takeover.repository_states import snapshots
 from takeover.repository_states.starting_state import StartingState
 from takeover.sources.frozen_history import freeze_in_place
@@ -65,6 +67,43 @@ def _image_record(workspace: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         raise EnvironmentUnavailable(f"{workspace} was not copied from an image ({path} is missing): the docker "
                                      "backend runs on the image's own repository") from None
+
+
+def _container_running(container_id: str) -> bool:
+    """Whether the container exists and runs (``docker inspect``); False when it is gone or the daemon does
+    not answer."""
+    try:
+        done = subprocess.run(["docker", "inspect", "--format", "{{.State.Running}}", container_id],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and done.stdout.strip() == "true"
+
+
+def _run_container_class() -> type:
+    """mini-swe-agent's ``DockerEnvironment`` whose failed command is checked against its container: a
+    container that is gone or stopped ends the run as an environment failure (made on first use: importing
+    mini-swe-agent is slow)."""
+    from minisweagent.environments.docker import DockerEnvironment
+
+    class RunContainer(DockerEnvironment):
+        def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+            output = super().execute(action, cwd, timeout=timeout)
+            # takeover never removes a container in use (its stale scan keeps those of live processes); one that
+            # vanishes anyway (someone's docker rm, the daemon stopped) is the infrastructure's failure: the
+            # run ends with environment_error, never with the agent reading docker's error as a command's output.
+            if output.get("returncode") != 0 and self.container_id and not _container_running(self.container_id):
+                raise EnvironmentFailure(
+                    f"the run's container {self.container_id[:12]} is gone or stopped (removed outside this run, or "
+                    f"the Docker daemon stopped): {' '.join(str(output.get('output', '')).split())[:300]}")
+            return output
+
+    return RunContainer
+
+
+def _run_container(**kwargs: Any) -> Any:
+    """A started :func:`_run_container_class` container environment (``kwargs``: ``DockerEnvironment``'s)."""
+    return _run_container_class()(**kwargs)
 
 
 class DockerCommands:
@@ -148,13 +187,11 @@ class DockerCommands:
                 container cannot start (one line with docker's reason).
         """
         self.check()
-        from minisweagent.environments.docker import DockerEnvironment
-
         record = _image_record(workspace)
         labels = container_labels("agent run", Path(workspace).parent)
         seconds = lifetime + LIFETIME_MARGIN if lifetime else 7200
         try:
-            environment = DockerEnvironment(
+            environment = _run_container(
                 image=record["image_id"],
                 cwd=TESTBED,
                 # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it

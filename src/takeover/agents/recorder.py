@@ -30,7 +30,7 @@ from typing import Any
 
 from takeover._util.io import append_jsonl, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact_obj
-from takeover.agents.command_backend import EnvironmentFailure
+from takeover.errors import EnvironmentFailure
 from takeover.llm import CallAttempt, Usage
 from takeover.repository_states import snapshots
 from takeover.trajectories.events import Event, LLMCall

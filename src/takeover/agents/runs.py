@@ -20,7 +20,6 @@ from pathlib import Path
 from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact, redact_obj
 from takeover._util.versions import package_versions
-from takeover.agents.command_backend import EnvironmentFailure
 from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.isolation import probe_run, task_folders
 from takeover.agents.recorder import SNAPSHOT_REF_PREFIX, RunRecorder, git
@@ -28,7 +27,7 @@ from takeover.agents.run_folder import RunSpec, inputs_key, prepare_run_folder, 
 from takeover.agents.runtime import AgentChoice, AgentRun
 from takeover.agents.runtimes import RUNTIMES, checked_choice
 from takeover.checkpoints import checkpoint_workspace, load_checkpoint
-from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.errors import EnvironmentFailure, EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.repository_states import snapshots

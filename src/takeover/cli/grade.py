@@ -75,6 +75,10 @@ def grade_command(
     force: Annotated[bool, typer.Option(
         "--force", help="Grade again even when --out-dir holds a result graded under the same key (same patch, "
                         "dataset row, environment specification, backend and versions).")] = False,
+    hash_seed: Annotated[int | None, typer.Option(
+        "--hash-seed", help="PYTHONHASHSEED of the tests (1-4294967295; default: one per patch and environment). A "
+                            "test that passes with the reference patch and fails is graded again under another "
+                            "seed; a verdict that changes is reported as flaky.")] = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
@@ -83,7 +87,7 @@ def grade_command(
     FAIL_TO_PASS and PASS_TO_PASS (success and failure lists), backend, env_seconds, env_cached,
     env_build_seconds, test_seconds, log_path, applied, apply_error, timed_out, error, network, warnings,
     grading_rules (whose verdict rules decided it), harness (the swebench that parsed the log),
-    eval_script_source.
+    eval_script_source, hash_seed, hash_seeds, flaky (the tests that flipped with the hash seed, both seeds; or null).
     With output to a file or pipe, one line per graded prediction also goes to stderr as it finishes.
     Exit status: 0 when every prediction was graded, 1 when grading one failed, 2 on bad input.
 
@@ -132,10 +136,11 @@ def grade_command(
             results += grade_predictions(
                 tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline),
                 grading_timeout=grading_timeout, log_dir=log_dir,
-                spec_file=spec_file, network=network, force=force, grading_rules=grading_rules)
+                spec_file=spec_file, network=network, force=force, grading_rules=grading_rules,
+                hash_seed=hash_seed)
             if lines:
                 r = results[-1]
-                verdict = "error" if r.error else ("resolved" if r.resolved else "not resolved")
+                verdict = "error" if r.error else ("flaky" if r.flaky else "resolved" if r.resolved else "not resolved")
                 progress_line(f"grade {number}/{len(preds)} {verdict} ({r.handoff_state or 'no handoff state'}), "
                               f"environment {r.env_seconds:.1f} s, tests {r.test_seconds:.1f} s: {r.instance_id}")
     except TakeoverError as exc:
@@ -151,7 +156,8 @@ def grade_command(
             # Fold rather than cut ("59/…"): every cell stays readable on a narrow terminal.
             table.add_column(col, overflow="fold")
         for r in results:
-            table.add_row(escape(r.instance_id), "yes" if r.resolved else "no", r.handoff_state or "error",
+            table.add_row(escape(r.instance_id), "flaky" if r.flaky else "yes" if r.resolved else "no",
+                          r.handoff_state or "error",
                           _outcome(r.FAIL_TO_PASS, not r.error), _outcome(r.PASS_TO_PASS, not r.error),
                           f"{r.env_seconds:.1f}",
                           f"{r.test_seconds:.1f}")

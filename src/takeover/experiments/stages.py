@@ -213,7 +213,8 @@ def _grade(task: SourceTask, patch: str, settings: GradingSettings, ctx: UnitCon
     # A checkpoint is graded beside the reference patch (docs/protocol.md section 6: set-aside tests).
     grader = grade_checkpoint if checkpoint else grade
     result = grader(task, patch, backend=settings.backend, grading_timeout=settings.timeout,
-                    repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network)
+                    repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network,
+                    hash_seed=settings.hash_seed)
     if result.error:
         # Grading could not finish (environment build, test patch, repository): not the agent's doing.
         raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
@@ -242,7 +243,8 @@ def grade_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         resolved=r.resolved, handoff_state=r.handoff_state,
         fail_to_pass_rate=pass_rate(r.FAIL_TO_PASS.success, r.FAIL_TO_PASS.failure),
         pass_to_pass_rate=pass_rate(r.PASS_TO_PASS.success, r.PASS_TO_PASS.failure),
-        network=r.network, warnings=r.warnings, grading_rules=r.grading_rules))
+        network=r.network, warnings=r.warnings, grading_rules=r.grading_rules,
+        flaky=r.flaky.describe() if r.flaky else None))
 
 
 # --- views -----------------------------------------------------------------------------------------

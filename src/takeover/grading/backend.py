@@ -44,6 +44,7 @@ class GradingOptions:
             asked).
         force: grade again, also where the backend keeps results of its own (the harness's stored report).
         keep_workspace: keep the temporary workspace, for debugging (``local``).
+        hash_seed: the ``PYTHONHASHSEED`` the tests run under (:mod:`takeover.grading.seeds`; set per grading).
     """
 
     repo_source: RepoSource
@@ -52,6 +53,7 @@ class GradingOptions:
     network: bool = False
     force: bool = False
     keep_workspace: bool = False
+    hash_seed: int | None = None
 
 
 @runtime_checkable

@@ -12,14 +12,15 @@ experiment file, the quickstart, :func:`takeover.grading.grade_predictions`)::
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from takeover._util.registries import Registry
 from takeover.grading.backend import GradingBackend
 from takeover.grading.docker import DockerBackend
 from takeover.grading.local import LocalBackend
+from takeover.grading.seeds import MAX_SEED
 
 #: The grading backends by name, the default first.
 BACKENDS: Registry[GradingBackend] = Registry("backend", {b.name: b for b in (LocalBackend(), DockerBackend())},
@@ -62,6 +63,10 @@ class GradingSettings(BaseModel):
             offline). SWE-bench's Docker harness runs tests with the network on, and some suites need it
             (:data:`takeover.grading.NETWORK_REPOS`, e.g. psf/requests calls httpbin.org): without it those
             tasks never resolve, and their results carry a warning that the report lists.
+        hash_seed: the tests' ``PYTHONHASHSEED`` (``--hash-seed``; 1 to 4294967295); None: one per grading
+            key (:mod:`takeover.grading.seeds`). A verdict that changes with the seed is flaky
+            (:mod:`takeover.grading.flaky`). Left out of the record while None, so that a study's unit keys
+            stay those written before the setting existed.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -69,6 +74,14 @@ class GradingSettings(BaseModel):
     backend: str = DEFAULT_BACKEND
     timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
     network: bool = False
+    hash_seed: int | None = Field(None, ge=1, le=MAX_SEED)
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_seed(self, handler) -> dict[str, Any]:
+        data = handler(self)
+        if self.hash_seed is None:
+            data.pop("hash_seed", None)
+        return data
 
     @field_validator("backend")
     @classmethod

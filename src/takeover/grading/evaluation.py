@@ -11,7 +11,10 @@ unchanged (:mod:`takeover.grading.reuse`, docs/protocol.md section 6). :func:`gr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+import fcntl
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,8 +24,10 @@ from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
 from takeover.grading.backends import DEFAULT_BACKEND, DEFAULT_TIMEOUT, grading_backend
+from takeover.grading.flaky import grade_with_seeds
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey
+from takeover.grading.seeds import HASH_SEED_VARIABLE, check_seed
 from takeover.grading.verdict import GradeResult, set_aside_by_reference, swebench_report
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import SourceTask
@@ -119,6 +124,7 @@ def grade_predictions(
     keep_workspace: bool = False,
     network: bool = False,
     grading_rules: str | None = None,
+    hash_seed: int | None = None,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
@@ -149,9 +155,14 @@ def grade_predictions(
         grading_rules: whose verdict rules decide, ``swebench-4.1`` or ``swebench-5.0`` (docs/protocol.md
             section 6, extension "Grading rules"); None = the installed harness's. Recorded in each result and
             its key.
+        hash_seed: the ``PYTHONHASHSEED`` of the tests (1 to 4294967295; default: one per grading key,
+            :func:`takeover.grading.seeds.first_seed`); a test that passes with the reference patch and fails
+            is graded again under another seed, and a verdict that changes is flaky
+            (:mod:`takeover.grading.flaky`, docs/protocol.md section 6, extension "Hash seeds and flaky
+            verdicts"). A stored result graded under another named seed is graded again.
 
     Raises:
-        InputError: an unknown backend or grading rules, or a prediction names an ``instance_id`` that is not among ``tasks``.
+        InputError: an unknown backend, grading rules or hash seed, or a prediction names an ``instance_id`` that is not among ``tasks``.
         EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
             (``docker`` without a Docker daemon).
     """
@@ -161,6 +172,11 @@ def grade_predictions(
         rules = harness_version.grading_rules(grading_rules)
     except ValueError as exc:
         raise InputError("grading_rules", str(exc)) from None
+    if hash_seed is not None:
+        try:
+            check_seed(hash_seed)
+        except ValueError as exc:
+            raise InputError("hash_seed", str(exc)) from None
     by_id = {t.instance_id: t for t in map(_as_task, tasks)}
     preds = [p if isinstance(p, Prediction) else Prediction.model_validate(dict(p)) for p in predictions]
     for i, p in enumerate(preds):
@@ -177,21 +193,49 @@ def grade_predictions(
         folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
         key = grading_key(task, p.model_patch, backend=impl.name, network=options.network, timeout=timeout,
                           spec_file=spec_file, grading_rules=rules)
-        reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
-        if reused is not None:
-            results.append(reused)
-            continue
-        folder.mkdir(parents=True, exist_ok=True)
-        for name in LOG_FILES:  # never left over from an earlier patch
-            (folder / name).unlink(missing_ok=True)
-        result = impl.grade(task, p, key, folder, options)
-        result.grading_key = key
-        result.grading_rules, result.harness = rules, harness_version.harness_label()
-        result.graded_at = datetime.now(UTC).isoformat(timespec="seconds")
-        result.reuse_note = why
-        _write_files(folder, result, p.model_patch, writes_report=impl.writes_report)
-        results.append(result)
+        with _grading_folder_lock(folder):  # another grading of this folder finishes first; then it is reused
+            results.append(_grade_in_folder(impl, task, p, key, folder, options, force=force, rules=rules,
+                                            hash_seed=hash_seed))
     return results
+
+
+@contextlib.contextmanager
+def _grading_folder_lock(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s grading lock (an exclusive ``flock`` on ``.<name>.lock`` beside it, released by the
+    kernel when the holder dies), waiting for another process or thread grading into it: two units of a study
+    grading the same reference patch into the shared cache, or two ``takeover grade`` runs into one
+    ``--out-dir``, never write the same files at once (docs/protocol.md section 6, extension "Concurrent
+    gradings")."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _grade_in_folder(impl: Any, task: SourceTask, p: Prediction, key: GradingKey, folder: Path,
+                     options: GradingOptions, *, force: bool, rules: str, hash_seed: int | None) -> GradeResult:
+    """One prediction of :func:`grade_predictions`: the stored result when it may be reused, else graded now
+    (under seeds, :func:`~takeover.grading.flaky.grade_with_seeds`) and stored in ``folder``."""
+    reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
+    if reused is not None and hash_seed is not None and reused.hash_seed != hash_seed:
+        reused, why = None, (f"graded again under {HASH_SEED_VARIABLE}={hash_seed} (the stored result ran under "
+                             f"{reused.hash_seed})")
+    if reused is not None:
+        return reused
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in LOG_FILES:  # never left over from an earlier patch
+        (folder / name).unlink(missing_ok=True)
+    result = grade_with_seeds(lambda seed, where: impl.grade(task, p, key, where, replace(options, hash_seed=seed)),
+                              key, folder, hash_seed)
+    result.grading_key = key
+    result.grading_rules, result.harness = rules, harness_version.harness_label()
+    result.graded_at = datetime.now(UTC).isoformat(timespec="seconds")
+    result.reuse_note = why
+    _write_files(folder, result, p.model_patch, writes_report=impl.writes_report)
+    return result
 
 
 def grade(
@@ -207,6 +251,7 @@ def grade(
     force: bool = False,
     network: bool = False,
     grading_rules: str | None = None,
+    hash_seed: int | None = None,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
@@ -219,6 +264,7 @@ def grade(
         network: let the tests use the network (see :func:`grade_predictions`,
             :data:`~takeover.grading.NETWORK_REPOS`).
         grading_rules: ``swebench-4.1`` or ``swebench-5.0`` (see :func:`grade_predictions`).
+        hash_seed: the tests' ``PYTHONHASHSEED`` (see :func:`grade_predictions`).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     Raises:
@@ -229,7 +275,7 @@ def grade(
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
     return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
                              log_dir=log_dir, spec_file=spec_file, force=force, network=network,
-                             grading_rules=grading_rules)[0]
+                             grading_rules=grading_rules, hash_seed=hash_seed)[0]
 
 
 def grade_checkpoint(
@@ -243,12 +289,13 @@ def grade_checkpoint(
     spec_file: SpecFile = None,
     network: bool = False,
     force: bool = False,
+    hash_seed: int | None = None,
 ) -> GradeResult:
     """Grade a checkpoint's ``patch`` for its handoff state (docs/protocol.md section 6).
 
     As :func:`grade`, and the task's reference patch (``task.patch``) too, the same way (backend,
     environment, network, time limit; stored under ``cache_dir()/grading/reference`` and reused by its
-    grading key): the PASS_TO_PASS tests the reference fails here are set aside from the handoff state
+    grading key; both under ``hash_seed``, see :func:`grade_predictions`): the PASS_TO_PASS tests the reference fails here are set aside from the handoff state
     (extension, :func:`~takeover.grading.verdict.set_aside_by_reference`), and ``set_aside`` names them.
     No reference is graded when the checkpoint's grading did not finish or its patch does not apply.
 
@@ -258,14 +305,14 @@ def grade_checkpoint(
     """
     task = _as_task(task)
     result = grade(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                   log_dir=log_dir, spec_file=spec_file, network=network, force=force)
+                   log_dir=log_dir, spec_file=spec_file, network=network, force=force, hash_seed=hash_seed)
     if result.error is not None or not result.applied or not task.patch:
         return result
     if patch == task.patch:
         return set_aside_by_reference(result, result)
     reference = grade(task, task.patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
                       log_dir=cache_dir() / "grading", spec_file=spec_file, network=network,
-                      model_name_or_path=REFERENCE_MODEL)
+                      model_name_or_path=REFERENCE_MODEL, hash_seed=hash_seed)
     return set_aside_by_reference(result, reference)
 
 

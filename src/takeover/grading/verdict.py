@@ -19,6 +19,7 @@ from takeover._util import harness_version
 from takeover._util.harness_version import GradingRules
 from takeover.grading.log_parsing import parse_test_log, task_eval_type
 from takeover.grading.reuse import GradingKey
+from takeover.grading.seeds import HASH_SEED_VARIABLE
 from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
 
@@ -30,6 +31,30 @@ class TestOutcome(BaseModel):
 
     success: list[str] = Field(default_factory=list)
     failure: list[str] = Field(default_factory=list)
+
+
+class FlakyVerdict(BaseModel):
+    """Two gradings (:mod:`takeover.grading.flaky`) of one patch under two hash seeds that disagree.
+
+    Attributes:
+        seeds: the two ``PYTHONHASHSEED`` values, in the order graded.
+        resolved: whether each grading resolved the task, in the same order.
+        flipped: the tests (FAIL_TO_PASS or PASS_TO_PASS) that passed under one seed and failed under the other.
+        second_log: the second grading's test log.
+    """
+
+    seeds: list[int]
+    resolved: list[bool]
+    flipped: list[str]
+    second_log: str | None = None
+
+    def describe(self) -> str:
+        """One line for a table cell or a warning: the tests that flipped and both seeds."""
+        shown = ", ".join(self.flipped[:5]) + (f" and {len(self.flipped) - 5} more" if len(self.flipped) > 5 else "")
+        a, b = self.seeds
+        return (f"{shown} flipped with the hash seed ({HASH_SEED_VARIABLE}={a}: "
+                f"{'resolved' if self.resolved[0] else 'not resolved'}; {HASH_SEED_VARIABLE}={b}: "
+                f"{'resolved' if self.resolved[1] else 'not resolved'})")
 
 
 class GradeResult(BaseModel):
@@ -75,6 +100,12 @@ class GradeResult(BaseModel):
         harness: the installed harness that parsed the log (``swebench 5.0.2``).
         eval_script_source: ``dataset`` (the row's own ``eval_script``, a swebench 5.x row) or ``generated``
             (made from swebench 4.1's specifications and rules); None where the backend runs its own script.
+        hash_seed: the ``PYTHONHASHSEED`` the tests ran under (:mod:`takeover.grading.seeds`); None in results
+            graded before seeds were recorded. hash_seeds: every seed this patch was graded under (two when a
+            test that passes with the reference patch failed and it was graded again).
+        flaky: the two gradings disagreed (:class:`FlakyVerdict`: seeds, verdicts,
+            the tests that flipped); such a verdict is neither solved nor a failure (docs/protocol.md section 6,
+            extension).
     """
 
     model_config = ConfigDict(populate_by_name=True)
@@ -113,6 +144,9 @@ class GradeResult(BaseModel):
     grading_rules: GradingRules | None = None
     harness: str | None = None
     eval_script_source: str | None = None
+    hash_seed: int | None = None
+    hash_seeds: list[int] = Field(default_factory=list)
+    flaky: FlakyVerdict | None = None
 
     def summary(self) -> dict[str, Any]:
         """The fields printed by ``takeover grade --json``."""
@@ -121,7 +155,7 @@ class GradeResult(BaseModel):
             "env_seconds", "env_cached", "env_build_seconds", "test_seconds", "log_path", "applied", "apply_error",
             "timed_out", "error", "network", "warnings", "graded_at", "reused", "reuse_note", "setup_commit",
             "setup_commit_source", "set_aside", "reference_note", "image", "image_id", "grading_rules", "harness",
-            "eval_script_source"})
+            "eval_script_source", "hash_seed", "hash_seeds", "flaky"})
 
 
 def handoff_state(result: GradeResult) -> HandoffState | None:

@@ -44,8 +44,8 @@ def _table(summary: list[dict]) -> str:
     head = (
         "| successor | view | points | solved | Δ solved (McNemar p) | median events | Δ events [95% CI] "
         "| median prompt tokens | Δ tokens [95% CI] | median initial prompt chars | Δ chars | infra fail | agent fail "
-        "| ended unsubmitted |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| ended unsubmitted | flaky |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for e in summary:
@@ -62,7 +62,7 @@ def _table(summary: list[dict]) -> str:
             f"| {format_number(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
             f"| {format_number(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
             f"| {format_number(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
-            f"| {e['infrastructure_failures']} | {e['agent_failures']} | {_unsubmitted(e)} |"
+            f"| {e['infrastructure_failures']} | {e['agent_failures']} | {_unsubmitted(e)} | {e.get('flaky', 0)} |"
         )
     return head + "\n".join(lines) + "\n"
 

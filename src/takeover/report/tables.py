@@ -8,6 +8,9 @@ Rules (documented in ``report.md`` too):
   missing stays in the denominator of the solved rate as not solved, and is counted apart (``infra fail``;
   ``agent fail`` for a unit the agent made unusable). A finished run whose agent stopped without
   submitting (a limit) is no failure and may be solved: it is counted in ``ended unsubmitted``.
+- A run whose grading was flaky (its verdict changed with the hash seed alone: ``flaky``, docs/protocol.md
+  section 6, extension) is neither solved nor unsolved: it is left out of the solved rate (numerator and
+  denominator) and of the paired solved-rate change, and counted apart (``flaky``).
 - Medians of agent events, cumulative prompt tokens and initial prompt characters are over the runs that
   finished.
 - Changes against ``repo_only`` are paired: computed over the points where both the ``repo_only`` run
@@ -68,14 +71,15 @@ def _summarize(rows: list[dict], boot: _Bootstraps) -> list[dict]:
         base = by.get((succ, BASE_VIEW), {})
         for view in views:
             runs = by[(succ, view)]
-            n = len(runs)
-            solved = sum(1 for r in runs.values() if r["resolved"])
+            counted = [r for r in runs.values() if not r.get("flaky")]  # a flaky verdict is no verdict
+            n = len(counted)
+            solved = sum(1 for r in counted if r["resolved"])
             done = [r for r in runs.values() if r["status"] == "done"]
             low, high = wilson_interval(solved, n)
             entry: dict[str, Any] = {
                 "successor": succ,
                 "view": view,
-                "points": n,
+                "points": len(runs),
                 "finished": len(done),
                 "solved": solved,
                 "solved_rate": solved / n if n else None,
@@ -94,6 +98,7 @@ def _summarize(rows: list[dict], boot: _Bootstraps) -> list[dict]:
                 # Of those, the runs the wall-time limit ended: their events, tokens and Δ columns show where the
                 # limit cut them, not what their view did; the tables mark them.
                 "time_limited": sum(1 for r in done if r.get("exit_status") == "time_limit"),
+                "flaky": len(runs) - n,
             }
             for m in METRICS:
                 entry[f"median_{m}"] = median([r[m] for r in done if r[m] is not None])
@@ -108,7 +113,8 @@ def _paired_changes(base: dict, runs: dict, common: list[str], boot: _Bootstraps
     # A point compares the two views only when both runs finished; with none, a "+0.0 pp (p=1)" would
     # read as a measured null effect, so the solved-rate change is None (n/a) instead.
     comparable = sum(1 for p in common if base[p]["status"] == "done" and runs[p]["status"] == "done")
-    solved = mcnemar_exact([base[p]["resolved"] for p in common], [runs[p]["resolved"] for p in common])
+    verdicts = [p for p in common if not base[p].get("flaky") and not runs[p].get("flaky")]
+    solved = mcnemar_exact([base[p]["resolved"] for p in verdicts], [runs[p]["resolved"] for p in verdicts])
     solved["comparable_pairs"] = comparable
     if comparable == 0:
         solved.update(difference=None, p_value=None)

@@ -401,8 +401,10 @@ class GradeInputs(TaskInputs):
 
 class GradeOutput(_Record):
     """Whether the takeover run resolved the task, the handoff state of its final patch, the test pass
-    rates (``None`` when a list is empty), grading warnings and whose verdict rules decided it
-    (``grading_rules``; None: recorded before the rules were, swebench-4.1)."""
+    rates (``None`` when a list is empty), grading warnings, whose verdict rules decided it
+    (``grading_rules``; None: recorded before the rules were, swebench-4.1) and ``flaky``: the tests that
+    flipped with the hash seed and both seeds when two gradings disagreed (:mod:`takeover.grading.flaky`:
+    neither solved nor a failure), else None."""
 
     resolved: bool
     handoff_state: HandoffState | None
@@ -411,5 +413,6 @@ class GradeOutput(_Record):
     network: bool
     warnings: list[str] = Field(default_factory=list)
     grading_rules: str | None = None
+    flaky: str | None = None
 
-    _OMIT_WHEN_DEFAULT = ("grading_rules",)
+    _OMIT_WHEN_DEFAULT = ("grading_rules", "flaky")

@@ -34,6 +34,8 @@ class ResultRow(BaseModel):
             run's output (events, tokens, characters, seconds); None when it did not finish.
         fail_to_pass_rate, pass_to_pass_rate: of the final patch's grading (None when a list is empty or it
             was not graded).
+        flaky: the grading's verdict changed with the hash seed: the tests that flipped and both seeds
+            (:mod:`takeover.grading.flaky`); such a row is neither solved nor a failure in the report.
         status: ``done``, ``failed``, ``missing`` or ``blocked``; failure_kind: ``infrastructure`` or
             ``agent`` (an agent that stopped without submitting); reason: why it failed.
     """
@@ -60,6 +62,7 @@ class ResultRow(BaseModel):
     status: Literal["done", "failed", "missing", "blocked"]
     failure_kind: Literal["infrastructure", "agent"] | None = None
     reason: str | None = None
+    flaky: str | None = None
 
 
 #: Columns of ``results.csv``, one row per planned takeover run.

@@ -15,8 +15,9 @@ from pydantic import Field
 
 from takeover._util import sandbox
 from takeover._util.processes import run_process
-from takeover.agents.command_backend import EnvironmentFailure, clean_environ
+from takeover.agents.command_backend import clean_environ
 from takeover.agents.mini_swe_agent import _mswea
+from takeover.errors import EnvironmentFailure
 
 _mswea.load()
 

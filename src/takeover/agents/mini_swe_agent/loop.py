@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 
 from takeover._util.redact import redact
-from takeover.agents.command_backend import EnvironmentFailure
 from takeover.agents.mini_swe_agent import _mswea
 from takeover.agents.mini_swe_agent.messages import MessageEvents
 from takeover.agents.mini_swe_agent.mswea_model import call_usage
 from takeover.agents.recorder import RunRecorder
+from takeover.errors import EnvironmentFailure
 from takeover.limits import RunLimits
 from takeover.llm import ReasoningOnlyReply, Usage
 from takeover.vocabulary import ExitStatus

@@ -42,13 +42,13 @@ from takeover._util import sandbox
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover._util.processes import kill_group
 from takeover._util.redact import redact
-from takeover.agents.command_backend import EnvironmentFailure, clean_environ
+from takeover.agents.command_backend import clean_environ
 from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
 from takeover.agents.openhands.model_relay import ModelRelay
 from takeover.agents.openhands.oh_env import DRIVER, openhands_environment
 from takeover.agents.openhands.oh_events import conversation_folder, record_conversation
 from takeover.agents.runtime import AgentChoice, AgentRun, NoOptions, RuntimeOutcome
-from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.errors import EnvironmentFailure, EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
 from takeover.vocabulary import ExitStatus
 

@@ -20,12 +20,15 @@ What it adds to running swebench's harness as it is:
   ``test_seconds`` is the harness's own test time, 0 when no test ran.
 
 SWE-bench's ``run_instance`` returns the stored ``report.json`` of
-``logs/run_evaluation/<run_id>/<model_name_or_path>/<instance_id>/`` (under the current folder) when one
-exists, whatever patch it was made for. So every graded patch gets a run id of its own, derived from its
-:class:`~takeover.grading.reuse.GradingKey` (:func:`harness_run_id`: instance, patch, dataset row,
-swebench and takeover versions), and a model name that carries the patch hash (:func:`harness_prediction`);
-the report read back must sit beside the ``patch.diff`` of this very patch (:func:`read_harness_report`).
-The harness's logs are then copied to the folder the ``local`` backend writes to.
+``<log root>/<run_id>/<model_name_or_path>/<instance_id>/`` when one exists, whatever patch it was made for,
+and names its container after the run id. So every grading gets a run id of its own (:func:`harness_run_id`:
+the :class:`~takeover.grading.reuse.GradingKey`'s digest and a random part, so two gradings of one patch at
+once never share a container or a folder), a model name that carries the patch hash (:func:`harness_prediction`),
+and the harness's log root is ``run_evaluation/`` inside the grading's own log folder
+(:mod:`takeover.grading.docker.harness_run`), never the current folder; the report read back must sit beside
+the ``patch.diff`` of this very patch (:func:`read_harness_report`). The harness's logs are then copied to
+the folder the ``local`` backend writes to. The hash seed of the grading (:mod:`takeover.grading.seeds`) is
+a variable of the harness's container, which the eval script's ``docker exec`` inherits.
 
 Under either harness version (:mod:`takeover._util.harness_version` knows their differences): swebench 4.1
 gets its ``TestSpec`` from its specifications, swebench 5.x from the row's ``image``/``eval_script``/
@@ -55,8 +58,10 @@ from takeover.environments.row_grading import harness_test_spec
 from takeover.environments.swebench_specs import repo_version_specs
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
+from takeover.grading.docker.harness_run import HARNESS_LOGS, harness_log_root, unique_run_id
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
+from takeover.grading.seeds import HASH_SEED_VARIABLE
 from takeover.grading.verdict import GradeResult, TestOutcome, grade_log, handoff_state, report_outcomes
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -67,10 +72,10 @@ _RUNTIME = re.compile(r"Test runtime: ([\d_.]+) seconds")
 
 
 def harness_run_id(key: GradingKey) -> str:
-    """The harness's run id for the grading ``key``: ``takeover-`` and 16 hex digits of the key's digest
-    (a valid part of a Docker container name, as the harness names containers
+    """The harness's run id for one grading under ``key``, never the same twice
+    (:func:`~takeover.grading.docker.harness_run.unique_run_id`: the harness names containers
     ``sweb.eval.<instance_id>.<run_id>``)."""
-    return f"takeover-{key.digest[:16]}"
+    return unique_run_id(key)
 
 
 def harness_prediction(prediction: Prediction, key: GradingKey) -> dict[str, Any]:
@@ -176,7 +181,8 @@ def copy_harness_logs(folder: Path, log_dir: Path) -> None:
 
 
 def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, timeout: float, log_dir: Path,
-                 force: bool = False, repo_source: RepoSource | None = None) -> GradeResult:
+                 force: bool = False, repo_source: RepoSource | None = None,
+                 hash_seed: int | None = None) -> GradeResult:
     """Grade ``prediction`` with the official harness under its own run id (:func:`harness_run_id`) on the
     task's instance image (pulled when absent, and kept); the harness's logs are copied to ``log_dir``.
 
@@ -184,9 +190,11 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
         key: the grading's key (its digest names the run).
         timeout: seconds for the test run (the harness's own limit).
         log_dir: ``<log_dir>/<model_name_or_path>/<instance_id>`` of :func:`~takeover.grading.grade_predictions`.
-        force: remove the harness's stored results of this run id first, so that it runs the tests again.
+        force: kept for the backend's signature: every grading runs under a new run id in a log root of its
+            own, so the harness never finds a stored result.
         repo_source: where the task's requirement files are read (a mirror, or offline the clone cache);
             without either, swebench downloads them from GitHub.
+        hash_seed: the ``PYTHONHASHSEED`` of the harness's container (:mod:`takeover.grading.seeds`).
 
     Returns:
         The :class:`GradeResult` with ``image`` and ``image_id``; a failure of this prediction (unknown (repo,
@@ -222,12 +230,13 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
         return base
     run_id = harness_run_id(key)
     pred = harness_prediction(prediction, key)
-    folder = harness_folder(run_id, pred)
-    if force and folder.exists():
-        shutil.rmtree(folder)
+    shutil.rmtree(log_dir / HARNESS_LOGS, ignore_errors=True)  # an earlier grading's, in this folder
+    folder = harness_folder(run_id, pred, root=log_dir / HARNESS_LOGS)
     remove_stale_containers(log_dir)  # a grading of this folder killed before its container was removed
-    client = docker_client(container_labels("grading", log_dir))
-    with contextlib.redirect_stdout(sys.stderr):  # the harness's progress lines must not mix with --json output
+    seeded = {HASH_SEED_VARIABLE: str(hash_seed)} if hash_seed is not None else {}
+    client = docker_client(container_labels("grading", log_dir), environment=seeded)
+    with (contextlib.redirect_stdout(sys.stderr),  # the harness's progress lines must not mix with --json output
+          harness_log_root(log_dir / HARNESS_LOGS)):
         harness_version.run_instance(spec, pred, client=client, run_id=run_id, timeout=int(timeout))
     try:
         result = result_from_harness(folder, task, prediction, timeout=timeout)
@@ -248,6 +257,8 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
         result.error = (f"the Docker daemon stopped answering during the grading; start it and grade again "
                         f"({result.error})")
     result.notes.append(f"official harness run id {run_id}; its own logs: {folder.resolve()}")
+    if hash_seed is not None:
+        result.notes.append(f"the tests ran with {HASH_SEED_VARIABLE}={hash_seed} in the harness's container")
     copy_harness_logs(folder, log_dir)
     result.log_path = str(log_dir / "test_output.txt")
     return result
@@ -317,4 +328,4 @@ class DockerBackend:
             EnvironmentUnavailable: no Docker daemon answers.
         """
         return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir, force=options.force,
-                            repo_source=options.repo_source)
+                            repo_source=options.repo_source, hash_seed=options.hash_seed)

@@ -57,6 +57,7 @@ from takeover.grading.local.hermetic import hermetic_environment, hermetic_local
 from takeover.grading.log_parsing import parse_test_log, resolve_log_parser
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
+from takeover.grading.seeds import seed_export
 from takeover.grading.verdict import (
     GradeResult,
     handoff_state,
@@ -169,7 +170,8 @@ def _local_services(workspace: Path, repo: str, network: bool, result: GradeResu
 
 def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float, log_dir: Path,
                 spec_file: Path | str | Mapping[str, EnvSpec] | None = None, keep_workspace: bool = False,
-                network: bool = False, grading_rules: str | None = None) -> GradeResult:
+                network: bool = False, grading_rules: str | None = None,
+                hash_seed: int | None = None) -> GradeResult:
     """Grade one prediction for ``task`` in a fresh workspace; the logs go to ``log_dir``.
 
     Args:
@@ -178,6 +180,8 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
         keep_workspace: keep the temporary workspace (for debugging).
         network: let the tests use the network.
         grading_rules: ``swebench-4.1`` or ``swebench-5.0``; None = the installed harness's.
+        hash_seed: the ``PYTHONHASHSEED`` the eval script exports (:mod:`takeover.grading.seeds`); None: the
+            caller's choice is left to the test runner (sympy's picks a random one).
 
     Returns:
         The :class:`GradeResult` with its handoff state. Nothing is raised for a failure of this one
@@ -189,7 +193,7 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
            else scratch_folder(GRADE_SCRATCH, label=task.instance_id))
     try:
         result = _grade_in(tmp / "repo", task, prediction, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
-                           spec_file=spec_file, network=network, rules=grading_rules)
+                           spec_file=spec_file, network=network, rules=grading_rules, hash_seed=hash_seed)
     finally:
         if not keep_workspace:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -199,7 +203,7 @@ def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSo
 
 def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float,
               log_dir: Path, spec_file: Path | str | Mapping[str, EnvSpec] | None, network: bool,
-              rules: str | None = None) -> GradeResult:
+              rules: str | None = None, hash_seed: int | None = None) -> GradeResult:
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
                          backend=LocalBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""),
                          network=network)
@@ -258,7 +262,8 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
             result.error = f"test_patch does not apply: {message}"
             return result
         prologue, readable = _local_services(workspace, task.repo, network, result)
-        script = eval_script(env.spec, task, prologue)
+        seeded = [seed_export(hash_seed)] if hash_seed is not None else []  # before anything Python runs
+        script = eval_script(env.spec, task, [*seeded, *prologue])
         atomic_write_text(log_dir / "eval.sh", script)
         locale, locale_note = hermetic_locale(env.spec)
         if locale_note:
@@ -270,6 +275,8 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
         result.sandboxed = st.available
         _append(run_log, f"{st.message}\n")
         _append(run_log, f"network for the tests: {'on' if network else 'off'}\n")
+        if hash_seed is not None:
+            _append(run_log, f"hash seed of the tests: {seed_export(hash_seed)}\n")
         done = run_tests(script, workspace, env, log_path=test_log, timeout=timeout, network=network,
                          readable=readable)
         result.test_seconds = done.seconds
@@ -329,4 +336,4 @@ class LocalBackend:
         :mod:`takeover.grading.evaluation`'s to store)."""
         return grade_local(task, prediction, repo_source=options.repo_source, timeout=options.timeout,
                            log_dir=log_dir, spec_file=options.spec_file, keep_workspace=options.keep_workspace,
-                           network=options.network, grading_rules=key.grading_rules)
+                           network=options.network, grading_rules=key.grading_rules, hash_seed=options.hash_seed)
