@@ -132,9 +132,13 @@ def test_cli_grades_with_a_one_second_limit_and_says_so(tiny_docker_task, tmp_pa
     task, source = tiny_docker_task.task, tiny_docker_task.source
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text(task.model_dump_json() + "\n")
+    # The reference fix with a conftest that holds the test run for 30 s: over the limit however fast the machine.
+    slow = tmp_path / "slow.diff"
+    slow.write_text(task.patch + "diff --git a/tests/conftest.py b/tests/conftest.py\nnew file mode 100644\n"
+                    "--- /dev/null\n+++ b/tests/conftest.py\n@@ -0,0 +1,2 @@\n+import time\n+time.sleep(30)\n")
     done = subprocess.run(
         [sys.executable, "-m", "takeover", "grade", "--dataset", str(dataset), "--instance-id", task.instance_id,
-         "--gold", "--backend", "docker", "--mirror", str(source.mirror), "--offline", "--grading-timeout", "1",
+         "--patch", str(slow), "--backend", "docker", "--mirror", str(source.mirror), "--offline", "--grading-timeout", "1",
          "--out-dir", str(tmp_path / "logs"), "--json"], capture_output=True, text=True, timeout=900, check=False,
         cwd=tmp_path)
     lines = done.stdout.splitlines()

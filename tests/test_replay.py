@@ -150,8 +150,10 @@ def test_writes_outside_the_workspace_fail_in_the_sandbox(repo, tmp_path):
     result = replay_trajectory(t, ws, sha, timeout=30)
     assert not (outside / "x.txt").exists()
     assert not __import__("os").path.exists(home_target)
-    # Folders outside the task are not shown at all (docs/protocol.md section 8.6).
-    assert result.steps[0].output.count("No such file or directory") == 2
+    # Folders outside the task are not shown at all (docs/protocol.md section 8.6). A run without a task
+    # environment is shown the host interpreter's installation read-only (here under /root, pyenv's); the
+    # folders above it are the sandbox's own empty root, so a write there never reaches this machine.
+    assert f"{outside}/x.txt: No such file or directory" in result.steps[0].output
     assert result.steps[2].output.strip() == "pwned"
     assert result.verdict.verified  # nothing changed in the workspace, and the final patch is empty
 
