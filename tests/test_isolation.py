@@ -171,18 +171,26 @@ def test_an_unconfined_run_is_recorded_and_reported_as_not_isolated(study, monke
     data = json.loads((study["out"] / "run.json").read_text())
     data.pop("isolation")
     (old / "run.json").write_text(json.dumps(data))
-    plan = {"name": "t", "stages": {"takeover": [
+    # An imported predecessor (recorded by another tool) is listed, not counted in the warning.
+    plan = {"name": "t", "stages": {"predecessor": [{"key": "p0", "labels": {"instance_id": "acme__calc-1"}}],
+                                    "takeover": [
         {"key": "k1", "labels": {"instance_id": "acme__calc-1", "view": "repo_only", "successor": "scripted",
                                  "point_type": "after_first_source_edit", "point_key": "p1"}},
         {"key": "k2", "labels": {"instance_id": "acme__calc-1", "view": "raw_trace", "successor": "scripted",
                                  "point_type": "after_first_source_edit", "point_key": "p1"}}]}}
     (out / "plan.json").write_text(json.dumps(plan))
     (out / "units" / "takeover").mkdir(parents=True)
+    (out / "units" / "predecessor").mkdir(parents=True)
+    imported = {"stage": "predecessor", "key": "p0", "status": "done",
+                "output": {"file": "trajs/acme__calc-1.traj.json", "record": None, "format": "mini-swe-agent"}}
+    (out / "units" / "predecessor" / "p0.json").write_text(json.dumps(imported))
     for key, run_dir in (("k1", study["out"]), ("k2", old)):
         unit = {"stage": "takeover", "key": key, "status": "done", "output": {"run_dir": str(run_dir)}}
         (out / "units" / "takeover" / f"{key}.json").write_text(json.dumps(unit))
     found = run_isolation(read_units(out))
-    assert [r["status"] for r in found["runs"]] == ["not isolated", "not verified"]
+    assert [r["status"] for r in found["runs"]] == ["imported", "not isolated", "not verified"]
+    assert found["counts"] == {"isolated": 0, "not isolated": 1, "not verified": 1, "imported": 1}
+    assert found["runs"][0]["problems"] == ["recorded by mini-swe-agent, not probed"]
     warning = isolation_markdown(found)
     assert warning.startswith("> **Warning: 2 of 2 agent runs were not isolated**")
     assert "repo_only: not isolated: commands run unconfined" in warning and "raw_trace: not verified" in warning
@@ -191,7 +199,11 @@ def test_an_unconfined_run_is_recorded_and_reported_as_not_isolated(study, monke
     report = build_report(out)
     assert report.markdown.split("\n", 2)[2].startswith("> **Warning: 2 of 2 agent runs were not isolated**")
     assert "| takeover | acme__calc-1 | raw_trace | not verified |" in report.markdown
-    assert "agent runs were not isolated</strong>" in (out / "report.html").read_text()
+    assert "| predecessor | acme__calc-1 |  | imported |" in report.markdown
+    assert "predecessor acme__calc-1" not in report.markdown.split("## ", 1)[0]  # not in the warning
+    assert "Warning: 2\nof 2 agent runs were not isolated</strong>" in (out / "report.html").read_text()
+    # Only the imported predecessor and isolated runs: no warning.
+    assert isolation_markdown({"runs": [found["runs"][0]], "counts": {"imported": 1}}) == ""
 
 
 def test_takeover_run_refuses_agents_it_cannot_confine_unless_the_experiment_allows_it(monkeypatch):

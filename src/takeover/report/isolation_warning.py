@@ -2,9 +2,12 @@
 
 Every agent run records what its isolation probe found (``run.json``'s ``isolation``,
 :class:`takeover.agents.isolation.Isolation`). The report lists every predecessor and takeover run with
-``isolated``, ``not isolated`` (what the probe found, in words) or ``not verified`` (a run made before the
-probe existed: its record has no ``isolation``). When any run is not ``isolated``, a warning heads the
-report: a difference between views is then not known to be the view's alone.
+``isolated``, ``not isolated`` (what the probe found, in words), ``not verified`` (a run made before the
+probe existed: its record has no ``isolation``) or ``imported`` (a predecessor recorded by another tool,
+confined by its recording's environment, which takeover cannot probe). When any run is ``not isolated`` or
+``not verified``, a warning heads the report: a difference between views is then not known to be the
+view's alone. An imported predecessor is not counted there: it is the same run behind every view of its
+points, so it cannot make one view differ from another.
 
 A stored run made before the probe is reused (its inputs key is unchanged: isolation is how a run was
 confined, not what it was asked to do, and re-running every stored predecessor would cost its model calls)
@@ -21,7 +24,7 @@ from takeover.report.rows import ExperimentUnits
 
 #: The stages whose units are agent runs (each output names its ``run_dir``).
 RUN_STAGES = ("predecessor", "takeover")
-ISOLATED, NOT_ISOLATED, NOT_VERIFIED = "isolated", "not isolated", "not verified"
+ISOLATED, NOT_ISOLATED, NOT_VERIFIED, IMPORTED = "isolated", "not isolated", "not verified", "imported"
 
 
 def _status(run_dir: str | None) -> tuple[str, list[str]]:
@@ -45,7 +48,7 @@ def run_isolation(units: ExperimentUnits) -> dict[str, Any]:
 
     Returns:
         ``{"runs": [{"stage", "key", "instance_id", "view", "status", "problems"}], "counts": {status: n}}``
-        in plan order; ``status`` is ``isolated``, ``not isolated`` or ``not verified``.
+        in plan order; ``status`` is ``isolated``, ``not isolated``, ``not verified`` or ``imported``.
     """
     runs: list[dict[str, Any]] = []
     for stage in RUN_STAGES:
@@ -53,10 +56,13 @@ def run_isolation(units: ExperimentUnits) -> dict[str, Any]:
             unit = units.done(stage, entry["key"])
             if unit is None:
                 continue
-            status, problems = _status(unit.output.get("run_dir"))
+            if stage == "predecessor" and not unit.output.get("run_dir") and unit.output.get("file"):
+                status, problems = IMPORTED, [f"recorded by {unit.output.get('format') or 'another tool'}, not probed"]
+            else:
+                status, problems = _status(unit.output.get("run_dir"))
             runs.append({"stage": stage, "key": entry["key"], "instance_id": entry["labels"].get("instance_id"),
                          "view": entry["labels"].get("view"), "status": status, "problems": problems})
-    counts = {s: sum(r["status"] == s for r in runs) for s in (ISOLATED, NOT_ISOLATED, NOT_VERIFIED)}
+    counts = {s: sum(r["status"] == s for r in runs) for s in (ISOLATED, NOT_ISOLATED, NOT_VERIFIED, IMPORTED)}
     return {"runs": runs, "counts": counts}
 
 
@@ -64,11 +70,12 @@ def isolation_markdown(isolation: dict[str, Any] | None) -> str:
     """The warning above the report's tables when any run is not isolated (``""`` when all are)."""
     if not isolation:
         return ""
-    bad = [r for r in isolation["runs"] if r["status"] != ISOLATED]
+    bad = [r for r in isolation["runs"] if r["status"] in (NOT_ISOLATED, NOT_VERIFIED)]
     if not bad:
         return ""
     counts = isolation["counts"]
-    warning = (f"> **Warning: {len(bad)} of {len(isolation['runs'])} agent runs were not isolated** "
+    probed = len(isolation["runs"]) - counts.get(IMPORTED, 0)
+    warning = (f"> **Warning: {len(bad)} of {probed} agent runs were not isolated** "
                f"({counts.get(NOT_ISOLATED, 0)} not isolated, {counts.get(NOT_VERIFIED, 0)} not verified): their "
                "agents may have read more than their view (newer commits, the dataset, other runs' files), so "
                "differences between views are not known to be the views' alone (docs/protocol.md section 8.6).")
