@@ -188,7 +188,12 @@ def test_stand_ins_read_commit_dates_from_a_mirror(tmp_path):
           counterpart="test_environment_specs.py::test_stand_ins_read_commit_dates_from_a_mirror")
 def test_shipped_stand_ins_match_the_dataset_and_the_mirror(mirror_dir):
     table = stand_ins_from_tasks(load_tasks(DATASET), mirror_commit_time(mirror_dir))
-    assert table == stand_in_table()
+    # The shipped table was made with a mirror of every repository; a repository this mirror lacks falls
+    # back to the highest instance number, so only the repositories it holds can be compared.
+    held = sorted(r for r in table if (mirror_dir / f"{r.replace('/', '__')}.git").is_dir())
+    assert held, f"{mirror_dir} holds none of the dataset's repositories"
+    shipped = stand_in_table()
+    assert {r: table[r] for r in held} == {r: shipped[r] for r in held}
     # xarray 0.12's oldest tasks predate ci/requirements/environment.yml; its stand-in has it.
     commit = table["pydata/xarray"]["0.12"]["commit"]
     bare = mirror_dir / "pydata__xarray.git"
