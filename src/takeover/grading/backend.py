@@ -42,7 +42,6 @@ class GradingOptions:
         spec_file: the user's environment specification (``local``).
         network: whether the tests have the network (:meth:`GradingBackend.tests_network` of what the caller
             asked).
-        force: grade again, also where the backend keeps results of its own (the harness's stored report).
         keep_workspace: keep the temporary workspace, for debugging (``local``).
         hash_seed: the ``PYTHONHASHSEED`` the tests run under (:mod:`takeover.grading.seeds`; set per grading).
     """
@@ -51,7 +50,6 @@ class GradingOptions:
     timeout: float
     spec_file: SpecFile = None
     network: bool = False
-    force: bool = False
     keep_workspace: bool = False
     hash_seed: int | None = None
 

@@ -186,7 +186,7 @@ def grade_predictions(
     # Absolute: the patch and logs are handed to commands that run in the task workspace, not here.
     root = Path(log_dir).resolve() if log_dir is not None else cache_dir() / "grading"
     options = GradingOptions(repo_source=repo_source or RepoSource(), timeout=timeout, spec_file=spec_file,
-                             network=impl.tests_network(network), force=force, keep_workspace=keep_workspace)
+                             network=impl.tests_network(network), keep_workspace=keep_workspace)
     results = []
     for p in preds:
         task = by_id[p.instance_id]

@@ -181,8 +181,7 @@ def copy_harness_logs(folder: Path, log_dir: Path) -> None:
 
 
 def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, timeout: float, log_dir: Path,
-                 force: bool = False, repo_source: RepoSource | None = None,
-                 hash_seed: int | None = None) -> GradeResult:
+                 repo_source: RepoSource | None = None, hash_seed: int | None = None) -> GradeResult:
     """Grade ``prediction`` with the official harness under its own run id (:func:`harness_run_id`) on the
     task's instance image (pulled when absent, and kept); the harness's logs are copied to ``log_dir``.
 
@@ -190,8 +189,6 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
         key: the grading's key (its digest names the run).
         timeout: seconds for the test run (the harness's own limit).
         log_dir: ``<log_dir>/<model_name_or_path>/<instance_id>`` of :func:`~takeover.grading.grade_predictions`.
-        force: kept for the backend's signature: every grading runs under a new run id in a log root of its
-            own, so the harness never finds a stored result.
         repo_source: where the task's requirement files are read (a mirror, or offline the clone cache);
             without either, swebench downloads them from GitHub.
         hash_seed: the ``PYTHONHASHSEED`` of the harness's container (:mod:`takeover.grading.seeds`).
@@ -327,5 +324,5 @@ class DockerBackend:
         Raises:
             EnvironmentUnavailable: no Docker daemon answers.
         """
-        return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir, force=options.force,
+        return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir,
                             repo_source=options.repo_source, hash_seed=options.hash_seed)
