@@ -76,17 +76,23 @@ def test_replay_limits_timeout_and_memory_mb_decide_whether_the_edit_happens(mir
     assert [p["type"] for p in fed["points"]] == ["after_first_source_edit"]
 
 
-def test_snapshot_repo_reads_the_recorded_snapshots_of_a_moved_run(tmp_path, task_and_mirror):
-    task, mirror_dir = task_and_mirror
+def moved_run(tmp_path: Path, task: SourceTask, mirror_dir: Path) -> tuple[Path, Path]:
+    """A run of takeover's own agent on ``task`` (its fix, then submit) in ``tmp_path/run``, whose workspace
+    then moves to ``tmp_path/elsewhere`` (the run folder still names the old place), and the task's dataset
+    file: ``(moved workspace, dataset)``."""
     with ScriptedServer([bash(FIX), bash("git diff > patch.txt && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT "
                                           "&& cat patch.txt")]) as srv:
         record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror_dir))
     assert record.finished
     dataset = tmp_path / "dataset.jsonl"
     dataset.write_text(task.model_dump_json() + "\n")
-    # The run's workspace moves away: the run folder still names the old place.
     moved = tmp_path / "elsewhere"
     shutil.move(record.workspace, moved)
+    return moved, dataset
+
+
+def test_snapshot_repo_reads_the_recorded_snapshots_of_a_moved_run(tmp_path, task_and_mirror):
+    moved, dataset = moved_run(tmp_path, *task_and_mirror)
     common = [str(tmp_path / "run"), "--dataset", str(dataset), "--offline", "--mirror", str(tmp_path / "empty")]
     lost = CliRunner().invoke(app, ["points", *common, "--json"])
     assert lost.exit_code == 1 and "skipped" in lost.stderr

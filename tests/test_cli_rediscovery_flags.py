@@ -6,19 +6,15 @@ successor's run out of a file holding several (--successor-record) and where it 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-from test_agents import FIX, bash, settings
 from test_checkpoints import mirror  # noqa: F401  (mirror is a fixture)
+from test_cli_points_flags import moved_run
 from test_cli_views_flags import widget_run  # noqa: F401  (widget_run is a fixture)
 from test_rediscovery_labels import _run, _run_folder, cmd
 from typer.testing import CliRunner
 
-from takeover.agents.runs import run_predecessor
 from takeover.cli import app, failure
-from takeover.sources.repos import RepoSource
-from takeover.testing.scripted_server import ScriptedServer
 
 
 def rediscovery(*args) -> dict:
@@ -92,15 +88,8 @@ def test_snapshot_repo_finds_the_point_of_a_run_whose_workspace_moved(tmp_path, 
     that workspace. After the workspace moves, --snapshot-repo names its new place and the point is found
     from the snapshots, with no mirror to replay in."""
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
-    task, mirror_dir = task_and_mirror
-    submit = bash("git diff > patch.txt && echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && cat patch.txt")
-    with ScriptedServer([bash(FIX), submit]) as srv:
-        record = run_predecessor(task, settings(srv), tmp_path / "run", repo_source=RepoSource(mirror_dir))
-    assert record.finished
-    dataset = tmp_path / "dataset.jsonl"
-    dataset.write_text(task.model_dump_json() + "\n")
-    moved = tmp_path / "elsewhere"
-    shutil.move(record.workspace, moved)
+    task, _ = task_and_mirror
+    moved, dataset = moved_run(tmp_path, *task_and_mirror)
     (tmp_path / "empty").mkdir()
     run = tmp_path / "run"
     common = [run, run, "--point-type", "after_first_source_edit", "--dataset", dataset, "--offline",
