@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from takeover.agents.runs import run_predecessor
 from takeover.cli import app
-from takeover.errors import InputError
 from takeover.points import analyze_run
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
@@ -65,8 +65,7 @@ def test_replay_limits_timeout_and_memory_mb_decide_whether_the_edit_happens(mir
     assert cut["replay"]["verified"] is False and cut["points"] == []
     assert points_json(str(slow), *common, "--replay-timeout", "120")["replay"]["verified"] is True
     # The Python keyword means the same.
-    earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()),
-                          RepoSource(mirror_dir, offline=True), use_environment=False, replay_timeout=1)
+    earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()), RepoSource(mirror_dir, offline=True), replay=ReplaySettings(use_environment=False, timeout=1))
     assert earlier.replay.verified is False
 
     starved = points_json(str(hungry), *common, "--memory-mb", "100")
@@ -144,7 +143,7 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
 
     missing = CliRunner().invoke(app, ["checkpoint", *common[:-2], "--replay-timeout", "60", "--record", "1", "--out-dir",
                                        str(tmp_path / "none")])
-    assert isinstance(missing.exception, InputError) and "has no run 1 (it holds 1)" in str(missing.exception)
+    assert missing.exit_code == 2 and "has no run 1 (it holds 1)" in missing.stderr
 
 
 @pytest.mark.parametrize("flag", [("--replay-timeout", "0"), ("--memory-mb", "0")])

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from takeover.cli.console import model_progress, output_console
+from takeover.cli.failures import command
 from takeover.cli.options import ModelPartsOption, ModelPathOption, NCtxOption, VerboseOption
 from takeover.embedded_model import EmbeddedModel
 
@@ -60,4 +61,4 @@ def serve_model(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover serve-model`` to ``app``."""
-    app.command("serve-model")(serve_model)
+    command(app, "serve-model")(serve_model)
