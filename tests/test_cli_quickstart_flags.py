@@ -142,10 +142,12 @@ def test_quickstart_raw_trace_max_tokens_keeps_the_newest_events_within_the_budg
 
 def test_quickstart_agent_is_the_agent_choice_checked_by_its_runtime(tmp_path):
     """The quickstart's agent flags are takeover agent run's: a runtime that needs an option of its own (the
-    user's command) needs it given, and one that cannot keep the quickstart's limits says which."""
+    user's command) needs it given, one that cannot keep the quickstart's limits says which, and a command
+    backend's option it does not have is refused, each naming its flag."""
     refusals = {("--agent", "nope"): "--agent: unknown agent runtime 'nope': use mini-swe-agent or openhands or command",
-                ("--agent", "command"): "--agent: the command runtime needs a command template (its option "
+                ("--agent", "command"): "--agent-option: the command runtime needs a command template (its option "
                                         "agent_command) (its options: agent_command, session_glob)",
+                ("--command-backend-option", "image=x"): "--command-backend-option: unknown option (its options: none)",
                 ("--agent", "command", "--agent-option", "agent_command=my-agent < {prompt_file}"):
                     "--step-limit: cannot enforce step_limit on the agent's own loop (its own limits apply): leave it "
                     "at its default 500"}

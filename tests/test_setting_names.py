@@ -135,18 +135,20 @@ def test_the_raw_trace_budget_flags_reach_the_view(tmp_path, flag, budget):
 
 #: (flag, the commands that take it, the Python functions or records that take its keyword, its experiment
 #: key as (table, key); "successors[]" is every [[successors]] table).
-GRADING_COMMANDS = ["grade", "checkpoint", "quickstart", "export harbor"]
+GRADING_COMMANDS = ["grade", "checkpoint", "quickstart"]
+VERIFIER_COMMANDS = [*GRADING_COMMANDS, "export harbor"]  # the settings a Harbor task's verifier honours
 REPLAY_COMMANDS = ["points", "checkpoint", "views", "handoff", "rediscovery", "export atif"]
+TASK_REPLAY_COMMANDS = [c for c in REPLAY_COMMANDS if c != "handoff"]  # a session has no task environment
 SETTINGS = [
     ("--backend", GRADING_COMMANDS, [GradingSettings, grading_settings], ("grading", "backend")),
-    ("--grading-timeout", GRADING_COMMANDS, [grading_settings], ("grading", "timeout")),
+    ("--grading-timeout", VERIFIER_COMMANDS, [grading_settings], ("grading", "timeout")),
     ("--network", GRADING_COMMANDS, [GradingSettings, grading_settings], ("grading", "network")),
-    ("--hash-seed", GRADING_COMMANDS, [GradingSettings, grading_settings], ("grading", "hash_seed")),
-    ("--grading-rules", GRADING_COMMANDS, [GradingSettings, grading_settings], ("grading", "grading_rules")),
+    ("--hash-seed", VERIFIER_COMMANDS, [GradingSettings, grading_settings], ("grading", "hash_seed")),
+    ("--grading-rules", VERIFIER_COMMANDS, [GradingSettings, grading_settings], ("grading", "grading_rules")),
     ("--replay-timeout", REPLAY_COMMANDS, [replay_settings], ("replay", "timeout")),
     ("--memory-mb", REPLAY_COMMANDS, [ReplaySettings, replay_settings], ("replay", "memory_mb")),
     ("--use-sandbox", REPLAY_COMMANDS, [ReplaySettings, replay_settings], ("replay", "use_sandbox")),
-    ("--use-environment", REPLAY_COMMANDS, [ReplaySettings, replay_settings], ("replay", "use_environment")),
+    ("--use-environment", TASK_REPLAY_COMMANDS, [ReplaySettings, replay_settings], ("replay", "use_environment")),
     ("--timeout", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],
      ("successors[]", "timeout")),
     ("--retries", ["views", "handoff", "resume", "agent run", "quickstart"], [ModelSettings, QuickstartOptions],

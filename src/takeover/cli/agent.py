@@ -19,13 +19,12 @@ from takeover.cli.options import (
     DatasetOption,
     InstanceIdOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     VerboseOption,
     agent_choice,
     model_settings,
     one_view,
     option_groups,
+    repo_source,
     run_limits,
 )
 from takeover.errors import InputError
@@ -41,7 +40,7 @@ agent_app = typer.Typer(
 
 
 @command(agent_app, "run")
-@option_groups(model=model_settings, agent=agent_choice, limits=run_limits)
+@option_groups(model=model_settings, agent=agent_choice, limits=run_limits, repo_source=repo_source)
 def run(
     dataset: DatasetOption,
     instance_id: InstanceIdOption,
@@ -56,6 +55,7 @@ def run(
     ],
     agent: AgentChoice,
     limits: RunLimits,
+    repo_source: RepoSource,
     checkpoint_dir: Annotated[
         Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} Makes this a takeover run.")
     ] = None,
@@ -64,8 +64,6 @@ def run(
         Path | None,
         typer.Option("--prompt-file", help="Prompt text to give instead of the task prompt / the view's prompt file."),
     ] = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     as_json: JsonOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -99,15 +97,14 @@ def run(
     task = task_by_id(dataset, instance_id)
     if task is None:
         raise InputError(dataset, f"no task with instance_id {instance_id!r}", field="instance_id")
-    source = RepoSource(mirror, offline=offline)
     # Bad options or an --out-dir holding another run end it here, nothing run (exit status 2); a user's agent
     # that ran but left nothing to read is a failed run (1): takeover.cli.failure says so.
     if checkpoint_dir is not None:
         record = run_takeover(checkpoint_dir, view, model, out_dir, task=task, prompt=prompt, limits=limits,
-                              agent=agent, repo_source=source)
+                              agent=agent, repo_source=repo_source)
     else:
         record = run_predecessor(task, model, out_dir, limits=limits, agent=agent, prompt=prompt,
-                                 repo_source=source)
+                                 repo_source=repo_source)
     # Agent outcomes (submitted, limits, format errors) are results: exit 0. A model endpoint or an
     # environment that failed is infrastructure: exit 1, so scripts notice.
     failed = record.exit_status in INFRA_EXIT_STATUSES

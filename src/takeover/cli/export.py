@@ -20,14 +20,14 @@ from takeover.cli.options import (
     VIEW_HELP,
     DatasetOption,
     EventOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
     VerboseOption,
     grading_settings,
+    only_flags,
     option_groups,
     replay_settings,
+    repo_source,
 )
 from takeover.errors import InputError
 from takeover.grading_settings import GradingSettings
@@ -46,17 +46,16 @@ export_app = typer.Typer(help="Write runs in other tools' formats.", no_args_is_
 
 
 @command(export_app, "atif")
-@option_groups(replay=replay_settings)
+@option_groups(replay=replay_settings, repo_source=repo_source)
 def atif(
     file: Annotated[Path, typer.Argument(help="Trajectory file or run folder (any supported format).")],
     replay: ReplaySettings,
+    repo_source: RepoSource,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the document as DIR/{ATIF_FILE}, Harbor's file name (default: print it).")] = None,
     event: EventOption = None,
     point_type: Annotated[str | None, typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Cut there instead (needs --dataset, or --points-file).")] = None,
     dataset: Annotated[Path | None, typer.Option("--dataset", help=f"{DATASET_HELP} For --point-type: the run's task, to find the point by replay.")] = None,
     points_file: PointsFileOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     record: RecordOption = None,
     verbose: VerboseOption = False,
 ) -> None:
@@ -89,7 +88,7 @@ def atif(
             task = task_by_id(dataset, traj.instance_id or "")
             if task is None:
                 raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
-            run_points = analyze_run(traj, task, RepoSource(mirror, offline=offline), replay=replay)
+            run_points = analyze_run(traj, task, repo_source, replay=replay)
         found = run_points.point(point_type)
         if found is None:
             print(f"error: no {point_type} point in this run: {run_points.missing_reason(point_type)}", file=sys.stderr)
@@ -103,16 +102,20 @@ def atif(
     print(f"wrote {out}: {kept} of {len(traj.events)} events as ATIF", file=sys.stderr)
 
 
+#: The grading flags a Harbor task's verifier honours: its tests run in the task's own container, under Harbor, so
+#: the backend, its options and the network are not takeover's to choose there.
+verifier_grading = only_flags(grading_settings, "grading_timeout", "hash_seed", "grading_rules")
+
+
 @command(export_app, "harbor")
-@option_groups(grading=grading_settings)
+@option_groups(grading=verifier_grading, repo_source=repo_source)
 def harbor(
     checkpoint_dir: Annotated[Path, typer.Argument(help="A checkpoint folder (takeover checkpoint, views built), or a folder holding many: a study's output folder.")],
     dataset: DatasetOption,
     grading: GradingSettings,
+    repo_source: RepoSource,
     view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: every view built for the checkpoint.")] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: one Harbor task folder per (point, view).")] = Path("harbor-tasks"),
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     image: Annotated[str | None, typer.Option("--image", help="Base image of every task's environment (default: SWE-bench's image of the instance).")] = None,
     seed_trajectory: Annotated[bool, typer.Option("--seed-trajectory/--no-seed-trajectory", help="Ship the predecessor's run as a raw_trace task's trajectory.json, which Harbor seeds the agent's session with; only agents that can load ATIF run such a task (Claude Code, Codex CLI). The trace is in the instruction either way.")] = True,
     agent_timeout: Annotated[float | None, typer.Option("--agent-timeout", help="Seconds Harbor gives the successor agent ([agent] timeout_sec; default: Harbor's).", min=1)] = None,
@@ -125,9 +128,8 @@ def harbor(
     environment is the instance's SWE-bench image with the checkpoint's repository at /testbed, its history
     frozen; tests/test.sh grades the final repository with SWE-bench's tests and writes the reward and
     report.json: --grading-timeout is the verifier's timeout, --grading-rules and --hash-seed reach its
-    verdict (the tests run in the task's own container, SWE-bench's image, as Harbor runs it: --backend, its
-    options and --network choose where takeover itself grades, and do not apply here). Without --view, every
-    view built for a checkpoint is exported. Then run them with
+    verdict (the tests run in the task's own container, SWE-bench's image, as Harbor runs it: where and with
+    what network is Harbor's). Without --view, every view built for a checkpoint is exported. Then run them with
     `harbor run -p OUT_DIR -a AGENT -m MODEL` and read the trials back with `takeover report JOBS_DIR`
     (docs/harbor.md).
 
@@ -138,7 +140,7 @@ def harbor(
         takeover export harbor cps/requests-1766/ --view raw_trace --dataset verified.jsonl --mirror /data/mirror
     """
     tasks = task_index(load_tasks(dataset))
-    written = export_tasks(checkpoint_dir, view, tasks, out_dir, repo_source=RepoSource(mirror, offline=offline),
+    written = export_tasks(checkpoint_dir, view, tasks, out_dir, repo_source=repo_source,
                            image=image, grading=grading, agent_timeout=agent_timeout,
                            seed_trajectory=seed_trajectory)
     for folder in written:

@@ -21,11 +21,10 @@ from takeover.cli.options import (
     DatasetOption,
     InstanceIdsOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     VerboseOption,
     grading_settings,
     option_groups,
+    repo_source,
 )
 from takeover.errors import InputError
 from takeover.grading import Prediction, grade_predictions, grading_backend, read_predictions
@@ -43,10 +42,11 @@ def _outcome(o, graded: bool) -> str:
     return f"{len(o.success)}/{len(o.success) + len(o.failure)}" if graded else "-"
 
 
-@option_groups(grading=grading_settings)
+@option_groups(grading=grading_settings, repo_source=repo_source)
 def grade_command(
     dataset: DatasetOption,
     grading: GradingSettings,
+    repo_source: RepoSource,
     instance_id: InstanceIdsOption = None,
     patch: Annotated[Path | None, typer.Option("--patch", help="Candidate patch file (unified diff).")] = None,
     gold: Annotated[bool, typer.Option("--gold", help="Grade the task's reference patch.")] = False,
@@ -54,12 +54,10 @@ def grade_command(
     predictions: Annotated[
         Path | None, typer.Option("--predictions", help="SWE-bench predictions (preds.json or .jsonl) to grade.")
     ] = None,
-    mirror: MirrorOption = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help=f"{OUT_DIR_HELP}: logs, report.json and result.json in "
                           "DIR/<gold|empty|patch|model>/<instance_id>/ (default ./takeover-grades in the current "
                           "folder).")] = None,
-    offline: OfflineOption = False,
     as_json: JsonOption = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Grade again even when --out-dir holds a result graded under the same key (same patch, "
@@ -117,7 +115,7 @@ def grade_command(
     results = []
     for number, pred in enumerate(preds, 1):
         results += grade_predictions(tasks, [pred], grading, log_dir=log_dir,
-                                     repo_source=RepoSource(mirror, offline=offline), force=force)
+                                     repo_source=repo_source, force=force)
         if lines:
             r = results[-1]
             verdict = "error" if r.error else ("flaky" if r.flaky else "resolved" if r.resolved else "not resolved")

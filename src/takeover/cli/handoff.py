@@ -25,6 +25,7 @@ from takeover.cli.options import (
     model_settings,
     note_writer,
     one_view,
+    only_flags,
     option_groups,
     replay_settings,
     run_limits,
@@ -48,7 +49,12 @@ RepoOpt = Annotated[Path | None, typer.Option(
     "--repo", help="The repository the session worked in (default: the session's working folder).")]
 
 
-@option_groups(model=note_writer, view_budgets=view_budgets, replay=replay_settings)
+#: The replay flags of ``handoff --event``: the session is replayed in a copy of the user's repository, with the
+#: interpreters on PATH (a session has no task environment to choose).
+session_replay = only_flags(replay_settings, "replay_timeout", "memory_mb", "use_sandbox")
+
+
+@option_groups(model=note_writer, view_budgets=view_budgets, replay=session_replay)
 def handoff(
     session: SessionArg,
     model: ModelSettings | None,

@@ -13,7 +13,8 @@ the command line is read, before the command runs.
 
 A record that several flags fill is one option group: a builder function here whose parameters are the
 flags and whose result is the record (:func:`agent_choice`, :func:`run_limits`, :func:`model_settings`,
-:func:`note_writer`, :func:`grading_settings`, :func:`replay_settings`, :func:`view_budgets`). A command takes
+:func:`note_writer`, :func:`grading_settings`, :func:`replay_settings`, :func:`view_budgets`,
+:func:`repo_source`). A command takes
 the record whole, as one parameter, with :func:`option_groups`; the flags stay the builder's, declared once.
 A flag's default is read from its record (``RunLimits.model_fields``...) and its bounds are the record's: a
 value out of range is refused by the record, the error naming the flag. A command whose defaults differ (the
@@ -41,7 +42,7 @@ from takeover.grading_settings import GradingSettings
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.replay_settings import ReplaySettings
-from takeover.sources.repos import MIRROR_ENV
+from takeover.sources.repos import MIRROR_ENV, RepoSource
 from takeover.view_budgets import ViewBudgets
 from takeover.vocabulary import POINT_TYPES, VIEWS
 
@@ -258,6 +259,12 @@ def _record(record: type[BaseModel], values: dict[str, Any], flags: dict[str, st
                          error["msg"].removeprefix("Value error, ")) from None
 
 
+def repo_source(mirror: MirrorOption = None, offline: OfflineOption = False) -> RepoSource:
+    """The :class:`~takeover.sources.repos.RepoSource` of ``--mirror`` (or ``$TAKEOVER_MIRROR``) and
+    ``--offline``: where repositories come from."""
+    return RepoSource(mirror, offline=offline)
+
+
 def agent_choice(agent: AgentOption = CHOICE.runtime,
                  command_backend: CommandBackendOption = CHOICE.command_backend,
                  protocol: ProtocolOption = CHOICE.protocol, agent_option: AgentOptionOption = None,
@@ -315,15 +322,20 @@ def model_settings(model: ModelOption, base_url: BaseUrlOption = None,
 
 def note_writer(model: OptionalModelOption = None, base_url: BaseUrlOption = None,
                 api_key_env: ApiKeyEnvOption = MODEL.api_key_env,
-                temperature: TemperatureOption = MODEL.temperature,
                 timeout: RequestTimeoutOption = MODEL.timeout,
                 retries: RetriesOption = MODEL.retries,
                 max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings | None:
-    """:func:`model_settings` where the model is optional (the note writer of a command that builds the
-    deterministic views without one): ``None`` without ``--model``."""
-    if model is None:
-        return None
-    return model_settings(model, base_url, api_key_env, temperature, timeout, retries, max_retry_wait)
+    """:func:`model_settings` of a note writer, whose model is optional (a command that builds the
+    deterministic views without one: ``None`` without ``--model``; the request flags are checked all the same)
+    and whose temperature is the protocol's (notes are written at temperature 0, docs/protocol.md section 7.3:
+    no ``--temperature``).
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    settings = model_settings(model or "none", base_url, api_key_env, MODEL.temperature, timeout, retries,
+                              max_retry_wait)
+    return settings if model is not None else None
 
 
 def grading_settings(backend: BackendOption = GRADING.backend,
@@ -392,6 +404,22 @@ def with_defaults(builder: Callable[..., Any], **defaults: Any) -> Callable[...,
         raise TypeError(f"{builder.__name__} has no flag {sorted(unknown)}")
     variant.__signature__ = signature.replace(parameters=[
         p.replace(default=defaults[p.name]) if p.name in defaults else p for p in signature.parameters.values()])
+    return variant
+
+
+def only_flags(builder: Callable[..., Any], *names: str) -> Callable[..., Any]:
+    """``builder`` (an option group) with only the flags ``names``; the others keep the record's defaults (a
+    command where only some of a record's settings apply: the Harbor export's verifier)."""
+
+    @functools.wraps(builder)
+    def variant(**values: Any) -> Any:
+        return builder(**values)
+
+    signature = inspect.signature(builder)
+    unknown = set(names) - set(signature.parameters)
+    if unknown:
+        raise TypeError(f"{builder.__name__} has no flag {sorted(unknown)}")
+    variant.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values() if p.name in names])
     return variant
 
 

@@ -28,8 +28,6 @@ from takeover.cli.options import (
     DatasetOption,
     EventOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
     SnapshotRepoOption,
@@ -37,6 +35,7 @@ from takeover.cli.options import (
     grading_settings,
     option_groups,
     replay_settings,
+    repo_source,
 )
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.grading import grade_handoff_state
@@ -151,17 +150,16 @@ def _print_events(console: Console, re: RunEvents, where: str) -> None:
     console.print(table)
 
 
-@option_groups(replay=replay_settings)
+@option_groups(replay=replay_settings, repo_source=repo_source)
 def points(
     files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
     dataset: DatasetOption,
     replay: ReplaySettings,
-    mirror: MirrorOption = None,
+    repo_source: RepoSource,
     as_json: JsonOption = False,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: each run's full result as DIR/<instance_id>.points.json (for --points-file); another run of the same instance gets DIR/<instance_id>.2.points.json.")] = None,
     snapshot_repo: SnapshotRepoOption = None,
     all_events: Annotated[bool, typer.Option("--all-events", help="List every event instead (0-based index, the files it changed, source edit, verification result), to choose one for --event.")] = False,
-    offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Print each run's replay verdict and its handoff points (or why each is missing).
@@ -192,7 +190,6 @@ def points(
     if out_dir is not None:
         check_writable(out_dir)  # before the replays, which may take minutes
     tasks = task_index(load_tasks(dataset))
-    source = RepoSource(mirror, offline=offline)
     st = sandbox.status()
     if not st.available:
         err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
@@ -223,9 +220,9 @@ def points(
             started = time.monotonic()
             try:
                 if all_events:
-                    listed = run_events(traj, task, source, snapshot_repo=snapshot_repo, replay=replay)
+                    listed = run_events(traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
                 else:
-                    rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, replay=replay)
+                    rp = analyze_run(traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
             except RepositoryUnavailable as exc:
                 print(f"skipped: {where}: {exc}", file=sys.stderr)
                 continue
@@ -265,22 +262,21 @@ def points(
         raise typer.Exit(1)
 
 
-@option_groups(replay=replay_settings, grading=grading_settings)
+@option_groups(replay=replay_settings, grading=grading_settings, repo_source=repo_source)
 def checkpoint(
     file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the checkpoint folder (checkpoint.json, checkpoint.patch, workspace/).")],
     dataset: DatasetOption,
     replay: ReplaySettings,
     grading: GradingSettings,
+    repo_source: RepoSource,
     point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
     event: EventOption = None,
-    mirror: MirrorOption = None,
     state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
     record: RecordOption = None,
     points_file: PointsFileOption = None,
     snapshot_repo: SnapshotRepoOption = None,
     workspace: Annotated[bool, typer.Option("--workspace/--no-workspace", help="Also write the workspace (base_commit + the patch), or only checkpoint.json and checkpoint.patch.")] = True,
-    offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point, or after
@@ -318,16 +314,15 @@ def checkpoint(
         raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
     # Before the replay, which may take minutes.
     refuse_other_checkpoint(out_dir, task.instance_id, point or EVENT_CUT, event_index=event)
-    source = RepoSource(mirror, offline=offline)
     if event is not None:
-        cut = cut_at_event(traj, task, event, source, snapshot_repo=snapshot_repo, replay=replay)
+        cut = cut_at_event(traj, task, event, repo_source, snapshot_repo=snapshot_repo, replay=replay)
         if cut.point is None:
             output_console(stderr=True).print(f"[red]no exact state after event {event}:[/red] {escape(str(cut.reason))}")
             raise typer.Exit(1)
         found, patch, verdict, label = cut.point, cut.patch, cut.replay, f"event {event}"
     else:
         rp = RunPoints.load(points_file) if points_file else analyze_run(
-            traj, task, source, snapshot_repo=snapshot_repo, replay=replay)
+            traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
         found = rp.point(point)
         if found is None:
             reason = next((m.reason for m in rp.missing if m.type == point), "not found")
@@ -335,10 +330,10 @@ def checkpoint(
             raise typer.Exit(1)
         patch, verdict, label = rp.patches.get(point, ""), rp.replay, f"{point} at event {found.event_index}"
     cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(verdict),
-                                repo_source=source, workspace=workspace,
+                                repo_source=repo_source, workspace=workspace,
                                 environment_files=verdict.environment_files)
     if state:
-        cp.handoff_state = grade_handoff_state(task, patch, grading, repo_source=source)
+        cp.handoff_state = grade_handoff_state(task, patch, grading, repo_source=repo_source)
         cp.save(out_dir)
     console = output_console()
     console.print(f"[bold]{escape(cp.instance_id)}[/bold] {label} ({cp.method})")

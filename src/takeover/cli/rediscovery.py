@@ -21,14 +21,13 @@ from takeover.cli.options import (
     POINT_TYPE_HELP,
     EventOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
     SnapshotRepoOption,
     VerboseOption,
     option_groups,
     replay_settings,
+    repo_source,
 )
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run, stored_diffs
@@ -79,17 +78,16 @@ def _successor_run(successor: Path, successor_record: int | None) -> Trajectory:
     return read_trajectory(successor, record=successor_record)
 
 
-@option_groups(replay=replay_settings)
+@option_groups(replay=replay_settings, repo_source=repo_source)
 def rediscovery(
     predecessor: Annotated[Path, typer.Argument(help="The predecessor's trajectory (any supported format): the run or session that was cut.")],
     successor: Annotated[Path, typer.Argument(help="The successor's trajectory (any supported format): the run or session that resumed the task, or another run of it.")],
     replay: ReplaySettings,
+    repo_source: RepoSource,
     point_type: Annotated[str | None, typer.Option("--point-type", help=f"{POINT_TYPE_HELP} The cut is that point's event.")] = None,
     event: EventOption = None,
     dataset: Annotated[Path | None, typer.Option("--dataset", help=f"{DATASET_HELP} Needed to find a --point-type point without --points-file.")] = None,
     points_file: PointsFileOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     snapshot_repo: SnapshotRepoOption = None,
     record: RecordOption = None,
     successor_record: Annotated[int | None, typer.Option("--successor-record", help="0-based index of the successor's run when its file holds several.")] = None,
@@ -115,7 +113,7 @@ def rediscovery(
     """
     if successor_start not in ("checkpoint", "base"):
         raise InputError("--successor-start", f"unknown start {successor_start!r}; expected checkpoint or base")
-    cut = _cut_event(predecessor, record, point_type, event, dataset, points_file, RepoSource(mirror, offline=offline),
+    cut = _cut_event(predecessor, record, point_type, event, dataset, points_file, repo_source,
                      snapshot_repo, replay)
     pred = read_trajectory(predecessor, record=record)
     succ = _successor_run(successor, successor_record)

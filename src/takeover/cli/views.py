@@ -22,8 +22,6 @@ from takeover.cli.options import (
     POINT_TYPE_HELP,
     DatasetOption,
     EventOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
     VerboseOption,
@@ -32,6 +30,7 @@ from takeover.cli.options import (
     option_groups,
     read_views,
     replay_settings,
+    repo_source,
     view_budgets,
 )
 from takeover.llm import ModelSettings
@@ -42,23 +41,22 @@ from takeover.views import load_inputs, write_views
 from takeover.vocabulary import EVENT_CUT
 
 
-@option_groups(model=note_writer, view_budgets=view_budgets, replay=replay_settings)
+@option_groups(model=note_writer, view_budgets=view_budgets, replay=replay_settings, repo_source=repo_source)
 def views(
     file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
     dataset: DatasetOption,
     model: ModelSettings | None,
     view_budgets: ViewBudgets,
     replay: ReplaySettings,
+    repo_source: RepoSource,
     point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
     event: EventOption = None,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
     checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
     view: ViewsOption = None,
-    mirror: MirrorOption = None,
     points_file: PointsFileOption = None,
     record: RecordOption = None,
     template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
-    offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
@@ -91,7 +89,7 @@ def views(
         out = checkpoint_dir / "views"
     names = read_views(view)
     check_writable(out)
-    inputs = load_inputs(file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
+    inputs = load_inputs(file, point_type, dataset, record=record, repo_source=repo_source,
                          points_file=points_file, checkpoint_dir=checkpoint_dir, event=event, replay=replay)
     for note in inputs.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")

@@ -254,8 +254,8 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
             its defaults): its ``timeout`` is the verifier's (``task.toml``), its ``grading_rules`` decide the
             verdict (``config.json``; default: the installed harness's), its ``hash_seed`` is the tests'
             ``PYTHONHASHSEED`` (``test.sh``; default: the test runner's own). The tests run in the task's own
-            container (SWE-bench's image, as Harbor runs it): the backend, its options and ``network`` choose
-            where takeover itself grades, and do not apply.
+            container (SWE-bench's image, as Harbor runs it): the backend, its options and ``network`` are
+            Harbor's there, not read.
         agent_timeout: seconds (``task.toml``); no agent limit by default.
         seed_trajectory: a raw_trace task ships ``trajectory.json`` (Harbor then runs it only with agents that
             can load an ATIF trajectory: Claude Code, Codex CLI in Harbor 0.25); the trace is in the

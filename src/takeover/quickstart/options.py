@@ -65,6 +65,10 @@ CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: The flag of each field of the agent choice (a limit's flag is its name with dashes).
+AGENT_FLAGS = {"runtime": "--agent", "options": "--agent-option", "command_backend_options": "--command-backend-option"}
+
+
 def quickstart_limits() -> RunLimits:
     """The quickstart's run limits: the study's, with its own step and wall-time limits."""
     return RunLimits(step_limit=DEFAULT_STEP_LIMIT, wall_time_limit_seconds=DEFAULT_WALL_TIME_LIMIT_SECONDS)
@@ -151,13 +155,6 @@ class QuickstartOptions(BaseModel):
         except InputError as exc:
             raise ValueError(exc.reason) from None
 
-    @field_validator("agent")
-    @classmethod
-    def _agent_checked(cls, value: AgentChoice) -> AgentChoice:
-        try:
-            return checked_choice(value)
-        except InputError as exc:
-            raise ValueError(exc.reason) from None
 
     def __init__(self, **data: Any):
         try:
@@ -203,10 +200,11 @@ class QuickstartOptions(BaseModel):
         if self.model and not self.base_url and "/" not in self.model:
             raise InputError("--base-url", f"--model {self.model!r} needs --base-url (or a provider prefix such "
                                            "as openai/gpt-4o that litellm knows)")
-        try:
-            checked_choice(self.agent, self.limits)  # the limits the runtime must honour
+        try:  # the agent choice's names and options, and the limits its runtime must honour
+            self.agent = checked_choice(self.agent, self.limits)
         except InputError as exc:
-            raise InputError("--" + (exc.field or "agent").replace("_", "-"), exc.reason) from None
+            field = (exc.field or "runtime").split(".")[0]
+            raise InputError(AGENT_FLAGS.get(field, "--" + field.replace("_", "-")), exc.reason) from None
         for path, flag in [(self.dataset, "--dataset"), *[(t, "--trajectories") for t in self.trajectories],
                            (self.model_path, "--model-path"), (self.mirror, "--mirror")]:
             if path is not None and not Path(path).expanduser().exists():
