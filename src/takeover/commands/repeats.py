@@ -15,7 +15,15 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from takeover.commands.grammar import PYTHON, program_of, redirects, split_heredocs, split_segments, words
+from takeover.commands.grammar import (
+    PYTHON,
+    program_of,
+    redirects,
+    segments,
+    split_heredocs,
+    split_segments,
+    words,
+)
 from takeover.commands.runners import python_script
 
 #: Programs that, at the end of a pipeline and without a file argument, only cut or page what it printed.
@@ -150,22 +158,21 @@ def _file_operands(program: str | None, args: Sequence[str]) -> list[str]:
 
 def scripts_run(command: str) -> list[str]:
     """The script files a command runs, as written: ``python x.py`` (not ``-c``/``-m``), ``bash x.sh``,
-    ``node x.js`` and the like, and a program given by a path (``./run.sh``)."""
+    ``node x.js`` and the like, and a program given by a path (``./run.sh``); inside loops and blocks too."""
     out: list[str] = []
-    for _op, seg in split_segments(split_heredocs(command)[0]):
-        tokens = words(redirects(seg)[0])
-        program, args = program_of(tokens)
+    for seg in segments(command):
+        program, args = seg.program, seg.args
         if program is None:
             continue
         first = next((a for a in args if not a.startswith("-")), None)
         if PYTHON.match(program):
-            script = python_script(tokens)
+            script = python_script(seg.words)
             if script:
                 out.append(script)
         elif program in _SCRIPT_RUNNERS and first and "-c" not in args:
             out.append(first)
         else:
-            word = next((t for t in tokens if t.rsplit("/", 1)[-1] == program), "")
+            word = next((t for t in seg.words if t.rsplit("/", 1)[-1] == program), "")
             if "/" in word:
                 out.append(word)
     return out
@@ -178,24 +185,22 @@ def varying_output(command: str, script_texts: Sequence[str] = ()) -> str | None
     Recognised from the command's words and code (docs/protocol.md section 9.1): a program of
     :data:`TIME_PROGRAMS`, :data:`RANDOM_PROGRAMS` or :data:`NETWORK_PROGRAMS` (``time`` also as a
     wrapper), a package manager's subcommand that fetches (:data:`PACKAGE_MANAGERS`), ``python -m pip
-    install``; in the command's text, here-document bodies and ``script_texts`` (the text of the scripts it
-    runs, where known), calls that read the clock (``time.time()``, ``datetime.now()``), draw random numbers
-    (``random.choice()``, ``uuid.uuid4()``, ``$RANDOM``, ``/dev/urandom``) or open a connection
-    (``urlopen()``, ``requests.get()``, ``socket.socket()``).
+    install``; in the command's text (its here-documents and ``-c`` code included) and ``script_texts`` (the
+    text of the scripts it runs, where known), calls that read the clock (``time.time()``,
+    ``datetime.now()``), draw random numbers (``random.choice()``, ``uuid.uuid4()``, ``$RANDOM``,
+    ``/dev/urandom``) or open a connection (``urlopen()``, ``requests.get()``, ``socket.socket()``).
     """
-    text, docs = split_heredocs(command)
     found: set[str] = set()
-    for _op, seg in split_segments(text):
-        tokens = words(redirects(seg)[0])
-        program, args = program_of(tokens)
-        leading = [t.rsplit("/", 1)[-1] for t in tokens[: len(tokens) - len(args)]]
+    for seg in segments(command):
+        program, args = seg.program, seg.args
+        leading = [t.rsplit("/", 1)[-1] for t in seg.words[: len(seg.words) - len(args)]]
         if program in TIME_PROGRAMS or "time" in leading:
             found.add("time")
         if program in RANDOM_PROGRAMS:
             found.add("randomness")
         if program in NETWORK_PROGRAMS or _fetches(program, args):
             found.add("network")
-    code = "\n".join([command, *(d.body for d in docs), *script_texts])
+    code = "\n".join([command, *script_texts])
     for reason, pattern in (("time", _TIME_CODE), ("randomness", _RANDOM_CODE), ("network", _NETWORK_CODE)):
         if pattern.search(code):
             found.add(reason)
@@ -214,14 +219,14 @@ def changes_environment(command: str) -> bool:
     """Whether ``command`` installs, updates or removes packages (a package manager's :data:`INSTALLING`
     subcommand, ``python setup.py install|develop``, ``make install``): what later commands can import or run
     is then another environment, whatever the files."""
-    for _op, seg in split_segments(split_heredocs(command)[0]):
-        program, args = program_of(words(redirects(seg)[0]))
+    for seg in segments(command):
+        program, args = seg.program, list(seg.args)
         sub = _subcommand(args)
         if program in PACKAGE_MANAGERS and program != "git" and (sub in INSTALLING or (
                 program == "uv" and sub == "pip" and _subcommand(args[1:]) in INSTALLING)):
             return True
-        if program is not None and PYTHON.match(program) and args[:1] == ["setup.py"] and sub and \
-                len(args) > 1 and args[1] in ("install", "develop"):
+        if program is not None and PYTHON.match(program) and args[:2] in (["setup.py", "install"],
+                                                                         ["setup.py", "develop"]):
             return True
         if program == "make" and "install" in args:
             return True
