@@ -293,7 +293,8 @@ def segment_searches(segs: Sequence[Segment]) -> dict[int, list[Search]]:
             found = content_search(run[0], [a for a in run[1] if a != "{}"]) if run and scope else None
             if found and scope:
                 out[i] = [_handed(found, *scope)]
-                if segs[first].program == "find" or git_subcommand(segs[first].args) == "ls-files":
+                feeder = segs[first]
+                if feeder.program == "find" or (feeder.program == "git" and git_subcommand(feeder.args) == "ls-files"):
                     out[first] = []  # its listing goes to xargs, not to the agent
         elif program == "git" and git_subcommand(args) == "ls-files":
             out[i] = [Search("names", " ".join(_paths(git_arguments(args))), (".",))]
