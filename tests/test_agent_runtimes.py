@@ -315,3 +315,20 @@ def test_experiment_units_of_an_earlier_version_say_so_and_are_recomputed_not_mi
     for path in aside.rglob("*.json"):
         assert path.read_bytes() == (EARLIER / "experiment" / "units" / path.relative_to(aside)).read_bytes()
     assert set_aside_earlier_units(out) is None  # today's folder stays as it is
+
+
+def test_a_study_folder_of_the_unit_format_before_the_stable_form_says_so_and_is_recomputed(tmp_path):
+    """Unit keys changed once when every record came to be keyed in its stable form (unit format 3): a folder of
+    format 2 says so in one line, and its units are moved aside whole (never reused under the new keys, never
+    lost), as for any earlier format."""
+    assert UNITS_FORMAT == 3
+    out = tmp_path / "out"
+    unit = out / "units" / "grade" / "0123456789abcdef.json"
+    unit.parent.mkdir(parents=True)
+    (out / "units" / "FORMAT").write_text("2\n")
+    unit.write_text('{"stage": "grade", "key": "0123456789abcdef", "status": "done"}')
+    note = set_aside_earlier_units(out)
+    assert note == (f"{out / 'units'} was written by an earlier version of takeover (unit format 2, now 3): its "
+                    f"units are recomputed, not reused; they were moved to {out / 'units.earlier-2'}")
+    assert (out / "units.earlier-2" / "grade" / unit.name).is_file() and not unit.exists()
+    assert (out / "units" / "FORMAT").read_text() == "3\n"
