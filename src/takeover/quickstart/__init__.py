@@ -16,6 +16,7 @@ on this machine), ``run`` (the run), ``outcome`` (what it returns and writes).
 
 from takeover.quickstart.downloads import download, quickstart_cache, resolve_dataset, resolve_trajectories
 from takeover.quickstart.estimate import (
+    KnownCall,
     KnownWork,
     RunEstimate,
     actual_phrase,
@@ -58,6 +59,7 @@ __all__ = [
     "EMBEDDED_STEP_MAX_TOKENS",
     "HF_DATASET",
     "PINNED",
+    "KnownCall",
     "KnownWork",
     "PinnedTask",
     "QuickstartDisplay",

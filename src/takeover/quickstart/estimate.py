@@ -1,26 +1,30 @@
 """How long the quickstart will take on this machine: its known work, this machine's speed, the estimate.
 
-The quickstart's work with its defaults is known: a reference run measured it (``known_work.json`` beside
-this module, :class:`KnownWork`, written by ``benchmarks/bench_quickstart.py --write-work`` with
-:func:`measure_work`): model calls, prompt tokens evaluated (the server's prefix cache spares the rest),
-tokens generated, the seconds the model spent on each, and the wall time of the run after the model was
-ready. The embedded server measures this machine's speed when it starts
-(:func:`takeover.embedded_model.measure_speed`); the reference run's speed was measured the same way.
+The quickstart's work with its defaults is known: a reference run measured it, call by call
+(``known_work.json`` beside this module, :class:`KnownWork`, written by ``benchmarks/bench_quickstart.py
+--write-work`` with :func:`measure_work`): for each model call the unit it served, the prompt tokens the
+server evaluated (its prefix cache spares the rest), the tokens it generated and the seconds it spent;
+and the wall time of the run after the model was ready. The reference run lets every takeover run take
+all its steps (a wall-time limit long enough never to stop one), so that the work of every step is known.
+The embedded server measures this machine's speed when it starts
+(:func:`takeover.embedded_model.measure_speed`); the reference machine's speed was measured the same way.
 
 :func:`estimate_run` scales the reference run by the ratio of the two speeds:
 
-- prompt evaluation: the reference run's prompt seconds x (reference prompt speed / this machine's);
-- generation, and the rest of the model's time per call: its seconds x (reference generation speed / this
-  machine's);
+- each call's prompt evaluation: its seconds x (reference prompt speed / this machine's); the rest of its
+  time (generation): its seconds x (reference generation speed / this machine's);
+- a takeover run checks its wall-time limit before each model call (docs/protocol.md section 8), so at this
+  machine's speed its calls are counted until their seconds reach the limit (and up to the step limit);
+  the note writers' calls always count;
 - the rest of the wall time (replays, tests, grading while the model is idle): its seconds x the prompt
   ratio (both are CPU-bound work).
 
-So the estimate is the token work at this machine's speed for prompts as long as the quickstart's
-(:attr:`RunEstimate.prompt_rate`: the probe's short prompt runs faster per token than prompts of
-thousands of tokens, by the ratio the reference run measured). It holds for the work the reference run
-did: the defaults, the default weights, a fresh output folder and a task environment already built
-(:func:`estimate_note` says when it does not hold). While the run goes, :func:`progress_phrase` says
-where it stands against the estimate.
+So the estimate is the token work at this machine's speed for prompts as long as the quickstart's (the
+start-up's short prompt runs faster per token than prompts of thousands of tokens, by the ratio the
+reference run measured). It holds for the work the reference run did: the defaults (any wall-time
+limit, at most its step limit), the default weights, a fresh output folder and a task environment
+already built (:func:`estimate_note` says when it does not hold). While the run goes,
+:func:`progress_phrase` says where it stands against the estimate.
 """
 
 from __future__ import annotations
@@ -39,16 +43,31 @@ from takeover.quickstart.options import QuickstartOptions
 KNOWN_WORK_FILE = Path(__file__).with_name("known_work.json")
 
 
+class KnownCall(BaseModel):
+    """One model call of the reference run (units: tokens and seconds, as the server's log gives them).
+
+    Attributes:
+        unit: the unit it served: its stage and view (``view summary_notes``, ``takeover raw_trace``).
+        evaluated_tokens, generated_tokens: prompt tokens evaluated (not reused from the server's cache)
+            and tokens generated.
+        prompt_seconds, seconds: the prompt's evaluation, and the whole call on the server.
+    """
+
+    unit: str
+    evaluated_tokens: int
+    generated_tokens: int
+    prompt_seconds: float
+    seconds: float
+
+
 class KnownWork(BaseModel):
     """The quickstart's work with its defaults, measured on a reference run (units: tokens and seconds).
 
     Attributes:
-        configuration: what sets the work (:func:`work_configuration` of the reference run).
-        model_calls: completions the server answered after its start-up requests.
+        configuration: what sets the work (:func:`work_configuration` of the reference run; its wall-time
+            limit let every takeover run take all its steps).
+        calls: the model calls after the server's start-up requests, in order.
         prompt_tokens: prompt tokens sent (the calls' usage, the server's cached prefixes included).
-        prompt_tokens_evaluated, completion_tokens: tokens the server evaluated and generated (its log).
-        model_prompt_seconds, model_seconds: seconds the server spent evaluating prompts, and on its
-            requests in all (its log).
         wall_seconds: the run from the model being ready to the report.
         cpu_seconds: user + system seconds of the whole quickstart process tree (``None``: not measured).
         speed: the reference machine's speed, measured as every run measures it.
@@ -57,12 +76,8 @@ class KnownWork(BaseModel):
     """
 
     configuration: dict[str, Any]
-    model_calls: int
+    calls: list[KnownCall]
     prompt_tokens: int
-    prompt_tokens_evaluated: int
-    completion_tokens: int
-    model_prompt_seconds: float
-    model_seconds: float
     wall_seconds: float
     cpu_seconds: float | None = None
     speed: MachineSpeed
@@ -70,14 +85,27 @@ class KnownWork(BaseModel):
     measured: str
 
     @property
-    def run_prompt_rate(self) -> float:
-        """Prompt tokens evaluated per second during the reference run (longer prompts than the probe's)."""
-        return self.prompt_tokens_evaluated / max(self.model_prompt_seconds, 1e-6)
+    def model_calls(self) -> int:
+        return len(self.calls)
 
     @property
-    def run_generation_rate(self) -> float:
-        """Tokens generated per second of the reference run's non-prompt model time."""
-        return self.completion_tokens / max(self.model_seconds - self.model_prompt_seconds, 1e-6)
+    def prompt_tokens_evaluated(self) -> int:
+        return sum(c.evaluated_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.generated_tokens for c in self.calls)
+
+    @property
+    def model_seconds(self) -> float:
+        return sum(c.seconds for c in self.calls)
+
+    def units(self) -> dict[str, list[KnownCall]]:
+        """The calls of each unit, units in the order of their first call."""
+        grouped: dict[str, list[KnownCall]] = {}
+        for call in self.calls:
+            grouped.setdefault(call.unit, []).append(call)
+        return grouped
 
 
 class RunEstimate(BaseModel):
@@ -86,11 +114,13 @@ class RunEstimate(BaseModel):
 
     Attributes:
         seconds: the whole; model_seconds: the model's part; other_seconds: the rest.
-        model_calls, prompt_tokens_evaluated, completion_tokens: the known work.
-        prompt_rate, generation_rate: the rates expected here for the run's prompts and generation
+        model_calls: the calls expected (of ``reference_calls``, the reference run's: every step);
+            takeover_steps: the steps expected of each takeover run, by view.
+        prompt_tokens_evaluated, completion_tokens: the expected calls' tokens.
+        prompt_rate, generation_rate: the rates expected here for those calls' prompts and generation
             (tokens per second).
         speed: this machine's measured speed.
-        reference_seconds: the reference run's wall time.
+        reference_seconds: the reference run's wall time; reference_calls: its model calls.
         actual_seconds: the run's wall time over the same span, once it ended (``None`` before).
     """
 
@@ -98,12 +128,14 @@ class RunEstimate(BaseModel):
     model_seconds: float
     other_seconds: float
     model_calls: int
+    takeover_steps: dict[str, int]
     prompt_tokens_evaluated: int
     completion_tokens: int
     prompt_rate: float
     generation_rate: float
     speed: MachineSpeed
     reference_seconds: float
+    reference_calls: int
     actual_seconds: float | None = None
 
 
@@ -125,11 +157,19 @@ def work_configuration(options: QuickstartOptions, model_identity: str) -> dict[
     }
 
 
+#: Settings the estimate follows instead of requiring the reference run's: the wall-time limit (simulated
+#: call by call) and the step limit (at most the reference run's).
+FOLLOWED = ("wall_time_limit_seconds", "step_limit")
+
+
 def estimate_note(work: KnownWork, configuration: dict[str, Any], *, resuming: bool) -> str | None:
     """Why no estimate can be made for this run (``None``: it can): settings that differ from the
-    reference run's, or an output folder whose finished units this run reuses."""
-    differ = [key for key in sorted({*work.configuration, *configuration})
+    reference run's (a step limit above its own included), or an output folder whose finished units this
+    run reuses."""
+    differ = [key for key in sorted({*work.configuration, *configuration} - set(FOLLOWED))
               if work.configuration.get(key) != configuration.get(key)]
+    if configuration.get("step_limit", 0) > work.configuration.get("step_limit", 0):
+        differ.append(f"step_limit (the known work has {work.configuration.get('step_limit')} steps per run)")
     if differ:
         return f"the known work is the quickstart's with its defaults; this run differs in {', '.join(differ)}"
     if resuming:
@@ -137,18 +177,38 @@ def estimate_note(work: KnownWork, configuration: dict[str, Any], *, resuming: b
     return None
 
 
-def estimate_run(work: KnownWork, speed: MachineSpeed) -> RunEstimate:
-    """The reference run scaled to this machine's speed (the module docstring gives the rule)."""
+def estimate_run(work: KnownWork, speed: MachineSpeed, *, step_limit: int, wall_time_limit_seconds: float) -> RunEstimate:
+    """The reference run scaled to this machine's speed, each takeover run cut where its limits would cut
+    it here (the module docstring gives the rule)."""
     prompt_ratio = work.speed.prompt_tokens_per_second / speed.prompt_tokens_per_second
     generation_ratio = work.speed.generation_tokens_per_second / speed.generation_tokens_per_second
-    model = work.model_prompt_seconds * prompt_ratio + (work.model_seconds - work.model_prompt_seconds) * generation_ratio
+
+    def here(call: KnownCall) -> tuple[float, float]:
+        return call.prompt_seconds * prompt_ratio, (call.seconds - call.prompt_seconds) * generation_ratio
+
+    expected: list[KnownCall] = []
+    steps: dict[str, int] = {}
+    for unit, calls in work.units().items():
+        if not unit.startswith("takeover"):
+            expected += calls
+            continue
+        elapsed = 0.0
+        for number, call in enumerate(calls[:step_limit], start=1):
+            expected.append(call)
+            steps[unit.removeprefix("takeover").strip()] = number
+            elapsed += sum(here(call))
+            if elapsed >= wall_time_limit_seconds:
+                break
+    prompt = sum(here(c)[0] for c in expected)
+    generation = sum(here(c)[1] for c in expected)
     other = max(work.wall_seconds - work.model_seconds, 0.0) * prompt_ratio
+    evaluated, generated = sum(c.evaluated_tokens for c in expected), sum(c.generated_tokens for c in expected)
     return RunEstimate(
-        seconds=round(model + other, 1), model_seconds=round(model, 1), other_seconds=round(other, 1),
-        model_calls=work.model_calls, prompt_tokens_evaluated=work.prompt_tokens_evaluated,
-        completion_tokens=work.completion_tokens, prompt_rate=round(work.run_prompt_rate / prompt_ratio, 1),
-        generation_rate=round(work.run_generation_rate / generation_ratio, 2), speed=speed,
-        reference_seconds=work.wall_seconds)
+        seconds=round(prompt + generation + other, 1), model_seconds=round(prompt + generation, 1),
+        other_seconds=round(other, 1), model_calls=len(expected), takeover_steps=steps,
+        prompt_tokens_evaluated=evaluated, completion_tokens=generated,
+        prompt_rate=round(evaluated / max(prompt, 1e-6), 1), generation_rate=round(generated / max(generation, 1e-6), 2),
+        speed=speed, reference_seconds=work.wall_seconds, reference_calls=work.model_calls)
 
 
 def minutes(seconds: float) -> str:
@@ -156,15 +216,18 @@ def minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 60 else f"{seconds / 60:.1f} min"
 
 
-def describe_estimate(estimate: RunEstimate, work: KnownWork) -> str:
+def describe_estimate(estimate: RunEstimate, work: KnownWork, wall_time_limit_seconds: float) -> str:
     """Two sentences: the expected duration here and what it is made of, then the reference run's."""
+    steps = ", ".join(f"{view} {n}" for view, n in estimate.takeover_steps.items())
     return (
         f"Expected here: about {minutes(estimate.seconds)} from now to the report. The work is known: "
-        f"{estimate.model_calls} model calls, {estimate.prompt_tokens_evaluated:,} prompt tokens evaluated at "
+        f"{estimate.model_calls} model calls of the {estimate.reference_calls} the defaults make with every step "
+        f"(at this speed the {wall_time_limit_seconds:,.0f}-second limit should end the takeover runs after "
+        f"{steps} steps), {estimate.prompt_tokens_evaluated:,} prompt tokens evaluated at "
         f"~{estimate.prompt_rate:,.0f} tokens/s here and {estimate.completion_tokens:,} generated at "
         f"~{estimate.generation_rate:,.1f} tokens/s ({minutes(estimate.model_seconds)}), plus "
-        f"{minutes(estimate.other_seconds)} of replays, tests and grading. Measured on {work.machine} "
-        f"({work.speed.describe()}): {minutes(work.wall_seconds)}.")
+        f"{minutes(estimate.other_seconds)} of replays, tests and grading. Measured with every step on "
+        f"{work.machine} ({work.speed.describe()}): {work.model_calls} calls, {minutes(work.wall_seconds)}.")
 
 
 def progress_phrase(estimate: RunEstimate | None, calls_done: int, elapsed: float) -> str:
@@ -188,24 +251,29 @@ def actual_phrase(estimate: RunEstimate) -> str:
 
 def measure_work(out: Path | str, *, machine: str, measured: str, cpu_seconds: float | None = None) -> KnownWork:
     """The work of a finished quickstart in ``out`` (a fresh folder: its server log holds one run), from
-    its ``quickstart.json`` (configuration, speed, wall time), ``model-server.log`` (tokens evaluated and
-    generated, seconds) and ``model-calls.jsonl`` (prompt tokens sent).
+    its ``quickstart.json`` (configuration, speed, wall time), ``model-server.log`` (per call: tokens
+    evaluated and generated, seconds) and ``model-calls.jsonl`` (the unit each call served, and the prompt
+    tokens sent), joined in order: the server has one slot and answers in the order calls arrive.
 
     Raises:
-        ValueError: the run made no estimate (no speed or configuration recorded) or did not finish.
+        ValueError: the run did not finish or measured no speed, or its server answered another number
+            of requests than its call log has answered calls (a timed-out attempt, which the server still
+            answers: measure on a run without one).
     """
     out = Path(out)
     result = json.loads((out / "quickstart.json").read_text())
     if not (result.get("ok") and result.get("speed") and result.get("configuration") and result.get("run_seconds")):
         raise ValueError(f"{out / 'quickstart.json'}: not a finished quickstart with its speed measured")
     served = read_server_log(out / "model-server.log")[STARTUP_REQUESTS:]
-    calls, _ = read_calls(out / CALLS_FILE)
-    return KnownWork(
-        configuration=result["configuration"], model_calls=len(served),
-        prompt_tokens=sum(c.prompt_tokens for c in calls if c.status == "ok"),
-        prompt_tokens_evaluated=sum(r.evaluated_tokens for r in served),
-        completion_tokens=sum(r.generated_tokens for r in served),
-        model_prompt_seconds=round(sum(r.prompt_ms for r in served) / 1000, 1),
-        model_seconds=round(sum(r.total_ms for r in served) / 1000, 1),
-        wall_seconds=result["run_seconds"], cpu_seconds=cpu_seconds, speed=MachineSpeed.model_validate(result["speed"]),
-        machine=machine, measured=measured)
+    answered = [c for c in read_calls(out / CALLS_FILE)[0] if c.status == "ok"]
+    if len(served) != len(answered):
+        raise ValueError(f"{out}: the server answered {len(served)} requests after its start-up, the call log has "
+                         f"{len(answered)} answered calls; measure on a run without failed attempts")
+    calls = [KnownCall(unit=" ".join(str(c.unit[k]) for k in ("stage", "view") if c.unit.get(k)),
+                       evaluated_tokens=r.evaluated_tokens, generated_tokens=r.generated_tokens,
+                       prompt_seconds=round(r.prompt_ms / 1000, 2), seconds=round(r.total_ms / 1000, 2))
+             for c, r in zip(answered, served, strict=True)]
+    return KnownWork(configuration=result["configuration"], calls=calls,
+                     prompt_tokens=sum(c.prompt_tokens for c in answered), wall_seconds=result["run_seconds"],
+                     cpu_seconds=cpu_seconds, speed=MachineSpeed.model_validate(result["speed"]), machine=machine,
+                     measured=measured)

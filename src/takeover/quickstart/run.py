@@ -186,7 +186,7 @@ def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDispl
     return model, embedded, weights
 
 
-def _estimate(result: QuickstartResult, out: Path) -> tuple[RunEstimate | None, str]:
+def _estimate(options: QuickstartOptions, result: QuickstartResult, out: Path) -> tuple[RunEstimate | None, str]:
     """The run's expected duration on this machine and the sentence that says it, or ``None`` and why not."""
     if result.speed is None:
         return None, "No estimate of the run's duration: this machine's speed could not be measured."
@@ -199,8 +199,9 @@ def _estimate(result: QuickstartResult, out: Path) -> tuple[RunEstimate | None, 
     note = estimate_note(work, result.configuration, resuming=resuming)
     if note:
         return None, f"{speed} No estimate of the run's duration: {note}."
-    estimate = estimate_run(work, result.speed)
-    return estimate, f"{speed} {describe_estimate(estimate, work)}"
+    estimate = estimate_run(work, result.speed, step_limit=options.step_limit,
+                            wall_time_limit_seconds=options.wall_time_limit_seconds)
+    return estimate, f"{speed} {describe_estimate(estimate, work, options.wall_time_limit_seconds)}"
 
 
 def run_quickstart(options: QuickstartOptions, display: QuickstartDisplay | None = None) -> QuickstartResult:
@@ -250,7 +251,7 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
         if embedded is not None:
             result.speed = embedded.speed
             result.configuration = work_configuration(options, model.extra["identity"])
-            result.estimate, text = _estimate(result, out)
+            result.estimate, text = _estimate(options, result, out)
             if result.estimate is None:
                 result.estimate_note = text
             display.estimated(result.estimate, text)
