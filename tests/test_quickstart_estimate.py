@@ -204,3 +204,27 @@ def test_the_packaged_known_work_is_the_defaults_work():
     assert 0 < work.model_seconds < work.wall_seconds
     assert work.model_calls >= 6  # two note writers and four takeover runs at least
     assert work.speed.prompt_tokens > 300  # the start-up's fixed prompt, evaluated whole
+
+
+def test_the_console_tells_each_call_and_the_end_against_the_estimate(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from takeover.cli.quickstart import ConsoleDisplay, print_results
+    from takeover.llm import LoggedCall
+
+    console = Console(file=io.StringIO(), width=300)  # a file: one plain line per call
+    display = ConsoleDisplay(console)
+    call = LoggedCall(unit={"stage": "takeover", "view": "raw_trace", "instance_id": "acme__calc-1", "key": "k"},
+                      model="m", at=1.0, pid=1, attempt=1, status="ok", seconds=12.5, prompt_tokens=3000,
+                      completion_tokens=160)
+    estimate = qs.estimate_run(reference(), speed(25, 12), step_limit=3, wall_time_limit_seconds=3600)
+    display.model_call(call, 1, qs.progress_phrase(estimate, 3, 250))
+    estimate.actual_seconds = 1500
+    print_results(console, qs.QuickstartResult(ok=True, out_dir=str(tmp_path), report=str(tmp_path / "report.md"),
+                                               estimate=estimate, total_seconds=1600))
+    lines = console.file.getvalue().splitlines()
+    assert lines[0].endswith(" model call 1 of takeover raw_trace (acme__calc-1): 3,000 prompt tokens, 160 completion "
+                             "tokens, 12.5 s [call 3 of ~8, 4.2 of ~24.1 min]")
+    assert "From the model being ready to the report: 25.0 min; expected ~24.1 min (1.04x) on this machine." in lines
