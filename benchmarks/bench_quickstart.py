@@ -25,7 +25,8 @@ prints:
 With ``--write-work FILE`` it writes this tree's run as the quickstart's known work (the reference its
 estimate scales to the user's machine: :func:`takeover.quickstart.measure_work`), with this machine's CPU,
 its load and how the figures were measured. Run it with the defaults, the model and the task environment
-cached, on a machine as idle as can be had.
+cached, on a machine as idle as can be had, with ``-- --wall-time-limit-seconds 3600`` so that no takeover
+run is stopped by its limit: the estimate applies the limit of each run call by call.
 
 Needs the ``quickstart`` extra (llama-cpp-python) and the embedded model in the cache (it is fetched on
 first use otherwise, which is then part of the time).
@@ -242,9 +243,9 @@ def write_work(run: dict, dest: Path, flags: list[str]) -> None:
                            text=True, check=False).stdout.strip()
     measured = (f"benchmarks/bench_quickstart.py {' '.join(Path(f).name if '/' in f else f for f in flags)} at "
                 f"{commit}{' with uncommitted changes' if dirty else ''} on {time.strftime('%Y-%m-%d')}: the "
-                "defaults, embedded model and task environment cached; tokens and model seconds from the "
-                "server's log, wall time from the model being ready to the report, CPU seconds of the whole "
-                "process tree")
+                "quickstart's defaults but for a wall-time limit no takeover run reaches (every step's work is "
+                "known), embedded model and task environment cached; tokens and model seconds from the server's "
+                "log, wall time from the model being ready to the report, CPU seconds of the whole process tree")
     work = measure_work(run["out"], machine=machine_phrase(run["load_start"], run["load_end"]),
                         measured=measured, cpu_seconds=run["tree_cpu_seconds"])
     dest.write_text(work.model_dump_json(indent=2) + "\n")
