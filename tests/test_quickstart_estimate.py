@@ -117,14 +117,18 @@ def test_the_estimate_says_what_it_is_made_of():
         "Expected here: about 22.6 min from now to the report. The work is known: 5 model calls of the 8 the defaults "
         "make with every step (at this speed the 120-second limit should end the takeover runs after repo_only 2, "
         "raw_trace 1 steps), 15,900 prompt tokens evaluated at ~25 tokens/s here and 900 generated at ~12.0 tokens/s "
-        "(11.8 min), plus 10.7 min of replays, tests and grading. Measured with every step on a 2-core test CPU "
-        "(prompt 50 tokens/s, generation 12.0 tokens/s): 8 calls, 13.0 min.")
+        "(11.8 min), plus 10.7 min of replays, tests and grading. Measured with every step on a 2-core test CPU, "
+        "whose start-up measured prompt 50 tokens/s, generation 12.0 tokens/s: 8 calls, 13.0 min.")
 
 
 def test_progress_is_told_against_the_estimate():
     estimate = qs.estimate_run(reference(), speed(25, 12), step_limit=3, wall_time_limit_seconds=3600)  # 1,447.5 s
+    assert estimate.call_seconds == [225.0, 172.5, 112.5, 28.5, 28.5, 172.5, 32.5, 32.5]
     assert qs.progress_phrase(estimate, 7, 250) == "call 7 of ~8, 4.2 of ~24.1 min"
-    assert qs.progress_phrase(estimate, 9, 1500) == "call 9 of ~8, 25.0 min, past the ~24.1 min expected"
+    # The first two calls were expected to take 397.5 s: at 596.25 s the machine runs 1.5x slower than measured.
+    assert qs.progress_phrase(estimate, 2, 700, 596.25) == (
+        "call 2 of ~8, 11.7 of ~24.1 min; the calls took 1.5x their expected time")
+    assert qs.progress_phrase(estimate, 9, 1500, 900) == "call 9 of ~8, 25.0 min, past the ~24.1 min expected"
     assert qs.progress_phrase(None, 7, 250) == ""
     assert qs.actual_phrase(estimate) == ""
     estimate.actual_seconds = 1500
@@ -220,11 +224,11 @@ def test_the_console_tells_each_call_and_the_end_against_the_estimate(tmp_path):
                       model="m", at=1.0, pid=1, attempt=1, status="ok", seconds=12.5, prompt_tokens=3000,
                       completion_tokens=160)
     estimate = qs.estimate_run(reference(), speed(25, 12), step_limit=3, wall_time_limit_seconds=3600)
-    display.model_call(call, 1, qs.progress_phrase(estimate, 3, 250))
+    display.model_call(call, 1, qs.progress_phrase(estimate, 3, 250, 255.0))
     estimate.actual_seconds = 1500
     print_results(console, qs.QuickstartResult(ok=True, out_dir=str(tmp_path), report=str(tmp_path / "report.md"),
                                                estimate=estimate, total_seconds=1600))
     lines = console.file.getvalue().splitlines()
     assert lines[0].endswith(" model call 1 of takeover raw_trace (acme__calc-1): 3,000 prompt tokens, 160 completion "
-                             "tokens, 12.5 s [call 3 of ~8, 4.2 of ~24.1 min]")
+                             "tokens, 12.5 s [call 3 of ~8, 4.2 of ~24.1 min; the calls took 0.5x their expected time]")
     assert "From the model being ready to the report: 25.0 min; expected ~24.1 min (1.04x) on this machine." in lines

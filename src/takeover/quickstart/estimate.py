@@ -115,7 +115,8 @@ class RunEstimate(BaseModel):
     Attributes:
         seconds: the whole; model_seconds: the model's part; other_seconds: the rest.
         model_calls: the calls expected (of ``reference_calls``, the reference run's: every step);
-            takeover_steps: the steps expected of each takeover run, by view.
+            call_seconds: each one's expected seconds, in order; takeover_steps: the steps expected of each
+            takeover run, by view.
         prompt_tokens_evaluated, completion_tokens: the expected calls' tokens.
         prompt_rate, generation_rate: the rates expected here for those calls' prompts and generation
             (tokens per second).
@@ -128,6 +129,7 @@ class RunEstimate(BaseModel):
     model_seconds: float
     other_seconds: float
     model_calls: int
+    call_seconds: list[float]
     takeover_steps: dict[str, int]
     prompt_tokens_evaluated: int
     completion_tokens: int
@@ -206,6 +208,7 @@ def estimate_run(work: KnownWork, speed: MachineSpeed, *, step_limit: int, wall_
     return RunEstimate(
         seconds=round(prompt + generation + other, 1), model_seconds=round(prompt + generation, 1),
         other_seconds=round(other, 1), model_calls=len(expected), takeover_steps=steps,
+        call_seconds=[round(sum(here(c)), 1) for c in expected],
         prompt_tokens_evaluated=evaluated, completion_tokens=generated,
         prompt_rate=round(evaluated / max(prompt, 1e-6), 1), generation_rate=round(generated / max(generation, 1e-6), 2),
         speed=speed, reference_seconds=work.wall_seconds, reference_calls=work.model_calls)
@@ -227,18 +230,27 @@ def describe_estimate(estimate: RunEstimate, work: KnownWork, wall_time_limit_se
         f"~{estimate.prompt_rate:,.0f} tokens/s here and {estimate.completion_tokens:,} generated at "
         f"~{estimate.generation_rate:,.1f} tokens/s ({minutes(estimate.model_seconds)}), plus "
         f"{minutes(estimate.other_seconds)} of replays, tests and grading. Measured with every step on "
-        f"{work.machine} ({work.speed.describe()}): {work.model_calls} calls, {minutes(work.wall_seconds)}.")
+        f"{work.machine}, whose start-up measured {work.speed.describe()}: {work.model_calls} calls, "
+        f"{minutes(work.wall_seconds)}.")
 
 
-def progress_phrase(estimate: RunEstimate | None, calls_done: int, elapsed: float) -> str:
-    """Where the run stands against the estimate: ``call 7 of ~20, 4.1 of ~12.5 min``, or, past it,
-    ``call 23 of ~20, 13.6 min, past the ~12.5 min expected`` (``""`` without an estimate)."""
+def progress_phrase(estimate: RunEstimate | None, calls_done: int, elapsed: float, calls_seconds: float = 0.0) -> str:
+    """Where the run stands against the estimate after ``calls_done`` answered calls, ``elapsed`` seconds
+    after the estimate, the calls having taken ``calls_seconds`` in all: ``call 7 of ~20, 4.1 of ~12.5 min;
+    the calls took 1.4x their expected time`` (past the estimate: ``call 23 of ~20, 13.6 min, past the ~12.5
+    min expected``). The pace tells a machine busier than at start-up (above 1x) from a stuck run (no new
+    line at all). ``""`` without an estimate."""
     if estimate is None:
         return ""
     text = f"call {calls_done} of ~{estimate.model_calls}, "
     if elapsed <= estimate.seconds:
-        return text + f"{elapsed / 60:.1f} of ~{estimate.seconds / 60:.1f} min"
-    return text + f"{elapsed / 60:.1f} min, past the ~{estimate.seconds / 60:.1f} min expected"
+        text += f"{elapsed / 60:.1f} of ~{estimate.seconds / 60:.1f} min"
+    else:
+        text += f"{elapsed / 60:.1f} min, past the ~{estimate.seconds / 60:.1f} min expected"
+    expected = sum(estimate.call_seconds[:calls_done])
+    if calls_seconds and expected and calls_done <= len(estimate.call_seconds):
+        text += f"; the calls took {calls_seconds / expected:.1f}x their expected time"
+    return text
 
 
 def actual_phrase(estimate: RunEstimate) -> str:

@@ -258,12 +258,14 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
                 result.estimate_note = text
             display.estimated(result.estimate, text)
         t_run = time.monotonic()
-        answered = 0
+        answered, answered_seconds = 0, 0.0
 
         def on_call(call: LoggedCall, number: int) -> None:
-            nonlocal answered
-            answered += call.status == "ok"
-            display.model_call(call, number, progress_phrase(result.estimate, answered, time.monotonic() - t_run))
+            nonlocal answered, answered_seconds
+            if call.status == "ok":
+                answered, answered_seconds = answered + 1, answered_seconds + call.seconds
+            display.model_call(call, number, progress_phrase(result.estimate, answered, time.monotonic() - t_run,
+                                                             answered_seconds))
 
         current = "experiment"
         result.notice = warning_text(options, model)
