@@ -8,8 +8,13 @@ import json
 import os
 
 import pytest
-from _claims_support import restated_fields, restated_summary, restating_writer
-from _views_support import real_run, real_task, requests_1766_patches, requests_1766_points, requests_1766_points_file
+from _views_support import (
+    real_run,
+    real_task,
+    requests_1766_patches,
+    requests_1766_points,
+    requests_1766_points_file,
+)
 from conftest import DATASET, TRAJ
 from prerequisites import requires, shared, shared_files
 from typer.testing import CliRunner
@@ -18,6 +23,7 @@ from takeover.claims import check_note, check_prompt, trace_facts
 from takeover.cli import app
 from takeover.llm import ModelSettings
 from takeover.points import stored_diffs
+from takeover.testing.restating_notes import restated_fields, restated_summary, restating_writer
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories
 from takeover.views import build_view

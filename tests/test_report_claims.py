@@ -9,8 +9,10 @@ import json
 import shutil
 
 from test_report_page import _run_folder as _successor_folder
-from test_report_page import _unit
-from test_report_page import experiment  # noqa: F401  (the hand-written study with real run folders)
+from test_report_page import (
+    _unit,
+    experiment,  # noqa: F401  (the hand-written study with real run folders)
+)
 from test_report_rediscovery import _with_predecessor, report_section
 
 from takeover.claims import study_claims

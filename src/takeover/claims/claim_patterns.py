@@ -29,7 +29,7 @@ PATH = re.compile(
 #: A folder written as such: ``src/_pytest/``, ``./testing/``.
 FOLDER = re.compile(r"(?<![\w/.@:-])(?P<path>(?:\.{1,2}/)?(?:[A-Za-z_][\w.-]*/)+)(?=[\s,;:)\]]|$)")
 #: A pytest test id: ``testing/test_capture.py::TestX::test_y[param]``.
-TEST_ID = re.compile(rf"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py::[\w:]+(?:\[[^\]\s]*\])?")
+TEST_ID = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w.-]+\.py::[\w:]+(?:\[[^\]\s]*\])?")
 #: A test function or class by name: ``test_digest_auth``, ``TestCapture``.
 TEST_NAME = re.compile(r"(?<![\w.])(?:test_\w+|Test[A-Z]\w*)\b(?!\.\w)")
 #: Lines of a file: ``line 147``, ``lines 130-160``, ``lines 146 to 148``, ``L146-L148``.

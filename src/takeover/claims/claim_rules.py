@@ -235,6 +235,8 @@ def _file(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
     events = [r[2] for r in reads] + [e for p in paths for e in facts.edits.get(p, []) + facts.ran.get(p, [])]
     if events:
         return "supported", min(events), f"event {min(events)} read, wrote or ran it"
+    if failed:  # named only by reads that found no such file
+        return "contradicted", max(failed), f"event {max(failed)} found no such file"
     named = normalise_path(claim.subject)
     ev = _first_text(facts, named)
     if ev is not None:
@@ -243,8 +245,6 @@ def _file(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
         return "supported", None, "the checkpoint changes it"
     if _in_task(facts, named):
         return "supported", None, "the task's text names it"
-    if failed:
-        return "contradicted", max(failed), f"event {max(failed)} found no such file"
     return "unsupported", None, "no event names it"
 
 
@@ -320,8 +320,8 @@ def _outcome(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
     if result == opposite and not edits_after:
         return "contradicted", run.at, f"event {run.at}: {result}, on the repository as it is at the cut"
     if edits_after and result in (claim.outcome, opposite):
-        return "unsupported", None, f"its latest run (event {run.at}: {result}) came before the edit at event " \
-                                    f"{edits_after[-1]}"
+        return "unsupported", None, (f"its latest run (event {run.at}: {result}) came before the edit at event " \
+                                    f"{edits_after[-1]}")
     return "unsupported", None, "its latest result is unknown"
 
 

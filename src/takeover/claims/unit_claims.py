@@ -22,7 +22,13 @@ from takeover.claims.note_checks import check_prompt
 from takeover.claims.trace_facts import trace_facts
 from takeover.errors import TakeoverError
 from takeover.llm import ModelClient, ModelSettings
-from takeover.rediscovery.study import cached_predecessor, checkpoint_record, load_record, point_cut, relocated
+from takeover.rediscovery.study import (
+    cached_predecessor,
+    checkpoint_record,
+    load_record,
+    point_cut,
+    relocated,
+)
 
 #: File name of a view unit's stored check, in the unit's work folder.
 CLAIMS_FILE = "claims.json"

@@ -33,7 +33,6 @@ from takeover.cli.options import (
 )
 from takeover.llm import ModelSettings
 
-
 #: The model judge of the claims the rules leave unsupported (``takeover claims``, ``takeover views``).
 JudgeModelOption = Annotated[str | None, typer.Option(
     "--judge-model", help="A model that judges the claims of the notes the rules leave unsupported (at --base-url; "

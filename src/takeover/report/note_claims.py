@@ -126,8 +126,8 @@ def claims_markdown(section: dict[str, Any]) -> str:
                   for view, k, n in kinds]
     judged = [v for v in views if v.get("judge")]
     if judged:
-        lines += ["", "A model judge's verdicts on the claims the rules left unsupported (recorded apart; the "
-                  "figures above are the rules' alone):", "",
+        lines += ["", ("A model judge's verdicts on the claims the rules left unsupported (recorded apart; the "
+                  "figures above are the rules' alone):"), "",
                   "| view | judge | notes | claims judged | supported | unsupported | contradicted | no answer |",
                   "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {v['view']} | {v['judge']['model']} | {v['judge']['notes']} | {v['judge']['judged']} "

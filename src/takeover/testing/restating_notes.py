@@ -1,7 +1,11 @@
-"""Notes that restate a trace exactly, for the claims tests: what the predecessor ran (with the result of each
-verification), viewed and edited up to the cut, in plain sentences, as a summary and as the seven fields of
-a structured note. Built from the events and the grammar's reading of commands, never from the checker's
-record."""
+"""Notes that restate a trace exactly: what the predecessor ran (with the result of each verification),
+viewed and edited up to the cut, in plain sentences, as a summary and as the seven fields of a structured
+note, and a scripted note writer that answers with them (:func:`restating_writer`, for
+:class:`takeover.testing.scripted_server.ScriptedServer`).
+
+Every claim of such a note is true of the trace, so the claims check (docs/protocol.md section 7.6) must
+find each one supported: the tests and ``benchmarks/claims_figures.py`` use them so. They are built from the
+events and the shell grammar's reading of commands, never from the checker's record of the trace."""
 
 from __future__ import annotations
 
