@@ -185,3 +185,24 @@ def test_editor_views_are_reads_with_their_lines():
     facts = trace_facts(run, 11, checkpoint_patch=CHECKPOINT)
     assert [(c.verdict, c.event) for c in check_note("Viewed lines 4-6 of src/calc.py.", facts).claims] == [
         ("supported", 10)]
+
+
+def test_scripts_and_checks_named_without_a_path():
+    """"The reproduction script", "no failures": claims about what ran and what was written, by kind."""
+    run = crafted_run()
+    run.events[0].command = "cat <<'EOF' > repro.py\nfrom src.calc import add\nassert add(1, 2) == 3\nEOF"
+    run.events[8].command = "python repro.py"
+    facts = trace_facts(run, 11, checkpoint_patch=CHECKPOINT)
+
+    def got(note: str) -> list[tuple[str, str, str, int | None]]:
+        return [(c.claim.kind, c.claim.action, c.verdict, c.event) for c in check_note(note, facts).claims]
+
+    assert got("Next, create a reproduction script.") == [("edit", "create", "contradicted", 0)]
+    assert got("The agent wrote a reproduction script.") == [("edit", "create", "supported", 0)]
+    assert got("It ran the reproduction script.") == [("command", "mention", "supported", 8)]
+    assert got("No failures were observed.") == [("outcome", "no_failure", "contradicted", 9)]
+    # In a field of reports, a clause that is a plan stays a plan.
+    fields = {"work_completed": "I need to create a reproduction script."}
+    assert [(c.claim.mood, c.verdict) for c in check_note("", facts, fields=fields).claims] == [("todo", "contradicted")]
+    facts = trace_facts(crafted_run(), 11, checkpoint_patch=CHECKPOINT)
+    assert [c.verdict for c in check_note("Next, create a reproduction script.", facts).claims] == ["supported"]

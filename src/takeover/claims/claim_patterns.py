@@ -122,7 +122,7 @@ TODO = re.compile(
 #: Words of a clause that make it a guess rather than a report.
 HEDGE = re.compile(
     r"\b(?:whether|unclear|unknown|uncertain|may|might|possibly|probably|likely|perhaps|seems?|seemed|"
-    r"appears?|appeared|not sure|if|unless|assum\w+|suspect\w*|hypothes\w+|could|would)\b",
+    r"appears?|appeared|not sure|if|unless|assum\w+|suspect\w*|could|would)\b",
     re.IGNORECASE,
 )
 #: First words that make a clause an instruction (a plan): ``Run ...``, ``Revert ...`` (not ``Read``, which
@@ -135,19 +135,19 @@ IMPERATIVES = frozenset({
 })
 
 
-def outcome_of(match: re.Match[str], clause: str, offset: int) -> tuple[str, str] | None:
-    """``(outcome, tense)`` of an :data:`OUTCOME` match in ``clause`` (``offset``: the match's start in it):
-    ``passed``/``failed``, ``past``/``present``; a negation flips it ("does not pass": failed), ``no`` before
-    a failure word makes it a success ("no failures"); ``None`` for a word that states none."""
+def outcome_of(match: re.Match[str], clause: str, offset: int) -> tuple[str, str, bool]:
+    """``(outcome, tense, denial)`` of an :data:`OUTCOME` match in ``clause`` (``offset``: the match's start in
+    it): ``passed``/``failed``, ``past``/``present``; a negation flips it ("does not pass": failed); ``no``
+    before a failure word is a denial of failures ("no failures observed": passed, past, ``denial``)."""
     word = match.group(0).lower()
     outcome = "passed" if match.group("passed") else "failed"
     before = clause[max(0, offset - 30):offset]
     if _NO_BEFORE.search(before) and outcome == "failed":
-        return "passed", "past"
+        return "passed", "past", True
     if _NEGATION_BEFORE.search(before):
         outcome = "failed" if outcome == "passed" else "passed"
     tense = "past" if word in PAST_OUTCOMES or re.search(r"\b(?:was|were|had)\s+$", before) else "present"
-    return outcome, tense
+    return outcome, tense, False
 
 
 def looks_like_command(text: str) -> bool:

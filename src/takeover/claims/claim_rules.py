@@ -248,7 +248,30 @@ def _file(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
     return "unsupported", None, "no event names it"
 
 
+_SCRIPT_NAMES = {"reproduc": r"repro", "repro": r"repro", "verif": r"verif|check|valid", "check": r"check|verif",
+                 "test": r"test"}
+
+
+def _written_script(claim: Claim, facts: TraceFacts) -> tuple[str, int] | None:
+    """The first script the predecessor created whose name fits the kind of script a note names ("the
+    reproduction script": a name with ``repro``; "a script": any)."""
+    stem = next((pattern for word, pattern in _SCRIPT_NAMES.items() if word in claim.subject), r".")
+    created = {p: e for p, e in facts.written.items()}
+    for path in facts.created:
+        created.setdefault(path, min(facts.edits.get(path, [facts.cut_event])))
+    found = [(e, p) for p, e in created.items()
+             if p.endswith((".py", ".sh")) and re.search(stem, p.rsplit("/", 1)[-1], re.IGNORECASE)]
+    return (min(found)[1], min(found)[0]) if found else None
+
+
 def _edit(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
+    if claim.scope == "script":  # a script written, or still to write
+        found = _written_script(claim, facts)
+        if claim.mood == "todo":
+            return ("contradicted", found[1], f"event {found[1]} already wrote {found[0]}") if found else (
+                "supported", None, "no such script yet")
+        return ("supported", found[1], f"event {found[1]} wrote {found[0]}") if found else (
+            "unsupported", None, "no event wrote such a script")
     known = facts.paths()
     paths = _matching_paths(claim.subject, known)
     own = sorted({e for p in paths for e in facts.edits.get(p, [])})
@@ -294,6 +317,11 @@ def _edit(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
 
 
 def _command(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
+    if not claim.subject:  # "ran the reproduction script", "ran the tests"
+        found = _subject_runs(facts, claim)
+        if found:
+            return "supported", found[-1][0].event, f"event {found[-1][0].event} ran {found[-1][0].command[:80]!r}"
+        return "unsupported", None, "no event ran such a check"
     runs = _runs_of_command(facts, claim.subject)
     if runs:
         return "supported", runs[-1].event, f"event {runs[-1].event} ran it"
@@ -302,6 +330,11 @@ def _command(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
 
 def _outcome(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
     runs = _subject_runs(facts, claim)
+    if claim.action == "no_failure":  # "no failures observed": no check failed up to the cut
+        failed = [r for r, res in runs if res == "failed"]
+        if failed:
+            return "contradicted", failed[-1].at, f"event {failed[-1].at}: failed"
+        return "supported", runs[-1][0].at if runs else None, "no check failed"
     if not runs:
         return "unsupported", None, "no event ran it"
     opposite = "passed" if claim.outcome == "failed" else "failed"

@@ -60,7 +60,8 @@ ClaimKind = Literal["file", "edit", "command", "test", "outcome", "verification"
 CLAIM_KINDS: tuple[str, ...] = ("file", "edit", "command", "test", "outcome", "verification", "error", "symbol",
                                 "quote")
 Mood = Literal["done", "todo", "hedged"]
-#: The mood of each model-filled field of ``structured_notes`` (docs/protocol.md section 7.4).
+#: The mood of each model-filled field of ``structured_notes`` (docs/protocol.md section 7.4): a field of plans or
+#: guesses makes every clause one; in a field of reports, a clause's own words may still make it a plan or a guess.
 FIELD_MOODS: dict[str, Mood] = {
     "problem_understanding": "done", "work_completed": "done", "evidence_observed": "done",
     "observed_failures": "done", "remaining_uncertainty": "hedged", "rollback_notes": "todo",
@@ -296,7 +297,11 @@ def _clause_claims(clause: str, base: int, mood: Mood, field: str | None) -> lis
             if _overlaps(taken, m.start(), m.end()):
                 continue
             said = outcome_of(m, clause, m.start())
-            if said is None or not subjects:
+            if not subjects:
+                if said[2]:  # "no failures observed": about every check
+                    claims.append(Claim(kind="outcome", subject="", text=m.group(0), start=base + m.start(),
+                                        field=field, action="no_failure", outcome="passed", tense="past",
+                                        scope="any", mood=mood))
                 continue
             before = [e for e in subjects if e.end <= m.start()]
             target = before[-1] if before else min(subjects, key=lambda e: e.start - m.end())
@@ -325,9 +330,12 @@ def _clause_claims(clause: str, base: int, mood: Mood, field: str | None) -> lis
     unchanged = any(not _overlaps(taken, m.start(), m.end()) for m in UNCHANGED.finditer(clause))
     since = 0
     for e in entities:
-        if e.kind in ("file", "folder"):
+        if e.kind in ("file", "folder", "generic"):
             verb = _verb_class(clause, e, since, taken)
-            since = e.end
+            since = e.end if e.kind != "generic" else since
+        if e.kind == "generic" and not e.used:
+            claims.extend(_generic_claims(clause, base, e, verb, mood, field))
+            continue
         if e.used or e.kind == "generic":
             continue
         if e.kind in ("file", "folder"):
@@ -364,6 +372,24 @@ def _clause_claims(clause: str, base: int, mood: Mood, field: str | None) -> lis
     return sorted(claims, key=lambda c: c.start)
 
 
+_WRITE = re.compile(r"\b(?:writ(?:e|es|ing)|wrote|written|add(?:s|ed|ing)?)\b", re.IGNORECASE)
+
+
+def _generic_claims(clause: str, base: int, e: _Entity, verb: str | None, mood: Mood,
+                    field: str | None) -> list[Claim]:
+    """Claims about "the script" or "the tests" without an outcome: said to have run (a report), or a script
+    said to have been written (a report) or still to write (a plan)."""
+    start = max((m.start() for name in VERBS for m in VERBS[name].finditer(clause, 0, e.start)), default=e.start)
+    text, at = clause[start:e.end], base + start
+    wrote = verb == "create" or (verb == "edit" and _WRITE.search(clause, start, e.start))
+    if e.scope == "script" and wrote and mood in ("done", "todo"):
+        return [Claim(kind="edit", subject=clause[e.start:e.end].lower(), text=text, start=at, field=field,
+                      action="create", scope="script", mood=mood)]
+    if verb == "run" and mood == "done":
+        return [Claim(kind="command", subject="", text=text, start=at, field=field, scope=e.scope, mood=mood)]
+    return []
+
+
 def extract_claims(text: str, *, field: str | None = None, mood: Mood | None = None) -> list[Claim]:
     """Every claim of ``text`` (a free-text note, or one field's value), in the order of the text.
 
@@ -377,7 +403,9 @@ def extract_claims(text: str, *, field: str | None = None, mood: Mood | None = N
     out: list[Claim] = []
     for a, b in clauses(text):
         clause = text[a:b]
-        out.extend(_clause_claims(clause, a, mood or mood_of(clause), field))
+        # A field of reports may still hold a plan or a guess ("I need to create ..."); plans stay plans.
+        own = mood_of(clause)
+        out.extend(_clause_claims(clause, a, mood if mood in ("todo", "hedged") else own, field))
     return out
 
 
@@ -396,7 +424,8 @@ def unclaimed_clauses(text: str, claims: list[Claim], field: str | None = None) 
     out = []
     for a, b in clauses(text):
         piece = " ".join(text[a:b].split())
-        if piece.upper().strip(". ") in EMPTY_VALUES or not re.search(r"[A-Za-z]{3}", piece):
+        if piece.upper().strip(". ") in EMPTY_VALUES or not re.search(r"[A-Za-z]{3}", piece) or \
+                re.fullmatch(r"[#*_ ]*[\w ]{1,40}:?[*_ ]*:?", piece):  # a heading ("**Facts:**")
             continue
         if not any(a <= s < b for s in starts):
             out.append(piece)

@@ -61,6 +61,8 @@ class TraceFacts:
             start: the last lines), including the lines a numbered search showed and files it wrote whole.
         failed_reads: path -> the event whose output said the file is not there.
         edits: path -> events that changed it (``*``: a command that may change any file).
+        written: path -> the first event that wrote the whole file or created it (an editor ``create``, a
+            here-document, a redirection, ``touch``...).
         ran: path -> events that ran the file as a script.
         runs: every command with its result (:class:`CommandRun`).
         texts: ``(event, text)`` of what the predecessor wrote (commands, editor arguments) and saw (outputs).
@@ -74,6 +76,7 @@ class TraceFacts:
     reads: dict[str, list[tuple[int, int | None, int]]] = field(default_factory=dict)
     failed_reads: dict[str, int] = field(default_factory=dict)
     edits: dict[str, list[int]] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
     ran: dict[str, list[int]] = field(default_factory=dict)
     runs: list[CommandRun] = field(default_factory=list)
     texts: list[tuple[int, str]] = field(default_factory=list)
@@ -210,6 +213,8 @@ def trace_facts(trajectory: Trajectory, cut_event: int, *, checkpoint_patch: str
                 facts.reads.setdefault(r.path, []).append((r.start, r.end, ev.index))
         for path in fx.writes_whole:
             facts.reads.setdefault(path, []).append((1, None, ev.index))
+        for path in [*fx.writes_whole, *fx.created]:
+            facts.written.setdefault(path, ev.index)
         for path in fx.edits:
             facts.edits.setdefault(path, []).append(ev.index)
         if ev.type == "command" and ev.command and not ev.process_input and not ev.ipython and not ev.not_applied:

@@ -87,7 +87,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     rows = collect_rows(units)
     # Before the drill-down, which marks each step with the labels stored here.
     rediscovery = rediscovery_tables(out, rows, resamples=resamples, seed=seed)
-    claims = claims_section(out, rows)
+    claims = claims_section(out)
     # The bootstraps (numpy, without the GIL) run while the drill-down of every point is built.
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(summary_tables, rows, resamples=resamples, seed=seed)

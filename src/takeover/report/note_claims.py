@@ -27,7 +27,7 @@ from takeover.report.rows import order_views
 MAX_UNCLAIMED = 30
 
 
-def claims_section(out: Path, rows: list[dict]) -> dict[str, Any]:
+def claims_section(out: Path) -> dict[str, Any]:
     """The ``claims`` section of ``report.json``: ``views`` (one entry per checked view: its figures over
     all notes, ``by_kind`` and, when a judge ran, ``judge``), ``points`` (``{point_key: {view: figures}}``,
     for the summary tables), ``not_computed`` (view unit keys with why) and ``unclaimed`` (clauses no rule
