@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from takeover.claims.extraction import CLAIM_KINDS, Claim, normalise_path, note_claims, unclaimed_clauses
@@ -118,15 +119,17 @@ def _normal_command(command: str) -> str:
     return " ".join(command.replace("\\\n", " ").split())
 
 
-def _command_forms(command: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _command_forms(command: str) -> frozenset[str]:
     """A command as it is compared: whitespace collapsed, and each verification segment in the form of
-    docs/protocol.md section 9.1 (``python -m pytest`` is ``pytest``, output options left out)."""
+    docs/protocol.md section 9.1 (``python -m pytest`` is ``pytest``, output options left out). Cached: every
+    claim of a note compares against every command of the run."""
     forms = {_normal_command(command)}
     for seg in segments(command):
         forms.add(_normal_command(seg.text))
         forms.add(normalised_verification(seg))
     forms.discard("")
-    return forms
+    return frozenset(forms)
 
 
 def _runs_of_command(facts: TraceFacts, command: str) -> list[CommandRun]:

@@ -299,7 +299,9 @@ def _clause_claims(clause: str, base: int, mood: Mood, field: str | None) -> lis
             said = outcome_of(m, clause, m.start())
             if not subjects:
                 if said[2]:  # "no failures observed": about every check
-                    claims.append(Claim(kind="outcome", subject="", text=m.group(0), start=base + m.start(),
+                    no = re.search(r"\b(?:no|without(?: any)?|zero|0)\s+$", clause[: m.start()], re.IGNORECASE)
+                    a = no.start() if no else m.start()
+                    claims.append(Claim(kind="outcome", subject="", text=clause[a:m.end()], start=base + a,
                                         field=field, action="no_failure", outcome="passed", tense="past",
                                         scope="any", mood=mood))
                 continue
