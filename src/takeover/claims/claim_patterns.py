@@ -116,13 +116,15 @@ _NO_BEFORE = re.compile(r"\b(?:no|without(?: any)?|zero|0)\s+$", re.IGNORECASE)
 TODO = re.compile(
     r"\b(?:next(?: step)?|should|need(?:s|ed)? to|must|have to|has to|to do|todo|recommend\w*|suggest\w*|"
     r"consider|will|remains? to|still (?:needs?|has|have) to|yet to|plan(?:s|ned)? to|propos\w+|"
-    r"follow[- ]up)\b",
+    r"follow[- ]up|requir(?:e|es|ed) (?:the agent |us |you )?to|asks? (?:the agent |us |you )?to|wants? (?:the agent |us |you )?to)\b",
     re.IGNORECASE,
 )
 #: Words of a clause that make it a guess rather than a report.
 HEDGE = re.compile(
-    r"\b(?:whether|unclear|unknown|uncertain|may|might|possibly|probably|likely|perhaps|seems?|seemed|"
-    r"appears?|appeared|not sure|if|unless|assum\w+|suspect\w*|could|would)\b",
+    r"(?<!check )(?<!checked )(?<!checking )(?<!see )(?<!saw )(?<!verify )(?<!verified )(?<!test )(?<!tested )"
+    r"\b(?:whether|if)\b|"  # "checked if X" reports a check; "if X fails" is a condition
+    r"\b(?:unclear|unknown|uncertain|may|might|possibly|probably|likely|perhaps|seems?|seemed|appears?|appeared|"
+    r"looks? like|apparently|not sure|unless|assum\w+|suspect\w*|could|would)\b",
     re.IGNORECASE,
 )
 #: First words that make a clause an instruction (a plan): ``Run ...``, ``Revert ...`` (not ``Read``, which

@@ -168,6 +168,11 @@ def _runs_of_test(facts: TraceFacts, subject: str) -> list[tuple[CommandRun, str
     return out
 
 
+#: Kinds of script a note names, and the file names that fit each (``reproduction script``: ``repro``).
+_SCRIPT_NAMES = {"reproduc": r"repro", "repro": r"repro", "verif": r"verif|check|valid", "check": r"check|verif",
+                 "test": r"test"}
+
+
 def _subject_runs(facts: TraceFacts, claim: Claim) -> list[tuple[CommandRun, str | None]]:
     """The runs an outcome or verification claim is about, each with its result (a test's own, else the
     run's)."""
@@ -176,6 +181,10 @@ def _subject_runs(facts: TraceFacts, claim: Claim) -> list[tuple[CommandRun, str
         runs = [r for r in facts.runs if r.verification]
         if claim.scope == "script":
             runs = [r for r in runs if re.search(r"\bpython\S*\s+\S+\.py\b|\./\S+|\bbash\s", r.command)] or runs
+            # "the reproduction script": a script whose name says so (docs/protocol.md section 7.6)
+            kind = next((p for word, p in _SCRIPT_NAMES.items() if word in claim.text.lower()), None)
+            if kind is not None:
+                runs = [r for r in runs if re.search(rf"\S*(?:{kind})\S*\.(?:py|sh)\b", r.command, re.IGNORECASE)]
         elif claim.scope == "tests":
             # "The tests" of an outcome may be the only check there was; a check said not to have run is
             # a test run.
@@ -251,10 +260,6 @@ def _file(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
     return "unsupported", None, "no event names it"
 
 
-_SCRIPT_NAMES = {"reproduc": r"repro", "repro": r"repro", "verif": r"verif|check|valid", "check": r"check|verif",
-                 "test": r"test"}
-
-
 def _written_script(claim: Claim, facts: TraceFacts) -> tuple[str, int] | None:
     """The first script the predecessor created whose name fits the kind of script a note names ("the
     reproduction script": a name with ``repro``; "a script": any)."""
@@ -328,6 +333,12 @@ def _command(claim: Claim, facts: TraceFacts) -> tuple[str, int | None, str]:
     runs = _runs_of_command(facts, claim.subject)
     if runs:
         return "supported", runs[-1].event, f"event {runs[-1].event} ran it"
+    if claim.action == "mention":  # named, not said to have run: an event or the task may show it
+        ev = _first_text(facts, _normal_command(claim.subject), word=False)
+        if ev is not None:
+            return "supported", ev, f"event {ev} shows it"
+        if _normal_command(claim.subject) in " ".join(facts.task.split()):
+            return "supported", None, "the task's text names it"
     return "unsupported", None, "no event ran this command"
 
 

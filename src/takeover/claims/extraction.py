@@ -169,6 +169,8 @@ def _quoted_entity(content: str, start: int, end: int) -> _Entity | None:
         return _Entity("file", path["path"], start, end, lines)
     if FOLDER.fullmatch(c) or (c.endswith("/") and " " not in c):
         return _Entity("folder", c, start, end)
+    if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?", c) and is_symbol(c):  # pytest.raises, os.path.join()
+        return _Entity("symbol", symbol_name(c), start, end)
     if looks_like_command(c):
         return _Entity("command", c.removeprefix("$ ").strip(), start, end)
     if ERROR.fullmatch(c):
@@ -353,8 +355,8 @@ def _clause_claims(clause: str, base: int, mood: Mood, field: str | None) -> lis
                 action = verb if verb in ("read", "run") and asserted else "mention"
                 claim("file", e, action=action, lines=e.lines if action != "run" else None)
         elif e.kind == "command":
-            if asserted:
-                claim("command", e)
+            if asserted:  # said to have run (a verb that runs before it), else only named
+                claim("command", e, action="run" if _verb_class(clause, e, 0, taken) == "run" else "mention")
             else:  # a command still to run names files; the command itself is no claim about the past
                 for seg in segments(e.subject):
                     for word in seg.args:
