@@ -17,6 +17,15 @@ For sympy (sympy__sympy-11618, then -20590) and pytest (pytest-dev__pytest-7521,
 - **probe**: seconds of the isolation probe's script in the workspace under the allow-list (new per run),
   and what it found (newer commits visible: before, in the mirror clone; after, in the frozen clone).
 
+With ``--study``, the stores of a study instead: the twelve sympy tasks of
+``tests/test_frozen_history_mirror.py``, made in ascending order of base commit in an empty cache, as a study
+over one repository makes them. Per store: seconds to build it, its own MB, how many stores it borrows from,
+how deep git goes into alternates from a workspace of it (git opens no folder deeper than six), seconds to
+check out a workspace, and the error if the checkout failed; then the isolation probe's counts on the
+deepest store's workspace (newer commits readable, listed by ``git log --all --reflog``, refs not merged).
+
+    TAKEOVER_MIRROR=/work/mirror PYTHONPATH=src python benchmarks/bench_isolation.py --study
+
 Nothing is written into the mirror; everything else goes to a temporary folder.
 """
 
@@ -33,6 +42,7 @@ import time
 from pathlib import Path
 
 from takeover._util import sandbox
+from takeover.errors import RepositoryUnavailable
 from takeover.sources.frozen_history import frozen_store
 
 CASES = {"sympy/sympy": "360290c4c401e386db60723ddb0109ed499c9f6e",  # sympy__sympy-11618
@@ -122,14 +132,92 @@ def measure(repo: str, commit: str, mirror: Path, repeat: int, tmp: Path) -> dic
     return result
 
 
+#: The study of ``--study``: sympy tasks in ascending order of base commit (tests/test_frozen_history_mirror.py).
+STUDY = ["sympy__sympy-11618", "sympy__sympy-12481", "sympy__sympy-13031", "sympy__sympy-13852",
+         "sympy__sympy-13974", "sympy__sympy-14711", "sympy__sympy-15349", "sympy__sympy-15809",
+         "sympy__sympy-17318", "sympy__sympy-19495", "sympy__sympy-20590", "sympy__sympy-23950"]
+PROBE = ("git rev-list HEAD | sort > /tmp/a; git cat-file --batch-all-objects --batch-check='%(objecttype) "
+         "%(objectname)' | sed -n 's/^commit //p' | sort | comm -13 /tmp/a - | wc -l; "
+         "git log --all --reflog --format=%H | sort -u | comm -13 /tmp/a - | wc -l; "
+         "git for-each-ref --no-merged=HEAD | wc -l")
+
+
+def study(mirror: Path, dataset: Path, tmp: Path) -> list[dict]:
+    """The stores of :data:`STUDY` in an empty cache, one row each (see the module docstring)."""
+    from takeover.sources.frozen_history import alternates_depth
+    from takeover.sources.repos import RepoSource, alternates
+
+    os.environ["TAKEOVER_CACHE"] = str(tmp / "cache")
+    rows = {json.loads(line)["instance_id"]: json.loads(line) for line in dataset.read_text().splitlines()}
+    source = RepoSource(mirror, offline=True)
+    found = []
+    for instance in STUDY:
+        row = rows[instance]
+        bare = mirror / f"{row['repo'].replace('/', '__')}.git"
+        entry: dict = {"instance_id": instance, "error": None}
+        started = time.perf_counter()
+        try:
+            store = frozen_store(bare, row["repo"], row["base_commit"], tmp / "cache")
+        except RepositoryUnavailable as exc:  # the figure is the failure itself
+            entry.update(build_seconds=round(time.perf_counter() - started, 2), own_mb=None, borrows=None,
+                         checkout_seconds=None, depth=None, workspace=None, readable=[],
+                         error=" ".join(str(exc).split())[:200])
+            found.append(entry)
+            continue
+        listed = store / "objects" / "info" / "alternates"
+        entry.update(build_seconds=round(time.perf_counter() - started, 2), own_mb=_size_mb(store),
+                     borrows=len(listed.read_text().split()) if listed.exists() else 0)
+        ws = tmp / "ws" / instance
+        started = time.perf_counter()
+        try:
+            source.workspace(row["repo"], row["base_commit"], ws)
+        except RepositoryUnavailable as exc:
+            entry["error"] = " ".join(str(exc).split())[:200]
+        entry["checkout_seconds"] = round(time.perf_counter() - started, 2)
+        entry["depth"] = alternates_depth(ws / ".git" / "objects") if (ws / ".git").exists() else None
+        entry["workspace"] = str(ws)
+        entry["readable"] = [str(p.parent) for p in alternates(ws)] if ws.exists() else []
+        found.append(entry)
+    return found
+
+
+def probe(ws: Path, stores: list[Path]) -> list[int]:
+    """The isolation probe's counts in ``ws`` under the allow-list sandbox (or on the host without one)."""
+    st = sandbox.status()
+    argv = sandbox.wrap(["bash", "-c", PROBE], ws, readable=stores, tool=st.tool) if st.available else \
+        ["bash", "-c", PROBE]
+    return [int(n) for n in subprocess.run(argv, cwd=ws, check=True, capture_output=True, text=True).stdout.split()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--study", action="store_true", help="the stores of twelve sympy tasks, made in order")
+    parser.add_argument("--dataset", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" /
+                        "swebench_verified.jsonl")
     args = parser.parse_args()
     mirror = os.environ.get("TAKEOVER_MIRROR")
     if not mirror:
         sys.exit("set TAKEOVER_MIRROR to a folder of bare repositories (sympy__sympy.git, pytest-dev__pytest.git)")
+    if args.study:
+        with tempfile.TemporaryDirectory(prefix="takeover-bench-isolation-") as tmp:
+            rows = study(Path(mirror), args.dataset, Path(tmp))
+            deepest = max((r for r in rows if r["error"] is None), key=lambda r: (r["depth"], r["borrows"]))
+            counts = probe(Path(deepest["workspace"]), [Path(p) for p in deepest["readable"]])
+        if args.json:
+            print(json.dumps({"stores": rows, "probe": {"instance_id": deepest["instance_id"], "counts": counts}},
+                             indent=2))
+            return
+        print("| task | store build s | own MB | borrows | depth from a workspace | checkout s | error |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['instance_id']} | {r['build_seconds']} | {r['own_mb']} | {r['borrows']} | {r['depth']} "
+                  f"| {r['checkout_seconds']} | {r['error'] or ''} |")
+        print(f"\nProbe on {deepest['instance_id']} (depth {deepest['depth']}, {deepest['borrows']} stores "
+              f"borrowed): newer commits readable {counts[0]}, in git log --all --reflog {counts[1]}, "
+              f"refs not merged {counts[2]}")
+        return
     results = []
     for repo, commit in CASES.items():
         with tempfile.TemporaryDirectory(prefix="takeover-bench-isolation-") as tmp:

@@ -13,7 +13,9 @@ commit and the reflog, and pruning; takeover does the same by construction:
   ``<cache>/frozen/<owner__name>/<base_commit>[-<tags digest>].git``. A commit id names its whole
   ancestry, so the folder is content-keyed: every workspace of the task (any point, any view) shares it,
   read-only. The store of an ancestor commit (another task of the same repository) holds nothing newer, so
-  a new store borrows its objects (alternates) and fetches only the commits in between.
+  a new store borrows its objects (alternates) and fetches only the commits in between. It names every
+  store it borrows from in its own alternates file, so git never follows a chain of them (git stops at a
+  depth of five): the depth stays one whatever the number of stores and the order they were made in.
 - a **workspace** is ``git clone --shared`` of the frozen store: its alternates name the frozen store only
   (which holds nothing newer), it has no remote, no reflog, ``HEAD`` detached at ``base_commit`` and one
   branch at it.
@@ -34,6 +36,7 @@ import os
 import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -45,8 +48,10 @@ FROZEN_FOLDER = "frozen"
 STORE_RECORD = "takeover-frozen.json"
 #: The temporary ref a store being built points at the base of the store it borrows from (fetch negotiation).
 HAVE_REF = "refs/takeover/borrowed-base"
-#: How many stores of a repository :func:`_older_store` looks at.
-BORROW_CANDIDATES = 50
+#: The most stores one store borrows objects from (its alternates file's lines); a store that would borrow
+#: more fetches its whole ancestry instead and starts a new line, so that no git command opens hundreds of
+#: object folders and no sandbox binds them.
+MAX_BORROWED = 64
 #: File inside a workspace's ``.git`` naming the full mirror's object folder, for host-side git only.
 FULL_HISTORY_RECORD = Path("takeover") / "full-history"
 
@@ -98,6 +103,9 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
     """The frozen store of ``repo`` at ``base_commit`` (see the module docstring), built from the bare
     repository ``bare`` on first use; later calls (any process) return the same folder.
 
+    A store that can no longer be read whole (a store it borrows from was removed or rebuilt since, or it
+    was made by an earlier version of takeover) is built again in its place (docs/protocol.md section 8.6).
+
     Returns:
         The bare repository's path.
     Raises:
@@ -113,68 +121,196 @@ def frozen_store(bare: Path, repo: str, base_commit: str, cache: Path) -> Path:
         known = Path(index.read_text(encoding="utf-8").strip())
     except OSError:
         known = None
-    if known is not None and (known / STORE_RECORD).is_file():
+    if known is not None and usable(known):
         return known
     tags = older_tags(bare, base_commit)
     dest = store_path(repo, base_commit, cache, tags)
-    if (dest / STORE_RECORD).is_file():
+    if usable(dest):
         _remember(index, dest)
         return dest
     with _locked(dest.with_name(dest.name + ".lock")):
-        if (dest / STORE_RECORD).is_file():
-            return dest
-        started = time.perf_counter()
-        tmp = dest.with_name(f"{dest.name}.partial-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(dest, ignore_errors=True)
-        branch = default_branch(bare)
-        older = _older_store(bare, dest.parent, base_commit)
-        try:
-            _git("init", "--quiet", "--bare", str(tmp))
-            _git("--git-dir", str(tmp), "symbolic-ref", "HEAD", f"refs/heads/{branch}")
-            if older is not None:
-                # The store of an ancestor holds nothing newer than this base commit: borrow its objects and
-                # fetch only the commits in between (the fetch negotiates from a ref at its base).
-                (tmp / "objects" / "info" / "alternates").write_text(f"{(older[0] / 'objects').resolve()}\n")
-                _git("--git-dir", str(tmp), "update-ref", HAVE_REF, older[1])
-            refspecs = [f"{base_commit}:refs/heads/{branch}", *(f"+{t.split()[0]}:{t.split()[0]}" for t in tags)]
-            _git("--git-dir", str(tmp), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin",
-                 str(bare.resolve()), input="\n".join(refspecs) + "\n")
-            if older is not None:
-                _git("--git-dir", str(tmp), "update-ref", "-d", HAVE_REF)
-            # A fetch leaves no reflog in a bare repository, but a configured one would: drop it.
-            shutil.rmtree(tmp / "logs", ignore_errors=True)
-        except subprocess.CalledProcessError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise RepositoryUnavailable(f"{repo}: cannot freeze {bare} at {base_commit}: "
-                                        f"{(exc.stderr or '').strip()[:300]}") from None
-        record = {"repo": repo, "base_commit": base_commit, "branch": branch, "tags": len(tags),
-                  "borrows_from": str(older[0]) if older else None,
-                  "build_seconds": round(time.perf_counter() - started, 3)}
-        (tmp / STORE_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
-        tmp.rename(dest)
+        if not usable(dest):
+            _build(bare, repo, base_commit, tags, dest)
     _remember(index, dest)
     return dest
 
 
-def _older_store(bare: Path, folder: Path, base_commit: str) -> tuple[Path, str] | None:
-    """``(store, its base commit)``: the finished store in ``folder`` (one repository's) whose base commit is
-    the nearest ancestor of ``base_commit`` (fewest commits in between, checked in ``bare``), or ``None``.
-    At most :data:`BORROW_CANDIDATES` stores are looked at."""
-    best: tuple[int, Path, str] | None = None
-    for store in sorted(folder.glob("*.git"))[:BORROW_CANDIDATES]:
+def _record(store: Path) -> dict | None:
+    """The store's record (:data:`STORE_RECORD`), or ``None`` when it has none or it cannot be read."""
+    try:
+        found = json.loads((store / STORE_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def usable(store: Path, records: dict[Path, dict | None] | None = None) -> bool:
+    """Whether the frozen ``store`` is finished and every store it borrows objects from is still the one it
+    borrowed: present, finished, and not built again since (each build has an id of its own, which the
+    borrower records). A store made before stores recorded their builds is not usable: it may borrow
+    through a chain deeper than git follows. ``records`` caches the records read (by store path)."""
+    def read(path: Path) -> dict | None:
+        if records is None:
+            return _record(path)
+        if path not in records:
+            records[path] = _record(path)
+        return records[path]
+
+    record = read(store)
+    if record is None or not isinstance(record.get("build"), str) or not isinstance(record.get("borrows"), list):
+        return False
+    for borrowed in record["borrows"]:
+        theirs = read(Path(borrowed.get("store", "") if isinstance(borrowed, dict) else ""))
+        if theirs is None or theirs.get("build") != borrowed.get("build"):
+            return False
+    return True
+
+
+def _build(bare: Path, repo: str, base_commit: str, tags: list[str], dest: Path) -> None:
+    """Build the frozen store ``dest`` (the caller holds its lock), replacing an unusable one.
+
+    The new store borrows the objects of the nearest finished store whose base commit is an ancestor of
+    ``base_commit`` *and of every store that one borrows*, all named in its own alternates file, oldest
+    first. git follows alternates only to a depth of five; named this way, none is followed past the first
+    level (the stores a listed store borrows are listed before it, so git finds them loaded already), so
+    the depth stays one however many stores a repository has. A store that would borrow more than
+    :data:`MAX_BORROWED` stores borrows none and starts a new line.
+
+    Raises:
+        RepositoryUnavailable: git cannot fetch ``base_commit`` from ``bare``.
+    """
+    started = time.perf_counter()
+    tmp = dest.with_name(f"{dest.name}.partial-{os.getpid()}")
+    branch = default_branch(bare)
+    older = _older_store(bare, dest.parent, base_commit)
+    attempts = [older, None] if older is not None else [None]
+    for attempt in attempts:
+        borrows = _borrow_list(attempt)
+        shutil.rmtree(tmp, ignore_errors=True)
         try:
-            theirs = json.loads((store / STORE_RECORD).read_text(encoding="utf-8"))["base_commit"]
-        except (OSError, ValueError, KeyError):
-            continue
-        if theirs == base_commit:
-            continue
-        if _git("--git-dir", str(bare), "merge-base", "--is-ancestor", theirs, base_commit, check=False).returncode:
-            continue
-        between = int(_git("--git-dir", str(bare), "rev-list", "--count", f"{theirs}..{base_commit}").stdout.strip())
-        if best is None or between < best[0]:
-            best = (between, store, theirs)
-    return (best[1], best[2]) if best else None
+            _fetch_into(tmp, bare, base_commit, tags, branch, borrows, attempt)
+            break
+        except subprocess.CalledProcessError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            if attempt is None:
+                raise RepositoryUnavailable(f"{repo}: cannot freeze {bare} at {base_commit}: "
+                                            f"{(exc.stderr or '').strip()[:300]}") from None
+            # A store it borrows from was removed or rebuilt meanwhile (another process, a user cleaning
+            # the cache): fetch the whole ancestry instead.
+    record = {"repo": repo, "base_commit": base_commit, "branch": branch, "tags": len(tags),
+              "build": uuid.uuid4().hex, "borrows": borrows,
+              "build_seconds": round(time.perf_counter() - started, 3)}
+    (tmp / STORE_RECORD).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if dest.exists():
+        # An unusable store of the same content: moved aside whole, so that no reader sees half of either.
+        aside = dest.with_name(f"{dest.name}.unusable-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        dest.rename(aside)
+        shutil.rmtree(aside, ignore_errors=True)
+    tmp.rename(dest)
+
+
+def _borrow_list(older: tuple[Path, str] | None) -> list[dict[str, str]]:
+    """The stores a new store borrows when ``older`` (a usable store, its base commit) is the nearest: the
+    stores ``older`` borrows, in its order, then ``older`` itself, each as ``{"store", "build"}``; ``[]``
+    without one, or when that list would be longer than :data:`MAX_BORROWED`."""
+    if older is None:
+        return []
+    record = _record(older[0]) or {}
+    found = [*record.get("borrows", []), {"store": str(older[0].resolve()), "build": record.get("build", "")}]
+    return found if len(found) <= MAX_BORROWED else []
+
+
+def _fetch_into(tmp: Path, bare: Path, base_commit: str, tags: list[str], branch: str,
+                borrows: list[dict[str, str]], older: tuple[Path, str] | None) -> None:
+    """Make the bare repository ``tmp`` holding ``base_commit``'s ancestry and ``tags``, fetched from ``bare``,
+    borrowing the objects of ``borrows`` (oldest first) and fetching only what they lack.
+
+    Raises:
+        subprocess.CalledProcessError: git fails.
+    """
+    _git("init", "--quiet", "--bare", str(tmp))
+    _git("--git-dir", str(tmp), "symbolic-ref", "HEAD", f"refs/heads/{branch}")
+    if borrows and older is not None:
+        # Every store borrowed holds nothing newer than this base commit (each base is an ancestor).
+        (tmp / "objects" / "info" / "alternates").write_text(
+            "".join(f"{Path(b['store']) / 'objects'}\n" for b in borrows), encoding="utf-8")
+        # The fetch negotiates from a ref at the nearest store's base, so it brings only what lies between.
+        _git("--git-dir", str(tmp), "update-ref", HAVE_REF, older[1])
+    refspecs = [f"{base_commit}:refs/heads/{branch}", *(f"+{t.split()[0]}:{t.split()[0]}" for t in tags)]
+    _git("--git-dir", str(tmp), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--stdin",
+         str(bare.resolve()), input="\n".join(refspecs) + "\n")
+    if borrows and older is not None:
+        _git("--git-dir", str(tmp), "update-ref", "-d", HAVE_REF)
+    # A fetch leaves no reflog in a bare repository, but a configured one would: drop it.
+    shutil.rmtree(tmp / "logs", ignore_errors=True)
+
+
+def _older_store(bare: Path, folder: Path, base_commit: str) -> tuple[Path, str] | None:
+    """``(store, its base commit)``: the usable store in ``folder`` (one repository's) whose base commit is the
+    nearest ancestor of ``base_commit`` (fewest commits in between, checked in ``bare``), or ``None``."""
+    bases: dict[str, Path] = {}
+    records: dict[Path, dict | None] = {}
+    for store in sorted(folder.glob("*.git")):
+        records[store.resolve()] = record = _record(store)
+        theirs = (record or {}).get("base_commit")
+        if (isinstance(theirs, str) and theirs != base_commit and theirs not in bases
+                and usable(store.resolve(), records)):
+            bases[theirs] = store
+    if not bases:
+        return None
+    # One walk of the ancestry tells which of them are ancestors (a store per task: hundreds on django).
+    ancestry = set(_git("--git-dir", str(bare), "rev-list", base_commit).stdout.split())
+    ancestors = [commit for commit in bases if commit in ancestry]
+    if not ancestors:
+        return None
+    # The nearest is one that no other candidate descends from (on a line of history: the newest one).
+    tips = _git("--git-dir", str(bare), "merge-base", "--independent", *ancestors).stdout.split()
+    best = min(tips, key=lambda c: int(_git("--git-dir", str(bare), "rev-list", "--count",
+                                           f"{c}..{base_commit}").stdout.strip()))
+    return bases[best], best
+
+
+def set_aside(store: Path, reason: str) -> None:
+    """Mark the frozen ``store`` unusable (its record renamed, ``reason`` kept in it), so that the next
+    :func:`frozen_store` call builds it again, and so do the stores that borrow from it. Used when a
+    workspace cannot be checked out of it."""
+    record = _record(store) or {}
+    record["unusable"] = reason
+    try:
+        (store / "takeover-frozen.unusable.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        (store / STORE_RECORD).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def alternates_depth(objects: Path) -> int:
+    """How deep git goes into alternates when it opens the object folder ``objects`` (a workspace's
+    ``.git/objects`` or a store's ``objects``): 0 when it borrows nothing, 1 when the folders it names
+    borrow nothing new, and so on. git reads an alternates file's lines in order, follows each new folder's
+    own alternates at once (depth first) and skips a folder it has already opened. It reads alternates
+    files to a depth of five only, so it opens no folder deeper than six and reports the rest ``nesting too
+    deep``; this reports the depth as it finds it, however deep."""
+    seen: set[Path] = {objects.resolve()}
+    deepest = 0
+
+    def visit(folder: Path, depth: int) -> None:
+        nonlocal deepest
+        info = folder / "info" / "alternates"
+        if not info.is_file():
+            return
+        for line in info.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            path = (Path(line) if line.startswith("/") else folder / line).resolve()
+            if path in seen or not path.is_dir():
+                continue
+            seen.add(path)
+            deepest = max(deepest, depth + 1)
+            visit(path, depth + 1)
+
+    visit(objects, 0)
+    return deepest
 
 
 def _remember(index: Path, store: Path) -> None:
@@ -190,11 +326,16 @@ def clone_frozen(store: Path, commit: str, dest: Path, full_history: Path | None
     mirror's object folder) is recorded for :func:`host_git_env`.
 
     Raises:
-        subprocess.CalledProcessError: git fails (callers turn it into their own error).
+        subprocess.CalledProcessError: git fails, or reports an object it could not read while checking out
+            (callers turn it into their own error).
     """
     _git("clone", "--shared", "--no-checkout", "--quiet", str(store.resolve()), str(dest))
     _git("remote", "remove", "origin", cwd=dest)
-    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+    checkout = _git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=dest)
+    if any(line.startswith(("error:", "fatal:")) for line in checkout.stderr.splitlines()):
+        # git can exit 0 after leaving out files whose objects it could not read (an alternate store it
+        # did not open, ``nesting too deep``): a workspace missing files is a failed checkout.
+        raise subprocess.CalledProcessError(0, checkout.args, checkout.stdout, checkout.stderr)
     shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)  # "clone: from <store path>"
     if full_history is not None:
         record = dest / ".git" / FULL_HISTORY_RECORD

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from takeover._util import sandbox
 from takeover.errors import RepositoryUnavailable
-from takeover.sources.frozen_history import clone_frozen, frozen_store
+from takeover.sources.frozen_history import clone_frozen, frozen_store, set_aside
 
 #: The environment variable that names the mirror folder; read by the ``--mirror`` option only.
 MIRROR_ENV = "TAKEOVER_MIRROR"
@@ -151,7 +151,8 @@ class RepoSource(BaseModel):
         Raises:
             RepositoryUnavailable: the repository or commit cannot be obtained, the repository lacks an
                 object the checkout needs (the message names the repository, the commit and the object),
-                or git fails to check it out.
+                or git fails to check it out of the frozen store (the message names the store and git's
+                reason; the store is set aside, so that the next call builds it again).
             FileExistsError: ``dest`` exists and is not empty.
         """
         dest = Path(dest)
@@ -165,12 +166,20 @@ class RepoSource(BaseModel):
                 f"(a partial or damaged clone: clone it again with git clone --bare)"
             )
         dest.parent.mkdir(parents=True, exist_ok=True)
+        existed = dest.exists()
         store = frozen_store(bare, repo, commit, cache_dir())
         try:
             clone_frozen(store, commit, dest, full_history=bare / "objects")
         except subprocess.CalledProcessError as exc:
+            why = " ".join((exc.stderr or "").split())[:300]
+            # The store cannot give what it was built to hold: set it aside, so that a rerun builds it anew.
+            set_aside(store, why)
+            shutil.rmtree(dest, ignore_errors=True)
+            if existed:
+                dest.mkdir()
             raise RepositoryUnavailable(
-                f"{repo} at {bare}: cannot check out commit {commit}: {(exc.stderr or '').strip()[:200]}"
+                f"{repo}: cannot check out commit {commit} from its frozen store {store}: {why} "
+                f"(the store is set aside: the next run builds it again from {bare})"
             ) from None
         return dest
 
