@@ -32,7 +32,8 @@ from takeover.rediscovery.study import (
 
 #: File name of a view unit's stored check, in the unit's work folder.
 CLAIMS_FILE = "claims.json"
-#: Version of the stored record: a record of another version is computed again.
+#: Version of the stored record: a record of another version is computed again (raise it when a rule of
+#: docs/protocol.md section 7.6 changes, so that stored checks follow the rules).
 CLAIMS_VERSION = 1
 
 
