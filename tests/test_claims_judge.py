@@ -88,3 +88,59 @@ def test_claims_command_judges_a_study_and_the_report_shows_it_apart(experiment)
     listed = CliRunner().invoke(app, ["claims", str(out), "--json"])
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert {r["view"] for r in rows} == {"summary_notes"} and all(r["judge"]["model"] == "judge" for r in rows)
+
+
+def test_claims_command_judges_again_under_the_request_flags(experiment):  # noqa: F811
+    """--again judges judged notes again; --timeout, --retries and --max-retry-wait are the judge's requests'
+    (the first request times out after 3 s and is retried once, at once)."""
+    out = experiment
+    _with_predecessor(out)
+    _with_notes(out)
+    answer = {"content": json.dumps({"verdicts": []})}
+    with ScriptedServer([answer, answer]) as server:
+        first = CliRunner().invoke(app, ["claims", str(out), "--judge-model", "judge", "--base-url", server.base_url,
+                                         "--api-key-env", "NO_KEY"])
+        assert first.exit_code == 0 and server.served == 2
+    with ScriptedServer([{"delay": 6, **answer}, answer, answer]) as server:
+        again = CliRunner().invoke(app, ["claims", str(out), "--judge-model", "judge", "--base-url", server.base_url,
+                                         "--api-key-env", "NO_KEY", "--again", "--timeout", "3", "--retries", "1",
+                                         "--max-retry-wait", "0.01", "--json"])
+        assert again.exit_code == 0, again.output
+        assert server.served == 3  # the timed-out request and its retry, then the second note
+    rows = [json.loads(line) for line in again.stdout.splitlines()]
+    calls = sorted(r["judge"]["usage"]["calls"] for r in rows)
+    assert calls == [1, 2] and all(v["verdict"] == "no_answer" for r in rows for v in r["judge"]["verdicts"])
+    missing = CliRunner().invoke(app, ["claims", str(out / "nothing-here")])
+    assert missing.exit_code != 0
+
+
+def test_views_judge_model_judges_the_notes_of_one_point(tmp_path):
+    """``takeover views --judge-model``: the judge at the same endpoint as the note writer, recorded apart."""
+    from _views_support import real_run, requests_1766_patches, requests_1766_points_file
+    from conftest import DATASET, TRAJ
+
+    from takeover.testing.restating_notes import restating_writer
+
+    point_type = "after_first_source_edit"
+    points_file = requests_1766_points_file(tmp_path, point_type)
+    writer = restating_writer(real_run("psf__requests-1766"), 14, requests_1766_patches()[point_type])
+    judged: list[str] = []
+
+    def script(body: dict, n: int) -> dict:
+        if body["messages"][0]["content"].startswith("The notes below were written"):
+            judged.append(body["messages"][0]["content"])
+            return {"content": json.dumps({"verdicts": [{"claim": 0, "verdict": "supported", "step": 1, "reason": "r"}]})}
+        reply = writer(body, n)
+        # One claim the rules cannot support: a file the predecessor never named.
+        return {"content": reply["content"] + "\n- It read docs/api.rst."} if "JSON" not in body["messages"][1]["content"] else reply
+
+    with ScriptedServer(script) as server:
+        result = CliRunner().invoke(app, [
+            "views", str(TRAJ / "mini-swe-agent" / "psf__requests-1766.json"), "--dataset", str(DATASET),
+            "--point-type", point_type, "--points-file", str(points_file), "--out-dir", str(tmp_path / "v"),
+            "--view", "summary_notes", "--model", "writer", "--judge-model", "judge", "--base-url", server.base_url,
+            "--api-key-env", "NO_KEY", "--json"])
+    assert result.exit_code == 0, result.output
+    check = json.loads(result.stdout)["claims"]["summary_notes"]
+    assert check["figures"]["unsupported"] == 1 and len(judged) == 1 and "docs/api.rst" in judged[0]
+    assert check["judge"]["model"] == "judge" and [v["verdict"] for v in check["judge"]["verdicts"]] == ["supported"]

@@ -31,6 +31,7 @@ from takeover.cli.options import (
     RetriesOption,
     VerboseOption,
 )
+from takeover.errors import InputError
 from takeover.llm import ModelSettings
 
 #: The model judge of the claims the rules leave unsupported (``takeover claims``, ``takeover views``).
@@ -62,6 +63,8 @@ def claims(
 
         takeover claims out/pilot --judge-model openai/qwen --base-url http://127.0.0.1:8080/v1
     """
+    if not (out_dir / "plan.json").is_file():
+        raise InputError(out_dir, "has no plan.json: give the output folder of `takeover run` or `takeover quickstart`")
     check_writable(out_dir, flag="")
     if judge_model:
         rows = judge_study(out_dir, ModelSettings(model=judge_model, base_url=base_url, api_key_env=api_key_env,
