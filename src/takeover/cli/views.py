@@ -5,6 +5,7 @@ A thin layer over :func:`takeover.views.build_view` and :func:`write_views`.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -15,6 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from takeover._util.folders import check_writable
+from takeover.claims.note_checks import check_views_folder
+from takeover.cli.claims import JudgeModelOption
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
@@ -28,6 +31,7 @@ from takeover.cli.options import (
     BaseUrlOption,
     DatasetOption,
     EventOption,
+    JsonOption,
     MaxRetryWaitOption,
     MirrorOption,
     NoteMaxTokensOption,
@@ -43,7 +47,7 @@ from takeover.cli.options import (
     read_views,
 )
 from takeover.errors import TakeoverError
-from takeover.llm import ModelSettings
+from takeover.llm import ModelClient, ModelSettings
 from takeover.sources.repos import RepoSource
 from takeover.views import load_inputs, write_views
 from takeover.views.notes import NOTE_MAX_TOKENS
@@ -72,6 +76,8 @@ def views(
     retries: RetriesOption = RETRIES,
     max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
     offline: OfflineOption = False,
+    judge_model: JudgeModelOption = None,
+    as_json: JsonOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
@@ -80,6 +86,8 @@ def views(
     (replay needs the repository: --mirror); --event N cuts after event N instead (its exact state, as
     takeover checkpoint --event; views.json then names the event). The notes views need a note-writing model (--model,
     --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
+    The claims of each model-written note are checked against the trace (DIR/claims.json); --json prints
+    views.json with that check as one JSON line.
 
     Exit status: 0 when every requested view was written; 1 when one could not be built (for
     example a notes view without --model) or the run has no such point; 2 on bad input (including a
@@ -137,6 +145,17 @@ def views(
             state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
             progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
                           f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
+    judge = ModelClient(ModelSettings(model=judge_model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
+                                      retries=retries, max_retry_wait=max_retry_wait)) if judge_model else None
+    try:
+        claims = check_views_folder(out, summary["views"], inputs.trajectory, inputs.point.event_index,
+                                    checkpoint_patch=inputs.checkpoint_patch,
+                                    problem_statement=inputs.task.problem_statement, judge=judge)
+    finally:
+        if judge is not None:
+            judge.close()
+    if as_json:
+        print(json.dumps({**summary, "claims": claims}, ensure_ascii=False))
     where = "" if inputs.point_type == EVENT_CUT else f"{inputs.point_type} "
     table = Table(title=f"{escape(inputs.task.instance_id)} @ {where}(event {inputs.point.event_index})")
     for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
@@ -150,7 +169,12 @@ def views(
             str(note["prompt_tokens"] + note["completion_tokens"]) if note else "-",
             escape(str(row["validation"])),
         )
-    output_console().print(table)
+    if not as_json:
+        output_console().print(table)
+    for name, check in claims.items():
+        f = check.get("figures")
+        console.print(f"claims of {name}: " + (f"{f['claims']} ({f['supported']} supported, {f['unsupported']} "
+                      f"unsupported, {f['contradicted']} contradicted)" if f else escape(str(check.get("error")))))
     for name, row in summary["views"].items():
         if row.get("error"):
             # The error may already start with the view's name; print it once.
