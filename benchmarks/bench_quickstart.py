@@ -20,7 +20,13 @@ prints:
 
     .venv/bin/python benchmarks/bench_quickstart.py --dataset DATA/swebench_verified.jsonl \\
         --trajectories DATA/trajectories/mini-swe-agent/pytest-dev__pytest-7521.json --mirror /work/mirror \\
-        [--baseline main] [--keep DIR] [--json]
+        [--baseline main] [--keep DIR] [--json] [--write-work src/takeover/quickstart/known_work.json]
+
+With ``--write-work FILE`` it writes this tree's run as the quickstart's known work (the reference its
+estimate scales to the user's machine: :func:`takeover.quickstart.measure_work`), with this machine's CPU,
+its load and how the figures were measured. Run it with the defaults, the model and the task environment
+cached, on a machine as idle as can be had, with ``-- --wall-time-limit-seconds 3600`` so that no takeover
+run is stopped by its limit: the estimate applies the limit of each run call by call.
 
 Needs the ``quickstart`` extra (llama-cpp-python) and the embedded model in the cache (it is fetched on
 first use otherwise, which is then part of the time).
@@ -39,8 +45,9 @@ import threading
 import time
 from pathlib import Path
 
-from takeover.embedded_model import ServerRequest, read_server_log
+from takeover.embedded_model import STARTUP_REQUESTS, ServerRequest, read_server_log
 from takeover.llm import LoggedCall, read_calls
+from takeover.quickstart import measure_work
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -142,11 +149,12 @@ def _note_attempts(out: Path) -> dict[str, str]:
 
 def per_call(calls: list[LoggedCall], served: list[ServerRequest]) -> list[dict]:
     """One row per request the server answered, joined in order with the call log's answered attempts (the
-    server has one slot and answers in arrival order; its first request is the start-up usage check, which
-    is not in the call log). Without a call log (an earlier revision) the rows are the server's alone."""
+    server has one slot and answers in arrival order; its first requests are the start-up usage check and
+    speed measurement, which are not in the call log). Without a call log (an earlier revision) the rows
+    are the server's alone."""
     answered = [c for c in calls if c.status == "ok"]
     rows = []
-    for i, request in enumerate(served[1:]):
+    for i, request in enumerate(served[STARTUP_REQUESTS:]):
         call = answered[i] if i < len(answered) else None
         unit = " ".join(str(call.unit[k]) for k in ("stage", "view") if call.unit.get(k)) if call else "?"
         rows.append({
@@ -179,7 +187,7 @@ def run_once(label: str, src: Path, out: Path, flags: list[str]) -> dict:
     result = json.loads((out / "quickstart.json").read_text()) if (out / "quickstart.json").exists() else {}
     served = read_server_log(out / "model-server.log")
     calls, _ = read_calls(out / "model-calls.jsonl")
-    answered = served[1:]
+    answered = served[STARTUP_REQUESTS:]
     evaluated = sum(r.evaluated_tokens for r in answered)
     reused = sum(r.reused_tokens for r in answered)
     prompt_s = sum(r.prompt_ms for r in answered) / 1000
@@ -208,7 +216,40 @@ def run_once(label: str, src: Path, out: Path, flags: list[str]) -> dict:
         "note_attempts": _note_attempts(out),
         "calls": rows,
         "log": str(out.parent / f"{out.name}.log"),
+        "out": str(out),
     }
+
+
+def machine_phrase(load_start: list[float], load_end: list[float]) -> str:
+    """``a 2-core Intel(R) Xeon(R) ... (load average 1.9 at start, 2.4 at end)``: this machine, for the record."""
+    model = "x86 CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = " ".join(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0))
+    return (f"a {cores}-core {model} (1-minute load average {load_start[0]:.1f} at start, "
+            f"{load_end[0]:.1f} at end)")
+
+
+def write_work(run: dict, dest: Path, flags: list[str]) -> None:
+    """This tree's run as the quickstart's known work (JSON), with how it was measured."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=False).stdout.strip() or "unknown"
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "src"], capture_output=True,
+                           text=True, check=False).stdout.strip()
+    measured = (f"benchmarks/bench_quickstart.py {' '.join(Path(f).name if '/' in f else f for f in flags)} at "
+                f"{commit}{' with uncommitted changes' if dirty else ''} on {time.strftime('%Y-%m-%d')}: the "
+                "quickstart's defaults but for a wall-time limit no takeover run reaches (every step's work is "
+                "known), embedded model and task environment cached; tokens and model seconds from the server's "
+                "log, wall time from the model being ready to the report, CPU seconds of the whole process tree")
+    work = measure_work(run["out"], machine=machine_phrase(run["load_start"], run["load_end"]),
+                        measured=measured, cpu_seconds=run["tree_cpu_seconds"])
+    dest.write_text(work.model_dump_json(indent=2) + "\n")
+    print(f"known work written to {dest}")
 
 
 def _cell(value, unit: str = "") -> str:
@@ -268,6 +309,8 @@ def main() -> None:
     ap.add_argument("--baseline", default="", help="git revision to compare with (run first; '' to skip)")
     ap.add_argument("--keep", type=Path, default=None, help="folder to keep the output folders in")
     ap.add_argument("--json", action="store_true", help="also print each run's figures as one JSON line")
+    ap.add_argument("--write-work", type=Path, default=None,
+                    help="write this tree's run as the quickstart's known work (src/takeover/quickstart/known_work.json)")
     ap.add_argument("extra", nargs="*", help="more quickstart flags (after --)")
     args = ap.parse_args()
     flags = ["--dataset", args.dataset, "--trajectories", args.trajectories, "--mirror", args.mirror, *args.extra]
@@ -281,6 +324,8 @@ def main() -> None:
             old = baseline_source(args.baseline, scratch / "baseline")
             runs.append(run_once(f"baseline {args.baseline}", old, where / "baseline-out", flags))
         runs.append(run_once("this tree", ROOT / "src", where / "this-out", flags))
+        if args.write_work:
+            write_work(runs[-1], args.write_work, flags)
     finally:
         if args.keep is None:
             print("(output folders and logs are removed; keep them with --keep DIR)")

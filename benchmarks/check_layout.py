@@ -105,8 +105,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("agents",),  # 8
     ("grading",),  # 9
     # 10: results = the typed records stages write and the report reads; rediscovery = which successor actions
-    # repeat what the predecessor knew, and the figures stored with each takeover unit
-    ("report", "results", "rediscovery"),
+    # repeat what the predecessor knew, and the figures stored with each takeover unit; claims = the claims of
+    # model-written notes checked against the trace, stored with each view unit
+    ("report", "results", "rediscovery", "claims"),
     # 11 (testing: test support; inspect_task: the study's handoff points as an Inspect AI task)
     ("experiments", "embedded_model", "doctor", "quickstart", "testing", "handoff", "inspect_task", "harbor"),
     ("cli", "__main__"),  # 12

@@ -105,14 +105,14 @@ def requests_1766_patches() -> dict[str, str]:
 ID_1766 = "psf__requests-1766"
 
 
-def requests_1766_points_file(folder: Path) -> Path:
-    """A saved RunPoints record of psf__requests-1766 with the hand-checked ``after_first_source_edit``
-    point, in ``folder`` (what ``takeover points --out-dir`` writes; detection itself needs the mirror)."""
+def requests_1766_points_file(folder: Path, point_type: str = "after_first_source_edit") -> Path:
+    """A saved RunPoints record of psf__requests-1766 with the hand-checked point of ``point_type``, in
+    ``folder`` (what ``takeover points --out-dir`` writes; detection itself needs the mirror)."""
     from takeover.points import RunPoints
     from takeover.repository_states.replay import ReplayVerdict
 
     run, task = real_run(ID_1766), real_task(ID_1766)
-    point = requests_1766_points()["after_first_source_edit"]
+    point = requests_1766_points()[point_type]
     record = RunPoints(
         instance_id=ID_1766, repo=task.repo, base_commit=task.base_commit, trajectory=str(real_run_path(ID_1766)),
         format=run.format, events=len(run.events), replay=ReplayVerdict(verified=True, method="verified_replay"),

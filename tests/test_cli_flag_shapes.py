@@ -21,7 +21,7 @@ from takeover.llm import ModelSettings
 from takeover.vocabulary import VIEWS
 
 #: The commands that call a model, and those that write notes (``run`` reads both from the experiment file).
-CALL_A_MODEL = ("views", "handoff", "resume", "agent run", "quickstart")
+CALL_A_MODEL = ("views", "handoff", "resume", "agent run", "quickstart", "claims")
 WRITE_NOTES = ("views", "handoff", "resume", "quickstart")
 #: The commands that write files, and where.
 WRITE_FILES = ("points", "checkpoint", "views", "agent run", "grade", "show", "handoff", "resume", "quickstart",

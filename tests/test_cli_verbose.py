@@ -51,6 +51,7 @@ def logging_state(monkeypatch):
     ["export", "atif", "--verbose", "missing-run.json"],
     ["resume", "-v", "missing-session.jsonl", "--model", "m"],
     ["rediscovery", "-v", "missing-a.jsonl", "missing-b.jsonl", "--event", "1"],
+    ["claims", "--verbose", "missing-out"],
     ["export", "harbor", "--verbose", "missing-checkpoint", "--dataset", "missing.jsonl"],
 ], ids=lambda argv: " ".join(argv[:2]) if argv[0] in ("tasks", "agent", "export") else argv[0])
 def test_verbose_lets_other_libraries_log_at_info(argv, logging_state, tmp_path, monkeypatch):

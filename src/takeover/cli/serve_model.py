@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from takeover import embedded_model
 from takeover.cli.console import model_progress, output_console
 from takeover.cli.failures import command
 from takeover.cli.options import ModelPartsOption, ModelPathOption, NCtxOption, VerboseOption
@@ -47,6 +48,12 @@ def serve_model(
             f"[green]serving[/] {model.spec.alias} at [bold]{settings.base_url}[/] "
             f"(ready in {time.monotonic() - t0:.1f} s; usage check {model.usage_check}); log {model.log_path}"
         )
+        cached = model.model_path == embedded_model.model_path(model.spec)
+        source = embedded_model.weights_source(model.spec) if cached else None
+        console.print(f"weights: {model.model_path}" + (f", from {source.describe()}" if source else ""),
+                      markup=False, highlight=False)
+        speed = model.speed.describe() if model.speed else f"not measured ({model.speed_error})"
+        console.print(f"this machine's speed with it, measured now: {speed}", markup=False, highlight=False)
         console.print(f"use it with: --model {settings.model} --base-url {settings.base_url}   (Ctrl-C stops)")
         while model.process is not None and model.process.poll() is None:
             time.sleep(1)

@@ -5,6 +5,7 @@ A thin layer over :func:`takeover.views.build_view` and :func:`write_views`.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from takeover._util.folders import check_writable
+from takeover.claims.note_checks import check_views_folder
 from takeover.cli.console import is_watched, output_console, progress_line
 from takeover.cli.failures import command
 from takeover.cli.options import (
@@ -22,6 +24,8 @@ from takeover.cli.options import (
     POINT_TYPE_HELP,
     DatasetOption,
     EventOption,
+    JsonOption,
+    JudgeModelOption,
     PointsFileOption,
     RecordOption,
     VerboseOption,
@@ -33,7 +37,7 @@ from takeover.cli.options import (
     repo_source,
     view_budgets,
 )
-from takeover.llm import ModelSettings
+from takeover.llm import ModelClient, ModelSettings
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.view_budgets import ViewBudgets
@@ -57,6 +61,8 @@ def views(
     points_file: PointsFileOption = None,
     record: RecordOption = None,
     template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
+    judge_model: JudgeModelOption = None,
+    as_json: JsonOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Write the takeover prompt of each view of one handoff point to DIR/<view>.md, plus DIR/views.json.
@@ -66,6 +72,9 @@ def views(
     takeover checkpoint --event; views.json then names the event; the replay follows the replay flags). The notes views
     need a note-writing model (--model, --base-url). With output to a file or pipe, one line per view also goes to
     stderr as it is written.
+    The claims of each model-written note are checked against the trace (DIR/claims.json); --json prints
+    views.json with that check as one JSON line. --judge-model asks a model at the note writer's endpoint
+    (--model, --base-url) about the claims the rules leave unsupported.
 
     Exit status: 0 when every requested view was written; 1 when one could not be built (for
     example a notes view without --model) or the run has no such point; 2 on bad input (including a
@@ -88,6 +97,9 @@ def views(
             raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
         out = checkpoint_dir / "views"
     names = read_views(view)
+    if judge_model and model is None:
+        raise typer.BadParameter("--judge-model asks a model at the note writer's endpoint: give --model (and "
+                                 "--base-url) too", param_hint="--judge-model")
     check_writable(out)
     inputs = load_inputs(file, point_type, dataset, record=record, repo_source=repo_source,
                          points_file=points_file, checkpoint_dir=checkpoint_dir, event=event, replay=replay)
@@ -109,6 +121,16 @@ def views(
             state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
             progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
                           f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
+    judge = ModelClient(model.model_copy(update={"model": judge_model})) if judge_model and model else None
+    try:
+        claims = check_views_folder(out, summary["views"], inputs.trajectory, inputs.point.event_index,
+                                    checkpoint_patch=inputs.checkpoint_patch,
+                                    problem_statement=inputs.task.problem_statement, judge=judge)
+    finally:
+        if judge is not None:
+            judge.close()
+    if as_json:
+        print(json.dumps({**summary, "claims": claims}, ensure_ascii=False))
     where = "" if inputs.point_type == EVENT_CUT else f"{inputs.point_type} "
     table = Table(title=f"{escape(inputs.task.instance_id)} @ {where}(event {inputs.point.event_index})")
     for column in ("view", "characters", "est. tokens", "note tokens", "validation"):
@@ -122,7 +144,12 @@ def views(
             str(note["prompt_tokens"] + note["completion_tokens"]) if note else "-",
             escape(str(row["validation"])),
         )
-    output_console().print(table)
+    if not as_json:
+        output_console().print(table)
+    for name, check in claims.items():
+        f = check.get("figures")
+        console.print(f"claims of {name}: " + (f"{f['claims']} ({f['supported']} supported, {f['unsupported']} "
+                      f"unsupported, {f['contradicted']} contradicted)" if f else escape(str(check.get("error")))))
     for name, row in summary["views"].items():
         if row.get("error"):
             # The error may already start with the view's name; print it once.

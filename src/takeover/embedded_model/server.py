@@ -3,8 +3,9 @@
 ``llama-cpp-python[server]`` (the optional ``quickstart`` extra) speaks the OpenAI chat API.
 :meth:`EmbeddedModel.start` waits until it answers, sends one short completion and checks that the answer
 carries ``usage`` (prompt and completion tokens: the protocol's cost metrics, docs/protocol.md section 8,
-need it on every call), then returns the :class:`~takeover.llm.ModelSettings` that note writing and agent
-runs use. Every request goes through :class:`takeover.llm.ModelClient`. Agents talk to the model with the
+need it on every call), measures this machine's prompt and generation speed with two fixed requests
+(:func:`takeover.embedded_model.speed.measure_speed`: :data:`STARTUP_REQUESTS` requests in all before any
+other), then returns the :class:`~takeover.llm.ModelSettings` that note writing and agent runs use. Every request goes through :class:`takeover.llm.ModelClient`. Agents talk to the model with the
 text action protocol (no native tool calls).
 
 The server runs as the leader of a session and process group of its own, so that :meth:`EmbeddedModel.stop`
@@ -41,6 +42,7 @@ from pathlib import Path
 
 from takeover._util.io import sha256_file
 from takeover._util.processes import ending_with_parent, kill_group
+from takeover.embedded_model.speed import MachineSpeed, measure_speed
 from takeover.embedded_model.weights import (
     DEFAULT_MODEL,
     ModelSpec,
@@ -67,6 +69,11 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SERVER_MODULES = ("uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
 #: Seconds a request to the embedded server may take (see :meth:`EmbeddedModel.start`).
 REQUEST_TIMEOUT = 3600.0
+#: Requests the server answers during :meth:`EmbeddedModel.start`: the usage check and the two of the speed
+#: measurement (its log's first blocks; benchmarks/bench_quickstart.py skips them).
+STARTUP_REQUESTS = 3
+#: What every GGUF file starts with.
+GGUF_MAGIC = b"GGUF"
 #: Memory the quickstart needs with the embedded model (GB): the server's peak resident memory measured by
 #: benchmarks/bench_quickstart.py (951 MiB: weights, KV cache, compute buffers) plus a takeover run's
 #: and a grading's processes, with room to spare.
@@ -92,6 +99,23 @@ def llama_cpp_available() -> tuple[bool, str]:
     if missing:
         return False, f"llama_cpp {version} without its server extras (missing {', '.join(missing)})"
     return True, version
+
+
+def check_gguf_file(path: Path | str) -> Path:
+    """``path`` if it is a GGUF file (it starts with :data:`GGUF_MAGIC`): a user's own model file is checked
+    before a server is started on it.
+
+    Raises:
+        ModelUnavailable: the file is missing or is not a GGUF file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelUnavailable(f"{path}: model file not found")
+    with path.open("rb") as fh:
+        if fh.read(len(GGUF_MAGIC)) != GGUF_MAGIC:
+            raise ModelUnavailable(f"{path}: not a GGUF file (it does not start with 'GGUF'); llama.cpp serves "
+                                   "GGUF models only")
+    return path
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -137,8 +161,8 @@ class EmbeddedModel:
     Use as ``with EmbeddedModel() as settings: ...`` or ``settings = m.start(); ...; m.stop()``.
 
     Args:
-        model_path: a GGUF file (default: ``$TAKEOVER_MODEL_PATH`` or the cached default model, which
-            :meth:`start` assembles on first use).
+        model_path: the user's own GGUF file (default: ``$TAKEOVER_MODEL_PATH`` or the cached default model,
+            which :meth:`start` fetches on first use, :func:`ensure_model`).
         port: TCP port (default: a free one).
         n_ctx: context window (tokens). 16,384 fits a ``raw_trace`` view of a short handoff plus a few steps.
         n_threads: CPU threads (default :func:`default_threads`).
@@ -150,9 +174,13 @@ class EmbeddedModel:
         startup_timeout: seconds to wait for the server to answer.
         max_tokens: completion cap per call (tokens) in the returned settings.
 
+    After :meth:`start`, :attr:`speed` holds this machine's measured speed (:class:`MachineSpeed`), or
+    :attr:`speed_error` says why it could not be measured.
+
     Raises (from :meth:`start`):
         EnvironmentUnavailable: ``llama_cpp`` (extra ``quickstart``) is not installed.
-        ModelUnavailable: the server exits, does not answer in time, or answers without usage.
+        ModelUnavailable: the model file is missing or not a GGUF file; the server exits, does not answer
+            in time, or answers without usage.
     """
 
     def __init__(
@@ -187,6 +215,8 @@ class EmbeddedModel:
         self.process: subprocess.Popen | None = None
         self.settings: ModelSettings | None = None
         self.usage_check: dict | None = None
+        self.speed: MachineSpeed | None = None
+        self.speed_error: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -235,8 +265,8 @@ class EmbeddedModel:
             )
         if self.model_path is None:
             self.model_path = ensure_model(self.spec, model_parts=self.model_parts, progress=self.progress)
-        elif not self.model_path.is_file():
-            raise ModelUnavailable(f"{self.model_path}: model file not found")
+        else:
+            check_gguf_file(self.model_path)
         self.port = self.port or free_port(self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
@@ -252,6 +282,7 @@ class EmbeddedModel:
         try:
             self._wait_until_ready()
             self.usage_check = self._check_first_completion()
+            self._measure_speed()
         except BaseException:  # an interrupt during start-up too: never leave the server running
             self.stop()
             raise
@@ -309,6 +340,14 @@ class EmbeddedModel:
                 raise ModelUnavailable(f"the model server exited with status {code} on its first completion "
                                        f"(log {self.log_path}):\n{self._log_tail()}") from exc
             raise
+
+    def _measure_speed(self) -> None:
+        """Set :attr:`speed` (:func:`measure_speed`), or :attr:`speed_error` when it could not be measured: a
+        missing figure costs an estimate, not the run."""
+        try:
+            self.speed = measure_speed(_settings(self.base_url, self.spec.alias, timeout=REQUEST_TIMEOUT))
+        except (ModelCallError, ValueError) as exc:
+            self.speed_error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
     def _log_tail(self, lines: int = 8) -> str:
         try:

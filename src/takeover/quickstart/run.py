@@ -22,7 +22,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from takeover._util.io import atomic_write_json, atomic_write_text
-from takeover.embedded_model import DEFAULT_MODEL, EmbeddedModel, ProgressFn, ensure_model, is_cached
+from takeover.embedded_model import (
+    DEFAULT_MODEL,
+    MODEL_PATH_ENV,
+    EmbeddedModel,
+    ProgressFn,
+    WeightsSource,
+    ensure_model,
+    is_cached,
+    weights_source,
+)
 from takeover.errors import TakeoverError
 from takeover.experiments import run_experiment
 from takeover.experiments.engine import ProgressCallback
@@ -31,6 +40,15 @@ from takeover.experiments.progress import ProgressTracker
 from takeover.experiments.units import load_results
 from takeover.llm import LoggedCall, ModelSettings
 from takeover.quickstart.downloads import resolve_dataset, resolve_trajectories
+from takeover.quickstart.estimate import (
+    RunEstimate,
+    describe_estimate,
+    estimate_note,
+    estimate_run,
+    load_known_work,
+    progress_phrase,
+    work_configuration,
+)
 from takeover.quickstart.experiment_config import build_config, report_notice, warning_text
 from takeover.quickstart.model_calls import CallWatcher, logging_calls
 from takeover.quickstart.options import EMBEDDED_STEP_MAX_TOKENS, QuickstartOptions
@@ -43,9 +61,9 @@ class QuickstartDisplay:
     """What the quickstart tells as it goes. This one shows nothing; subclass it to show progress
     (:class:`takeover.cli.quickstart.ConsoleDisplay` does, with rich). Calls come in this order:
     :meth:`started`; per stage :meth:`working` around the work, then :meth:`stage_done`;
-    :meth:`downloading_model` around a first-time model download; :meth:`running` around the experiment's
-    stages, with :meth:`model_call` for each model call meanwhile; :meth:`stopped` when a stage could not
-    run."""
+    :meth:`downloading_model` around a first-time model download; :meth:`estimated` once the embedded
+    model is ready; :meth:`running` around the experiment's stages, with :meth:`model_call` for each model
+    call meanwhile; :meth:`stopped` when a stage could not run."""
 
     def started(self, options: QuickstartOptions, out_dir: Path) -> None:
         """The quickstart begins; the report will be ``out_dir/report.md``."""
@@ -67,10 +85,16 @@ class QuickstartDisplay:
         the engine's events (it must pass them on to ``tracker``), or ``None``: ``tracker`` receives them."""
         yield None
 
-    def model_call(self, call: LoggedCall, number: int) -> None:
+    def estimated(self, estimate: RunEstimate | None, text: str) -> None:
+        """The embedded model is ready: ``estimate`` is the run's expected duration on this machine, or
+        ``None`` when none can be made; ``text`` says either, with this machine's speed."""
+
+    def model_call(self, call: LoggedCall, number: int, progress: str = "") -> None:
         """A model call (one attempt) ended: ``call`` says which unit it served (``number``: its 1-based
         number within that unit), its tokens and seconds (:func:`takeover.quickstart.model_calls.describe_call`
-        words it). Called from another thread than the other methods."""
+        words it); ``progress`` where the run stands against the estimate (``""`` without one,
+        :func:`takeover.quickstart.estimate.progress_phrase`). Called from another thread than the other
+        methods."""
 
     def stage_done(self, stage: StageTime) -> None:
         """A stage finished (wall time in seconds, what it did)."""
@@ -128,32 +152,58 @@ def _handoff_states(out: Path) -> dict[str, str]:
 
 
 def _start_model(options: QuickstartOptions, out: Path, display: QuickstartDisplay,
-                 done: Callable[[str, float, str], None]) -> tuple[ModelSettings, EmbeddedModel | None]:
-    """The endpoint the agents and the note writer call: the one given, or the embedded model, served."""
+                 done: Callable[[str, float, str], None]) -> tuple[ModelSettings, EmbeddedModel | None, str]:
+    """The endpoint the agents and the note writer call: the one given, or the embedded model, served; and
+    where the embedded model's weights came from (``""`` for another endpoint)."""
     t0 = time.monotonic()
     if not options.embedded:
         model = options.with_request_settings(
             ModelSettings(model=options.model, base_url=options.base_url, api_key_env=options.api_key_env))
         done("model", t0, f"{model.model} at {model.base_url or 'provider default'}")
-        return model, None
-    cached = is_cached(DEFAULT_MODEL) or options.model_path is not None
+        return model, None, ""
     with display.downloading_model() as progress:
         embedded = EmbeddedModel(options.model_path, n_ctx=options.n_ctx, progress=progress,
                                  model_parts=options.model_parts, log_path=out / "model-server.log",
                                  max_tokens=EMBEDDED_STEP_MAX_TOKENS)
-        if not cached:
+        if embedded.model_path is None:
+            cached = is_cached(DEFAULT_MODEL)
             embedded.model_path = ensure_model(DEFAULT_MODEL, model_parts=options.model_parts, progress=progress)
-            done("model download + assembly", t0, str(embedded.model_path))
-            t0 = time.monotonic()
+            source = weights_source(DEFAULT_MODEL)  # recorded by ensure_model beside the file
+            weights = (f"{source.describe() if source else 'unknown source'}, sha256 checked; "
+                       f"{'cached at' if cached else 'fetched now into'} {embedded.model_path}")
+        else:
+            given = "--model-path" if options.model_path is not None else MODEL_PATH_ENV
+            weights = f"{WeightsSource(kind='file', where=str(embedded.model_path)).describe()} ({given})"
+    done("model weights", t0, weights)
+    t0 = time.monotonic()
     try:
-        with display.working("model: starting the embedded server (llama.cpp)"):
+        with display.working("model: starting the embedded server (llama.cpp) and measuring its speed"):
             model = options.with_request_settings(embedded.start())
     except BaseException:
         embedded.stop()
         raise
+    speed = embedded.speed.describe() if embedded.speed else f"speed not measured ({embedded.speed_error})"
     done("model server start", t0, f"{model.base_url} (n_ctx {embedded.n_ctx}, {embedded.n_threads} threads; "
-                                   f"usage check {embedded.usage_check})")
-    return model, embedded
+                                   f"usage check {embedded.usage_check}; this machine: {speed})")
+    return model, embedded, weights
+
+
+def _estimate(options: QuickstartOptions, result: QuickstartResult, out: Path) -> tuple[RunEstimate | None, str]:
+    """The run's expected duration on this machine and the sentence that says it, or ``None`` and why not."""
+    if result.speed is None:
+        return None, "No estimate of the run's duration: this machine's speed could not be measured."
+    speed = f"This machine, measured now: {result.speed.describe()}."
+    try:
+        work = load_known_work()
+    except (OSError, ValueError) as exc:
+        return None, f"{speed} No estimate of the run's duration: the known work cannot be read ({exc})."
+    resuming = any((out / "units").rglob("*.json")) if (out / "units").is_dir() else False
+    note = estimate_note(work, result.configuration, resuming=resuming)
+    if note:
+        return None, f"{speed} No estimate of the run's duration: {note}."
+    estimate = estimate_run(work, result.speed, step_limit=options.limits.step_limit,
+                            wall_time_limit_seconds=options.limits.wall_time_limit_seconds)
+    return estimate, f"{speed} {describe_estimate(estimate, work, options.limits.wall_time_limit_seconds)}"
 
 
 def run_quickstart(options: QuickstartOptions, display: QuickstartDisplay | None = None) -> QuickstartResult:
@@ -198,8 +248,24 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
         stage_done("inputs", t0, f"dataset {dataset}; trajectories {', '.join(str(t) for t in trajectories)}")
 
         current = "model"
-        model, embedded = _start_model(options, out, display, stage_done)
+        model, embedded, result.weights = _start_model(options, out, display, stage_done)
         result.model = model.public()
+        if embedded is not None:
+            result.speed = embedded.speed
+            result.configuration = work_configuration(options, model.extra["identity"])
+            result.estimate, text = _estimate(options, result, out)
+            if result.estimate is None:
+                result.estimate_note = text
+            display.estimated(result.estimate, text)
+        t_run = time.monotonic()
+        answered, answered_seconds = 0, 0.0
+
+        def on_call(call: LoggedCall, number: int) -> None:
+            nonlocal answered, answered_seconds
+            if call.status == "ok":
+                answered, answered_seconds = answered + 1, answered_seconds + call.seconds
+            display.model_call(call, number, progress_phrase(result.estimate, answered, time.monotonic() - t_run,
+                                                             answered_seconds))
 
         current = "experiment"
         result.notice = warning_text(options, model)
@@ -207,7 +273,7 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
         tracker = ProgressTracker()
         t0 = time.monotonic()
         with (display.running(tracker) as on_event, logging_calls(out) as calls,
-              CallWatcher(calls, display.model_call)):
+              CallWatcher(calls, on_call)):
             summary = run_experiment(build_config(options, dataset, trajectories, model),
                                      progress=on_event or tracker, report=False)
         result.stages += _stage_rows(tracker)
@@ -233,6 +299,9 @@ def _run_quickstart(options: QuickstartOptions, display: QuickstartDisplay, out:
         stage_done("report", t0, ", ".join(sorted(report.files)))
         result.report = report.files["report.md"]
         result.views_summary = list(report.data.get("summary", []))
+        result.run_seconds = round(time.monotonic() - t_run, 1)
+        if result.estimate is not None:
+            result.estimate.actual_seconds = result.run_seconds
         result.ok = True
     except (TakeoverError, OSError) as exc:
         result.problems.append(f"{current}: {exc}")

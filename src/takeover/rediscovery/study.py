@@ -49,14 +49,15 @@ class UnitFigures:
     reason: str | None = None
 
 
-def _load(path: Path) -> dict | None:
+def load_record(path: Path) -> dict | None:
+    """A JSON record of a study folder, ``None`` when it is missing or unreadable."""
     try:
         return json.loads(path.read_bytes().decode("utf-8"))
     except (OSError, ValueError):
         return None
 
 
-def _relocated(path: str | None, out: Path) -> Path | None:
+def relocated(path: str | None, out: Path) -> Path | None:
     """``path`` if it exists, else the same path under ``out`` (an output folder that was moved:
     ``.../work/<stage>/<key>/...`` is looked for as ``OUT/work/<stage>/<key>/...``)."""
     if not path:
@@ -70,23 +71,23 @@ def _relocated(path: str | None, out: Path) -> Path | None:
     return None
 
 
-def _checkpoint(out: Path, key: str, cache: dict) -> dict | None:
+def checkpoint_record(out: Path, key: str, cache: dict) -> dict | None:
     """The checkpoint unit ``key``'s record, read once per point (``cache``)."""
     name = f"checkpoint:{key}"
     if name not in cache:
-        cache[name] = _load(out / "units" / "checkpoint" / f"{key}.json")
+        cache[name] = load_record(out / "units" / "checkpoint" / f"{key}.json")
     return cache[name]
 
 
-def _predecessor(ref: dict, out: Path) -> Trajectory:
+def predecessor_run(ref: dict, out: Path) -> Trajectory:
     """The predecessor trajectory a checkpoint unit's ``inputs.trajectory`` names (a run folder, or a file and
     record)."""
-    run_dir = _relocated(ref.get("run_dir"), out)
+    run_dir = relocated(ref.get("run_dir"), out)
     if ref.get("run_dir"):
         if run_dir is None:
             raise TakeoverError(f"the predecessor's run folder {ref['run_dir']} is gone")
         return read_run(run_dir)
-    file = _relocated(ref.get("file"), out) or (Path(ref["file"]) if ref.get("file") else None)
+    file = relocated(ref.get("file"), out) or (Path(ref["file"]) if ref.get("file") else None)
     if file is None or not file.exists():
         raise TakeoverError(f"the predecessor's trajectory {ref.get('file')} is gone")
     runs = read_trajectories(file)
@@ -96,6 +97,38 @@ def _predecessor(ref: dict, out: Path) -> Trajectory:
     if len(runs) == 1:
         return runs[0]
     raise TakeoverError(f"record {ref.get('record')!r} not found in {file}")
+
+
+def point_cut(out: Path, point_key: str, cache: dict) -> tuple[int, dict]:
+    """``(cut event, predecessor reference)`` of the study's handoff point ``point_key``: the event its
+    checkpoint unit cut after, and the predecessor trajectory it names (``inputs.trajectory``: a run folder,
+    or a file and record). ``cache`` keeps the checkpoint records read.
+
+    Raises:
+        TakeoverError: the checkpoint unit is unreadable or names no trajectory or event.
+    """
+    checkpoint = checkpoint_record(out, point_key, cache)
+    if not checkpoint:
+        raise TakeoverError(f"the checkpoint unit {point_key} has no readable record")
+    cut = (checkpoint.get("output") or {}).get("event_index")
+    if cut is None:
+        cut = ((checkpoint.get("inputs") or {}).get("point") or {}).get("event_index")
+    ref = (checkpoint.get("inputs") or {}).get("trajectory")
+    if cut is None or not isinstance(ref, dict):
+        raise TakeoverError(f"the checkpoint unit {point_key} names no trajectory or event")
+    return int(cut), ref
+
+
+def cached_predecessor(ref: dict, out: Path, cache: dict) -> Trajectory:
+    """The predecessor run ``ref`` names (:func:`predecessor_run`), kept in ``cache`` (a few at a time:
+    a study may have thousands of runs; units are taken point by point)."""
+    ref_key = json.dumps(ref, sort_keys=True)
+    if ref_key not in cache:
+        runs = [k for k in cache if not k.startswith("checkpoint:")]
+        if len(runs) >= _CACHED_PREDECESSORS:
+            cache.pop(runs[0])
+        cache[ref_key] = predecessor_run(ref, out)
+    return cache[ref_key]
 
 
 def unit_figures(out: Path, unit: dict, *, store: bool = True,
@@ -109,7 +142,7 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True,
     row = UnitFigures(key, labels.get("instance_id"), labels.get("point_type"), labels.get("view"),
                       labels.get("successor"))
     stored_path = out / "work" / "takeover" / key / FIGURES_FILE
-    stored = _load(stored_path)
+    stored = load_record(stored_path)
     # A unit run again (a redo) has another start time: its stored figures are those of the earlier run.
     started = unit.get("started_at")
     if stored and stored.get("version") == FIGURES_VERSION and stored.get("key") == key and \
@@ -119,26 +152,12 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True,
         return row
     cache = {} if predecessors is None else predecessors
     try:
-        checkpoint = _checkpoint(out, str(labels.get("point_key")), cache)
-        if not checkpoint:
-            raise TakeoverError(f"the checkpoint unit {labels.get('point_key')} has no readable record")
-        cut = (checkpoint.get("output") or {}).get("event_index")
-        if cut is None:
-            cut = ((checkpoint.get("inputs") or {}).get("point") or {}).get("event_index")
-        ref = (checkpoint.get("inputs") or {}).get("trajectory")
-        if cut is None or not isinstance(ref, dict):
-            raise TakeoverError(f"the checkpoint unit {labels.get('point_key')} names no trajectory or event")
-        run_dir = _relocated((unit.get("output") or {}).get("run_dir"), out) or _relocated(
+        cut, ref = point_cut(out, str(labels.get("point_key")), cache)
+        run_dir = relocated((unit.get("output") or {}).get("run_dir"), out) or relocated(
             str(out / "work" / "takeover" / key / "run"), out)
         if run_dir is None:
             raise TakeoverError("the successor's run folder is gone")
-        ref_key = json.dumps(ref, sort_keys=True)
-        if ref_key not in cache:
-            runs = [k for k in cache if not k.startswith("checkpoint:")]
-            if len(runs) >= _CACHED_PREDECESSORS:  # a bounded cache: a study may have thousands of runs
-                cache.pop(runs[0])
-            cache[ref_key] = _predecessor(ref, out)
-        result = label_successor(cache[ref_key], int(cut), read_run(run_dir))
+        result = label_successor(cached_predecessor(ref, out, cache), int(cut), read_run(run_dir))
     except (TakeoverError, OSError, ValueError) as exc:  # a damaged file: the report says why, and goes on
         row.reason = str(exc)
         return row
@@ -157,11 +176,11 @@ def study_figures(out: Path | str, *, store: bool = True) -> list[UnitFigures]:
     """The rediscovery records of every done takeover unit of the study folder ``out`` (key order); a unit's
     labels are those of ``plan.json`` completed by its own file's."""
     out = Path(out)
-    plan = _load(out / "plan.json") or {}
+    plan = load_record(out / "plan.json") or {}
     planned = {u.get("key"): u.get("labels") or {} for u in (plan.get("stages") or {}).get("takeover", [])}
     units = []
     for path in sorted((out / "units" / "takeover").glob("*.json")):
-        unit = _load(path)
+        unit = load_record(path)
         if unit and unit.get("status") == "done" and unit.get("key") == path.stem:
             unit["labels"] = {**planned.get(path.stem, {}), **(unit.get("labels") or {})}
             units.append(unit)

@@ -114,6 +114,8 @@ class PointSection(BaseModel):
         runs: one :class:`RunCell` per planned takeover run of the point, successor then view order.
         role: what the page calls the agent of the runs (``successor`` in a report, ``agent`` for a run
             shown on its own).
+        claims: ``{view: its note's claims check}`` for the views whose notes are checked (the note, its
+            claims with verdicts and events, the events cited; docs/protocol.md section 7.6).
     """
 
     point_key: str
@@ -136,6 +138,7 @@ class PointSection(BaseModel):
     handoff: TestOutcome
     prompts: dict[str, str] = Field(default_factory=dict)
     runs: list[RunCell] = Field(default_factory=list)
+    claims: dict[str, Any] = Field(default_factory=dict)
 
 
 _POINT_FIELDS = (

@@ -19,6 +19,7 @@ from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.report.html_page import write_report_html
 from takeover.report.isolation_warning import run_isolation
 from takeover.report.markdown import render_markdown
+from takeover.report.note_claims import add_claim_figures, claims_markdown, claims_section
 from takeover.report.notice import read_notice
 from takeover.report.page import build_drilldown, build_page
 from takeover.report.plots import write_plots
@@ -48,7 +49,9 @@ class Report(BaseModel):
             grading ``warnings``, ``grading_rules`` (gradings per verdict rule set; more than one is said in
             the report), ``units`` (status counts per stage), ``not_imported`` (selected instances
             without a predecessor run, with why), ``import_notes`` (trajectory files not imported) and
-            ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`).
+            ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`) and ``claims``
+            (:func:`takeover.report.note_claims.claims_section`; each summary entry of a checked view also
+            carries its ``claims`` figures).
         markdown: the text of ``report.md``.
     """
 
@@ -84,11 +87,13 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     rows = collect_rows(units)
     # Before the drill-down, which marks each step with the labels stored here.
     rediscovery = rediscovery_tables(out, rows, resamples=resamples, seed=seed)
+    claims = claims_section(out)
     # The bootstraps (numpy, without the GIL) run while the drill-down of every point is built.
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(summary_tables, rows, resamples=resamples, seed=seed)
         drilldown = build_drilldown(units, rows) if html else None
         tables = pending.result()
+    add_claim_figures(tables, claims, rows)
     data: dict[str, Any] = {
         "name": units.plan.get("name", "experiment"),
         **({"notice": notice.model_dump()} if notice else {}),
@@ -105,10 +110,12 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "not_imported": units.plan.get("not_imported", {}),
         "import_notes": units.plan.get("import_notes", []),
         "rediscovery": rediscovery,
+        "claims": claims,
     }
     # Built without validation: the rows and tables are made above, and validating would copy every row.
     report = Report.model_construct(out_dir=str(out), rows=rows, data=data,
-                                    markdown=render_markdown(data) + rediscovery_markdown(rediscovery))
+                                    markdown=render_markdown(data) + rediscovery_markdown(rediscovery)
+                                    + claims_markdown(claims))
     write_csv(out / "results.csv", rows)
     atomic_write_json(out / "report.json", data)
     atomic_write_text(out / "report.md", report.markdown)

@@ -1,7 +1,8 @@
 """``report.md``: the report's tables as Markdown (docs/protocol.md section 9).
 
 Sections: the folder's notice when it has one (:mod:`takeover.report.notice`), the main table (all handoff
-points), the breakdowns by handoff state and by point type, Table 1 (handoff points per type and state, and
+points; for a view whose notes are checked, its claims per note and shares unsupported and contradicted,
+:mod:`takeover.report.note_claims`), the breakdowns by handoff state and by point type, Table 1 (handoff points per type and state, and
 the missing points), the runs not imported (and why), grading warnings, note-writing tokens and the units of
 work per stage. Numbers are formatted here only; every figure comes from ``report.json``.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import io
 
 from takeover.report.isolation_warning import isolation_markdown, isolation_table
+from takeover.report.note_claims import claim_cells
 from takeover.report.notice import notice_markdown
 from takeover.report.rows import order_states
 
@@ -43,9 +45,9 @@ def _change(c: dict | None) -> str:
 def _table(summary: list[dict]) -> str:
     head = (
         "| successor | view | points | solved | Δ solved (McNemar p) | median events | Δ events [95% CI] "
-        "| median prompt tokens | Δ tokens [95% CI] | median initial prompt chars | Δ chars | infra fail | agent fail "
-        "| ended unsubmitted | flaky |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| median prompt tokens | Δ tokens [95% CI] | claims per note | unsupported claims | contradicted claims "
+        "| median initial prompt chars | Δ chars | infra fail | agent fail | ended unsubmitted | flaky |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for e in summary:
@@ -61,6 +63,7 @@ def _table(summary: list[dict]) -> str:
             f"| {e['successor']} | {e['view']} | {e['points']} | {_pct(e['solved_rate'])} | {solved_change} "
             f"| {format_number(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
             f"| {format_number(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
+            f"| {' | '.join(claim_cells(e))} "
             f"| {format_number(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
             f"| {e['infrastructure_failures']} | {e['agent_failures']} | {_unsubmitted(e)} | {e.get('flaky', 0)} |"
         )

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from takeover.report.charts import paired_differences, paired_differences_chart, solved_rate_chart, work_chart
 from takeover.report.drilldown import PointSection, point_sections
+from takeover.report.note_claims import mark_claims
 from takeover.report.rediscovery import mark_steps, rediscovery_chart
 from takeover.report.rows import ExperimentUnits, order_states, order_views
 from takeover.vocabulary import POINT_TYPES
@@ -245,8 +246,12 @@ def build_drilldown(units: ExperimentUnits, rows: list[dict], *, steps: bool = T
         steps: read each run folder for its steps (``False``: unit records only, a smaller page).
     """
     found = Drilldown(blobs={}, points=[], counts={})
+    view_keys: dict[str, dict[str, str]] = {}
+    for entry in units.entries("view"):
+        view_keys.setdefault(str(entry["labels"].get("point_key")), {})[str(entry["labels"].get("view"))] = entry["key"]
     for section in point_sections(units, rows, steps=steps):
         mark_steps(section, units.out)
+        mark_claims(section, units.out, view_keys.get(section.point_key, {}))
         found.blobs[section.point_key] = encode_section(section)
         found.points.append(PointHeader(
             point_key=section.point_key, instance_id=section.instance_id, point_type=section.point_type,

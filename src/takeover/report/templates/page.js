@@ -172,7 +172,78 @@
     if (run.status !== "done") return el("span", { cls: "badge other", text: run.status });
     return el("span", { cls: "badge " + (run.resolved ? "ok" : "bad"), text: run.resolved ? "solved" : "not solved" });
   }
-  function runColumn(run, prompt, role) {
+  /* --- a note's claims (docs/protocol.md section 7.6) ----------------------------------------------- */
+  var FIELD_LABELS = { problem_understanding: "Problem understanding", work_completed: "Work completed",
+    evidence_observed: "Evidence observed", observed_failures: "Observed failures", remaining_uncertainty:
+    "Remaining uncertainty", rollback_notes: "Rollback notes", recommended_next_action: "Recommended next action" };
+  function markedText(text, claims, box) {
+    var node = el("div", { cls: "note-text" });
+    var at = 0;
+    claims.slice().sort(function (a, b) { return a.start - b.start; }).forEach(function (c) {
+      var start = text.substr(c.start, c.text.length) === c.text ? c.start : text.indexOf(c.text, at);
+      if (start < at || start < 0) return;
+      node.appendChild(document.createTextNode(text.slice(at, start)));
+      var mark = el("mark", { cls: "claim-" + c.verdict, title: c.kind + " · " + c.verdict + ": " + c.reason,
+        "data-claim-event": c.event === null || c.event === undefined ? null : c.event }, c.text);
+      if (c.event !== null && c.event !== undefined) mark.addEventListener("click", function () { showEvent(box, c.event); });
+      node.appendChild(mark);
+      at = start + c.text.length;
+    });
+    node.appendChild(document.createTextNode(text.slice(at)));
+    return node;
+  }
+  function showEvent(box, event) {
+    var item = $("[data-cited=\"" + event + "\"]", box);
+    if (!item) return;
+    var holder = item.closest("details");
+    if (holder) holder.open = true;
+    $$(".cited-event.highlight", box).forEach(function (n) { n.classList.remove("highlight"); });
+    item.classList.add("highlight");
+    item.scrollIntoView({ block: "nearest" });
+  }
+  function claimsBox(check) {
+    var box = el("div", { cls: "claims-box" });
+    var claims = check.claims || [];
+    if (check.fields) {
+      Object.keys(check.fields).forEach(function (name) {
+        box.appendChild(el("div", { cls: "note-field" }, el("span", { cls: "muted", text: (FIELD_LABELS[name] || name) + ": " }),
+          markedText(check.fields[name], claims.filter(function (c) { return c.field === name; }), box)));
+      });
+    } else box.appendChild(markedText(check.note || "", claims, box));
+    var list = el("ol", { cls: "claim-list" });
+    claims.forEach(function (c) {
+      var where = c.event === null || c.event === undefined ? null
+        : el("a", { href: "#", "data-claim-event": c.event, text: "event " + c.event });
+      if (where) where.addEventListener("click", function (e) { e.preventDefault(); showEvent(box, c.event); });
+      list.appendChild(el("li", null, el("span", { cls: "badge claim-" + c.verdict, text: c.verdict }), " ",
+        el("span", { cls: "kind", text: c.kind + (c.action && c.action !== "mention" ? " (" + c.action + ")" : "") }), " ",
+        el("code", { text: c.text }), " — " + c.reason + " ", where));
+    });
+    box.appendChild(fold("claims (" + claims.length + ")", list, true));
+    var events = check.events || {};
+    var cited = el("div");
+    Object.keys(events).sort(function (a, b) { return a - b; }).forEach(function (k) {
+      cited.appendChild(el("pre", { cls: "cited-event", "data-cited": k, text: events[k] }));
+    });
+    box.appendChild(fold("predecessor events cited (" + Object.keys(events).length + ")", cited));
+    if (check.judge && check.judge.verdicts) {
+      var judged = el("ol");
+      check.judge.verdicts.forEach(function (v) {
+        var c = claims[v.claim] || {};
+        judged.appendChild(el("li", null, el("span", { cls: "badge claim-" + v.verdict, text: v.verdict }), " ",
+          el("code", { text: c.text || "" }), v.reason ? " — " + v.reason : ""));
+      });
+      box.appendChild(fold("model judge on unsupported claims (" + (check.judge.model || "") + ", recorded apart)", judged));
+    }
+    return box;
+  }
+  function claimsSummary(check) {
+    var f = check.figures || {};
+    return "claims of the note: " + fmt(f.claims) + " (" + fmt(f.supported) + " supported, " + fmt(f.unsupported) +
+      " unsupported, " + fmt(f.contradicted) + " contradicted)";
+  }
+
+  function runColumn(run, prompt, role, check) {
     var col = el("div", { cls: "run-col", id: "run-" + run.takeover_key, "data-filterable": true,
       "data-view": run.view, "data-successor": run.successor });
     col.appendChild(el("h4", null, run.view, " ", badgeFor(run)));
@@ -203,6 +274,7 @@
         return clippedPre(prompt, PROMPT_LIMIT, 0, "prompt");
       }));
     }
+    if (check) col.appendChild(fold(claimsSummary(check), function () { return claimsBox(check); }));
     var steps = run.steps || [];
     col.appendChild(fold("steps (" + fmt(steps.length) + ")", function () { return stepsList(steps); }, steps.length > 0));
     if (run.final_patch !== undefined) {
@@ -254,7 +326,7 @@
         text: role.charAt(0).toUpperCase() + role.slice(1) + " " + succ }));
       var grid = el("div", { cls: "views-grid", "data-filterable": true, "data-successor": succ });
       grid.style.gridTemplateColumns = "repeat(" + runs.length + ", minmax(320px, 1fr))";
-      runs.forEach(function (r) { grid.appendChild(runColumn(r, prompts[r.view], role)); });
+      runs.forEach(function (r) { grid.appendChild(runColumn(r, prompts[r.view], role, (data.claims || {})[r.view])); });
       body.appendChild(grid);
     });
     applyFilters();
