@@ -62,9 +62,29 @@ def _table(summary: list[dict]) -> str:
             f"| {format_number(e['median_agent_events'])} | {_change(vs.get('agent_events'))} "
             f"| {format_number(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
             f"| {format_number(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
-            f"| {e['infrastructure_failures']} | {e['agent_failures']} | {_unsubmitted(e)} | {e.get('flaky', 0)} |"
+            f"| {_infrastructure(e)} | {e['agent_failures']} | {_unsubmitted(e)} | {e.get('flaky', 0)} |"
         )
     return head + "\n".join(lines) + "\n"
+
+
+def _infrastructure(entry: dict) -> str:
+    unreadable = entry.get("unreadable") or 0
+    return f"{entry['infrastructure_failures']}" + (f" ({unreadable} unreadable)" if unreadable else "")
+
+
+def unreadable_markdown(records: list[dict]) -> str:
+    """The section that lists other tools' records the report could not read ("" when none): each file and
+    why, and whether the run counts in the tables (as not solved, ``unreadable``) or could not be placed."""
+    if not records:
+        return ""
+    placed = sum(1 for r in records if r.get("takeover_key"))
+    unplaced = len(records) - placed
+    lines = [f"## Unreadable records\n\n{len(records)} record(s) of other tools could not be read. "
+             + (f"{placed} count in the tables above as runs not solved (infra fail, unreadable). " if placed else "")
+             + (f"{unplaced} name no run that could be placed in the tables. " if unplaced else "")
+             + "Fix or remove each file and build the report again.\n\n"]
+    lines += [f"- {r['reason']}" + ("" if r.get("takeover_key") else " (not in the tables)") + "\n" for r in records]
+    return "".join(lines) + "\n"
 
 
 def _unsubmitted(entry: dict) -> str:
@@ -102,6 +122,7 @@ def render_markdown(data: dict) -> str:
     md.write(isolation_table(data.get("isolation")))
     if time_limited_note(data["summary"]):
         md.write(time_limited_note(data["summary"]) + "\n")
+    md.write(unreadable_markdown(data.get("unreadable_records") or []))
     for field, title in (("by_handoff_state", "By handoff state"), ("by_point_type", "By handoff point type")):
         md.write(f"## {title}\n\n")
         for key, summary in data[field].items():

@@ -224,12 +224,14 @@ def handoff_states(units: ExperimentUnits) -> dict[str, str | None]:
     return states
 
 
-def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
+def collect_rows(units: ExperimentUnits, *, unreadable: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per planned takeover run, joined with its grading and its point's handoff state.
 
     Each row has the :data:`~takeover.results.RESULT_COLUMNS` (the fields of
     :class:`~takeover.results.ResultRow`) plus ``point_key`` and ``takeover_key``; the rows of Inspect logs
-    in the folder follow (:func:`takeover.report.inspect_logs.inspect_rows`). A run that failed,
+    and Harbor trials in the folder follow (:func:`takeover.report.inspect_logs.inspect_rows`,
+    :func:`takeover.report.harbor_jobs.harbor_rows`). Their records that cannot be read are appended to
+    ``unreadable`` (when given), each ``{"source", "path", "reason", "takeover_key"}``. A run that failed,
     is missing or blocked, or whose grading failed or is missing, is not solved (``resolved`` false) and
     has ``status``/``failure_kind``/``reason`` saying why; a finished run whose agent stopped without
     submitting has ``failure_kind`` ``agent`` (docs/protocol.md section 9).
@@ -273,7 +275,7 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
             row["failure_kind"] = kind or "infrastructure"
         rows.append(row)
     # the runs of Inspect's handoff task and Harbor's trials of exported tasks beside takeover's own
-    return rows + inspect_rows(units.out) + harbor_rows(units.out)
+    return rows + inspect_rows(units.out, unreadable) + harbor_rows(units.out, unreadable)
 
 
 def table1(units: ExperimentUnits) -> dict:
