@@ -405,11 +405,11 @@ def test_an_export_that_stops_at_a_bad_checkpoint_says_which_tasks_it_wrote(expo
     done = takeover("export", "harbor", study, "--dataset", root / "tasks.jsonl", "--mirror", root / "repo" / "mirror",
                     "--offline", "--view", "repo_only", "--view", "raw_trace", "--out-dir", out)
     assert done.exit_code == 2
-    assert done.errors == [
+    assert done.errors == [(
         f"error: {study / 'event-6' / 'checkpoint.json'}: field 'trajectory': the predecessor's trajectory "
-        f"{tmp_path / 'gone.json'} does not exist (moved or removed since the checkpoint was made); stopped there: 3 task(s) were written before, each whole, in {out}: "
-        "pallets__flask-90001__event-5__repo_only, pallets__flask-90001__event-5__raw_trace, "
-        "pallets__flask-90001__event-6__repo_only"]
+        f"{tmp_path / 'gone.json'} does not exist (moved or removed since the checkpoint was made); stopped there: "
+        f"3 task(s) were written before, each whole, in {out}: pallets__flask-90001__event-5__repo_only, "
+        "pallets__flask-90001__event-5__raw_trace, pallets__flask-90001__event-6__repo_only")]
     assert sorted(p.name for p in out.iterdir()) == ["pallets__flask-90001__event-5__raw_trace",
                                                      "pallets__flask-90001__event-5__repo_only",
                                                      "pallets__flask-90001__event-6__repo_only"]
