@@ -136,5 +136,7 @@ def analyze_run(
     if not result.verdict.verified:
         return RunPoints(**base, replay=result.verdict, missing=_unqualified(result.verdict))
     points, missing = detect_points(trajectory.events, result.diffs, base_top_level=result.base_top_level)
+    for point in points:
+        point.unrecorded_files = result.unrecorded[point.event_index] if result.unrecorded else []
     patches = {p.type: join_diffs(result.diffs[p.event_index]) for p in points}
     return RunPoints(**base, replay=result.verdict, points=points, missing=missing, patches=patches)
