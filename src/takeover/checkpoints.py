@@ -17,12 +17,12 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from takeover._util.folders import building_beside, swap_in
-from takeover._util.io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from takeover._util.io import atomic_write_bytes, atomic_write_json, read_json, sha256_bytes
 from takeover._util.patches import first_difference, split_patch
-from takeover.errors import InputError
+from takeover.errors import InputError, json_type
 from takeover.points import HandoffPoint
 from takeover.repository_states.snapshots import (
     join_diffs,
@@ -91,10 +91,14 @@ def load_checkpoint(checkpoint_dir: Path | str) -> tuple[Checkpoint, str]:
     for p in (cp_path, patch_path):
         if not p.is_file():
             raise InputError(p, "missing: a checkpoint folder holds checkpoint.json and checkpoint.patch")
+    doc = read_json(cp_path)
+    if not isinstance(doc, dict):
+        raise InputError(cp_path, f"not a checkpoint record: expected a JSON object, got {json_type(doc)}")
     try:
-        checkpoint = Checkpoint.model_validate_json(cp_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(cp_path, f"not a checkpoint record ({str(exc).splitlines()[0]})") from None
+        checkpoint = Checkpoint.model_validate(doc)
+    except ValidationError as exc:
+        error = InputError.from_validation(cp_path, exc)
+        raise InputError(cp_path, f"not a checkpoint record: {error.reason}", field=error.field) from None
     data = patch_path.read_bytes()
     if sha256_bytes(data) != checkpoint.patch_sha256:
         raise InputError(patch_path, "sha256 differs from checkpoint.json", field="patch_sha256")
