@@ -35,7 +35,7 @@ from typing import Any
 from takeover import __version__
 from takeover._util import harness_version
 from takeover._util.folders import building_beside, replace_whole
-from takeover._util.io import atomic_write_json, atomic_write_text
+from takeover._util.io import atomic_write_json, atomic_write_text, read_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
@@ -131,7 +131,7 @@ python=/usr/bin/python3
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return ""
 
 
@@ -233,6 +233,16 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
     return {**_SHIMS, "swebench/harness/log_parsers/python.py": source}, parser.__name__
 
 
+def _check_view(folder: Path, view: str) -> None:
+    """Refuse an unknown view, or one not built for the checkpoint ``folder`` (``views/<view>.md``)."""
+    if view not in VIEWS:
+        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    prompt = folder / "views" / f"{view}.md"
+    if not prompt.is_file():
+        raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
+                         f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+
+
 def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
                 repo_source: RepoSource | None = None, image: str | None = None,
                 verifier_timeout: float = 1800.0, agent_timeout: float | None = None,
@@ -255,15 +265,12 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     """
     folder = Path(checkpoint_dir)
     checkpoint, patch = load_checkpoint(folder)
-    if view not in VIEWS:
-        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_view(folder, view)
     if task.instance_id != checkpoint.instance_id:
         raise InputError(folder / "checkpoint.json", f"is of {checkpoint.instance_id}, not {task.instance_id}",
                          field="instance_id")
     prompt = folder / "views" / f"{view}.md"
-    if not prompt.is_file():
-        raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
-                         f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+    instruction = read_text(prompt)  # before any work: a view that is not UTF-8 names its file
     spec = official_test_spec(task, repo_source)
     files, parser_name = _parser_files(task)
     dest = Path(out_dir) / task_name(checkpoint, view)
@@ -271,7 +278,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
     with building_beside(dest) as tmp:
         tmp.chmod(0o755)  # mkdtemp's 0700 would hide the task from other users
-        atomic_write_text(tmp / "instruction.md", prompt.read_text(encoding="utf-8"))
+        atomic_write_text(tmp / "instruction.md", instruction)
         if view == RAW_TRACE and seed_trajectory:
             atomic_write_json(tmp / "trajectory.json", predecessor_atif(checkpoint, folder))
         atomic_write_text(tmp / "environment" / "Dockerfile", (
@@ -355,6 +362,8 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
         if not names:
             raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
                              f"takeover views RUN --checkpoint-dir {folder}")
+        for view in names:
+            _check_view(folder, view)
         planned += [(folder, view, task) for view in names]
     written: list[Path] = []
     for folder, view, task in planned:
