@@ -169,3 +169,21 @@ def test_a_damaged_inspect_log_and_a_wrong_typed_sample_are_unreadable_and_the_r
     rows = {r["view"]: r for r in csv.DictReader((out / "results.csv").open())}
     assert (rows["repo_only"]["status"], rows["repo_only"]["resolved"]) == ("done", "True")
     assert (rows["raw_trace"]["status"], rows["raw_trace"]["resolved"]) == ("unreadable", "False")
+
+
+def test_a_second_attempt_of_a_harbor_trial_is_listed_as_not_counted(tmp_path):
+    """The tables hold one run per (successor, point, view): a second attempt of the same task by the same
+    agent (``harbor run -k 2``) is left out, and report.md and report.json say which and why."""
+    job = tmp_path / "jobs" / "codex"
+    _trial(job, "a__1", "repo_only")
+    _trial(job, "a__2", "repo_only", verifier_result={"rewards": {"reward": 0.0}})
+    done = takeover("report", tmp_path / "jobs", "--no-plots")
+    assert done.exit_code == 0, done.stderr
+    data = json.loads((tmp_path / "jobs" / "report.json").read_text())
+    assert data["repeated_runs"] == [{"takeover_key": "codex/a__2", "counted": "codex/a__1",
+                                      "successor": "codex openai/gpt-5 (harbor)",
+                                      "point_key": "acme__calc-1@after_first_source_edit:4", "view": "repo_only"}]
+    (row,) = csv.DictReader((tmp_path / "jobs" / "results.csv").open())
+    assert row["resolved"] == "True"
+    assert ("- codex/a__2 (codex openai/gpt-5 (harbor), acme__calc-1@after_first_source_edit:4, repo_only): "
+            "codex/a__1 is counted\n") in (tmp_path / "jobs" / "report.md").read_text()

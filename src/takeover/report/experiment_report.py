@@ -52,7 +52,9 @@ class Report(BaseModel):
             ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`), ``unreadable_records``
             (other tools' records in the folder that could not be read, a damaged Harbor trial or Inspect
             log: ``{"source", "path", "reason", "takeover_key"}``, the key of the run's row, marked
-            ``unreadable``, or ``None`` when no run could be placed; see :func:`require_whole`).
+            ``unreadable``, or ``None`` when no run could be placed; see :func:`require_whole`),
+            ``repeated_runs`` (runs of another tool that repeat a (successor, point, view) the tables hold
+            already, not counted: ``{"takeover_key", "counted", "successor", "point_key", "view"}``).
         markdown: the text of ``report.md``.
     """
 
@@ -102,7 +104,8 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     resamples = int(boot.get("resamples", DEFAULT_RESAMPLES))
     seed = int(boot.get("seed", DEFAULT_SEED))
     unreadable: list[dict[str, Any]] = []
-    rows = collect_rows(units, unreadable=unreadable)
+    repeated: list[dict[str, Any]] = []
+    rows = collect_rows(units, unreadable=unreadable, repeated=repeated)
     # Before the drill-down, which marks each step with the labels stored here.
     rediscovery = rediscovery_tables(out, rows, resamples=resamples, seed=seed)
     # The bootstraps (numpy, without the GIL) run while the drill-down of every point is built.
@@ -124,6 +127,7 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "units": units.status,
         "unusable_unit_files": units.unusable,
         "unreadable_records": unreadable,
+        "repeated_runs": repeated,
         "not_imported": units.plan.get("not_imported", {}),
         "import_notes": units.plan.get("import_notes", []),
         "rediscovery": rediscovery,

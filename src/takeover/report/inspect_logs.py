@@ -122,7 +122,7 @@ def _row(sample: Any, model: str, log: Path) -> dict[str, Any] | None:
     row: dict[str, Any] = {
         "successor": f"{model} (inspect)", "instance_id": meta.instance_id, "point_type": meta.point_type,
         "handoff_state": meta.handoff_state, "view": meta.view, "point_key": meta.point_key,
-        "takeover_key": f"{log.name}#{sample.id}", "resolved": bool(value.resolved) and reason is None,
+        "takeover_key": _key(log, sample), "resolved": bool(value.resolved) and reason is None,
         "agent_events": value.agent_events, "prompt_tokens": value.prompt_tokens,
         "completion_tokens": extra.completion_tokens, "initial_prompt_chars": len(text),
         "initial_prompt_tokens": None, "wall_seconds": sample.total_time, "exit_status": exit_status,
@@ -143,9 +143,15 @@ def _unreadable_sample(sample: Any, model: str, log: Path, reason: str) -> dict[
         return None
     row: dict[str, Any] = {c: None for c in RESULT_COLUMNS}
     row.update(successor=f"{model} (inspect)", instance_id=meta["instance_id"], point_type=meta["point_type"],
-               view=meta["view"], point_key=meta["point_key"], takeover_key=f"{log.name}#{sample.id}",
+               view=meta["view"], point_key=meta["point_key"], takeover_key=_key(log, sample),
                resolved=False, status="unreadable", failure_kind="infrastructure", reason=reason)
     return row
+
+
+def _key(log: Path, sample: Any) -> str:
+    """The run's ``takeover_key``: ``<log>#<sample id>``, and its epoch after ``/`` when Inspect ran several."""
+    epoch = sample.epoch if isinstance(getattr(sample, "epoch", None), int) else 1
+    return f"{log.name}#{sample.id}" + (f"/epoch-{epoch}" if epoch > 1 else "")
 
 
 def _first_line(exc: BaseException) -> str:

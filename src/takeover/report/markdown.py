@@ -87,6 +87,19 @@ def unreadable_markdown(records: list[dict]) -> str:
     return "".join(lines) + "\n"
 
 
+def repeated_markdown(repeated: list[dict]) -> str:
+    """The section that lists runs of another tool left out of the tables because their (successor, point,
+    view) has a run already ("" when none): the tables hold one run per handoff point and view."""
+    if not repeated:
+        return ""
+    lines = [(f"## Runs not counted\n\n{len(repeated)} run(s) repeat a (successor, handoff point, view) that "
+              "already has one (another attempt of a Harbor trial, another epoch of an Inspect sample). The "
+              "tables count one run per point and view, the first found; these are left out:\n\n")]
+    lines += [f"- {r['takeover_key']} ({r['successor']}, {r['point_key']}, {r['view']}): {r['counted']} is counted\n"
+              for r in repeated]
+    return "".join(lines) + "\n"
+
+
 def _unsubmitted(entry: dict) -> str:
     time_limited = entry.get("time_limited") or 0
     return f"{entry.get('unsubmitted', 0)}" + (f" ({time_limited} time limit)" if time_limited else "")
@@ -123,6 +136,7 @@ def render_markdown(data: dict) -> str:
     if time_limited_note(data["summary"]):
         md.write(time_limited_note(data["summary"]) + "\n")
     md.write(unreadable_markdown(data.get("unreadable_records") or []))
+    md.write(repeated_markdown(data.get("repeated_runs") or []))
     for field, title in (("by_handoff_state", "By handoff state"), ("by_point_type", "By handoff point type")):
         md.write(f"## {title}\n\n")
         for key, summary in data[field].items():
