@@ -55,6 +55,7 @@ OUTCOMES = (
     "clear one-line error",                 # exit 1 or 2, one error line naming the file; nothing changed
     "marked unreadable, listed, exit 2",    # report: the record is a row marked unreadable, listed with why
     "failed run with its reason",           # report: an interrupted trial, a failed run saying so
+    "listed as not counted",                # report: a second attempt of a trial, named in the report
     "unaffected (part not read)",           # exit 0, the same result as the good input
     "valid input (null where Harbor allows it)",  # report: a trial as Harbor may write it, read as such
     "other",
@@ -220,7 +221,7 @@ class Tally:
         """Run ``takeover ARGV``; ``(exit status or "traceback", stdout, stderr)``, ``None`` when skipped."""
         from takeover.cli import main
 
-        if self.only and not family.startswith(self.only):
+        if self.only and not family.startswith(tuple(self.only.split(","))):
             return None
         self.commands[family] += 1
         out, err = io.StringIO(), io.StringIO()
@@ -335,7 +336,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20260430)
     parser.add_argument("--quick", action="store_true", help="one trajectory file per format")
     parser.add_argument("--keep", type=Path, help="write the variants here and keep them (default: a temp folder)")
-    parser.add_argument("--only", help="run only the families whose name starts with this (e.g. experiment)")
+    parser.add_argument("--only", help="run only the families whose name starts with one of these, comma-separated "
+                                       "(e.g. experiment, or report,export,checkpoint)")
     parser.add_argument("--log", type=Path, help="write one line per command run: family, input, command, exit "
                                                  "status, last line on stderr")
     args = parser.parse_args()
@@ -534,6 +536,7 @@ def fuzz_report(args: argparse.Namespace, rng: random.Random, work: Path, tally:
             "exception_type": "CancelledError", "exception_message": "", "exception_traceback": "", "occurred_at":
             "2026-01-01T00:00:10Z"}}
         yield "interrupted (CancelledError, no message)", "result.json", json.dumps(interrupted).encode()
+        yield "a second attempt of the repo_only trial", "", b""
 
     for n, (label, rel, data) in enumerate(variants()):
         tally.inputs[family] += 1
@@ -541,7 +544,13 @@ def fuzz_report(args: argparse.Namespace, rng: random.Random, work: Path, tally:
         shutil.copytree(base, jobs)
         for made in ("report.json", "report.md", "report.html", "results.csv"):  # the good input's report
             (jobs / made).unlink(missing_ok=True)
-        (jobs / "codex" / "a__2" / rel).write_bytes(data)
+        if rel:
+            (jobs / "codex" / "a__2" / rel).write_bytes(data)
+        else:  # harbor run -k 2: the same task and agent again, not solved this time
+            shutil.copytree(jobs / "codex" / "a__1", jobs / "codex" / "a__9")
+            result = json.loads((jobs / "codex" / "a__9" / "result.json").read_text())
+            result.update(trial_name="a__9", verifier_result={"rewards": {"reward": 0.0}})
+            (jobs / "codex" / "a__9" / "result.json").write_text(json.dumps(result))
         status, _, err = tally.run(family, label, ["report", str(jobs), "--no-plots"])
         row = next((r for r in _csv_rows(jobs / "results.csv") if r["view"] == "raw_trace"), None)
         listed = []
@@ -549,6 +558,11 @@ def fuzz_report(args: argparse.Namespace, rng: random.Random, work: Path, tally:
             listed = json.loads((jobs / "report.json").read_text()).get("unreadable_records") or []
         if status == "traceback":
             outcome = "traceback"
+        elif label.startswith("a second attempt"):
+            repeated = []
+            with contextlib.suppress(OSError, ValueError):
+                repeated = json.loads((jobs / "report.json").read_text()).get("repeated_runs") or []
+            outcome = "listed as not counted" if status == 0 and repeated else "silent drop"
         elif label.startswith("interrupted"):
             outcome = ("failed run with its reason" if status == 0 and row and row["status"] == "failed"
                        and "interrupted" in row["reason"] else "other")
@@ -576,7 +590,7 @@ def fuzz_export(args: argparse.Namespace, rng: random.Random, work: Path, tally:
     from test_harbor import _checkpoint
 
     family = "export harbor"
-    if tally.only and not family.startswith(tally.only):
+    if tally.only and not family.startswith(tuple(tally.only.split(","))):
         return
     task, source = tiny_task(work / "export-base" / "repo")
     cps, dataset = _checkpoint(work / "export-base", task, source)
@@ -643,7 +657,7 @@ def fuzz_checkpoint(args: argparse.Namespace, rng: random.Random, work: Path, ta
     from _output_runs import SAME_EACH_TIME, output_run
 
     family = "checkpoint replays"
-    if tally.only and not family.startswith(tally.only):
+    if tally.only and not family.startswith(tuple(tally.only.split(","))):
         return
     # The damaged runs are of a run whose replay is the same each time; the same run checkpointed again is
     # one that sends a program's output (a fresh uuid, like pytest's timing line) into a file it keeps.
