@@ -474,21 +474,31 @@ def _csv_rows(path: Path) -> list[dict]:
         return list(csv.DictReader(fh))
 
 
-#: Fields of Harbor's trial ``result.json`` that Harbor itself may write as ``null`` (its ``TrialResult``).
-HARBOR_NULLABLE = ("agent_result", "verifier_result", "verifier_result.rewards", "exception_info", "started_at",
-                   "finished_at", "agent_execution", "agent_execution.*", "agent_info.model_info",
-                   "agent_info.model_info.provider", "source", "step_results", "config.agent.*")
+#: Fields that Harbor itself may write as ``null``: of a trial's ``result.json`` (its ``TrialResult``) and of
+#: its ATIF ``agent/trajectory.json`` (its ``Trajectory``).
+HARBOR_NULLABLE = {
+    "result.json": ("agent_result", "verifier_result", "verifier_result.rewards", "exception_info", "started_at",
+                    "finished_at", "agent_execution", "agent_execution.*", "agent_info.model_info",
+                    "agent_info.model_info.provider", "source", "step_results", "config.agent.*"),
+    "agent/trajectory.json": ("session_id", "trajectory_id", "notes", "final_metrics", "final_metrics.*", "extra",
+                              "agent.model_name", "agent.extra", "steps.*.observation", "steps.*.metrics",
+                              "steps.*.metrics.*", "steps.*.tool_calls", "steps.*.reasoning_content",
+                              "steps.*.model_name", "steps.*.extra", "steps.*.is_copied_context",
+                              "steps.*.llm_call_count", "steps.*.timestamp", "steps.*.observation.results.*.content",
+                              "steps.*.observation.results.*.source_call_id", "steps.*.observation.results.*.extra"),
+}
 
 
 def harbor_allows_null(label: str) -> bool:
-    """Whether the variant ``label`` (``result.json: wrong type: PATH = null``) sets a field Harbor may
-    write as null."""
+    """Whether the variant ``label`` (``FILE: wrong type: PATH = null``) sets a field Harbor may write as
+    null."""
     import fnmatch
 
-    if not label.startswith("result.json: wrong type: "):
-        return False
-    path = label.removeprefix("result.json: wrong type: ").removesuffix(" = null")
-    return any(fnmatch.fnmatch(path, pattern) for pattern in HARBOR_NULLABLE)
+    for file, patterns in HARBOR_NULLABLE.items():
+        if label.startswith(f"{file}: wrong type: "):
+            path = label.removeprefix(f"{file}: wrong type: ").removesuffix(" = null")
+            return any(fnmatch.fnmatch(path, pattern) for pattern in patterns)
+    return False
 
 
 def harbor_jobs(folder: Path) -> Path:
