@@ -163,12 +163,12 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def replace_whole(built: Path | str, dest: Path | str) -> None:
-    """Put the folder ``built`` (from :func:`building_beside`) in place of ``dest`` whole: renamed when
-    ``dest`` is absent or empty, else exchanged with it in one step, so that ``dest`` always holds either
-    the old folder whole or the new one whole. Afterwards ``built``'s path holds the old folder (or
-    nothing), which :func:`building_beside` removes; a process killed before then leaves it for the next
-    build's sweep. Where the system cannot exchange two folders, the old one is first renamed aside (a
-    moment without ``dest``, never a part of it).
+    """Put the folder ``built`` (in a folder from :func:`building_beside`, on ``dest``'s file system) in place
+    of ``dest`` whole: renamed when ``dest`` is absent or empty, else exchanged with it in one step, so that
+    ``dest`` always holds either the old folder whole or the new one whole. Afterwards ``built``'s path holds
+    the old folder (or nothing), which :func:`building_beside` removes; a process killed before then leaves
+    it for the next build's sweep. Where the system cannot exchange two folders, the old one is first renamed
+    aside (a moment without ``dest``, never a part of it).
 
     Raises:
         OSError: a rename fails (a file at ``dest``, another file system).

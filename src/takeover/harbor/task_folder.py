@@ -276,8 +276,12 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     dest = Path(out_dir) / task_name(checkpoint, view)
     if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
         raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
-    with building_beside(dest) as tmp:
-        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the task from other users
+    with building_beside(dest) as beside:
+        # Built one level down: neither the task being built nor the earlier one it replaces, which ends up
+        # here, is ever a folder of OUT that Harbor would load as a task.
+        tmp = beside / "task"
+        tmp.mkdir()
+        tmp.chmod(0o755)  # other users see the task
         atomic_write_text(tmp / "instruction.md", instruction)
         if view == RAW_TRACE and seed_trajectory:
             atomic_write_json(tmp / "trajectory.json", predecessor_atif(checkpoint, folder))
@@ -306,14 +310,11 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         atomic_write_text(tmp / "solution" / "checkpoint.patch", patch)
         atomic_write_text(tmp / "solution" / "gold.patch", task.patch or "")
         metadata = task_metadata(checkpoint, folder, view)
-        # task.toml last: Harbor loads a folder as a task only with it, so a folder being built is none.
         atomic_write_text(tmp / "task.toml", task_toml(metadata, verifier_timeout=verifier_timeout,
                                                         agent_timeout=agent_timeout))
         # An earlier export of the same task is exchanged with this one in one step: a reader, Harbor or a
         # kill -9 sees one of the two whole, never a task with some of its files.
         replace_whole(tmp, dest)
-        # The old task, now in the folder being removed, stops being a task Harbor would load, first.
-        (tmp / "task.toml").unlink(missing_ok=True)
     return dest
 
 
