@@ -39,7 +39,7 @@ checkpoint twice giving another patch 3 -> 0, silent overwrites 2 -> 1 (a task e
 checkpoint of the same name is still replaced: the overwrite rule of every command's output is not built
 yet); clear one-line errors 87 -> 58 and 91 records marked unreadable and listed (exit 2), one interrupted
 trial a failed run with its reason, one repeated attempt listed as not counted. The full pass, 1428 inputs
-through 3759 commands, 0 tracebacks (about 15 minutes); ``--quick``, 421 inputs through 1134 commands of the
+through 3759 commands, 0 tracebacks (about 20 minutes, the machine busy); ``--quick``, 421 inputs through 1134 commands of the
 older families, 0 tracebacks (2 min 37 s).
 """
 
