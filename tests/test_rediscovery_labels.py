@@ -77,7 +77,7 @@ def test_mini_swe_agent_text_commands():
     assert f.by_label == {"reread": 1, "research": 0, "rerun": 1, "redo_edit": 1, "new": 5}
     assert f.rediscovery_prompt_tokens == 300 + 400 + 500 and f.prompt_tokens == sum(100 * n for n in range(1, 9))
     assert f.events_until_first_new == 0 and f.events_until_first_edit == 8
-    assert result.unrecognised == ["python -c 'print(1)'"]
+    assert result.unrecognised == {"python -c 'print(1)'": 1}
 
 
 def test_a_search_repeats_only_over_unchanged_files():
@@ -195,8 +195,9 @@ def test_cli_json_record(tmp_path):
     assert result.exit_code == 0, result.output
     record = json.loads(result.output)
     assert record["cut_event"] == 3
-    assert [(x["event"], x["label"], x["repeats"]) for x in record["labels"]] == [
-        (0, "reread", 0), (2, "new", None), (4, "new", None)]
+    assert [(x["event"], x["label"], x["repeats"], x["reason"]) for x in record["labels"]] == [
+        (0, "reread", 0, None), (2, "new", None, "edit"), (4, "new", None, "verification")]
+    assert record["unrecognised"] == {}
     assert record["figures"]["rediscovery_actions"] == 1 and record["figures"]["events_until_first_edit"] == 2
     result = CliRunner().invoke(app, ["rediscovery", str(pred), str(succ), "--point-type", "after_first_source_edit"])
     needs_task = "error: --point-type: finding a point needs the task: give --dataset (or --points-file)"

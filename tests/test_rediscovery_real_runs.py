@@ -67,21 +67,109 @@ def test_swe_agent_run_with_its_own_tools():
     assert after == []
 
 
-@requires("shared:trajectories")
-@pytest.mark.parametrize("folder", ["mini-swe-agent", "swe-agent", "openhands"])
-def test_every_read_search_and_verification_before_the_cut_is_rediscovery(folder):
+def _shared_runs(folder: str):
     root = shared("trajectories") / folder
-    pairs = 0
     for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")):
         if path.name in ("index.json", "run_results_summary.json") or "eval_reports" in path.parts:
             continue
         for run in read_trajectories(path):
-            for cut in _points(run).values():
-                _, before, _ = _self_pair(run, cut)
-                pairs += 1
-                for a in before:
-                    if a.kind in RECOGNISED:  # it repeats itself, or the same action done again before the cut
-                        assert a.label in REDISCOVERY_LABELS and a.event <= a.repeats <= cut, (path.name, cut, a)
-                    elif a.label != "new":
-                        assert a.kind == "edit" and a.label == "redo_edit", (path.name, cut, a)
+            yield path, run
+
+
+#: Repeats the rules leave new on purpose: their output depends on the time, randomness or the network.
+VARYING = ("time", "randomness", "network")
+
+
+@requires("shared:trajectories")
+@pytest.mark.parametrize("folder", FOLDERS := ["mini-swe-agent", "swe-agent", "openhands"])
+def test_every_action_before_the_cut_repeats_itself_but_messages_and_varying_output(folder):
+    """In a self-pair every action before the cut is the predecessor's own: each read, search, verification,
+    edit and command is rediscovery, except a message and a repeat whose output depends on the time,
+    randomness or the network."""
+    pairs = 0
+    for path, run in _shared_runs(folder):
+        for cut in _points(run).values():
+            _, before, _ = _self_pair(run, cut)
+            pairs += 1
+            for a in before:
+                if a.label == "new":
+                    assert a.reason == "message" or a.reason in VARYING, (path.name, cut, a)
+                    assert (a.reason == "message") == (run.events[a.event].type in ("message", "finish")), a
+                else:  # it repeats itself, or the same action done again before the cut
+                    assert a.label in REDISCOVERY_LABELS and a.event <= a.repeats <= cut, (path.name, cut, a)
+                    assert a.kind != "edit" or a.label == "redo_edit", (path.name, cut, a)
     assert pairs > 0
+
+
+#: Measured with the rules before the repeat rule (same command on the same state), on the same self-pairs.
+NEW_BEFORE_THE_REPEAT_RULE = (126, 825)
+
+
+@requires("shared:trajectories")
+def test_the_share_of_new_actions_before_the_cut_in_self_pairs(capsys):
+    """The actions before the cut still ``new`` in the self-pairs of every shared run, each with its reason
+    (printed with ``pytest -s``), against the share before the repeat rule."""
+    new: list[tuple[str, str, int, str | None]] = []
+    actions = 0
+    for folder in FOLDERS:
+        for path, run in _shared_runs(folder):
+            for kind, cut in _points(run).items():
+                _, before, _ = _self_pair(run, cut)
+                actions += len(before)
+                name = f"{path.name}{'' if run.record is None else '#' + run.record}"
+                new += [(name, kind, a.event, a.reason) for a in before if a.label == "new"]
+    with capsys.disabled():
+        was, of = NEW_BEFORE_THE_REPEAT_RULE
+        print(f"\nnew actions before the cut in self-pairs: before the repeat rule {was} of {of} ({was / of:.1%}), "
+              f"now {len(new)} of {actions} ({len(new) / actions:.1%})")
+        for row in new:
+            print("  ", *row)
+    assert actions == of and len(new) == 44
+    reasons = {r for *_, r in new}
+    assert reasons == {"message", "time", "randomness", "network"}
+    # The repeats with varying output, by run and event (each counted once per point that cuts after it).
+    varying = sorted({(name, event, reason) for name, _, event, reason in new if reason != "message"})
+    assert varying == [
+        ("django__django-11848.json", 8, "time"),  # python3 -c "...datetime.datetime.now().year"
+        ("django__django-11848.json", 12, "time"),  # reproduce_issue.py reads datetime.now()
+        ("django__django-11848.json", 24, "time"),  # update_http.py writes code that names datetime.now()
+        ("django__django-11848.json", 28, "time"),
+        ("marshmallow-code__marshmallow-1867.demo-default.traj", 4, "network"),  # pip install -e .[dev]
+        ("marshmallow-code__marshmallow-1867.demo-function_calling_replace_from_source.traj", 4, "network"),
+        ("pytest-dev__pytest-5631.json", 4, "network"),  # pip install numpy
+        ("swe-gym_openhands_sampled_trajectories.sample_raw.json#index 2", 14, "randomness"),  # torch.randn
+        ("swe-gym_openhands_sampled_trajectories.sample_raw.json#index 2", 18, "randomness"),
+    ]
+
+
+@requires("shared:trajectories/swe-agent/marshmallow-code__marshmallow-1867.demo-function_calling_replace.traj")
+def test_an_independent_run_of_the_same_task_repeats_only_where_command_and_state_match():
+    """Two shared runs of marshmallow-1867, each from the task's starting state: the second is labelled against
+    the whole first. The second installs the package first (the first did not): its runs of reproduce.py are
+    on another environment."""
+    folder = shared("trajectories/swe-agent")
+    first = read_trajectory(folder / "marshmallow-code__marshmallow-1867.demo-function_calling_replace.traj")
+    second = read_trajectory(folder / "marshmallow-code__marshmallow-1867.demo-function_calling_replace_from_source.traj")
+    result = label_successor(first, len(first.events) - 1, second, start="base")
+    assert [(a.event, a.label, a.repeats, a.reason) for a in result.labels] == [
+        (0, "new", None, "search"),  # ls -F: the first listed the folder after creating reproduce.py
+        (2, "new", None, "read"),  # setup.py: never read by the first
+        (4, "new", None, "command"),  # pip install -e .[dev]: never run by the first
+        (6, "redo_edit", 0, None),  # create reproduce.py
+        (8, "redo_edit", 2, None),  # the same insert into it
+        (10, "new", None, "verification"),  # python reproduce.py, after an install the first did not make
+        (12, "research", 6, None),  # ls -F with reproduce.py created, as the first's
+        (14, "research", 8, None),  # find_file fields.py src
+        (16, "reread", 10, None),  # src/marshmallow/fields.py, unchanged
+        (18, "redo_edit", 14, None),  # the first's last edit of fields.py
+        (20, "new", None, "verification"),
+        (22, "redo_edit", 18, None),  # rm reproduce.py
+        (24, "new", None, "message"),  # submit
+    ]
+    # Each repeat names an action of the same shape: the same command, view or edit.
+    for a in result.labels:
+        if a.repeats is not None:
+            mine, theirs = second.events[a.event], first.events[a.repeats]
+            assert (mine.type, mine.edit, mine.new_text, mine.file_text) == (
+                theirs.type, theirs.edit, theirs.new_text, theirs.file_text), a
+            assert (mine.command or "").replace('"', "") == (theirs.command or "").replace('"', ""), a

@@ -113,3 +113,18 @@ def test_report_on_the_folder_of_an_earlier_version(tmp_path):
         "62d37a76ca388d93": [(0, "new")], "5db6e86e14b094cc": [(0, "new")]}
     assert [(e["view"], e["runs"], e["median_rediscovery_actions"]) for e in section["summary"]] == [
         ("repo_only", 1, 0), ("summary_notes", 1, 0)]
+
+
+def test_a_record_stored_by_an_earlier_version_is_computed_again(experiment):  # noqa: F811
+    """Records of version 1 (before the repeat rule: no reasons, unrecognised parts as a list) are not read."""
+    out = experiment
+    _with_predecessor(out)
+    first = build_report(out, plots=False, html=False).data["rediscovery"]
+    path = out / "work" / "takeover" / "t-repo_only-p1" / FIGURES_FILE
+    record = json.loads(path.read_text())
+    assert record["version"] == 2 and record["unrecognised"] == {}
+    assert [a["reason"] for a in record["labels"]] == ["read", None, "message"]
+    record.update(version=1, unrecognised=["python -c 1", "python -c 1"])
+    path.write_text(json.dumps(record))
+    again = build_report(out, plots=False, html=False).data["rediscovery"]
+    assert again == first and json.loads(path.read_text())["unrecognised"] == {}

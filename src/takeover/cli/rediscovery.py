@@ -94,8 +94,8 @@ def rediscovery(
     """Label each successor action reread, research, rerun, redo_edit or new against what the predecessor
     knew at the cut, and print the run's rediscovery figures (docs/protocol.md section 9.1).
 
-    With --json, one record: cut_event, figures, labels (event, label, repeats, kind) and the unrecognised
-    command parts.
+    With --json, one record: cut_event, figures, labels (event, label, repeats, kind, and for a new action
+    the reason) and the unrecognised command parts of the actions left new, with counts.
 
     Exit status: 0 when labelled; 2 on bad input (no such event or point, an unknown format).
 
@@ -114,7 +114,10 @@ def rediscovery(
     # Exact content keys when both runs store their per-event states (docs/protocol.md section 5.1 source (b)).
     result = label_successor(pred, cut, succ, start=successor_start,  # type: ignore[arg-type]
                              predecessor_states=stored_diffs(pred), successor_states=stored_diffs(succ))
-    result.unrecognised = [redact(u) for u in result.unrecognised]
+    redacted: dict[str, int] = {}
+    for part, n in result.unrecognised.items():
+        redacted[redact(part)] = redacted.get(redact(part), 0) + n
+    result.unrecognised = redacted
     if as_json:
         print(json.dumps(result.to_json()))
         return
@@ -134,7 +137,7 @@ def rediscovery(
         if a.label != "new":
             console.print(f"  event {a.event}: {a.label} (repeats predecessor event {a.repeats})")
     if result.unrecognised:
-        console.print(f"not recognised: {escape('; '.join(sorted(set(result.unrecognised))))}")
+        console.print(f"not recognised: {escape('; '.join(f'{u} ({n})' for u, n in result.unrecognised.items()))}")
 
 
 def register(app: typer.Typer) -> None:

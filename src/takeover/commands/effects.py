@@ -1,5 +1,5 @@
-"""What a shell command does to the repository's files: what it reads, searches, writes and restores, and
-whether it is plainly read-only (docs/protocol.md sections 4.3 and 9.1).
+"""What a shell command does to the repository's files: what it reads, writes and restores, and whether it is
+plainly read-only (docs/protocol.md sections 4.3 and 9.1). What it searches is :mod:`takeover.commands.searches`.
 
 Pure functions over strings, on the grammar of :mod:`takeover.commands.grammar`. Paths are returned as
 written; :func:`repo_path` makes them repository-relative.
@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from takeover.commands.grammar import Segment, git_arguments, git_subcommand, segments, split_heredocs
+from takeover.commands.grammar import Segment, git_subcommand, program_of, segments, split_heredocs
 
 #: Programs that only read files (with the write options of ``sed``, ``awk``, ``find`` and ``git`` checked
 #: apart).
@@ -38,22 +38,9 @@ RESTORE_GIT: frozenset[str] = frozenset({"stash", "restore", "checkout", "reset"
 BACKUP_SUFFIXES: tuple[str, ...] = (".bak", ".backup", ".orig", ".old", ".save", "~")
 #: Programs that print files (whole, or a range for ``head``, ``tail``, ``sed -n``).
 READERS: frozenset[str] = frozenset({"cat", "bat", "batcat", "nl", "less", "more", "head", "tail", "sed"})
-#: Programs that search file contents for a pattern.
-CONTENT_SEARCHERS: frozenset[str] = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})
-#: Programs that list files.
-LISTERS: frozenset[str] = frozenset({"ls", "tree"})
 
 _NUMBER = re.compile(r"^\d+$")
 _SED_RANGE = re.compile(r"^\s*(\d+)\s*(?:,\s*(\d+|\$)\s*)?p\s*;?\s*(?:\d*q)?\s*$")
-# Options of the search tools whose value is the next word (the pattern options apart).
-_GREP_OPTS_WITH_VALUE = frozenset({
-    "-A", "-B", "-C", "-m", "--max-count", "--context", "--after-context", "--before-context", "-t", "--type",
-    "-T", "--type-not", "-M", "--max-columns", "-j", "--threads", "--color", "--colour", "--exclude",
-    "--exclude-dir", "--max-depth", "-d", "-D", "--binary-files", "--label",
-})
-_GREP_SCOPE_OPTS = frozenset({"--include", "-g", "--glob", "--iglob"})
-_GREP_PATTERN_OPTS = frozenset({"-e", "--regexp"})
-_FIND_NAME_TESTS = frozenset({"-name", "-iname", "-path", "-ipath", "-regex", "-iregex", "-type", "-wholename"})
 
 
 @dataclass(frozen=True)
@@ -66,17 +53,6 @@ class FileRead:
     start: int = 1
     end: int | None = None
     selector: str = ""
-
-
-@dataclass(frozen=True)
-class Search:
-    """A search a command runs: ``kind`` (``content``: files whose text matches ``pattern``; ``names``: file
-    names matching ``pattern``; ``list``: a folder's listing), the ``pattern`` (``""`` for a listing) and the
-    ``scope``: the paths searched, as written (``.`` when none is named), and file filters (``--include``)."""
-
-    kind: str
-    pattern: str
-    scope: tuple[str, ...]
 
 
 def repo_path(path: str, cwd: str | None, roots: Sequence[str]) -> str | None:
@@ -115,9 +91,26 @@ def writes_by_option(program: str, args: Sequence[str]) -> bool:
     if program in ("awk", "gawk"):
         return "inplace" in args
     if program == "find":
-        return any(a in ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls") for a in args)
+        return _find_writes(args)
     if program == "git":
         return git_subcommand(args) not in READ_ONLY_GIT
+    return False
+
+
+def _find_writes(args: Sequence[str]) -> bool:
+    """Whether a ``find`` call writes: ``-delete``, ``-fprint``/``-fprintf``/``-fls``, or an ``-exec`` (or
+    ``-execdir``, ``-ok``, ``-okdir``) of a program that is not plainly read-only (``-exec grep -l x {} ;``
+    only reads)."""
+    if any(a in ("-delete", "-fprint", "-fprint0", "-fprintf", "-fls") for a in args):
+        return True
+    for i, a in enumerate(args):
+        if a in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(args) and args[j] not in (";", "+"):
+                j += 1
+            program, rest = program_of(args[i + 1 : j])
+            if program is None or program not in READ_ONLY or writes_by_option(program, rest):
+                return True
     return False
 
 
@@ -283,6 +276,12 @@ def _segment_reads(seg: Segment) -> list[FileRead]:
     inputs = [r.target for r in seg.redirects if r.op == "<" and r.to_file]
     if program not in READERS:
         return []
+    reads = _reader_reads(program, args, inputs)
+    # A file computed by the shell (``cat $f``, ``head $(ls *.py)``): what it reads is not known.
+    return [] if any("$" in r.path or "`" in r.path for r in reads) else reads
+
+
+def _reader_reads(program: str, args: list[str], inputs: list[str]) -> list[FileRead]:
     if program == "sed":
         if writes_by_option(program, args):
             return []
@@ -362,80 +361,6 @@ def _narrow(read: FileRead, seg: Segment) -> FileRead:
                 end = read.end if end is None else min(end, read.end)
             return FileRead(read.path, start, end)
     return read
-
-
-def _grep_search(program: str, args: Sequence[str]) -> Search | None:
-    pattern: str | None = None
-    rest: list[str] = []
-    filters: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in _GREP_PATTERN_OPTS and i + 1 < len(args):
-            pattern, i = args[i + 1], i + 2
-        elif a.startswith("--regexp="):
-            pattern, i = a.split("=", 1)[1], i + 1
-        elif a in _GREP_SCOPE_OPTS and i + 1 < len(args):
-            filters.append(args[i + 1])
-            i += 2
-        elif any(a.startswith(o + "=") for o in _GREP_SCOPE_OPTS):
-            filters.append(a.split("=", 1)[1])
-            i += 1
-        elif a in _GREP_OPTS_WITH_VALUE:
-            i += 2
-        elif a == "--":
-            rest.extend(args[i + 1 :])
-            break
-        elif a.startswith("-") and len(a) > 1:
-            i += 1
-        else:
-            rest.append(a)
-            i += 1
-    if pattern is None:
-        if not rest:
-            return None
-        pattern, rest = rest[0], rest[1:]
-    return Search("content", pattern, tuple(rest or ["."]) + tuple(f"filter:{f}" for f in filters))
-
-
-def _find_search(args: Sequence[str]) -> Search:
-    roots: list[str] = []
-    tests: list[str] = []
-    i = 0
-    while i < len(args) and not args[i].startswith(("-", "(", "!")):
-        roots.append(args[i])
-        i += 1
-    while i < len(args):
-        if args[i] in _FIND_NAME_TESTS and i + 1 < len(args):
-            tests.append(f"{args[i]} {args[i + 1]}")
-            i += 2
-        else:
-            i += 1
-    return Search("names", " ".join(tests), tuple(roots or ["."]))
-
-
-def searches(command: str | None) -> list[Search]:
-    """Searches ``command`` runs over the repository's files: ``grep``/``egrep``/``fgrep``/``rg``/``ag``/``ack``
-    and ``git grep`` (``content``; a searcher fed by a pipe searches no file), ``find`` and ``git ls-files``
-    (``names``), ``ls`` and ``tree`` (``list``)."""
-    out: list[Search] = []
-    for seg in segments(command):
-        program, args = seg.program, list(seg.args)
-        if program in CONTENT_SEARCHERS and not (seg.piped and len(_paths(args)) <= 1):
-            found = _grep_search(program, args)
-            if found:
-                out.append(found)
-        elif program == "git" and git_subcommand(args) == "grep":
-            found = _grep_search("git", git_arguments(args))
-            if found:
-                out.append(found)
-        elif program == "git" and git_subcommand(args) == "ls-files":
-            out.append(Search("names", " ".join(_paths(git_arguments(args))), (".",)))
-        elif program == "find" and not writes_by_option(program, args):
-            out.append(_find_search(args))
-        elif program in LISTERS and not seg.piped:
-            out.append(Search("list", "", tuple(_paths(args) or ["."])))
-    return out
 
 
 def heredoc_targets(command: str | None) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Words that run the rest of the segment as another command (``sudo pytest``, ``env X=1 cat f``,
 #: ``stdbuf -oL pytest``, ``xvfb-run -a pytest``, ``builtin cd``); their own options are skipped.
@@ -109,23 +109,32 @@ def split_segments(text: str) -> list[tuple[str, str]]:
     """``text`` (here-documents already removed) cut into ``(operator before, segment)`` pairs at ``&&``,
     ``||``, ``;``, ``|``, ``&`` (not a redirection's) and line breaks outside quotes and ``$(...)``;
     backslash-newline joins lines. The first operator is ``""``; empty segments are dropped."""
-    pieces: list[tuple[str, str]] = []
+    return [(op, seg) for op, seg, _start, _end in _split(text)]
+
+
+def _split(text: str) -> list[tuple[str, str, int, int]]:
+    """:func:`split_segments` with each segment's span in ``text`` (``start``, ``end``)."""
+    pieces: list[tuple[str, str, int, int]] = []
     buf: list[str] = []
     op = ""
     quote: str | None = None
     depth = 0
+    start = 0
     i = 0
     n = len(text)
 
-    def flush(next_op: str) -> None:
+    def flush(next_op: str, end: int) -> None:
         nonlocal op
         seg = "".join(buf).strip()
         if seg:
-            pieces.append((op, seg))
+            span = text[start:end]
+            pieces.append((op, seg, start + len(span) - len(span.lstrip()), end - len(span) + len(span.rstrip())))
         buf.clear()
         op = next_op
 
     while i < n:
+        if not buf:
+            start = i
         ch = text[i]
         if ch == "\\" and quote != "'":
             if i + 1 < n and text[i + 1] == "\n":
@@ -151,22 +160,57 @@ def split_segments(text: str) -> list[tuple[str, str]]:
         elif depth:
             buf.append(ch)
         elif text.startswith(("&&", "||"), i):
-            flush(text[i : i + 2])
+            flush(text[i : i + 2], i)
             i += 2
             continue
         elif ch == "|" and not (buf and buf[-1] == ">"):
-            flush("|&" if text.startswith("|&", i) else "|")
+            flush("|&" if text.startswith("|&", i) else "|", i)
             i += 2 if text.startswith("|&", i) else 1
             continue
         elif ch in ";\n":
-            flush(";")
+            flush(";", i)
         elif ch == "&" and not (buf and buf[-1] in "<>") and not text.startswith("&>", i):
-            flush("&")
+            flush("&", i)
         else:
             buf.append(ch)
         i += 1
-    flush("")
+    flush("", n)
     return pieces
+
+
+def command_substitutions(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, inner command)`` of each outermost command substitution of ``text`` (``$(...)`` and
+    backquotes) outside single quotes, in order."""
+    out: list[tuple[int, int, str]] = []
+    quote: str | None = None
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote == "'":
+            quote = None if ch == "'" else quote
+        elif text.startswith("$(", i) and not text.startswith("$((", i):
+            depth, j = 1, i + 2
+            while j < n and depth:
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            out.append((i, j, text[i + 2 : j - 1]))
+            i = j
+            continue
+        elif ch == "`":
+            j = text.find("`", i + 1)
+            j = n if j < 0 else j
+            out.append((i, min(j + 1, n), text[i + 1 : j]))
+            i = j + 1
+            continue
+        elif ch == "'" and quote is None:
+            quote = "'"
+        elif ch == '"':
+            quote = None if quote == '"' else '"'
+        i += 1
+    return out
 
 
 def words(segment: str) -> list[str]:
@@ -194,10 +238,12 @@ class Redirect:
 
 @dataclass(frozen=True)
 class Segment:
-    """One simple command: its ``text`` (as written), the ``operator`` before it (``|`` when it reads the
-    previous segment's output), its ``words`` (redirections removed), its ``redirects``, and ``program`` and
-    ``args`` after assignments, wrappers and launchers (``program`` is a file name, ``None`` for a segment
-    of assignments only)."""
+    """One simple command: its ``text`` (as written, without the reserved words of a compound command before
+    it), the ``operator`` before it (``|`` when it reads the previous segment's output), its ``words``
+    (redirections removed), its ``redirects``, and ``program`` and ``args`` after assignments, wrappers and
+    launchers (``program`` is a file name, ``None`` for a segment of assignments only); ``block``: the text
+    of the outermost compound command (``for``/``while``/``until``/``select`` loop, ``if``, ``case``,
+    ``{ ...; }``) the segment is part of, ``None`` outside one."""
 
     text: str
     operator: str
@@ -205,6 +251,7 @@ class Segment:
     redirects: tuple[Redirect, ...]
     program: str | None
     args: tuple[str, ...]
+    block: str | None = None
 
     @property
     def piped(self) -> bool:
@@ -274,14 +321,125 @@ def program_of(tokens: list[str] | tuple[str, ...]) -> tuple[str | None, list[st
 
 
 def segments(command: str | None) -> list[Segment]:
-    """The segments of ``command`` (here-document bodies removed), each with its program and redirections."""
+    """The segments of ``command`` (here-document bodies removed), each with its program and redirections.
+
+    A compound command is read through: the reserved words before a command (``if``, ``then``, ``else``,
+    ``elif``, ``do``, ``while``, ``until``, ``!``, ``{``) are not part of it, a loop's header (``for f in
+    ...``) and the closing words (``done``, ``fi``, ``esac``, ``}``) are no segment, a ``case`` pattern
+    (``a)``) is not part of the command after it, and each segment names its outermost compound command
+    (:attr:`Segment.block`). The body of a ``for`` loop over literal words (``for f in a.py b.py``) is
+    repeated once per word with ``$f``/``${f}`` replaced (outside single quotes); over anything else
+    (``$(ls)``, ``*.py``) it is kept once, its variable unexpanded.
+    """
     out: list[Segment] = []
-    for op, text in split_segments(strip_heredocs(command or "")):
+    for op, text, block in _compound_pieces(strip_heredocs(command or "")):
         bare, redirs = redirects(text)
         tokens = words(bare)
         program, args = program_of(tokens)
-        out.append(Segment(text, op, tuple(tokens), redirs, program, tuple(args)))
+        out.append(Segment(text, op, tuple(tokens), redirs, program, tuple(args), block))
     return out
+
+
+# --- compound commands -------------------------------------------------------------------------------------
+
+#: Reserved words that open a compound command, and the word that closes it.
+_OPENERS: dict[str, str] = {"if": "fi", "while": "done", "until": "done", "{": "}"}
+_PREFIX = re.compile(r"^(if|then|else|elif|do|while|until|!|\{)(?=\s|$)\s*")
+_CLOSER = re.compile(r"^(fi|done|esac|\})(?=[\s;&|<>)]|$)\s*")
+_LOOP_HEADER = re.compile(r"^(?:for|select)\s+([A-Za-z_][A-Za-z0-9_]*)(?:\s+in\b(.*))?$", re.DOTALL)
+_CASE_HEADER = re.compile(r"^case\s+\S+\s+in(?=\s|$)\s*")
+_CASE_PATTERN = re.compile(r"^\(?[^\s()]*\)\s*")
+_LITERAL_WORD = re.compile(r"^[\w./:@%+=,-]+$")
+#: At most this many words of a loop are expanded (a longer list is kept once, unexpanded).
+_MAX_LOOP_WORDS = 100
+
+
+@dataclass
+class _Frame:
+    """An open compound command: the word that closes it, where it starts, a literal loop's variable and
+    words, and the pieces read inside it so far."""
+
+    closer: str
+    start: int
+    var: str | None = None
+    values: tuple[str, ...] | None = None
+    pieces: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _compound_pieces(text: str) -> list[tuple[str, str, str | None]]:
+    """``(operator, command text, block)`` for each command of ``text``: :func:`split_segments` read through
+    compound commands (see :func:`segments`)."""
+    out: list[tuple[str, str, str | None]] = []
+    stack: list[_Frame] = []
+
+    def close(frame: _Frame, end: int) -> None:
+        pieces = frame.pieces
+        if frame.var is not None and frame.values is not None:
+            pieces = [(o, substitute(t, frame.var, v)) for v in frame.values for o, t in pieces]
+        if stack:
+            stack[-1].pieces.extend(pieces)
+        else:
+            out.extend((o, t, text[frame.start:end]) for o, t in pieces)
+
+    for op, seg, start, end in _split(text):
+        rest = seg
+        closer = _CLOSER.match(rest)
+        if closer:
+            rest = rest[closer.end():]
+            if stack:
+                frame = stack.pop()
+                if rest:  # redirections of the whole compound command (``done < list``, ``} > out``)
+                    frame.pieces.append((op, rest))
+                close(frame, end)
+                continue
+        while (prefix := _PREFIX.match(rest)) is not None:
+            if prefix.group(1) in _OPENERS:
+                stack.append(_Frame(_OPENERS[prefix.group(1)], start))
+            rest = rest[prefix.end():]
+        loop = _LOOP_HEADER.match(rest)
+        if loop:
+            values = tuple(words(loop.group(2))) if loop.group(2) is not None else None
+            literal = values is not None and len(values) <= _MAX_LOOP_WORDS and all(
+                _LITERAL_WORD.match(v) for v in values)
+            stack.append(_Frame("done", start, loop.group(1), values if literal else None))
+            continue
+        case = _CASE_HEADER.match(rest)
+        if case:
+            stack.append(_Frame("esac", start))
+            rest = rest[case.end():]
+        if stack and stack[-1].closer == "esac":
+            rest = _CASE_PATTERN.sub("", rest, count=1)
+        if rest:
+            (stack[-1].pieces if stack else out).append((op, rest) if stack else (op, rest, None))  # type: ignore[arg-type]
+    while stack:  # a compound command cut short: what was read of it
+        close(stack.pop(), len(text))
+    return out
+
+
+def substitute(text: str, name: str, value: str) -> str:
+    """``text`` with the shell variable ``name`` (``$name``, ``${name}``) replaced by ``value``, outside single
+    quotes."""
+    pattern = re.compile(r"\$(?:\{" + re.escape(name) + r"\}|" + re.escape(name) + r"(?![A-Za-z0-9_]))")
+    out: list[str] = []
+    quote = None
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote != "'" and (m := pattern.match(text, i)):
+            out.append(value)
+            i = m.end()
+            continue
+        if ch == "\\" and quote != "'" and i + 1 < len(text):
+            out.append(text[i : i + 2])
+            i += 2
+            continue
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def git_subcommand(args: list[str] | tuple[str, ...]) -> str | None:

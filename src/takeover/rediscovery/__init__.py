@@ -5,8 +5,9 @@ Modules:
 
 - ``actions.py``: what one action reads, searches, runs as verification and edits, in every recorded shape
   (:func:`event_effects`).
-- ``labels.py``: the predecessor's knowledge at the cut and the labels of a successor's actions
-  (:func:`label_successor`, :class:`Rediscovery`, :class:`RediscoveryFigures`).
+- ``contents.py``: content keys, the repository state and the state a command runs on (:class:`Contents`).
+- ``labels.py``: the predecessor's knowledge at the cut and the labels of a successor's actions, with the
+  reason of each ``new`` one (:func:`label_successor`, :class:`Rediscovery`, :class:`RediscoveryFigures`).
 - ``study.py``: the figures of a study's takeover units, stored beside each unit's run folder
   (:func:`study_figures`).
 """
@@ -14,6 +15,7 @@ Modules:
 from takeover.rediscovery.actions import ActionEffects, event_effects
 from takeover.rediscovery.labels import (
     LABELS,
+    REASONS,
     REDISCOVERY_LABELS,
     Knowledge,
     LabelledAction,
@@ -26,6 +28,7 @@ from takeover.rediscovery.labels import (
 
 __all__ = [
     "LABELS",
+    "REASONS",
     "REDISCOVERY_LABELS",
     "ActionEffects",
     "Knowledge",

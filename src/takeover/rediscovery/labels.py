@@ -3,13 +3,9 @@
 
 The predecessor's knowledge at the cut (its events ``0..cut_event``): the files it read or wrote whole, with
 the content it saw and the lines; the searches it ran over the content of their scope; the verification
-commands it ran on the repository's state; the edits in the checkpoint. Each successor action gets one label:
-``reread``, ``research``, ``rerun``, ``redo_edit`` or ``new``.
-
-A file's content is known by a *content key*: from per-event repository states when both runs have them
-(:mod:`takeover.points.event_states`: the file's diff against the starting state), otherwise from the
-events (the edits applied to the file since the starting state, in order; a git command that rewrites the
-working tree changes every key).
+commands it ran, and every command it ran, with the state they ran on; the changes its edits made. Each
+successor action gets one label: ``reread``, ``research``, ``rerun``, ``redo_edit`` or ``new``; a ``new``
+action gets the reason it is new (:data:`REASONS`). Content keys and states are :mod:`.contents`.
 """
 
 from __future__ import annotations
@@ -20,8 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from takeover.commands import Search
+from takeover.commands.repeats import varying_output
 from takeover.errors import InputError
-from takeover.rediscovery.actions import ActionEffects, Read, event_effects
+from takeover.rediscovery.actions import ActionEffects, Read, command_form, event_effects, script_keys
+from takeover.rediscovery.contents import Contents, signature
 from takeover.trajectories.events import Event, Trajectory
 
 Label = Literal["reread", "research", "rerun", "redo_edit", "new"]
@@ -33,17 +31,33 @@ REDISCOVERY_LABELS: tuple[str, ...] = ("reread", "research", "rerun", "redo_edit
 Start = Literal["checkpoint", "base"]
 #: A folder the agents of SWE-bench runs work in, tried after a run's own working folder.
 _DEFAULT_ROOTS = ("/testbed",)
+#: Why an action is ``new`` (docs/protocol.md section 9.1).
+REASONS: dict[str, str] = {
+    "message": "it runs, reads and edits nothing (a message, a submission, an action that was not carried out)",
+    "edit": "a change the predecessor did not make before the cut",
+    "read": "lines or content the predecessor did not see",
+    "search": "a search the predecessor did not run over this content",
+    "verification": "a verification the predecessor did not run on this state",
+    "command": "a command no rule reads whole (a part no rule reads, or no file touched) that the predecessor "
+               "did not run on this state",
+    "time": "a repeat whose output depends on the time",
+    "randomness": "a repeat whose output depends on randomness",
+    "network": "a repeat whose output depends on the network",
+    "session": "input to a running process or an IPython cell: its output depends on that process",
+}
 
 
 @dataclass(frozen=True)
 class LabelledAction:
     """One successor action: its ``event`` index, ``label``, the predecessor event it ``repeats`` (``None`` for
-    ``new``) and its ``kind`` (``read``, ``search``, ``verification``, ``edit`` or ``other``)."""
+    ``new``), its ``kind`` (``read``, ``search``, ``verification``, ``edit`` or ``other``) and, for ``new``,
+    the ``reason`` (a key of :data:`REASONS`)."""
 
     event: int
     label: str
     repeats: int | None
     kind: str
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,91 +97,20 @@ class RediscoveryFigures:
 @dataclass
 class Rediscovery:
     """The labels of one successor run against one predecessor cut: ``cut_event``, ``figures``, ``labels``
-    (one per successor action) and ``unrecognised`` (command parts of the successor no rule reads)."""
+    (one per successor action) and ``unrecognised``: the command parts no rule reads of the successor's
+    actions left ``new``, each with how often it occurs (most frequent first)."""
 
     cut_event: int
     figures: RediscoveryFigures
     labels: list[LabelledAction]
-    unrecognised: list[str] = field(default_factory=list)
+    unrecognised: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The record ``takeover rediscovery --json`` prints."""
         return {"cut_event": self.cut_event, "figures": asdict(self.figures),
-                "labels": [{"event": a.event, "label": a.label, "repeats": a.repeats, "kind": a.kind}
-                           for a in self.labels],
+                "labels": [{"event": a.event, "label": a.label, "repeats": a.repeats, "kind": a.kind,
+                            "reason": a.reason} for a in self.labels],
                 "unrecognised": self.unrecognised}
-
-
-# --- content keys ------------------------------------------------------------------------------------------
-
-
-class _Contents:
-    """The content key of every file while a run's events are walked (module docstring)."""
-
-    def __init__(self, keys: dict[str, tuple] | None = None, epoch: tuple = (),
-                 states: Sequence[dict[str, str]] | None = None, current: dict[str, str] | None = None,
-                 names: tuple = ()):
-        self.keys = dict(keys or {})
-        self.epoch = epoch
-        self.states = states
-        self.current = dict(current or {})
-        self.names = names  # (created|removed, path) in order: what a listing would show differently
-
-    def copy(self, states: Sequence[dict[str, str]] | None = None) -> _Contents:
-        return _Contents(self.keys, self.epoch, states, self.current, self.names)
-
-    def key(self, path: str) -> Any:
-        if self.states is not None:
-            return ("state", self.current.get(path))
-        return (self.epoch, self.keys.get(path, ()))
-
-    def _items(self) -> list[tuple[str, Any]]:
-        if self.states is not None:
-            return sorted(self.current.items())
-        return sorted((p, k) for p, k in self.keys.items() if k)
-
-    def scope_key(self, scope: Sequence[str], kind: str = "content") -> Any:
-        """What a search over ``scope`` depends on: the content of the files in it, or for a listing or a name
-        search (``kind`` ``list``/``names``) the files created or removed in it."""
-        roots = [s for s in scope if not s.startswith("filter:")] or ["."]
-        if kind in ("list", "names"):
-            if self.states is not None:
-                changed = tuple(p for p, d in sorted(self.current.items())
-                                if "new file mode" in d or "deleted file mode" in d or "/dev/null" in d)
-                return tuple(p for p in changed if any(_under(p, r) for r in roots))
-            return (self.epoch, tuple(n for n in self.names if any(_under(n[1], r) for r in roots)))
-        inside = tuple((p, k) for p, k in self._items() if any(_under(p, r) for r in roots))
-        return (self.epoch, inside) if self.states is None else inside
-
-    def state(self) -> Any:
-        return (self.epoch, tuple(self._items())) if self.states is None else tuple(self._items())
-
-    def advance(self, event: Event, fx: ActionEffects, signature: str) -> None:
-        """Apply ``event``'s edits (``fx``), or move to the recorded state after it."""
-        if self.states is not None:
-            if event.index < len(self.states):
-                self.current = dict(self.states[event.index])
-            return
-        # A file first written by this action may be new; a removal always changes the names.
-        self.names = self.names + tuple(("created", p) for p in fx.created if not self.keys.get(p)) + tuple(
-            ("removed", p) for p in fx.removed)
-        for path in fx.edits:
-            if path == "*":
-                self.epoch = self.epoch + (signature,)
-            else:
-                self.keys[path] = self.keys.get(path, ()) + (signature,)
-
-
-def _under(path: str, scope: str) -> bool:
-    return scope in (".", "") or path == scope or path.startswith(scope.rstrip("/") + "/")
-
-
-def _signature(event: Event) -> str:
-    """What identifies an edit between two runs: the editor's arguments, or the command's words."""
-    if event.type == "file_edit":
-        return repr((event.edit, event.old_text, event.new_text, event.file_text, event.insert_line,
-                     event.view_range))
-    return " ".join((event.command or "").split())
 
 
 # --- reads: line ranges ------------------------------------------------------------------------------------
@@ -210,14 +153,17 @@ _END = 10**12
 class Knowledge:
     """What the predecessor knew at the cut (docs/protocol.md section 9.1): ``seen`` (file,
     content key) -> line ranges with their events; ``searched`` (search, scope content) -> event;
-    ``verified`` (normalised command, state) -> event; ``edits`` path -> edit signature -> event, for the
-    edits of the checkpoint; and the content keys at the cut."""
+    ``verified`` (normalised command, run state) -> event; ``commands`` (command form, run state) -> event, for
+    every shell command; ``changes`` (path, content key after) -> the event whose edit left the file so;
+    ``edits`` path -> edit signature -> event; and the content keys at the cut."""
 
     seen: dict[tuple[str, Any], list[tuple[int, int | None, int, str]]] = field(default_factory=dict)
     searched: dict[tuple[Search, Any], int] = field(default_factory=dict)
     verified: dict[tuple[str, Any], int] = field(default_factory=dict)
+    commands: dict[tuple[Any, Any], int] = field(default_factory=dict)
+    changes: dict[tuple[str, Any], int] = field(default_factory=dict)
     edits: dict[str, dict[str, int]] = field(default_factory=dict)
-    contents: _Contents = field(default_factory=_Contents)
+    contents: Contents = field(default_factory=Contents)
 
 
 def _observations(events: Sequence[Event]) -> dict[int, Event]:
@@ -246,7 +192,7 @@ def knowledge_at(trajectory: Trajectory, cut_event: int, *, states: Sequence[dic
     if not 0 <= cut_event < len(trajectory.events):
         raise InputError(trajectory.source_path or "predecessor", f"event {cut_event} is not an event of the run "
                          f"(it has {len(trajectory.events)})", field="cut_event")
-    k = Knowledge(contents=_Contents(states=states))
+    k = Knowledge(contents=Contents(states=states))
     answers = _observations(trajectory.events)
     top = _roots(trajectory, roots)
     for ev in trajectory.events[: cut_event + 1]:
@@ -257,65 +203,99 @@ def knowledge_at(trajectory: Trajectory, cut_event: int, *, states: Sequence[dic
             k.seen.setdefault((r.path, key), []).append((r.start, r.end, ev.index, r.selector))
         for s in fx.searches:
             k.searched[(s, c.scope_key(s.scope, s.kind))] = ev.index
+        run = c.run_state()
         for v in fx.verifications:
-            k.verified[(v, c.state())] = ev.index
-        c.advance(ev, fx, _signature(ev))
+            k.verified[(v, run)] = ev.index
+        form = command_form(ev, top, trajectory.working_dir)
+        if form is not None:
+            k.commands[(form, run)] = ev.index
+        for path in c.advance(ev, fx, signature(ev)):
+            k.changes[(path, c.key(path))] = ev.index
         for path in fx.edits:
-            k.edits.setdefault(path, {})[_signature(ev)] = ev.index
+            k.edits.setdefault(path, {})[signature(ev)] = ev.index
         for path in fx.writes_whole:
             k.seen.setdefault((path, c.key(path)), []).append((1, None, ev.index, ""))
     return k
 
 
-# --- labelling the successor -------------------------------------------------------------------------------
+# --- labelling the successor ---------------------------------------------------------------------------
 
 
-def _label(fx: ActionEffects, event: Event, k: Knowledge, c: _Contents) -> tuple[str, int | None]:
-    """The label of one successor action whose effects are ``fx`` (``c``: the contents before it)."""
+def _label(fx: ActionEffects, event: Event, k: Knowledge, c: Contents) -> tuple[str, int | None, str | None]:
+    """``(label, repeated event, reason)`` of one successor action that edits nothing, by the rules that read
+    every effect (``c``: the contents before it)."""
+    if event.process_input or event.ipython:
+        return "new", None, "session"
     if fx.edits:
-        return _edit_label(fx, event, k, c)
+        return "new", None, "edit"  # decided by the change it makes (_edit_label)
     if fx.unrecognised or fx.kind == "other":
-        return "new", None
+        ran = event.type == "command" and not (event.not_applied or event.format_error)
+        return "new", None, "command" if ran else "message"
     repeats: list[int] = []
     for v in fx.verifications:
-        ev = k.verified.get((v, c.state()))
+        ev = k.verified.get((v, c.run_state()))
         if ev is None:
-            return "new", None
+            return "new", None, "verification"
         repeats.append(ev)
     for r in fx.reads:
         key = c.state() if r.path.startswith("git:") else c.key(r.path)
         ev = _covered(r, k.seen.get((r.path, key), []))
         if ev is None:
-            return "new", None
+            return "new", None, "read"
         repeats.append(ev)
     for s in fx.searches:
         ev = k.searched.get((s, c.scope_key(s.scope, s.kind)))
         if ev is None:
-            return "new", None
+            return "new", None, "search"
         repeats.append(ev)
     label = {"verification": "rerun", "read": "reread", "search": "research"}[fx.kind]
-    return label, repeats[0]
+    return label, repeats[0], None
 
 
-def _edit_label(fx: ActionEffects, event: Event, k: Knowledge, c: _Contents) -> tuple[str, int | None]:
-    """``redo_edit`` when the edit leaves the files unchanged or recreates a change of the checkpoint."""
-    if "*" in fx.edits:
-        return "new", None
-    if event.type == "file_edit" and event.edit in ("str_replace", "replace_all") and event.old_text == event.new_text:
-        return "redo_edit", None
+def _edit_label(fx: ActionEffects, event: Event, k: Knowledge, c: Contents, changed: list[str],
+                unchanged: bool) -> tuple[str, int | None, str | None]:
+    """``redo_edit`` when an action that writes files (``changed``: the paths it changed, ``c``: the contents
+    after it) leaves them unchanged, recreates a change of the checkpoint, or leaves every file it changed as
+    one of the predecessor's edits before the cut left it."""
+    if "*" in fx.edits and c.states is None:
+        return "new", None, "edit"
+    repeats: list[int | None] = []
+    for path in changed:
+        ev = k.changes.get((path, c.key(path)))
+        if ev is None and not path.startswith("/"):
+            ev = _recreates_checkpoint(path, event, k, c)
+        if ev is None:
+            break
+        repeats.append(ev if ev >= 0 else None)
+    else:
+        if repeats:
+            return "redo_edit", repeats[0], None
+    same_text = event.type == "file_edit" and event.edit in ("str_replace", "replace_all") and \
+        event.old_text == event.new_text
+    if same_text or (c.states is not None and unchanged and not changed):
+        return "redo_edit", None, None
+    return "new", None, "edit"
+
+
+def _recreates_checkpoint(path: str, event: Event, k: Knowledge, c: Contents) -> int | None:
+    """The predecessor's event whose change of ``path`` the checkpoint holds and the successor's edit recreates
+    (``-1`` when the checkpoint holds the file's starting content), else ``None``. With states: the file's
+    content after the edit is its content at the cut. Without: the edit is the same as the predecessor's last
+    edit of the file before the cut (as far as the events tell: an earlier edit may have been undone)."""
     if c.states is not None:
-        return "new", None  # decided in label_successor, which sees the state after the edit
-    signature = _signature(event)
-    repeats = []
-    for path in fx.edits:
-        # The checkpoint holds this edit's result when it is the last edit the predecessor made to the file
-        # before the cut (as far as the events tell: an earlier edit may have been undone by a later one).
-        cut_key = k.contents.keys.get(path, ())
-        ev = k.edits.get(path, {}).get(signature)
-        if ev is None or not cut_key or cut_key[-1] != signature:
-            return "new", None
-        repeats.append(ev)
-    return "redo_edit", repeats[0]
+        return -1 if c.key(path) == ("state", k.contents.current.get(path)) else None
+    cut_key = k.contents.keys.get(path, ())
+    ev = k.edits.get(path, {}).get(signature(event))
+    return ev if ev is not None and cut_key and cut_key[-1] == signature(event) else None
+
+
+def _varies(event: Event, c: Contents, roots: Sequence[str], default_cwd: str | None) -> str | None:
+    """What the output of a command depends on besides the files: the time, randomness, the network
+    (:func:`takeover.commands.repeats.varying_output`, with the text of the scripts it runs that the runs wrote)."""
+    if event.type != "command" or not event.command:
+        return None
+    scripts = script_keys(event.command, event.cwd or default_cwd, roots)
+    return varying_output(event.command, [c.texts[p] for p in scripts if p in c.texts])
 
 
 def label_successor(predecessor: Trajectory, cut_event: int, successor: Trajectory, *, start: Start = "checkpoint",
@@ -323,6 +303,12 @@ def label_successor(predecessor: Trajectory, cut_event: int, successor: Trajecto
                     successor_states: Sequence[dict[str, str]] | None = None,
                     roots: Sequence[str] = ()) -> Rediscovery:
     """Label every action of ``successor`` against the knowledge of ``predecessor`` at ``cut_event``.
+
+    The rules that read every effect of an action decide first (a read, a search, a verification; an edit by
+    the change it makes); an action they cannot read whole (a part no rule reads, or a command that touches
+    no file) is ``rerun`` when the predecessor ran the same command (same folder and normal form) on the same
+    state before the cut, and ``new`` otherwise. A ``rerun`` whose output depends on the time, randomness or
+    the network is ``new`` (docs/protocol.md section 9.1).
 
     Args:
         start: ``checkpoint``: the successor starts from the repository at the cut (a takeover); ``base``: it
@@ -336,34 +322,38 @@ def label_successor(predecessor: Trajectory, cut_event: int, successor: Trajecto
     """
     use_states = predecessor_states is not None and successor_states is not None
     k = knowledge_at(predecessor, cut_event, states=predecessor_states if use_states else None, roots=roots)
-    if start == "checkpoint":
-        c = k.contents.copy(successor_states if use_states else None)
-    else:
-        c = _Contents(states=successor_states if use_states else None)
+    states = successor_states if use_states else None
+    c = k.contents.resumed(states) if start == "checkpoint" else Contents(states=states)
     answers = _observations(successor.events)
     top = _roots(successor, roots)
     labels: list[LabelledAction] = []
-    unrecognised: list[str] = []
+    unrecognised: dict[str, int] = {}
     first_new = first_edit = None
     for ev in successor.events:
         if ev.kind != "action":
             continue
         fx = event_effects(ev, answers.get(ev.index), top, successor.working_dir)
-        label, repeats = _label(fx, ev, k, c)
-        before = c.state()
-        c.advance(ev, fx, _signature(ev))
-        if use_states and fx.edits and "*" not in fx.edits:
-            unchanged = c.state() == before
-            recreates = all(c.key(p) == ("state", k.contents.current.get(p)) for p in fx.edits)
-            if unchanged or recreates:
-                label = "redo_edit"
-        unrecognised.extend(fx.unrecognised)
-        labels.append(LabelledAction(ev.index, label, repeats if label != "new" else None, fx.kind))
+        label, repeats, reason = _label(fx, ev, k, c)
+        run, before = c.run_state(), c.state()
+        form = command_form(ev, top, successor.working_dir)
+        varies = _varies(ev, c, top, successor.working_dir)
+        changed = c.advance(ev, fx, signature(ev))
+        if fx.edits or changed:
+            label, repeats, reason = _edit_label(fx, ev, k, c, changed, c.state() == before)
+        elif label == "new" and reason == "command" and form is not None and (form, run) in k.commands:
+            label, repeats, reason = "rerun", k.commands[(form, run)], None
+        if label == "rerun" and varies:
+            label, repeats, reason = "new", None, varies
+        if label == "new":
+            for part in fx.unrecognised:
+                unrecognised[part] = unrecognised.get(part, 0) + 1
+        labels.append(LabelledAction(ev.index, label, repeats if label != "new" else None, fx.kind, reason))
         if first_new is None and label == "new" and (fx.kind != "other" or fx.unrecognised):
             first_new = ev.index
         if first_edit is None and fx.edits:
             first_edit = ev.index
-    return Rediscovery(cut_event, _figures(successor, labels, first_new, first_edit), labels, unrecognised)
+    ranked = dict(sorted(unrecognised.items(), key=lambda kv: (-kv[1], kv[0])))
+    return Rediscovery(cut_event, _figures(successor, labels, first_new, first_edit), labels, ranked)
 
 
 def _figures(run: Trajectory, labels: list[LabelledAction], first_new: int | None,
@@ -401,13 +391,13 @@ def event_derived_states(trajectory: Trajectory, roots: Sequence[str] = ()) -> l
     reached, the key a text naming the edits applied to it (not a diff). Enough to tell which files changed
     at which event (the detection rules of docs/protocol.md section 4 read nothing else) where a run has no
     exact states; never a checkpoint's content."""
-    c = _Contents()
+    c = Contents()
     answers = _observations(trajectory.events)
     top = _roots(trajectory, roots)
     out: list[dict[str, str]] = []
     for ev in trajectory.events:
         fx = event_effects(ev, answers.get(ev.index), top, trajectory.working_dir)
-        c.advance(ev, fx, _signature(ev))
+        c.advance(ev, fx, signature(ev))
         out.append({p: f"{len(k)} edits {hashlib.sha1(repr((c.epoch, k)).encode()).hexdigest()[:12]}"
                     for p, k in c.keys.items() if k})
     return out

@@ -23,8 +23,9 @@ from takeover.trajectories.takeover_run import read_run
 
 #: File name of a unit's stored figures, in the unit's work folder.
 FIGURES_FILE = "rediscovery.json"
-#: Version of the stored record: a record of another version is computed again.
-FIGURES_VERSION = 1
+#: Version of the stored record: a record of another version is computed again (2: the repeat rule, reasons
+#: of ``new`` labels, unrecognised command parts with counts).
+FIGURES_VERSION = 2
 #: Predecessor runs kept while a study's units are labelled (units are taken point by point).
 _CACHED_PREDECESSORS = 4
 
@@ -33,8 +34,8 @@ _CACHED_PREDECESSORS = 4
 class UnitFigures:
     """The rediscovery record of one takeover unit: its labels (``point_type``, ``view``, ``successor``,
     ``instance_id``), ``cut_event``, ``figures`` (:class:`~takeover.rediscovery.RediscoveryFigures` as a
-    dict), ``labels`` (one per successor action: event, label, repeats, kind) and ``unrecognised``; or
-    ``figures`` ``None`` and the ``reason`` (a run folder that is gone)."""
+    dict), ``labels`` (one per successor action: event, label, repeats, kind, reason) and ``unrecognised``
+    (command part -> count); or ``figures`` ``None`` and the ``reason`` (a run folder that is gone)."""
 
     key: str
     instance_id: str | None
@@ -44,7 +45,7 @@ class UnitFigures:
     cut_event: int | None = None
     figures: dict[str, Any] | None = None
     labels: list[dict[str, Any]] | None = None
-    unrecognised: list[str] | None = None
+    unrecognised: dict[str, int] | None = None
     reason: str | None = None
 
 
@@ -114,7 +115,7 @@ def unit_figures(out: Path, unit: dict, *, store: bool = True,
     if stored and stored.get("version") == FIGURES_VERSION and stored.get("key") == key and \
             stored.get("started_at") == started:
         row.cut_event, row.figures = stored["cut_event"], stored["figures"]
-        row.labels, row.unrecognised = stored["labels"], stored.get("unrecognised", [])
+        row.labels, row.unrecognised = stored["labels"], stored.get("unrecognised", {})
         return row
     cache = {} if predecessors is None else predecessors
     try:

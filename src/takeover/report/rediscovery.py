@@ -70,8 +70,8 @@ def rediscovery_tables(out: Path, rows: list[dict], *, resamples: int, seed: int
         cell["relative_change"], cell["ci95"] = est, [low, high]
     unrecognised: dict[str, int] = defaultdict(int)
     for f in figures.values():
-        for text in f.unrecognised or []:
-            unrecognised[text] += 1
+        for text, n in (f.unrecognised or {}).items():
+            unrecognised[text] += n
     return {
         "summary": summary,
         "not_computed": {f.key: f.reason for f in figures.values() if f.figures is None},
