@@ -19,8 +19,28 @@ datasets through ``tasks select``, ``points`` and ``grade --predictions``; predi
 (anything but the exit of a command). The output is one line per family (inputs, commands, exit statuses,
 tracebacks) and one line per distinct traceback (exception type and the frame it was raised in).
 
-Measured here (2 shared cores): the full pass, 1228 inputs through 3555 commands, 0 tracebacks (about 10
-minutes); ``--quick``, 421 inputs through 1134 commands, 0 tracebacks (2 min 37 s).
+The newest commands, each input judged by what the user got (:data:`OUTCOMES`, a table of counts per
+family and the labels of the failures):
+
+- ``report`` on a Harbor job folder whose raw_trace trial has its ``result.json``, verifier ``report.json``
+  or ATIF trajectory damaged as above (and empty, a list, interrupted: ``CancelledError`` with no message;
+  a second attempt of the other trial), against the report of the good folder;
+- ``export harbor`` of a checkpoint folder whose ``checkpoint.json``, patch or a view is damaged, into a
+  folder holding the good export (and over a task of another checkpoint of the same name, or the user's own
+  folder so named), against the good export;
+- ``checkpoint`` (a replay) of a damaged run file, against the good run's checkpoint; the same run sending a
+  program's output into a file, checkpointed again three times; into a folder of another checkpoint or of
+  the user's files.
+
+Measured here (2 shared cores), the newest commands (``--only report,export,checkpoint``, 200 inputs, about
+a minute), before -> after the change that named unreadable records, exchanged export folders and pinned
+unrecorded output: tracebacks 20 -> 0, silent drops 16 -> 0, verdicts from malformed input 11 -> 0, the same
+checkpoint twice giving another patch 3 -> 0, silent overwrites 2 -> 1 (a task exported from another
+checkpoint of the same name is still replaced: the overwrite rule of every command's output is not built
+yet); clear one-line errors 87 -> 58 and 91 records marked unreadable and listed (exit 2), one interrupted
+trial a failed run with its reason, one repeated attempt listed as not counted. The full pass, 1428 inputs
+through 3759 commands, 0 tracebacks (about 20 minutes, the machine busy); ``--quick``, 421 inputs through 1134 commands of the
+older families, 0 tracebacks (2 min 37 s).
 """
 
 from __future__ import annotations
@@ -44,6 +64,23 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data"
 sys.path.insert(0, str(ROOT / "tests"))  # the suite's builders of session files and small repositories
 
 SUPPORT = {"index.json", "run_results_summary.json"}
+#: What a user got from one damaged input of the newest commands (report on Harbor jobs, export harbor,
+#: checkpoint replays), worst first; the first five are failures (goal 0).
+OUTCOMES = (
+    "traceback",
+    "silent drop",                          # exit 0, the damaged record left out, nothing said
+    "silent overwrite",                     # files that were there changed by a command that failed or refused
+    "verdict from malformed input",         # exit 0, a verdict, export or checkpoint other than the good input's
+    "same inputs, another checkpoint",      # the same run and point, checkpointed again: another patch
+    "clear one-line error",                 # exit 1 or 2, one error line naming the file; nothing changed
+    "marked unreadable, listed, exit 2",    # report: the record is a row marked unreadable, listed with why
+    "failed run with its reason",           # report: an interrupted trial, a failed run saying so
+    "listed as not counted",                # report: a second attempt of a trial, named in the report
+    "unaffected (part not read)",           # exit 0, the same result as the good input
+    "valid input (null where Harbor allows it)",  # report: a trial as Harbor may write it, read as such
+    "other",
+)
+BAD_OUTCOMES = OUTCOMES[:5] + ("other",)
 
 
 # --- variants ---------------------------------------------------------------------------------------
@@ -197,12 +234,15 @@ class Tally:
         self.statuses: dict[str, Counter] = defaultdict(Counter)
         self.tracebacks: dict[str, list[str]] = defaultdict(list)
         self.by_family: Counter = Counter()
+        self.outcomes: dict[str, Counter] = defaultdict(Counter)
+        self.examples: dict[tuple[str, str], list[str]] = defaultdict(list)
 
-    def run(self, family: str, label: str, argv: list[str]) -> None:
+    def run(self, family: str, label: str, argv: list[str]) -> tuple[Any, str, str] | None:
+        """Run ``takeover ARGV``; ``(exit status or "traceback", stdout, stderr)``, ``None`` when skipped."""
         from takeover.cli import main
 
-        if self.only and not family.startswith(self.only):
-            return
+        if self.only and not family.startswith(tuple(self.only.split(","))):
+            return None
         self.commands[family] += 1
         out, err = io.StringIO(), io.StringIO()
         saved = sys.argv
@@ -230,6 +270,14 @@ class Tally:
         if self.log:
             said = (err.getvalue().strip().splitlines() or [""])[-1][:300]
             self.log.write(f"{family}\t{label}\t{argv[0]}\t{status}\t{said}\n")
+        return status, out.getvalue(), err.getvalue()
+
+    def outcome(self, family: str, label: str, outcome: str) -> None:
+        """Count what the user got from one input of ``family`` (:data:`OUTCOMES`)."""
+        self.outcomes[family][outcome] += 1
+        self.examples[(family, outcome)].append(label)
+        if self.log:
+            self.log.write(f"{family}\t{label}\toutcome\t{outcome}\n")
 
     def report(self) -> None:
         print(f"{'family':<28} {'inputs':>6} {'commands':>8} {'tracebacks':>10}  exit statuses")
@@ -241,6 +289,18 @@ class Tally:
         print(f"{'all':<28} {sum(self.inputs[f] for f in self.commands):>6} {sum(self.commands.values()):>8} {total:>10}")
         for sig, where in sorted(self.tracebacks.items(), key=lambda kv: -len(kv[1])):
             print(f"  {len(where):>4} x {sig}   e.g. {where[0]}")
+        if not self.outcomes:
+            return
+        families = list(self.outcomes)
+        print(f"\n{'outcome':<44}" + "".join(f"{f:>22}" for f in families) + f"{'all':>8}")
+        for name in OUTCOMES:
+            counts = [self.outcomes[f][name] for f in families]
+            print(f"{name:<44}" + "".join(f"{c:>22}" for c in counts) + f"{sum(counts):>8}")
+        print(f"{'inputs':<44}" + "".join(f"{sum(self.outcomes[f].values()):>22}" for f in families)
+              + f"{sum(sum(c.values()) for c in self.outcomes.values()):>8}")
+        for (family, name), labels in sorted(self.examples.items()):
+            if name in BAD_OUTCOMES:
+                print(f"  {family}: {name}: {len(labels)}, e.g. {'; '.join(labels[:3])}")
 
 
 # --- the inputs -------------------------------------------------------------------------------------
@@ -296,7 +356,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20260430)
     parser.add_argument("--quick", action="store_true", help="one trajectory file per format")
     parser.add_argument("--keep", type=Path, help="write the variants here and keep them (default: a temp folder)")
-    parser.add_argument("--only", help="run only the families whose name starts with this (e.g. experiment)")
+    parser.add_argument("--only", help="run only the families whose name starts with one of these, comma-separated "
+                                       "(e.g. experiment, or report,export,checkpoint)")
     parser.add_argument("--log", type=Path, help="write one line per command run: family, input, command, exit "
                                                  "status, last line on stderr")
     args = parser.parse_args()
@@ -319,6 +380,8 @@ def main() -> None:
 
 
 def run_all(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tally) -> None:
+    import os
+
     from conftest import make_repo
 
     trajectories = {**trajectory_files(args.data, args.quick), **session_files(work)}
@@ -394,6 +457,300 @@ def run_all(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tal
         tally.inputs[family] += 1
         tally.run(family, label, ["run", str(path), "--no-progress"])
 
+    os.environ["TAKEOVER_CACHE"] = str(work / "cache")  # the replays' store of unrecorded output, not the user's
+    fuzz_report(args, rng, work, tally)
+    fuzz_export(args, rng, work, tally)
+    fuzz_checkpoint(args, rng, work, tally)
+
+
+
+# --- the newest commands: report on Harbor jobs, export harbor, checkpoint replays -------------------
+
+
+def _errors(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("error:")]
+
+
+def _hashes(folder: Path, replace: dict[str, str] | None = None) -> dict[str, str]:
+    """``{relative path: sha256}`` of the files below ``folder`` (text with ``replace`` applied first)."""
+    import hashlib
+
+    found = {}
+    for p in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if p.is_file():
+            data = p.read_bytes()
+            for old, new in (replace or {}).items():
+                data = data.replace(old.encode(), new.encode())
+            found[str(p.relative_to(folder))] = hashlib.sha256(data).hexdigest()
+    return found
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    import csv
+
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+#: Fields that Harbor itself may write as ``null``: of a trial's ``result.json`` (its ``TrialResult``) and of
+#: its ATIF ``agent/trajectory.json`` (its ``Trajectory``).
+HARBOR_NULLABLE = {
+    "result.json": ("agent_result", "verifier_result", "verifier_result.rewards", "exception_info", "started_at",
+                    "finished_at", "agent_execution", "agent_execution.*", "agent_info.model_info",
+                    "agent_info.model_info.provider", "source", "step_results", "config.agent.*"),
+    "agent/trajectory.json": ("session_id", "trajectory_id", "notes", "final_metrics", "final_metrics.*", "extra",
+                              "agent.model_name", "agent.extra", "steps.*.observation", "steps.*.metrics",
+                              "steps.*.metrics.*", "steps.*.tool_calls", "steps.*.reasoning_content",
+                              "steps.*.model_name", "steps.*.extra", "steps.*.is_copied_context",
+                              "steps.*.llm_call_count", "steps.*.timestamp", "steps.*.observation.results.*.content",
+                              "steps.*.observation.results.*.source_call_id", "steps.*.observation.results.*.extra"),
+}
+
+
+def harbor_allows_null(label: str) -> bool:
+    """Whether the variant ``label`` (``FILE: wrong type: PATH = null``) sets a field Harbor may write as
+    null."""
+    import fnmatch
+
+    for file, patterns in HARBOR_NULLABLE.items():
+        if label.startswith(f"{file}: wrong type: "):
+            path = label.removeprefix(f"{file}: wrong type: ").removesuffix(" = null")
+            return any(fnmatch.fnmatch(path, pattern) for pattern in patterns)
+    return False
+
+
+def harbor_jobs(folder: Path) -> Path:
+    """A Harbor job folder: a trial of the exported repo_only task (solved) and one of the raw_trace task
+    (not solved, with its verifier report and ATIF trajectory): ``folder/jobs``."""
+    from test_foreign_records import _trial
+
+    from takeover.trajectories.atif_writer import to_atif
+    from takeover.trajectories.events import Event, Trajectory
+
+    job = folder / "jobs" / "codex"
+    _trial(job, "a__1", "repo_only")
+    trial = _trial(job, "a__2", "raw_trace", verifier_result={"rewards": {"reward": 0.0}})
+    (trial / "verifier").mkdir()
+    (trial / "verifier" / "report.json").write_text(json.dumps({"acme__calc-1": {
+        "resolved": False, "patch_successfully_applied": True, "tests_status": {
+            "FAIL_TO_PASS": {"success": [], "failure": ["t1"]}, "PASS_TO_PASS": {"success": ["t2"], "failure": []}}}},
+        indent=1))
+    events = [Event(index=0, kind="action", source="agent", type="command", command="ls", llm_call=0),
+              Event(index=1, kind="observation", source="environment", type="command", text="calc.py", cause=0)]
+    (trial / "agent").mkdir()
+    (trial / "agent" / "trajectory.json").write_text(json.dumps(to_atif(Trajectory(
+        format="atif", instance_id="acme__calc-1", events=events)), indent=1))
+    return folder / "jobs"
+
+
+def fuzz_report(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tally) -> None:
+    """``takeover report`` on a job folder whose raw_trace trial has a damaged ``result.json``, verifier
+    report or ATIF trajectory (and a trial Harbor recorded as interrupted)."""
+    family = "report harbor jobs"
+    base = harbor_jobs(work / "report-base")
+    trial = base / "codex" / "a__2"
+    done = tally.run(family, "good", ["report", str(base), "--no-plots"])
+    if done is None:
+        return
+    good = next(r for r in _csv_rows(base / "results.csv") if r["view"] == "raw_trace")
+
+    def variants() -> Iterator[tuple[str, str, bytes]]:
+        for rel in ("result.json", "verifier/report.json", "agent/trajectory.json"):
+            for label, data in json_variants((trial / rel).read_bytes(), args.paths, rng, lines=False):
+                yield f"{rel}: {label}", rel, data
+        yield "result.json: empty", "result.json", b""
+        yield "result.json: a list", "result.json", b"[]"
+        interrupted = {**json.loads((trial / "result.json").read_text()), "verifier_result": None, "exception_info": {
+            "exception_type": "CancelledError", "exception_message": "", "exception_traceback": "", "occurred_at":
+            "2026-01-01T00:00:10Z"}}
+        yield "interrupted (CancelledError, no message)", "result.json", json.dumps(interrupted).encode()
+        yield "a second attempt of the repo_only trial", "", b""
+
+    for n, (label, rel, data) in enumerate(variants()):
+        tally.inputs[family] += 1
+        jobs = work / "report" / f"{n:03d}" / "jobs"
+        shutil.copytree(base, jobs)
+        for made in ("report.json", "report.md", "report.html", "results.csv"):  # the good input's report
+            (jobs / made).unlink(missing_ok=True)
+        if rel:
+            (jobs / "codex" / "a__2" / rel).write_bytes(data)
+        else:  # harbor run -k 2: the same task and agent again, not solved this time
+            shutil.copytree(jobs / "codex" / "a__1", jobs / "codex" / "a__9")
+            result = json.loads((jobs / "codex" / "a__9" / "result.json").read_text())
+            result.update(trial_name="a__9", verifier_result={"rewards": {"reward": 0.0}})
+            (jobs / "codex" / "a__9" / "result.json").write_text(json.dumps(result))
+        status, _, err = tally.run(family, label, ["report", str(jobs), "--no-plots"])
+        row = next((r for r in _csv_rows(jobs / "results.csv") if r["view"] == "raw_trace"), None)
+        listed = []
+        with contextlib.suppress(OSError, ValueError):
+            listed = json.loads((jobs / "report.json").read_text()).get("unreadable_records") or []
+        if status == "traceback":
+            outcome = "traceback"
+        elif label.startswith("a second attempt"):
+            repeated = []
+            with contextlib.suppress(OSError, ValueError):
+                repeated = json.loads((jobs / "report.json").read_text()).get("repeated_runs") or []
+            outcome = "listed as not counted" if status == 0 and repeated else "silent drop"
+        elif label.startswith("interrupted"):
+            outcome = ("failed run with its reason" if status == 0 and row and row["status"] == "failed"
+                       and "interrupted" in row["reason"] else "other")
+        elif status == 0 and row is None:
+            outcome = "silent drop"
+        elif status == 0 and label.endswith(" = null") and harbor_allows_null(label):
+            outcome = "valid input (null where Harbor allows it)"
+        elif status == 0:
+            same = {k: v for k, v in row.items() if k != "reason"} == {k: v for k, v in good.items() if k != "reason"}
+            outcome = "unaffected (part not read)" if same else "verdict from malformed input"
+        elif listed and (row is None or row["status"] == "unreadable") and len(_errors(err)) == 1:
+            outcome = "marked unreadable, listed, exit 2"
+        elif len(_errors(err)) == 1 and str(jobs / "codex" / "a__2") in _errors(err)[0]:
+            outcome = "clear one-line error"
+        else:
+            outcome = "other"
+        tally.outcome(family, label, outcome)
+
+
+def fuzz_export(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tally) -> None:
+    """``takeover export harbor`` of a checkpoint folder with a damaged ``checkpoint.json``, patch or view,
+    into a folder that holds the good export already; and into a folder where a task of the same name is
+    another checkpoint's, or the user's own."""
+    from docker_images import tiny_task
+    from test_harbor import _checkpoint
+
+    family = "export harbor"
+    if tally.only and not family.startswith(tuple(tally.only.split(","))):
+        return
+    task, source = tiny_task(work / "export-base" / "repo")
+    cps, dataset = _checkpoint(work / "export-base", task, source)
+    good_cp = cps / "event-3"
+    options = ["--dataset", str(dataset), "--mirror", str(source.mirror), "--offline", "--image", "example/tiny:1",
+               "--no-seed-trajectory", "--view", "repo_only", "--view", "raw_trace"]
+    reference = work / "export-base" / "out"
+    tally.run(family, "good", ["export", "harbor", str(good_cp), *options, "--out-dir", str(reference)])
+    want = _hashes(reference, {str(good_cp.resolve()): "<cps>"})
+
+    def variants() -> Iterator[tuple[str, str, bytes | None]]:
+        for label, data in json_variants((good_cp / "checkpoint.json").read_bytes(), args.paths, rng, lines=False):
+            yield f"checkpoint.json: {label}", "checkpoint.json", data
+        patch = (good_cp / "checkpoint.patch").read_bytes()
+        yield "checkpoint.patch: cut", "checkpoint.patch", patch[: len(patch) // 2]
+        yield "checkpoint.patch: empty", "checkpoint.patch", b""
+        for label, data in not_utf8((good_cp / "views" / "repo_only.md").read_bytes()):
+            yield f"views/repo_only.md: {label}", "views/repo_only.md", data
+        yield "views/raw_trace.md: removed", "views/raw_trace.md", None
+        yield "an existing task of another checkpoint", "", b""
+        yield "an existing folder of the user's, named as a task", "", b""
+
+    for n, (label, rel, data) in enumerate(variants()):
+        tally.inputs[family] += 1
+        here = work / "export" / f"{n:03d}"
+        cp, out = here / "cps" / "event-3", here / "out"
+        shutil.copytree(good_cp, cp, ignore=shutil.ignore_patterns("workspace"))
+        shutil.copytree(reference, out)
+        if label.startswith("an existing task"):  # the earlier export of this task's name came from another run
+            task_toml = next(out.glob("*repo_only")) / "task.toml"
+            task_toml.write_text(task_toml.read_text().replace("checkpoint_patch_sha256 = \"", "checkpoint_patch_sha256 = \"0"))
+        elif label.startswith("an existing folder"):
+            mine = next(out.glob("*repo_only"))
+            shutil.rmtree(mine)
+            mine.mkdir()
+            (mine / "notes.md").write_text("my notes\n")
+        elif data is None:
+            (cp / rel).unlink()
+        elif rel:
+            (cp / rel).write_bytes(data)
+        before = _hashes(out)
+        status, _, err = tally.run(family, label, ["export", "harbor", str(cp), *options, "--out-dir", str(out)])
+        after = _hashes(out, {str(cp.resolve()): "<cps>"})
+        if status == "traceback":
+            outcome = "traceback"
+        elif status == 0 and label.startswith("an existing"):
+            outcome = "silent overwrite"  # another run's task, or the user's folder, replaced without a word
+        elif status == 0 and len({p.split("/")[0] for p in after}) < len({p.split("/")[0] for p in want}):
+            outcome = "silent drop"
+        elif status == 0:
+            outcome = "unaffected (part not read)" if after == want else "verdict from malformed input"
+        elif _hashes(out) != before and not any("were written before" in line for line in _errors(err)):
+            outcome = "silent overwrite"  # a stop part-way that does not say what it wrote
+        elif len(_errors(err)) == 1 and (str(here) in _errors(err)[0] or str(out) in _errors(err)[0]):
+            outcome = "clear one-line error"
+        else:
+            outcome = "other"
+        tally.outcome(family, label, outcome)
+
+
+def fuzz_checkpoint(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tally) -> None:
+    """``takeover checkpoint`` (a replay) of a damaged run file; the same run checkpointed again (another
+    folder: the same patch?); into a folder that holds another checkpoint, or the user's files."""
+    from _output_runs import SAME_EACH_TIME, output_run
+
+    family = "checkpoint replays"
+    if tally.only and not family.startswith(tuple(tally.only.split(","))):
+        return
+    # The damaged runs are of a run whose replay is the same each time; the same run checkpointed again is
+    # one that sends a program's output (a fresh uuid, like pytest's timing line) into a file it keeps.
+    root = work / "checkpoint-base"
+    _, _, good_run, dataset = output_run(root / "same", SAME_EACH_TIME)
+    _, _, output, _ = output_run(root / "output")
+    mirror = root / "same" / "mirror"
+
+    def checkpoint(run: Path, out: Path, label: str) -> tuple[Any, str] | None:
+        done = tally.run(family, label, ["checkpoint", str(run), "--point-type", "after_first_source_edit",
+                                         "--dataset", str(dataset), "--mirror", str(mirror), "--offline",
+                                         "--no-workspace", "--out-dir", str(out)])
+        return None if done is None else (done[0], done[2])
+
+    if checkpoint(good_run, root / "cp", "good") is None:
+        return
+    good = json.loads((root / "cp" / "checkpoint.json").read_text())
+    checkpoint(output, root / "cp-output", "good, output into a file")
+    good_output = json.loads((root / "cp-output" / "checkpoint.json").read_text())
+
+    def variants() -> Iterator[tuple[str, bytes | None]]:
+        for label, data in json_variants(good_run.read_bytes(), args.paths, rng, lines=False):
+            yield f"run.json: {label}", data
+        for k in range(3):
+            yield f"the same run again ({k + 1})", None
+        yield "into a folder holding another checkpoint", None
+        yield "into a folder holding the user's files", None
+
+    for n, (label, data) in enumerate(variants()):
+        tally.inputs[family] += 1
+        here = work / "checkpoint" / f"{n:03d}"
+        here.mkdir(parents=True)
+        run, out = here / "run.json", here / "cp"
+        run.write_bytes(data if data is not None else (output if "same run" in label else good_run).read_bytes())
+        if label.startswith("into a folder holding another"):
+            shutil.copytree(root / "cp", out)
+            record = json.loads((out / "checkpoint.json").read_text())
+            record["instance_id"] = "acme__widget-2"
+            (out / "checkpoint.json").write_text(json.dumps(record))
+        elif label.startswith("into a folder holding the user's"):
+            out.mkdir()
+            (out / "notes.md").write_text("my notes\n")
+        before = _hashes(out)
+        status, err = checkpoint(run, out, label)
+        made = None
+        with contextlib.suppress(OSError, ValueError):
+            made = json.loads((out / "checkpoint.json").read_text())
+        same = made is not None and (made["patch_sha256"], made["point"]) == (good["patch_sha256"], good["point"])
+        if status == "traceback":
+            outcome = "traceback"
+        elif label.startswith("into a folder"):
+            outcome = ("clear one-line error" if status != 0 and _hashes(out) == before and len(_errors(err)) == 1
+                       else "silent overwrite")
+        elif label.startswith("the same run"):
+            again = made is not None and made["patch_sha256"] == good_output["patch_sha256"]
+            outcome = "unaffected (part not read)" if status == 0 and again else "same inputs, another checkpoint"
+        elif status == 0:
+            outcome = "unaffected (part not read)" if same else "verdict from malformed input"
+        elif before == {} and _hashes(out) == {} and len([x for x in err.splitlines() if x.strip()]) >= 1:
+            outcome = "clear one-line error"
+        else:
+            outcome = "other"
+        tally.outcome(family, label, outcome)
 
 if __name__ == "__main__":
     main()

@@ -10,13 +10,15 @@ test runs: a missing prerequisite skips the test naming it, and fails it under C
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import cli_invocations
 import pytest
+from prerequisites import BORROWED, USER_CACHE, need
 from prerequisites import SHARED as DATA
-from prerequisites import need
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = DATA.parent
@@ -25,6 +27,22 @@ TRAJ = DATA / "trajectories"
 
 # Quiet and offline: litellm must not fetch its cost map in tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+#: The suite's own takeover cache, new for each session (made when pytest starts, before any test module is
+#: imported) and removed at its end: what the tests make there (frozen stores of their small repositories,
+#: environments, gradings) never lands in the user's cache (``prerequisites.USER_CACHE``). It borrows the few
+#: things built once for the machine (``prerequisites.BORROWED``) by a link; subprocesses inherit it through
+#: ``TAKEOVER_CACHE``.
+SUITE_CACHE = Path()
+
+
+def _suite_cache() -> Path:
+    cache = Path(tempfile.mkdtemp(prefix="takeover-test-cache-"))
+    for name in BORROWED:
+        if (USER_CACHE / name).is_dir():
+            (cache / name).symlink_to(USER_CACHE / name, target_is_directory=True)
+    os.environ["TAKEOVER_CACHE"] = str(cache)
+    return cache
 
 
 def git(cwd: Path | str, *args: str) -> str:
@@ -62,7 +80,14 @@ def make_repo(root: Path, files: dict[str, str], *, bare_mirror: Path | None = N
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global SUITE_CACHE
+    SUITE_CACHE = _suite_cache()
     cli_invocations.start_recording()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if SUITE_CACHE != Path():
+        shutil.rmtree(SUITE_CACHE, ignore_errors=True)  # the links only: rmtree never follows them
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -5,7 +5,8 @@ instance images. They build a **stand-in** instead, under the official image's n
 makes its images but on another base:
 
 - a Debian minbase root (``debootstrap`` from the Debian mirror apt is configured with), built once and
-  cached under ``<takeover cache>/docker-stand-ins/``;
+  cached under ``<the user's takeover cache>/docker-stand-ins/`` (``prerequisites.USER_CACHE``: it takes
+  minutes, and is kept from one session to the next);
 - a small ``conda`` stand-in (:data:`CONDA`, :data:`ACTIVATE`): ``conda create -n NAME python=X.Y PKG...``
   makes a venv ``/opt/miniconda3/envs/NAME`` and pip-installs the packages, ``conda activate NAME``
   activates it; nothing else of conda exists (a spec that needs ``conda env create`` fails, saying so);
@@ -40,10 +41,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from prerequisites import USER_CACHE
+
 from takeover.environments.official_image import instance_image_name as official_image_name
 from takeover.environments.official_image import official_test_spec
 from takeover.environments.swebench_specs import repo_version_specs  # swebench 4.1's table, under 4.1 and 5.x
-from takeover.sources.repos import RepoSource, cache_dir
+from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
 #: Label of every stand-in image: its value says what it is; :data:`KEY_LABEL` holds the build key.
@@ -141,8 +144,9 @@ class StandIn:
 
 
 def stand_in_dir() -> Path:
-    """Where the roots are cached: ``<takeover cache>/docker-stand-ins``."""
-    return cache_dir() / "docker-stand-ins"
+    """Where the roots are cached: ``<the user's takeover cache>/docker-stand-ins``, kept between sessions
+    (the suite's own cache is new in each one)."""
+    return USER_CACHE / "docker-stand-ins"
 
 
 def _run(argv: list[str], *, log: Path | None = None, timeout: float = 1800, **kwargs) -> None:

@@ -33,6 +33,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The user's own takeover cache (``$TAKEOVER_CACHE``, else ``~/.cache/takeover``) as the session started,
+#: before ``conftest.py`` points ``TAKEOVER_CACHE`` at the suite's own cache. Tests use here only what is
+#: built once for the machine and kept: :data:`BORROWED`, the Harbor and other-swebench venvs (``.ci/run``
+#: builds them), the stand-in images' Debian roots (``tests/docker_images.py``). Nothing else is written here.
+USER_CACHE = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
+#: What the suite's own cache borrows from the user's, which takeover's code finds in its cache (linked, when
+#: the user's cache has it): the OpenHands runtime's venv (built by ``.ci/run``) and the embedded model's
+#: weights (downloaded by ``takeover quickstart``). A test never builds either.
+BORROWED = ("openhands", "models")
 #: The shared real data: ``$TAKEOVER_SHARED/data``, by default ``../shared/data`` beside the checkout.
 SHARED = Path(os.environ.get("TAKEOVER_SHARED", ROOT.parent / "shared")) / "data"
 SHARED_PREFIX = "shared:"
@@ -169,20 +178,17 @@ def _httpbin_packages() -> str | None:
 
 
 def _openhands_environment() -> str | None:
-    # Built once into takeover's cache (environment.json marks a finished build); a test never builds it.
-    cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
-    if not list((cache / "openhands").glob("*/environment.json")):
-        return f"OpenHands' environment is not built in {cache / 'openhands'}"
+    # Built once into the user's takeover cache (environment.json marks a finished build); a test never builds it.
+    if not list((USER_CACHE / "openhands").glob("*/environment.json")):
+        return f"OpenHands' environment is not built in {USER_CACHE / 'openhands'}"
     return None
 
 
 @functools.cache
 def harbor_venv() -> Path:
     """The venv holding Harbor (``harbor==0.25.*``, Python 3.12): ``$TAKEOVER_HARBOR_VENV``, else
-    ``<takeover cache>/harbor-venv`` (where ``.ci/run`` builds it), as the session started (a test that
-    points ``TAKEOVER_CACHE`` elsewhere does not move it)."""
-    cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
-    return Path(os.environ.get("TAKEOVER_HARBOR_VENV") or cache / "harbor-venv")
+    ``<the user's takeover cache>/harbor-venv`` (where ``.ci/run`` builds it)."""
+    return Path(os.environ.get("TAKEOVER_HARBOR_VENV") or USER_CACHE / "harbor-venv")
 
 
 def _harbor() -> str | None:
@@ -216,9 +222,9 @@ def other_harness() -> tuple[str, str, str]:
 
 def other_swebench_python() -> Path:
     """The interpreter of the venv with the other swebench that .ci/run builds:
-    ``$TAKEOVER_OTHER_SWEBENCH_VENV/bin/python``, by default ``<takeover cache>/swebench-<4.1 or 5.0>/bin/python``."""
-    cache = Path(os.environ.get("TAKEOVER_CACHE") or Path.home() / ".cache" / "takeover")
-    default = cache / f"swebench-{other_harness()[0]}"
+    ``$TAKEOVER_OTHER_SWEBENCH_VENV/bin/python``, by default ``<the user's takeover cache>/swebench-<4.1 or
+    5.0>/bin/python``."""
+    default = USER_CACHE / f"swebench-{other_harness()[0]}"
     return Path(os.environ.get("TAKEOVER_OTHER_SWEBENCH_VENV") or default) / "bin" / "python"
 
 

@@ -192,5 +192,5 @@ def test_a_point_type_checkpoint_record_keeps_its_fields(calc, tmp_path):
     assert list(record["point"]) == [
         "type", "event_index", "changed_source_files", "changed_test_files", "non_source_artifacts",
         "latest_verification_command", "latest_verification_result", "latest_verification_evidence",
-        "validation_after_latest_source_change", "patch_sha256", "patch_lines"]
+        "validation_after_latest_source_change", "patch_sha256", "patch_lines", "unrecorded_files"]
     assert (record["point"]["type"], record["point"]["event_index"]) == ("after_first_source_edit", 2)

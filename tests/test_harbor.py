@@ -14,9 +14,14 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import random
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +29,7 @@ from _mini_swe_agent import write_1x
 from docker_images import TINY_GOLD, tiny_task
 from prerequisites import ROOT, harbor_venv, requires
 from typer.testing import CliRunner
+from user_commands import takeover
 
 from takeover._util import harness_version
 from takeover.checkpoints import materialize_checkpoint
@@ -315,3 +321,96 @@ def test_report_reads_failed_timed_out_and_foreign_trials_of_a_job_folder(tmp_pa
     assert (timed_out["status"], timed_out["failure_kind"], timed_out["exit_status"]) == ("done", "agent", "time_limit")
     assert timed_out["resolved"] and timed_out["pass_to_pass_rate"] == 0.5 and timed_out["wall_seconds"] == 90.0
     assert rows == {r["view"]: r for r in harbor_rows(job)}  # a job folder itself, or the folder of jobs
+
+
+def _study(checkpoint: Path, root: Path, events: range) -> Path:
+    """A study folder of copies of ``checkpoint`` cut at other events (distinct tasks), every view built."""
+    for n in events:
+        folder = root / f"event-{n}"
+        shutil.copytree(checkpoint, folder, ignore=shutil.ignore_patterns("workspace"))
+        record = json.loads((folder / "checkpoint.json").read_text())
+        record["point"]["event_index"], record["workspace"] = n, None
+        (folder / "checkpoint.json").write_text(json.dumps(record))
+        for view in ("summary_notes", "structured_notes"):
+            shutil.copy(folder / "views" / "repo_only.md", folder / "views" / f"{view}.md")
+    return root
+
+
+def _export_in_child(study: Path, dataset: Path, mirror: Path, out: Path, agent_timeout: float) -> None:
+    from takeover.harbor.task_folder import export_tasks
+    from takeover.sources.tasks import load_tasks, task_index
+
+    export_tasks(study, None, task_index(load_tasks(dataset)), out, repo_source=RepoSource(mirror, offline=True),
+                 image="example/tiny:1", seed_trajectory=False, agent_timeout=agent_timeout)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_kill_9_during_an_export_into_an_existing_export_never_leaves_a_partial_task(exported, tmp_path):
+    """20 exports of 20 tasks into an earlier export of them, each killed with SIGKILL at a random moment of
+    its work: every task folder is the old one whole or the new one whole, and no folder being built is a
+    task Harbor would load (it has no task.toml); the next export sweeps what the killed ones left."""
+    _, checkpoint, _ = exported
+    root = checkpoint.parents[1]
+    study = _study(checkpoint, tmp_path / "study", range(10, 15))
+    dataset, mirror = root / "tasks.jsonl", root / "repo" / "mirror"
+    fork = multiprocessing.get_context("fork")
+
+    def export(out: Path, agent_timeout: float) -> multiprocessing.Process:
+        child = fork.Process(target=_export_in_child, args=(study, dataset, mirror, out, agent_timeout))
+        child.start()
+        return child
+
+    references = {}
+    for name, agent_timeout in (("old", 900.0), ("new", 600.0)):
+        started = time.monotonic()
+        child = export(tmp_path / name, agent_timeout)
+        child.join(300)
+        assert child.exitcode == 0
+        seconds = time.monotonic() - started
+        references[name] = {p.name: _files(p) for p in (tmp_path / name).iterdir()}
+    assert len(references["old"]) == 20 and references["old"].keys() == references["new"].keys()
+    out = tmp_path / "out"
+    shutil.copytree(tmp_path / "old", out)
+    rng = random.Random(20260501)
+    for attempt in range(20):
+        child = export(out, 600.0)
+        time.sleep(rng.uniform(0.0, seconds))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(60)
+        for entry in out.iterdir():
+            if entry.name.startswith("."):  # a folder being built, or an old task being removed
+                assert not (entry / "task.toml").exists(), (attempt, entry.name)
+                continue
+            files = _files(entry)
+            assert files in (references["old"][entry.name], references["new"][entry.name]), (attempt, entry.name)
+        assert {e.name for e in out.iterdir() if not e.name.startswith(".")} == references["old"].keys(), attempt
+    child = export(out, 600.0)
+    child.join(300)
+    assert child.exitcode == 0
+    assert {p.name: _files(p) for p in out.iterdir()} == references["new"]  # every leftover swept
+
+
+def test_an_export_that_stops_at_a_bad_checkpoint_says_which_tasks_it_wrote(exported, tmp_path):
+    _, checkpoint, _ = exported
+    root = checkpoint.parents[1]
+    study = _study(checkpoint, tmp_path / "study", range(5, 7))
+    record = json.loads((study / "event-6" / "checkpoint.json").read_text())
+    record["trajectory"] = str(tmp_path / "gone.json")  # the raw_trace task cannot ship the predecessor's run
+    (study / "event-6" / "checkpoint.json").write_text(json.dumps(record))
+    out = tmp_path / "out"
+    done = takeover("export", "harbor", study, "--dataset", root / "tasks.jsonl", "--mirror", root / "repo" / "mirror",
+                    "--offline", "--view", "repo_only", "--view", "raw_trace", "--out-dir", out)
+    assert done.exit_code == 2
+    assert done.errors == [(
+        f"error: {study / 'event-6' / 'checkpoint.json'}: field 'trajectory': the predecessor's trajectory "
+        f"{tmp_path / 'gone.json'} does not exist (moved or removed since the checkpoint was made); stopped there: "
+        f"3 task(s) were written before, each whole, in {out}: pallets__flask-90001__event-5__repo_only, "
+        "pallets__flask-90001__event-5__raw_trace, pallets__flask-90001__event-6__repo_only")]
+    assert sorted(p.name for p in out.iterdir()) == ["pallets__flask-90001__event-5__raw_trace",
+                                                     "pallets__flask-90001__event-5__repo_only",
+                                                     "pallets__flask-90001__event-6__repo_only"]

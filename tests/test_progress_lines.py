@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -93,7 +94,8 @@ def _takeover(root: Path, *args: str) -> subprocess.CompletedProcess:
     """``python -m takeover ARGS`` with stdout and stderr to pipes (nobody watches)."""
     return subprocess.run([sys.executable, "-m", "takeover", *args], check=False, cwd=root, capture_output=True, text=True,
                           timeout=900, env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home()),
-                                            "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+                                            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                                            "TAKEOVER_CACHE": os.environ["TAKEOVER_CACHE"]})
 
 
 def _no_live_display_or_library_info(done: subprocess.CompletedProcess) -> None:

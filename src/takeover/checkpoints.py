@@ -17,14 +17,20 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from takeover._util.folders import building_beside, swap_in
-from takeover._util.io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from takeover._util.io import atomic_write_bytes, atomic_write_json, read_json, sha256_bytes
 from takeover._util.patches import first_difference, split_patch
-from takeover.errors import InputError
+from takeover.errors import InputError, json_type
 from takeover.points import HandoffPoint
-from takeover.repository_states.snapshots import patch_bytes, patch_sha256, snapshot_patch, take_snapshot
+from takeover.repository_states.snapshots import (
+    join_diffs,
+    patch_bytes,
+    patch_sha256,
+    snapshot_patch,
+    take_snapshot,
+)
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
@@ -46,6 +52,12 @@ class Checkpoint(BaseModel):
         workspace: folder of the materialized workspace (``base_commit`` + the patch), when made.
         environment_files: files the task environment's setup changes before any agent starts
             (docs/protocol.md section 5.2); the environment makes those edits, the patch never holds them.
+        unrecorded_files: files of the patch whose content the record does not determine: a replayed command
+            filled them with a program's output that the record never shows (docs/protocol.md section 5.3,
+            extension "Unrecorded output"). A checkpoint of the same point made on another machine may
+            differ in these files, and only in them.
+        recorded_patch_sha256: sha256 of the patch without the ``unrecorded_files`` (``patch_sha256`` when
+            there are none): the same for every checkpoint of this point, wherever it was made.
     """
 
     instance_id: str
@@ -60,6 +72,8 @@ class Checkpoint(BaseModel):
     handoff_state: HandoffState | None = None
     workspace: str | None = None
     environment_files: list[str] = Field(default_factory=list)
+    unrecorded_files: list[str] = Field(default_factory=list)
+    recorded_patch_sha256: str | None = None
 
     def save(self, folder: Path | str) -> Path:
         """Write this record as ``folder/checkpoint.json``, atomically; returns that path."""
@@ -77,10 +91,14 @@ def load_checkpoint(checkpoint_dir: Path | str) -> tuple[Checkpoint, str]:
     for p in (cp_path, patch_path):
         if not p.is_file():
             raise InputError(p, "missing: a checkpoint folder holds checkpoint.json and checkpoint.patch")
+    doc = read_json(cp_path)
+    if not isinstance(doc, dict):
+        raise InputError(cp_path, f"not a checkpoint record: expected a JSON object, got {json_type(doc)}")
     try:
-        checkpoint = Checkpoint.model_validate_json(cp_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(cp_path, f"not a checkpoint record ({str(exc).splitlines()[0]})") from None
+        checkpoint = Checkpoint.model_validate(doc)
+    except ValidationError as exc:
+        error = InputError.from_validation(cp_path, exc)
+        raise InputError(cp_path, f"not a checkpoint record: {error.reason}", field=error.field) from None
     data = patch_path.read_bytes()
     if sha256_bytes(data) != checkpoint.patch_sha256:
         raise InputError(patch_path, "sha256 differs from checkpoint.json", field="patch_sha256")
@@ -220,7 +238,10 @@ def materialize_checkpoint(
         files=sorted(split_patch(patch)) if patch.strip() else [], patch_sha256=patch_sha256(patch),
         method=method, trajectory=trajectory.source_path if trajectory else None,
         trajectory_record=trajectory.record if trajectory else None, workspace=str(ws) if workspace else None,
-        environment_files=sorted(environment_files),
+        environment_files=sorted(environment_files), unrecorded_files=list(point.unrecorded_files),
+        recorded_patch_sha256=patch_sha256(join_diffs({p: d for p, d in split_patch(patch).items()
+                                                       if p not in point.unrecorded_files})
+                                           if point.unrecorded_files else patch),
         handoff_state=held.handoff_state if held is not None else None,
     )
     if held is not None:
@@ -236,7 +257,12 @@ def materialize_checkpoint(
     with building_beside(out) as built:
         atomic_write_bytes(built / "checkpoint.patch", patch_bytes(patch))
         if workspace:
-            _verified_workspace(built / "workspace", task, patch, repo_source)
+            try:
+                _verified_workspace(built / "workspace", task, patch, repo_source)
+            except InputError as exc:  # named by the folder the user gave, not the one being built beside it
+                raise InputError(out, f"the checkpoint of {task.instance_id} {point.type} (event {point.event_index}) "
+                                 f"cannot be built on {task.repo} at {task.base_commit[:12]}: {exc.reason}; nothing "
+                                 "was written") from None
         checkpoint.save(built)
         if not swap_in(built, out):
             raise InputError(out, "another command wrote a checkpoint here meanwhile; nothing of this one was "

@@ -37,6 +37,27 @@ class InputError(TakeoverError):
         self.reason = reason
         super().__init__(self.format())
 
+    @classmethod
+    def from_validation(cls, path: object, exc: Exception, *, record: str | None = None) -> InputError:
+        """The error of a record that failed its schema (a pydantic ``ValidationError``), in one line: the
+        first failing field as a dotted path, what is wrong with it (``missing``, or the schema's words and
+        the JSON type found), and how many other fields failed; never "N validation errors for Model",
+        which names neither the file nor the field."""
+        errors = exc.errors() if hasattr(exc, "errors") else []  # type: ignore[attr-defined]
+        if not errors:
+            return cls(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__, record=record)
+        first = errors[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or None
+        if first.get("type") == "missing":
+            reason = "missing"
+        else:
+            reason = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+            if "input" in first and first.get("type", "").endswith(("_type", "_parsing")):
+                reason += f", got {json_type(first['input'])}"
+        if len(errors) > 1:
+            reason += f" (and {len(errors) - 1} more field(s))"
+        return cls(path, reason, record=record, field=field)
+
     def format(self) -> str:
         parts = [self.path]
         if self.record:
@@ -44,6 +65,11 @@ class InputError(TakeoverError):
         if self.field:
             parts.append(f"field {self.field!r}")
         return f"{': '.join(parts)}: {self.reason}"
+
+
+class UnreadableRecords(TakeoverError):
+    """A result was written, but records of other tools it reads (Harbor trials, Inspect logs) could not be
+    read: it is not whole. The records are listed with it; the message says how many and names the first."""
 
 
 class EnvironmentUnavailable(TakeoverError):
@@ -57,3 +83,21 @@ class EnvironmentFailure(RuntimeError):
 
 class RepositoryUnavailable(TakeoverError):
     """A task's repository or commit cannot be obtained from the mirror or from GitHub."""
+
+
+def json_type(value: object) -> str:
+    """The JSON name of ``value``'s type, as an error shows it: ``null``, ``a boolean``, ``a number``,
+    ``a string``, ``a list``, ``an object``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

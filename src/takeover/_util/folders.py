@@ -7,6 +7,9 @@ folders that a later run removes when the process that made them is gone.
   a new folder beside its destination and renamed into place in one step: a reader sees the whole folder
   or none of it, and a folder that exists already is never half overwritten. ``rename(2)`` onto a folder
   that is not empty fails, so of two commands building the same folder at once exactly one wins.
+- :func:`replace_whole`: a folder a command may replace (an earlier export of the same task) is exchanged
+  with the one built beside it in one step (``renameat2(2)`` with ``RENAME_EXCHANGE``), so that a reader,
+  and a ``kill -9`` at any moment, sees the old folder whole or the new one whole, never a mix or a part.
 - :func:`scratch_folder` / :func:`sweep_scratch`: temporary folders named with the pid of the process that
   made them, so that the folders of a process killed with ``kill -9`` (it could not clean up) are removed
   by the next run instead of piling up in the temporary directory.
@@ -15,6 +18,7 @@ folders that a later run removes when the process that made them is gone.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import os
 import re
@@ -132,6 +136,50 @@ def swap_in(built: Path | str, dest: Path | str) -> bool:
             return False
         raise
     return True
+
+
+#: ``renameat2(2)``'s arguments: the current folder as the base of relative paths, and "exchange the two".
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Exchange the folders ``a`` and ``b`` in one step; ``False`` when this system cannot (no
+    ``renameat2``, or a file system without ``RENAME_EXCHANGE``), and then nothing was changed.
+
+    Raises:
+        OSError: the exchange failed for another reason (names both paths).
+    """
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(code, os.strerror(code), str(a), None, str(b))
+
+
+def replace_whole(built: Path | str, dest: Path | str) -> None:
+    """Put the folder ``built`` (in a folder from :func:`building_beside`, on ``dest``'s file system) in place
+    of ``dest`` whole: renamed when ``dest`` is absent or empty, else exchanged with it in one step, so that
+    ``dest`` always holds either the old folder whole or the new one whole. Afterwards ``built``'s path holds
+    the old folder (or nothing), which :func:`building_beside` removes; a process killed before then leaves
+    it for the next build's sweep. Where the system cannot exchange two folders, the old one is first renamed
+    aside (a moment without ``dest``, never a part of it).
+
+    Raises:
+        OSError: a rename fails (a file at ``dest``, another file system).
+    """
+    built, dest = Path(built), Path(dest)
+    if swap_in(built, dest) or _exchange(built, dest):
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{dest.name}{PARTIAL}{os.getpid()}-", dir=dest.parent))
+    os.rename(dest, aside / "old")
+    os.rename(built, dest)
+    os.rename(aside, built)  # the old folder where the caller's cleanup removes it
 
 
 def scratch_folder(prefix: str, *, label: str = "", dir: Path | str | None = None) -> Path:

@@ -170,6 +170,25 @@ def read_text(path: Path | str) -> str:
         raise not_utf8(path, data, exc.start) from None
 
 
+def read_json(path: Path | str) -> Any:
+    """The JSON value of the file ``path`` (:func:`read_text`'s rules).
+
+    Raises:
+        takeover.errors.InputError: as :func:`read_text`; the file is empty, or not valid JSON (names the
+            line and column, and says when the text ends too early: a file cut while it was written).
+    """
+    text = read_text(path)
+    if not text.strip():
+        raise InputError(path, "empty file")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        ends = exc.msg.startswith("Unterminated string") or exc.pos >= len(text.rstrip())
+        cut = " (the file ends too early: cut while it was written?)" if ends else ""
+        raise InputError(path, f"not valid JSON ({exc.msg}, column {exc.colno}){cut}",
+                         record=f"line {exc.lineno}") from None
+
+
 def iter_jsonl(path: Path | str) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line (1-based line numbers), reading one line at a
     time.

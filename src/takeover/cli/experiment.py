@@ -18,7 +18,7 @@ from takeover.cli.failures import command
 from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
 from takeover.experiments.units import load_results
-from takeover.report import build_report
+from takeover.report import build_report, require_whole
 
 
 class _Signalled(KeyboardInterrupt):
@@ -182,6 +182,7 @@ def report_cmd(
                       f"to redo them), e.g. {unusable[0]}", style="yellow", markup=False, highlight=False)
     for name, path in report.files.items():
         console.print(f"{name}: {path}")
+    require_whole(report.data)  # written, but records of other tools that could not be read: exit status 2
 
 
 def register(app: typer.Typer) -> None:

@@ -35,7 +35,7 @@ from takeover.harbor.task_folder import export_tasks
 from takeover.points import RunPoints, analyze_run
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
-from takeover.sources.tasks import load_tasks, task_by_id, task_index
+from takeover.sources.tasks import load_tasks, not_in_dataset, task_by_id, task_index
 from takeover.trajectories import read_trajectory
 from takeover.trajectories.atif_writer import to_atif, write_atif
 from takeover.vocabulary import POINT_TYPES
@@ -87,7 +87,7 @@ def atif(
                 raise InputError("--dataset", "finding a point needs the run's task: give --dataset (or --points-file)")
             task = task_by_id(dataset, traj.instance_id or "")
             if task is None:
-                raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+                raise InputError(file, not_in_dataset(traj.instance_id, dataset), field="instance_id")
             run_points = analyze_run(traj, task, repo_source, replay=replay)
         found = run_points.point(point_type)
         if found is None:

@@ -43,7 +43,7 @@ from takeover.grading_settings import GradingSettings
 from takeover.points import RunEvents, RunPoints, analyze_run, checkpoint_method, cut_at_event, run_events
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
-from takeover.sources.tasks import load_tasks, task_index
+from takeover.sources.tasks import load_tasks, not_in_dataset, task_index
 from takeover.trajectories import CUT_LAST_LINE, read_trajectories, read_trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 from takeover.vocabulary import EVENT_CUT, POINT_TYPES
@@ -215,7 +215,7 @@ def points(
                 print(f"note: {traj.metadata[CUT_LAST_LINE]}", file=sys.stderr)
             task = tasks.get(traj.instance_id or "")
             if task is None:
-                print(f"skipped: {where}: instance {traj.instance_id!r} is not in {dataset}", file=sys.stderr)
+                print(f"skipped: {where}: {not_in_dataset(traj.instance_id, dataset)}", file=sys.stderr)
                 continue
             started = time.monotonic()
             try:
@@ -311,7 +311,7 @@ def checkpoint(
     traj = read_trajectory(file, record=record)
     task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
     if task is None:
-        raise InputError(file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+        raise InputError(file, not_in_dataset(traj.instance_id, dataset), field="instance_id")
     # Before the replay, which may take minutes.
     refuse_other_checkpoint(out_dir, task.instance_id, point or EVENT_CUT, event_index=event)
     if event is not None:

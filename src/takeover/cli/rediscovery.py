@@ -34,7 +34,7 @@ from takeover.points import RunPoints, analyze_run, stored_diffs
 from takeover.rediscovery import LABELS, label_successor
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
-from takeover.sources.tasks import load_tasks, task_index
+from takeover.sources.tasks import load_tasks, not_in_dataset, task_index
 from takeover.trajectories import Trajectory, read_trajectories, read_trajectory
 from takeover.vocabulary import POINT_TYPES
 
@@ -57,7 +57,7 @@ def _cut_event(predecessor_file: Path, record: int | None, point_type: str | Non
         traj = read_trajectory(predecessor_file, record=record)
         task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
         if task is None:
-            raise InputError(predecessor_file, f"instance {traj.instance_id!r} is not in {dataset}", field="instance_id")
+            raise InputError(predecessor_file, not_in_dataset(traj.instance_id, dataset), field="instance_id")
         rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, replay=replay)
     found = rp.point(point_type)
     if found is None:

@@ -29,18 +29,17 @@ from __future__ import annotations
 import ast
 import json
 import shlex
-import shutil
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from takeover import __version__
 from takeover._util import harness_version
-from takeover._util.folders import building_beside, swap_in
-from takeover._util.io import atomic_write_json, atomic_write_text
+from takeover._util.folders import building_beside, replace_whole
+from takeover._util.io import atomic_write_json, atomic_write_text, read_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
-from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading import swebench_rules
 from takeover.grading.log_parsing import resolve_log_parser, task_eval_type
 from takeover.grading.seeds import seed_export
@@ -141,7 +140,7 @@ python=/usr/bin/python3
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return ""
 
 
@@ -195,6 +194,9 @@ def predecessor_file(checkpoint: Checkpoint, folder: Path) -> Path:
         raise InputError(folder / "checkpoint.json", "names no predecessor trajectory: the raw_trace task needs one",
                          field="trajectory")
     recorded = Path(checkpoint.trajectory)
+    if recorded.is_absolute() and not recorded.is_file():
+        raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} does not exist "
+                         "(moved or removed since the checkpoint was made)", field="trajectory")
     if recorded.is_absolute() or recorded.exists():
         return recorded
     for parent in folder.resolve().parents:
@@ -240,6 +242,16 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
     return {**_SHIMS, "swebench/harness/log_parsers/python.py": source}, parser.__name__
 
 
+def _check_view(folder: Path, view: str) -> None:
+    """Refuse an unknown view, or one not built for the checkpoint ``folder`` (``views/<view>.md``)."""
+    if view not in VIEWS:
+        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    prompt = folder / "views" / f"{view}.md"
+    if not prompt.is_file():
+        raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
+                         f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+
+
 def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
                 repo_source: RepoSource | None = None, image: str | None = None,
                 grading: GradingSettings | None = None, agent_timeout: float | None = None,
@@ -269,23 +281,24 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     grading = grading or GradingSettings()
     folder = Path(checkpoint_dir)
     checkpoint, patch = load_checkpoint(folder)
-    if view not in VIEWS:
-        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    _check_view(folder, view)
     if task.instance_id != checkpoint.instance_id:
         raise InputError(folder / "checkpoint.json", f"is of {checkpoint.instance_id}, not {task.instance_id}",
                          field="instance_id")
     prompt = folder / "views" / f"{view}.md"
-    if not prompt.is_file():
-        raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
-                         f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+    instruction = read_text(prompt)  # before any work: a view that is not UTF-8 names its file
     spec = official_test_spec(task, repo_source)
     verdict = verdict_files(task, grading)
     dest = Path(out_dir) / task_name(checkpoint, view)
     if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
         raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
-    with building_beside(dest) as tmp:
-        tmp.chmod(0o755)  # mkdtemp's 0700 would hide the task from other users
-        atomic_write_text(tmp / "instruction.md", prompt.read_text(encoding="utf-8"))
+    with building_beside(dest) as beside:
+        # Built one level down: neither the task being built nor the earlier one it replaces, which ends up
+        # here, is ever a folder of OUT that Harbor would load as a task.
+        tmp = beside / "task"
+        tmp.mkdir()
+        tmp.chmod(0o755)  # other users see the task
+        atomic_write_text(tmp / "instruction.md", instruction)
         if view == RAW_TRACE and seed_trajectory:
             atomic_write_json(tmp / "trajectory.json", predecessor_atif(checkpoint, folder))
         atomic_write_text(tmp / "environment" / "Dockerfile", (
@@ -310,10 +323,9 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         metadata = task_metadata(checkpoint, folder, view)
         atomic_write_text(tmp / "task.toml", task_toml(metadata, verifier_timeout=grading.timeout,
                                                         agent_timeout=agent_timeout))
-        if dest.exists():
-            shutil.rmtree(dest)  # an earlier export of the same task: replaced whole
-        if not swap_in(tmp, dest):
-            raise InputError(dest, "another export wrote this task at the same time")
+        # An earlier export of the same task is exchanged with this one in one step: a reader, Harbor or a
+        # kill -9 sees one of the two whole, never a task with some of its files.
+        replace_whole(tmp, dest)
     return dest
 
 
@@ -388,6 +400,10 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
     """:func:`export_task` for every checkpoint folder under ``root`` x ``views`` (default: every view built
     for the checkpoint, ``views/<view>.md``); returns the task folders in checkpoint then view order.
 
+    Every checkpoint folder is read, and its instance and views found, before any task is written; each task
+    then appears whole or not at all (:func:`export_task`). An export that stops part-way says which tasks
+    it wrote before it stopped.
+
     Args:
         tasks: ``{instance_id: task}`` holding every checkpoint's instance.
         options: as :func:`export_task` (``repo_source``, ``image``, ``grading``, ``agent_timeout``,
@@ -395,8 +411,9 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
 
     Raises:
         InputError: as :func:`export_task`; a checkpoint whose instance is not in ``tasks``; no view built.
+            Raised part-way, the message ends with the tasks already written.
     """
-    written = []
+    planned: list[tuple[Path, str, SourceTask]] = []
     for folder in checkpoint_folders(root):
         checkpoint, _ = load_checkpoint(folder)
         task = tasks.get(checkpoint.instance_id)
@@ -407,5 +424,24 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
         if not names:
             raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
                              f"takeover views RUN --checkpoint-dir {folder}")
-        written += [export_task(folder, view, task, out_dir, **options) for view in names]
+        for view in names:
+            _check_view(folder, view)
+        planned += [(folder, view, task) for view in names]
+    written: list[Path] = []
+    for folder, view, task in planned:
+        try:
+            written.append(export_task(folder, view, task, out_dir, **options))
+        except TakeoverError as exc:
+            if not written:
+                raise
+            raise _stopped_after(exc, written) from None
     return written
+
+
+def _stopped_after(exc: TakeoverError, written: list[Path]) -> TakeoverError:
+    """``exc`` with what an export had written when it stopped: the tasks, each whole."""
+    shown = ", ".join(p.name for p in written[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
+    tail = f"; stopped there: {len(written)} task(s) were written before, each whole, in {written[0].parent}: {shown}"
+    if isinstance(exc, InputError):
+        return InputError(exc.path, exc.reason + tail, record=exc.record, field=exc.field)
+    return type(exc)(f"{exc}{tail}")

@@ -51,6 +51,10 @@ class HandoffPoint(BaseModel):
             latest source edit at or before the point: ``passed``/``failed``/``unknown``/``none``.
         patch_sha256: sha256 of the cumulative diff (UTF-8) at the point.
         patch_lines: added + removed lines of that diff.
+        unrecorded_files: files of that diff whose content the record does not determine: a replayed
+            command filled them with a program's output the record never shows (docs/protocol.md section
+            5.3, extension "Unrecorded output"); a replay elsewhere may give other bytes for them, and only
+            for them (sorted).
     """
 
     type: PointType | SessionEnd | EventCut
@@ -64,6 +68,7 @@ class HandoffPoint(BaseModel):
     validation_after_latest_source_change: ValidationStatus = "none"
     patch_sha256: str | None = None
     patch_lines: int = 0
+    unrecorded_files: list[str] = Field(default_factory=list)
 
 
 class MissingPoint(BaseModel):

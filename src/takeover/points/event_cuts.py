@@ -143,6 +143,7 @@ def cut_from_states(trajectory: Trajectory, result: ReplayResult, event_index: i
     edits = source_edits(trajectory.events, result.diffs, base_top_level=top)
     diff = result.diffs[event_index]
     point = point_at(EVENT_CUT, event_index, diff, edits, verifications(trajectory.events), base_top_level=top)
+    point.unrecorded_files = result.unrecorded[event_index] if result.unrecorded else []
     return point, join_diffs(diff)
 
 

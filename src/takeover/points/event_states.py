@@ -46,6 +46,7 @@ from takeover.repository_states.starting_state import (
     setup_steps,
     tree_with_patch,
 )
+from takeover.repository_states.unrecorded_output import pin_unrecorded, replay_key, unrecorded_files
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Event, Trajectory
@@ -266,6 +267,12 @@ def event_states(
                                                       reason=f"replay failed: {_reason(exc, ws)}"))
         result.start = start
         result.base_top_level = _top_level(ws, task.base_commit)
+        if result.verdict.verified:
+            # Files filled with a program's output the record never shows: the first replay's bytes on this
+            # machine, so that the same run gives the same checkpoint (docs/protocol.md section 5.3).
+            found = unrecorded_files(trajectory, [s.action for s in result.steps], result.diffs)
+            result.diffs, result.unrecorded = pin_unrecorded(replay_key(trajectory, task.base_commit, start.tree),
+                                                             result.diffs, found)
         return result
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from takeover._util.io import atomic_write_text
-from takeover.errors import InputError
+from takeover._util.io import atomic_write_text, read_json
+from takeover.errors import InputError, json_type
 from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
 from takeover.replay_settings import ReplaySettings
@@ -79,10 +79,16 @@ class RunPoints(BaseModel):
         Raises:
             InputError: the file is not such a record.
         """
+        doc = read_json(path)
+        if not isinstance(doc, dict):
+            raise InputError(path, f"not a points file (takeover points --out-dir): expected a JSON object, got "
+                             f"{json_type(doc)}")
         try:
-            return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(path, f"not a RunPoints record: {str(exc).splitlines()[0]}") from None
+            return cls.model_validate(doc)
+        except ValidationError as exc:
+            error = InputError.from_validation(path, exc)
+            raise InputError(path, f"not a points file (takeover points --out-dir): {error.reason}",
+                             field=error.field) from None
 
 
 def _unqualified(verdict: ReplayVerdict) -> list[MissingPoint]:
@@ -133,5 +139,7 @@ def analyze_run(
     if not result.verdict.verified:
         return RunPoints(**base, replay=result.verdict, missing=_unqualified(result.verdict))
     points, missing = detect_points(trajectory.events, result.diffs, base_top_level=result.base_top_level)
+    for point in points:
+        point.unrecorded_files = result.unrecorded[point.event_index] if result.unrecorded else []
     patches = {p.type: join_diffs(result.diffs[p.event_index]) for p in points}
     return RunPoints(**base, replay=result.verdict, points=points, missing=missing, patches=patches)

@@ -13,8 +13,8 @@ point), :mod:`.page` (what ``report.html`` shows), :mod:`.html_page` (the Jinja 
 ``templates/``), :mod:`.experiment_report` (writes every file) and :mod:`.run_page` (``takeover show``).
 """
 
-from takeover.report.experiment_report import Report, build_report
+from takeover.report.experiment_report import Report, build_report, require_whole
 from takeover.report.notice import ReportNotice, read_notice, write_notice
 from takeover.report.run_page import write_run_page
 
-__all__ = ["Report", "ReportNotice", "build_report", "read_notice", "write_notice", "write_run_page"]
+__all__ = ["Report", "ReportNotice", "build_report", "read_notice", "require_whole", "write_notice", "write_run_page"]

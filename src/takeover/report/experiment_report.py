@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from takeover._util.io import atomic_write_json, atomic_write_text
+from takeover.errors import UnreadableRecords
 from takeover.report.html_page import write_report_html
 from takeover.report.isolation_warning import run_isolation
 from takeover.report.markdown import render_markdown
@@ -49,9 +50,14 @@ class Report(BaseModel):
             grading ``warnings``, ``grading_rules`` (gradings per verdict rule set; more than one is said in
             the report), ``units`` (status counts per stage), ``not_imported`` (selected instances
             without a predecessor run, with why), ``import_notes`` (trajectory files not imported) and
-            ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`) and ``claims``
+            ``rediscovery`` (:func:`takeover.report.rediscovery.rediscovery_tables`), ``claims``
             (:func:`takeover.report.note_claims.claims_section`; each summary entry of a checked view also
-            carries its ``claims`` figures).
+            carries its ``claims`` figures), ``unreadable_records``
+            (other tools' records in the folder that could not be read, a damaged Harbor trial or Inspect
+            log: ``{"source", "path", "reason", "takeover_key"}``, the key of the run's row, marked
+            ``unreadable``, or ``None`` when no run could be placed; see :func:`require_whole`),
+            ``repeated_runs`` (runs of another tool that repeat a (successor, point, view) the tables hold
+            already, not counted: ``{"takeover_key", "counted", "successor", "point_key", "view"}``).
         markdown: the text of ``report.md``.
     """
 
@@ -60,6 +66,22 @@ class Report(BaseModel):
     rows: list[dict[str, Any]] = Field(default_factory=list)
     data: dict[str, Any] = Field(default_factory=dict)
     markdown: str = ""
+
+
+def require_whole(data: dict[str, Any]) -> None:
+    """Check that a report's folder held no record of another tool it could not read (``data`` is
+    ``report.json``'s). ``takeover report`` calls it once the files are written, so that a script sees that
+    the report is not whole (exit status 2).
+
+    Raises:
+        UnreadableRecords: it held some; the message says how many, where they are listed, and the first
+            file and reason.
+    """
+    records = data.get("unreadable_records") or []
+    if records:
+        raise UnreadableRecords(f"{len(records)} record(s) of other tools could not be read (listed under "
+                                f"\"Unreadable records\" in report.md; runs not solved where they can be placed), "
+                                f"e.g. {records[0]['reason']}")
 
 
 def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) -> Report:
@@ -84,7 +106,9 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
     boot = units.plan.get("bootstrap", {})
     resamples = int(boot.get("resamples", DEFAULT_RESAMPLES))
     seed = int(boot.get("seed", DEFAULT_SEED))
-    rows = collect_rows(units)
+    unreadable: list[dict[str, Any]] = []
+    repeated: list[dict[str, Any]] = []
+    rows = collect_rows(units, unreadable=unreadable, repeated=repeated)
     # Before the drill-down, which marks each step with the labels stored here.
     rediscovery = rediscovery_tables(out, rows, resamples=resamples, seed=seed)
     claims = claims_section(out)
@@ -107,6 +131,8 @@ def build_report(out_dir: Path | str, *, plots: bool = True, html: bool = True) 
         "grading_rules": grading_rules_used(units),
         "units": units.status,
         "unusable_unit_files": units.unusable,
+        "unreadable_records": unreadable,
+        "repeated_runs": repeated,
         "not_imported": units.plan.get("not_imported", {}),
         "import_notes": units.plan.get("import_notes", []),
         "rediscovery": rediscovery,

@@ -65,9 +65,42 @@ def _table(summary: list[dict]) -> str:
             f"| {format_number(e['median_prompt_tokens'])} | {_change(vs.get('prompt_tokens'))} "
             f"| {' | '.join(claim_cells(e))} "
             f"| {format_number(e['median_initial_prompt_chars'])} | {_change(vs.get('initial_prompt_chars'))} "
-            f"| {e['infrastructure_failures']} | {e['agent_failures']} | {_unsubmitted(e)} | {e.get('flaky', 0)} |"
+            f"| {_infrastructure(e)} | {e['agent_failures']} | {_unsubmitted(e)} | {e.get('flaky', 0)} |"
         )
     return head + "\n".join(lines) + "\n"
+
+
+def _infrastructure(entry: dict) -> str:
+    unreadable = entry.get("unreadable") or 0
+    return f"{entry['infrastructure_failures']}" + (f" ({unreadable} unreadable)" if unreadable else "")
+
+
+def unreadable_markdown(records: list[dict]) -> str:
+    """The section that lists other tools' records the report could not read ("" when none): each file and
+    why, and whether the run counts in the tables (as not solved, ``unreadable``) or could not be placed."""
+    if not records:
+        return ""
+    placed = sum(1 for r in records if r.get("takeover_key"))
+    unplaced = len(records) - placed
+    lines = [f"## Unreadable records\n\n{len(records)} record(s) of other tools could not be read. "
+             + (f"{placed} count in the tables above as runs not solved (infra fail, unreadable). " if placed else "")
+             + (f"{unplaced} name no run that could be placed in the tables. " if unplaced else "")
+             + "Fix or remove each file and build the report again.\n\n"]
+    lines += [f"- {r['reason']}" + ("" if r.get("takeover_key") else " (not in the tables)") + "\n" for r in records]
+    return "".join(lines) + "\n"
+
+
+def repeated_markdown(repeated: list[dict]) -> str:
+    """The section that lists runs of another tool left out of the tables because their (successor, point,
+    view) has a run already ("" when none): the tables hold one run per handoff point and view."""
+    if not repeated:
+        return ""
+    lines = [(f"## Runs not counted\n\n{len(repeated)} run(s) repeat a (successor, handoff point, view) that "
+              "already has one (another attempt of a Harbor trial, another epoch of an Inspect sample). The "
+              "tables count one run per point and view, the first found; these are left out:\n\n")]
+    lines += [f"- {r['takeover_key']} ({r['successor']}, {r['point_key']}, {r['view']}): {r['counted']} is counted\n"
+              for r in repeated]
+    return "".join(lines) + "\n"
 
 
 def _unsubmitted(entry: dict) -> str:
@@ -105,6 +138,8 @@ def render_markdown(data: dict) -> str:
     md.write(isolation_table(data.get("isolation")))
     if time_limited_note(data["summary"]):
         md.write(time_limited_note(data["summary"]) + "\n")
+    md.write(unreadable_markdown(data.get("unreadable_records") or []))
+    md.write(repeated_markdown(data.get("repeated_runs") or []))
     for field, title in (("by_handoff_state", "By handoff state"), ("by_point_type", "By handoff point type")):
         md.write(f"## {title}\n\n")
         for key, summary in data[field].items():

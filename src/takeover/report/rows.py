@@ -224,12 +224,18 @@ def handoff_states(units: ExperimentUnits) -> dict[str, str | None]:
     return states
 
 
-def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
+def collect_rows(units: ExperimentUnits, *, unreadable: list[dict[str, Any]] | None = None,
+                 repeated: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """One row per planned takeover run, joined with its grading and its point's handoff state.
 
     Each row has the :data:`~takeover.results.RESULT_COLUMNS` (the fields of
     :class:`~takeover.results.ResultRow`) plus ``point_key`` and ``takeover_key``; the rows of Inspect logs
-    in the folder follow (:func:`takeover.report.inspect_logs.inspect_rows`). A run that failed,
+    and Harbor trials in the folder follow (:func:`takeover.report.inspect_logs.inspect_rows`,
+    :func:`takeover.report.harbor_jobs.harbor_rows`). Their records that cannot be read are appended to
+    ``unreadable`` (when given), each ``{"source", "path", "reason", "takeover_key"}``. The tables hold one
+    run per (successor, point, view): a later run of one that has a row already (another attempt of a
+    Harbor trial, another epoch of an Inspect sample) is not a row and is appended to ``repeated`` (when
+    given), ``{"takeover_key", "counted", "successor", "point_key", "view"}``. A run that failed,
     is missing or blocked, or whose grading failed or is missing, is not solved (``resolved`` false) and
     has ``status``/``failure_kind``/``reason`` saying why; a finished run whose agent stopped without
     submitting has ``failure_kind`` ``agent`` (docs/protocol.md section 9).
@@ -273,7 +279,20 @@ def collect_rows(units: ExperimentUnits) -> list[dict[str, Any]]:
             row["failure_kind"] = kind or "infrastructure"
         rows.append(row)
     # the runs of Inspect's handoff task and Harbor's trials of exported tasks beside takeover's own
-    return rows + inspect_rows(units.out) + harbor_rows(units.out)
+    seen = {(r["successor"], r["point_key"], r["view"]): r["takeover_key"] for r in rows}
+    for row in inspect_rows(units.out, unreadable) + harbor_rows(units.out, unreadable):
+        cell = (row["successor"], row["point_key"], row["view"])
+        if cell in seen:
+            if repeated is not None:
+                repeated.append({"takeover_key": row["takeover_key"], "counted": seen[cell], "successor": cell[0],
+                                 "point_key": cell[1], "view": cell[2]})
+            for record in unreadable or []:  # an unreadable run left out is in no row of the tables either
+                if record["takeover_key"] == row["takeover_key"]:
+                    record["takeover_key"] = None
+            continue
+        seen[cell] = row["takeover_key"]
+        rows.append(row)
+    return rows
 
 
 def table1(units: ExperimentUnits) -> dict:

@@ -5,8 +5,9 @@ Rules (documented in ``report.md`` too):
 
 - The unit of analysis is the handoff point. Each (successor, view) has one planned takeover run per
   point. A run that failed for infrastructure reasons (environment, repository, endpoint, harness) or is
-  missing stays in the denominator of the solved rate as not solved, and is counted apart (``infra fail``;
-  ``agent fail`` for a unit the agent made unusable). A finished run whose agent stopped without
+  missing stays in the denominator of the solved rate as not solved, and is counted apart (``infra fail``,
+  of which ``unreadable`` counts another tool's record of a run, a Harbor trial or an Inspect sample, that
+  cannot be read; ``agent fail`` for a unit the agent made unusable). A finished run whose agent stopped without
   submitting (a limit) is no failure and may be solved: it is counted in ``ended unsubmitted``.
 - A run whose grading was flaky (its verdict changed with the hash seed alone: ``flaky``, docs/protocol.md
   section 6, extension) is neither solved nor unsolved: it is left out of the solved rate (numerator and
@@ -87,6 +88,9 @@ def _summarize(rows: list[dict], boot: _Bootstraps) -> list[dict]:
                 "infrastructure_failures": sum(
                     1 for r in runs.values() if r["status"] != "done" and r["failure_kind"] == "infrastructure"
                 ),
+                # Of those, runs another tool recorded whose record cannot be read (a damaged Harbor trial or
+                # Inspect sample): not solved, and listed with the file and the reason.
+                "unreadable": sum(1 for r in runs.values() if r["status"] == "unreadable"),
                 "agent_failures": sum(
                     1 for r in runs.values() if r["status"] != "done" and r["failure_kind"] == "agent"
                 ),

@@ -159,13 +159,14 @@ class ReplayStep(BaseModel):
 
 
 class ReplayResult(BaseModel):
-    """States after every event: ``trees[i]`` (snapshot tree id) and ``diffs[i]`` ({path: diff against the
-    starting state}); ``start`` is that starting state when it was determined (docs/protocol.md section 5.2);
-    ``base_top_level`` the names of ``base_commit``'s top-level files and folders, which the scratch rule
-    needs (docs/protocol.md section 3.2; ``None`` when no copy of the repository was at hand)."""
+    """States after every event: ``trees[i]`` (snapshot tree id), ``diffs[i]`` ({path: diff against the
+    starting state}), ``unrecorded[i]`` (files the record does not determine there, :mod:`.unrecorded_output`);
+    ``start``: that starting state, when determined (docs/protocol.md section 5.2); ``base_top_level``: the
+    names of ``base_commit``'s top-level files and folders (section 3.2; ``None``: no copy of the repository)."""
 
     trees: list[str] = Field(default_factory=list)
     diffs: list[dict[str, str]] = Field(default_factory=list)
+    unrecorded: list[list[str]] = Field(default_factory=list)
     steps: list[ReplayStep] = Field(default_factory=list)
     verdict: ReplayVerdict
     start: StartingState | None = None
@@ -272,8 +273,7 @@ def replay_trajectory(
     notes: list[str] = []
 
     with tempfile.TemporaryDirectory(prefix="takeover-replay-") as scratch:
-        tmp_dir = Path(scratch) / "tmp"
-        home = Path(scratch) / "home"
+        tmp_dir, home = Path(scratch) / "tmp", Path(scratch) / "home"
         tmp_dir.mkdir()
         home.mkdir()
         env = _base_env(env_vars, "/tmp" if st.available else str(home))

@@ -36,8 +36,10 @@ class ResultRow(BaseModel):
             was not graded).
         flaky: the grading's verdict changed with the hash seed: the tests that flipped and both seeds
             (:mod:`takeover.grading.flaky`); such a row is neither solved nor a failure in the report.
-        status: ``done``, ``failed``, ``missing`` or ``blocked``; failure_kind: ``infrastructure`` or
-            ``agent`` (an agent that stopped without submitting); reason: why it failed.
+        status: ``done``, ``failed``, ``missing``, ``blocked`` or ``unreadable`` (another tool's record of the
+            run, a Harbor trial or an Inspect sample, that cannot be read: not solved, and the reason names
+            the file); failure_kind: ``infrastructure`` or ``agent`` (an agent that stopped without
+            submitting); reason: why it failed.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -59,7 +61,7 @@ class ResultRow(BaseModel):
     only_source_files_changed: bool | None = None
     fail_to_pass_rate: float | None = None
     pass_to_pass_rate: float | None = None
-    status: Literal["done", "failed", "missing", "blocked"]
+    status: Literal["done", "failed", "missing", "blocked", "unreadable"]
     failure_kind: Literal["infrastructure", "agent"] | None = None
     reason: str | None = None
     flaky: str | None = None

@@ -229,6 +229,15 @@ def task_index(tasks: Iterable[SourceTask]) -> dict[str, SourceTask]:
     return {t.instance_id: t for t in tasks}
 
 
+def not_in_dataset(instance_id: str | None, dataset: Path | str) -> str:
+    """Why a run's task is not found in ``dataset``, naming the instance, or saying that the run names none
+    (a session file of a tool that records no SWE-bench instance): never "instance None"."""
+    if not instance_id:
+        return (f"the run names no SWE-bench instance (no instance_id in the file), so its task cannot be found in "
+                f"{dataset}")
+    return f"instance {instance_id!r} is not in {dataset}"
+
+
 def select_tasks(
     tasks: Iterable[SourceTask], difficulties: Sequence[str], seed: int, limit: int | None
 ) -> list[SourceTask]:

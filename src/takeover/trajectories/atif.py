@@ -209,9 +209,9 @@ class _Run:
         results = ctx.list_of_objects(observation, "results") if isinstance(observation, dict) else None
         if results is None:
             raise ctx.error("expected an object", "observation")
-        for result in results:
-            cause = by_call.get(result.get("source_call_id"), self.last_action)
-            self.observe(result, cause)
+        for i, result in enumerate(results):
+            call_id = ctx.key("observation").item("results", i).optional(result, "source_call_id", str)
+            self.observe(result, by_call.get(call_id, self.last_action))
 
     def observe(self, result: dict, cause: int | None) -> None:
         extra = result.get("extra") if isinstance(result.get("extra"), dict) else {}

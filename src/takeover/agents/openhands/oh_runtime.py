@@ -151,7 +151,9 @@ class OpenHandsRuntime:
         }
         config_file = home / "driver.json"
         atomic_write_json(config_file, config)
-        argv = [str(python), "-I", str(DRIVER), str(config_file)]
+        # The venv's interpreter by its folder's real path: the sandbox mounts folders at their real paths, so a
+        # cache reached through a link (TAKEOVER_CACHE, or a folder in it, a symbolic link) would hide it.
+        argv = [str(python.parent.resolve() / python.name), "-I", str(DRIVER), str(config_file)]
         variables = {**(run.task_env if run.commands.uses_task_environment else {}),
                      "HOME": "/tmp" if sandboxed else str(run.tmp_dir), "OPENHANDS_SUPPRESS_BANNER": "1",
                      # OpenHands' user folder (profiles, skills cache), kept with its record of the run.
