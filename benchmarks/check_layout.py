@@ -52,6 +52,13 @@ every violation, and exits 1 when there is any (0 otherwise, 2 on bad arguments)
 - ``seam-closure``: the import closure of a seam module (:data:`SEAMS`: the agent-runtime seam), parent
   packages included as Python runs them, holds none of the modules it must not load (the runtimes and their
   registries), so that importing the seam loads no runtime. The closure's size is one of the figures.
+- ``default-once``: a default is declared once, in its settings record (:data:`SETTINGS_RECORDS`: the run
+  limits, the grading, replay and view settings, the agent choice, the model settings). No function parameter
+  (a command's flag, an API keyword) and no field of another record named after a record's field (or, for a
+  field whose name says nothing alone, ``timeout``, after its table's prefix: ``grading_timeout``) has a literal
+  default: a number, a string, a boolean, or a module-level name bound to one in the same module. ``None``
+  (not given: the record's default applies) and a value read from the record (``LIMITS.step_limit``) are
+  allowed; :data:`DEFAULT_ONCE_ALLOWED` lists the fields that share a setting's name but not its meaning.
 
 The same checks are a library function, :func:`check`, used by ``tests/test_layout.py``.
 """
@@ -79,10 +86,13 @@ PENDING_FLAG_CLASHES: dict[tuple[str, str], str] = {}
 #: Entries name the first component under ``takeover`` (a module or a package with everything inside it);
 #: ``""`` is the package root (``takeover/__init__.py``, which holds only the version).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # 0 foundation: the package root (the version), the vocabulary, errors, run limits, the machinery behind
-    # ``_util`` (files, processes, the sandbox, secrets, diffs, package versions, loggers) and the model
-    # endpoint (``llm``: settings, the one client, the token estimator)
-    ("", "vocabulary", "errors", "_util", "limits", "llm"),
+    # 0 foundation: the package root (the version), the vocabulary, errors, the settings records (run limits,
+    # the agent choice, grading, replay and view settings: records at the bottom, which import none of their
+    # implementations),
+    # the machinery behind ``_util`` (files, processes, the sandbox, secrets, diffs, package versions, loggers)
+    # and the model endpoint (``llm``: settings, the one client, the token estimator)
+    ("", "vocabulary", "errors", "_util", "limits", "agent_choice", "grading_settings", "replay_settings", "view_budgets",
+     "llm"),
     ("sources",),  # 1: source tasks and where repositories come from (docs/protocol.md section 2)
     # 2: the event model and every format's reader, takeover's own run format included; the shell-command
     # grammar (what a command an agent ran reads, searches, runs, writes)
@@ -157,6 +167,35 @@ SEAMS: tuple[Seam, ...] = (
     Seam("agents.runtime", ("agents.runtimes", "agents.command_backends", "agents.mini_swe_agent",
                             "agents.openhands", "agents.command", "agents.runs")),
 )
+@dataclass(frozen=True)
+class SettingsRecord:
+    """A settings record (rule ``default-once``): ``module`` (dotted under ``takeover``), the class, and the
+    prefix its table gives a field whose name says nothing alone (``grading``: ``grading_timeout``)."""
+
+    module: str
+    name: str
+    prefix: str = ""
+
+
+#: The records whose defaults are declared once (rule ``default-once``).
+SETTINGS_RECORDS: tuple[SettingsRecord, ...] = (
+    SettingsRecord("limits", "RunLimits"),
+    SettingsRecord("grading_settings", "GradingSettings", "grading"),
+    SettingsRecord("replay_settings", "ReplaySettings", "replay"),
+    SettingsRecord("view_budgets", "ViewBudgets"),
+    SettingsRecord("agent_choice", "AgentChoice"),
+    SettingsRecord("llm.settings", "ModelSettings"),
+)
+#: Field names that say nothing alone (other code uses them for other things: a subprocess's ``timeout``, the
+#: sandbox's ``network``): they are read with their table's prefix only, or not at all without one.
+GENERIC_FIELDS = frozenset({"timeout", "network", "backend", "model", "extra", "options", "retries", "temperature",
+                            "runtime", "max_tokens", "backoff", "base_url"})
+#: ``(file relative to the source folder's parent, name)`` of fields that share a setting's name but are
+#: something else (rule ``default-once``), and why.
+DEFAULT_ONCE_ALLOWED: dict[tuple[str, str], str] = {
+    ("takeover/grading/reuse.py", "grading_rules"): "a stored grading key's rules when it records none (the key "
+    "was decided under swebench-4.1's), not the setting's default (the installed harness's)",
+}
 #: Files or folders (relative to the source folder's parent) that may compare registered names, and why.
 NAME_TEST_ALLOWED: dict[str, str] = {}
 REFERENCE = re.compile(r"(?i:\bissues?[ \t]*[-#]?[ \t]*\d+)|PROTOCOL\.md")
@@ -178,6 +217,7 @@ RULES: dict[str, str] = {
     "name-test": "no registered name compared outside its registry",
     "rename-table": "no table of renamed names, no hidden old flag",
     "seam-closure": "a seam's import closure loads no runtime",
+    "default-once": "a setting's default is declared once, in its record",
 }
 
 
@@ -558,6 +598,74 @@ def _seam_closures(report: LayoutReport, seams: tuple[Seam, ...]) -> None:
                     f"importing {package}.{seam.module} loads {name} (under {bad}): the seam must load no runtime"))
 
 
+def _literal(node: ast.expr | None, constants: dict[str, ast.expr]) -> bool:
+    """Whether ``node`` is a literal default other than None: a constant, a sign or arithmetic of literals, or
+    a module-level name bound to one (``constants``)."""
+    if node is None:
+        return False
+    if isinstance(node, ast.Constant):
+        return node.value is not None and not isinstance(node.value, type(...))
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand, constants)
+    if isinstance(node, ast.BinOp):
+        return _literal(node.left, constants) and _literal(node.right, constants)
+    if isinstance(node, ast.Name) and node.id in constants:
+        return _literal(constants[node.id], {})
+    return False
+
+
+def _field_default(value: ast.expr | None) -> ast.expr | None:
+    """The default of a record field's value: ``x``, or ``Field(x, ...)``/``Field(default=x)``."""
+    if isinstance(value, ast.Call) and _call_name(value.func) == "Field":
+        if value.args:
+            return value.args[0]
+        return next((k.value for k in value.keywords if k.arg == "default"), None)
+    return value
+
+
+def setting_names(report: LayoutReport, records: tuple[SettingsRecord, ...]) -> dict[str, str]:
+    """``{name a flag or keyword of a record's field goes by: "Record.field"}`` (rule ``default-once``)."""
+    package = report.src.name
+    names: dict[str, str] = {}
+    for record in records:
+        module = report.modules.get(f"{package}.{record.module}")
+        cls = next((n for n in module.tree.body if isinstance(n, ast.ClassDef) and n.name == record.name),
+                   None) if module else None
+        for stmt in cls.body if cls else []:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+                field = stmt.target.id
+                if field not in GENERIC_FIELDS:
+                    names.setdefault(field, f"{record.name}.{field}")
+                if record.prefix:
+                    names.setdefault(f"{record.prefix}_{field}", f"{record.name}.{field}")
+    return names
+
+
+def _defaults_once(report: LayoutReport, records: tuple[SettingsRecord, ...]) -> None:
+    """Violations of the ``default-once`` rule (see the module docstring)."""
+    names = setting_names(report, records)
+    own = {(f"{report.src.name}.{r.module}", r.name) for r in records}
+    for module in report.modules.values():
+        constants = dict(_assignments(module.tree.body))
+        for node in ast.walk(module.tree):
+            found: list[tuple[str, ast.expr | None, int]] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = node.args
+                positional = [*a.posonlyargs, *a.args]
+                pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True))
+                pairs += [(arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+                found = [(arg.arg, d, arg.lineno) for arg, d in pairs]
+            elif isinstance(node, ast.ClassDef) and (module.name, node.name) not in own:
+                found = [(s.target.id, _field_default(s.value), s.lineno) for s in node.body
+                         if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+            for name, default, line in found:
+                if name in names and _literal(default, constants) and (module.rel, name) not in DEFAULT_ONCE_ALLOWED:
+                    report.violations.append(Violation(
+                        "default-once", f"{module.rel}:{line}",
+                        f"{name} = {ast.unparse(default)} is a default of its own for {names[name]}: read it from "
+                        "the record (or leave it None: the record's default applies)"))
+
+
 def cited_sections(numbers: str) -> list[int]:
     """Section numbers of a citation's number list: ``"3-5"`` -> 3, 4, 5; ``"5, 7 and 8"`` -> 5, 7, 8."""
     found: list[int] = []
@@ -650,13 +758,15 @@ def check(
     pending_flag_clashes: dict[tuple[str, str], str] | None = None,
     registries: tuple[Registry, ...] = REGISTRIES,
     seams: tuple[Seam, ...] = SEAMS,
+    settings_records: tuple[SettingsRecord, ...] = SETTINGS_RECORDS,
 ) -> LayoutReport:
     """Every layout rule of the module docstring over the package folder ``src``; nothing is imported.
 
     ``protocol`` is the protocol document that citations must match (default: ``docs/protocol.md`` two
     folders above ``src``, as in ``src/takeover``); ``pending_flag_clashes`` replaces
     :data:`PENDING_FLAG_CLASHES`; ``registries`` the seams whose names rule ``name-test`` reads; ``seams`` the
-    seam modules whose import closure rule ``seam-closure`` bounds.
+    seam modules whose import closure rule ``seam-closure`` bounds; ``settings_records`` the records whose defaults
+    rule ``default-once`` keeps in one place.
 
     Raises:
         FileNotFoundError: ``src`` is not a folder.
@@ -709,6 +819,7 @@ def check(
     _name_tests(report, registries)
     _rename_tables(report)
     _seam_closures(report, seams)
+    _defaults_once(report, settings_records)
 
     protocol = Path(protocol) if protocol is not None else src.parents[1] / "docs" / "protocol.md"
     sections = set(map(int, SECTION_HEADING.findall(protocol.read_text(encoding="utf-8")))) \

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from docker_images import TINY_INSTANCE, stand_in_image, tiny_task  # the tests' stand-in builder
 
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks
 
@@ -54,8 +55,8 @@ def measure(task, source, work: Path) -> list[dict]:
     for backend in ("docker", "local"):
         row = {"instance_id": task.instance_id, "backend": backend}
         for name, patch in (("gold", task.patch), ("empty", "")):
-            args = {"task": task, "patch": patch, "backend": backend, "repo_source": source,
-                    "log_dir": work / backend, "model_name_or_path": name, "grading_timeout": 900}
+            args = {"task": task, "patch": patch, "grading": GradingSettings(backend=backend, timeout=900),
+                    "repo_source": source, "log_dir": work / backend, "model_name_or_path": name}
             first, seconds = _timed(**args)
             again, reused_seconds = _timed(**args)
             graded[backend, name] = first

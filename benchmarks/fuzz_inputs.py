@@ -450,7 +450,7 @@ def run_all(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tal
         "dataset": {"path": str(dataset), "difficulties": [], "limit": 1, "instance_ids": [some_id]},
         "predecessor": {"trajectories": [str(mini.parent if mini else work / "traj")]},
         "successors": [{"model": "openai/none", "base_url": "http://127.0.0.1:9/v1", "retries": 0}],
-        "limits": {"step_limit": 2, "wall_time_limit_seconds": 30, "grading_timeout": 30},
+        "limits": {"step_limit": 2, "wall_time_limit_seconds": 30}, "grading": {"timeout": 30},
         "execution": {"workers": 1},
     }
     for label, path in write_variants(work / "experiment", "experiment.toml", toml_variants(experiment)):

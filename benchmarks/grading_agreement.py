@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover.grading import NETWORK_REPOS, GradeResult, Prediction, grade_predictions
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask, load_tasks
 
@@ -169,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append((iid, f"no official report at {report}"))
             continue
         print(f"grading {iid} ...", file=sys.stderr, flush=True)
-        options = {"repo_source": source, "log_dir": log_dir, "timeout": args.timeout, "network": args.network,
-                   "force": args.force}
+        options = {"grading": GradingSettings(timeout=args.timeout, network=args.network), "repo_source": source,
+                   "log_dir": log_dir, "force": args.force}
         sub = Prediction(instance_id=iid, model_name_or_path="mini-swe-agent",
                          model_patch=(run.get("info") or {}).get("submission") or "")
         local = grade_predictions([task], [sub], **options)[0]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from takeover.grading import grade
 from takeover.grading.evaluation import REFERENCE_MODEL
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import load_tasks
 
@@ -52,8 +53,8 @@ def main() -> None:
     source = RepoSource(mirror, offline=True)
     lines, errors = [], []
     for task in tasks:
-        r = grade(task, task.patch, repo_source=source, grading_timeout=args.timeout, log_dir=cache_dir() / "grading",
-                  network=args.network, model_name_or_path=REFERENCE_MODEL)
+        r = grade(task, task.patch, GradingSettings(timeout=args.timeout, network=args.network), repo_source=source,
+                  log_dir=cache_dir() / "grading", model_name_or_path=REFERENCE_MODEL)
         if r.error is not None or not r.applied:
             errors.append(f"{task.instance_id}: {(r.error or r.apply_error or '').splitlines()[0][:160]}")
             print(f"{task.instance_id:<32} not graded: {errors[-1].split(': ', 1)[1]}", flush=True)

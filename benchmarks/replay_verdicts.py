@@ -47,8 +47,9 @@ from takeover._util.processes import run_process
 from takeover.environments import prepare_environment
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.points import detect_points, verifications
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.file_classes import SCRATCH_PREFIXES
-from takeover.repository_states.replay import DEFAULT_TIMEOUT, RECORDED_TIMEOUT_LIMIT, replay_trajectory
+from takeover.repository_states.replay import RECORDED_TIMEOUT_LIMIT, replay_trajectory
 from takeover.repository_states.snapshots import top_level_names
 from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
 from takeover.sources.repos import RepoSource
@@ -101,7 +102,7 @@ def _floor(traj: Trajectory, ws: Path, env: dict[str, str] | None) -> float:
             continue
         command = ev.command.replace(root, str(ws)) if root else ev.command
         obs = next((o for o in events[i + 1:] if o.kind == "observation"), None)
-        limit = RECORDED_TIMEOUT_LIMIT if obs is not None and _RECORDED_TIMEOUT.search(obs.text or "") else DEFAULT_TIMEOUT
+        limit = RECORDED_TIMEOUT_LIMIT if obs is not None and _RECORDED_TIMEOUT.search(obs.text or "") else ReplaySettings().timeout
         started = time.monotonic()
         run_process([*offline, "bash", "-c", command], cwd=ws, env=plain_env, timeout=limit, output_limit=200_000)
         total += time.monotonic() - started

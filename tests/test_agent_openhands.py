@@ -16,8 +16,8 @@ from test_agent_runtimes import write_calc_study
 from test_agents import bash, events_of, settings, tree_file
 from test_cli_points_flags import points_json
 
+from takeover.agent_choice import AgentChoice
 from takeover.agents import ExitStatus, RunLimits, read_run
-from takeover.agents.agent_choice import AgentChoice
 from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.experiments import load_experiment, run_experiment
@@ -195,5 +195,5 @@ def test_an_experiment_with_mini_swe_agent_and_openhands_successors_reports_both
     # observation: four agent events each, on different prompts.
     assert {n: e["median_agent_events"] for n, e in entries.items()} == {n: 4 for n in names}
     takeovers = load_results(config.out, "takeover")
-    by_agent = {r.inputs["agent"]["runtime"]: r for r in takeovers.values()}
+    by_agent = {AgentChoice.model_validate(r.inputs["agent"]).runtime: r for r in takeovers.values()}
     assert by_agent["openhands"].output["prompt_tokens"] > by_agent["mini-swe-agent"].output["prompt_tokens"] > 0

@@ -17,8 +17,8 @@ from test_agent_runs import _checkpoint_folder
 from test_agents import bash, events_of, settings, tree_file
 from typer.testing import CliRunner
 
-from takeover.agents import AgentRun, ExitStatus, RunLimits, RuntimeOutcome, read_run
-from takeover.agents.agent_choice import NoOptions
+from takeover.agent_choice import NoOptions
+from takeover.agents import AgentChoice, AgentRun, ExitStatus, RunLimits, RuntimeOutcome, read_run
 from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.agents.runtimes import RUNTIMES
@@ -42,7 +42,7 @@ class ScribeRuntime:
 
     Options = NoOptions
 
-    def check(self, limits, choice):
+    def check(self, limits, choice, commands):
         if limits.prompt_token_limit is not None:
             raise InputError("agent scribe", "cannot stop at a prompt-token limit", field="prompt_token_limit")
 
@@ -147,8 +147,9 @@ def test_agent_run_picks_the_runtime_with_agent_and_the_command_backend_with_com
     assert result.exit_code == 0, result.output
     assert f"predecessor run {task.instance_id} (scribe): submitted" in result.output
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert (run_json["agent"], run_json["command_backend"], run_json["inputs"]["agent"]["command_backend"]) == (
-        "scribe", "local", "local")
+    # run.json names both; the inputs (the run's key) hold the choice in its stable form: the default backend left out
+    assert (run_json["agent"], run_json["command_backend"], run_json["inputs"]["agent"]) == (
+        "scribe", "local", {"runtime": "scribe"})
     assert "backend" not in run_json and "backend" not in run_json["inputs"]
 
     with ScriptedServer([]) as srv:
@@ -166,7 +167,7 @@ def test_command_backend_on_agent_run_is_recorded(tmp_path, task_and_mirror):
     assert result.exit_code == 0, result.output
     run_json = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run_json["command_backend"] == "local" and run_json["exit_status"] == "step_limit"
-    assert run_json["agent"] == run_json["inputs"]["agent"]["runtime"] == "mini-swe-agent"
+    assert run_json["agent"] == "mini-swe-agent" and run_json["inputs"]["agent"] == {}  # the default choice
 
 
 # --- experiments ---------------------------------------------------------------------------------------
@@ -222,7 +223,7 @@ def test_two_successors_that_differ_only_in_agent_are_two_successors_of_the_repo
     assert config.successor_names == names
     assert json.loads((config.out / "plan.json").read_text())["successors"] == names
     takeovers = load_results(config.out, "takeover")
-    by_agent = {r.inputs["agent"]["runtime"]: r for r in takeovers.values()}
+    by_agent = {AgentChoice.model_validate(r.inputs["agent"]).runtime: r for r in takeovers.values()}
     assert sorted(by_agent) == ["mini-swe-agent", "scribe"] and len(takeovers) == 2
     for agent, unit in by_agent.items():
         assert json.loads((Path(unit.output["run_dir"]) / "run.json").read_text())["agent"] == agent
@@ -245,8 +246,9 @@ def test_the_agent_choice_of_an_experiment_reaches_its_agent_units_whole_and_ent
         [spec] = Planner(config, files, RepoSource()).predecessors([SourceTask(instance_id="a__b-1", repo="a/b",
                                                                                base_commit="0" * 40, problem_statement="x")], None, {})
         keys[name] = spec.key
-        assert spec.inputs["agent"] == {"runtime": "mini-swe-agent", "options": {}, "protocol": "text",
-                                        "command_backend": "docker" if name == "docker" else "local"}
+        # the choice whole, in its stable form: the defaults left out (the default choice is {})
+        assert spec.inputs["agent"] == ({"command_backend": "docker"} if name == "docker" else {})
+        assert AgentChoice.model_validate(spec.inputs["agent"]).command_backend == ("docker" if name == "docker" else "local")
         assert "command_backend" not in spec.inputs and "backend" not in spec.inputs
     assert keys["default"] == keys["local"] != keys["docker"]
     (tmp_path / "bad.toml").write_text(base.format('agent = { command_backend = "modal" }\n'))
@@ -313,3 +315,20 @@ def test_experiment_units_of_an_earlier_version_say_so_and_are_recomputed_not_mi
     for path in aside.rglob("*.json"):
         assert path.read_bytes() == (EARLIER / "experiment" / "units" / path.relative_to(aside)).read_bytes()
     assert set_aside_earlier_units(out) is None  # today's folder stays as it is
+
+
+def test_a_study_folder_of_the_unit_format_before_the_stable_form_says_so_and_is_recomputed(tmp_path):
+    """Unit keys changed once when every record came to be keyed in its stable form (unit format 3): a folder of
+    format 2 says so in one line, and its units are moved aside whole (never reused under the new keys, never
+    lost), as for any earlier format."""
+    assert UNITS_FORMAT == 3
+    out = tmp_path / "out"
+    unit = out / "units" / "grade" / "0123456789abcdef.json"
+    unit.parent.mkdir(parents=True)
+    (out / "units" / "FORMAT").write_text("2\n")
+    unit.write_text('{"stage": "grade", "key": "0123456789abcdef", "status": "done"}')
+    note = set_aside_earlier_units(out)
+    assert note == (f"{out / 'units'} was written by an earlier version of takeover (unit format 2, now 3): its "
+                    f"units are recomputed, not reused; they were moved to {out / 'units.earlier-2'}")
+    assert (out / "units.earlier-2" / "grade" / unit.name).is_file() and not unit.exists()
+    assert (out / "units" / "FORMAT").read_text() == "3\n"

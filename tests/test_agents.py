@@ -20,6 +20,7 @@ from takeover.agents import AgentChoice, ExitStatus, RunLimits, read_run
 from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer, count_words, prompt_words
@@ -374,9 +375,7 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
     traj = read_run(tmp_path / "run")
     source = RepoSource(mirror, offline=True)
 
-    recorded = analyze_run(
-        traj, task, source, snapshot_repo=traj.metadata["snapshot_repo"], use_environment=False
-    )
+    recorded = analyze_run(traj, task, source, snapshot_repo=traj.metadata["snapshot_repo"], replay=ReplaySettings(use_environment=False))
     assert recorded.replay.verified and recorded.replay.method == "recorded_snapshot"
     assert recorded.replay.first_mismatch is None  # the last snapshot is exactly patch.diff
     got = {p.type: p.event_index for p in recorded.points}
@@ -390,7 +389,7 @@ def test_recorded_run_yields_points_and_checkpoints_without_replay_that_agree_wi
 
     # The same run without its snapshots: points come from a replay of the recorded commands.
     bare = traj.model_copy(update={"events": [e.model_copy(update={"snapshot": None}) for e in traj.events]})
-    replayed = analyze_run(bare, task, source, work_dir=tmp_path, use_environment=False)
+    replayed = analyze_run(bare, task, source, work_dir=tmp_path, replay=ReplaySettings(use_environment=False))
     assert replayed.replay.verified and replayed.replay.method == "verified_replay"
     assert [p.model_dump() for p in replayed.points] == [p.model_dump() for p in recorded.points]
     assert replayed.patches == recorded.patches

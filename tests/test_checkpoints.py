@@ -17,6 +17,7 @@ from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run, checkpoint_method
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -42,7 +43,7 @@ def analyzed(tmp_path_factory):
     task = SourceTask(instance_id="acme__widget-1", repo="acme/widget", base_commit=sha, problem_statement="f must return 2")
     source = RepoSource(tmp / "mirror", offline=True)
     traj = _trajectory(_final_patch(tmp, {"pkg/mod.py": "def f():\n    return 2\n"}))
-    return task, source, traj, analyze_run(traj, task, source, use_environment=False, replay_timeout=30)
+    return task, source, traj, analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False, timeout=30))
 
 
 def _final_patch(tmp_path, changes: dict[str, str]) -> str:
@@ -101,8 +102,7 @@ def test_analyze_run_by_verified_replay(analyzed):
 def test_unreplayable_run_has_no_qualifying_points(mirror, tmp_path):
     mirror_dir, task = mirror
     wrong = _final_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 7\n"})
-    rp = analyze_run(_trajectory(wrong), task, RepoSource(mirror_dir, offline=True), use_environment=False,
-                     replay_timeout=30)
+    rp = analyze_run(_trajectory(wrong), task, RepoSource(mirror_dir, offline=True), replay=ReplaySettings(use_environment=False, timeout=30))
     assert not rp.replay.verified and rp.replay.first_mismatch == "pkg/mod.py"
     assert rp.points == [] and [m.type for m in rp.missing] == [
         "after_first_source_edit", "after_first_verification_result", "after_first_post_failure_edit"]
@@ -125,7 +125,7 @@ def test_a_run_without_an_edit_after_its_failure_reports_that_point_missing(mirr
                             exit_code=code, cause=i))
     t = Trajectory(format="mini-swe-agent", instance_id=task.instance_id, events=events, final_patch=final,
                    working_dir="/testbed")
-    rp = analyze_run(t, task, RepoSource(mirror_dir, offline=True), use_environment=False, replay_timeout=30)
+    rp = analyze_run(t, task, RepoSource(mirror_dir, offline=True), replay=ReplaySettings(use_environment=False, timeout=30))
     assert rp.replay.verified, rp.replay
     assert [(p.type, p.event_index) for p in rp.points] == [
         ("after_first_source_edit", 2), ("after_first_verification_result", 5)]
@@ -279,8 +279,7 @@ def test_replayed_commands_cannot_modify_the_mirror(mirror, tmp_path):
                             cause=2 * i))
     t = Trajectory(format="mini-swe-agent", events=events, final_patch="", working_dir="/testbed")
     out: list = []
-    rp = analyze_run(t, task, RepoSource(mirror_dir, offline=True), use_environment=False, replay_timeout=30,
-                     result_out=out)
+    rp = analyze_run(t, task, RepoSource(mirror_dir, offline=True), replay=ReplaySettings(use_environment=False, timeout=30), result_out=out)
     assert rp.replay.verified  # the attack changed nothing in the workspace either
     assert not (bare / "objects" / "pwned").exists()
     assert git(bare, "for-each-ref") == refs_before and (bare / "HEAD").read_text().startswith("ref: ")

@@ -11,6 +11,7 @@ import pytest
 from conftest import git, make_repo
 
 from takeover.errors import InputError
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import detect_format, read_trajectories, summarize
 
@@ -465,7 +466,7 @@ def test_file_edits_replay_exactly(tmp_path):
         (other / rel).write_text(text)
     git(other, "add", "-A")
     t.final_patch = git(other, "diff", "--cached")
-    result = replay_trajectory(t, workspace, base, use_sandbox=False, timeout=30)
+    result = replay_trajectory(t, workspace, base, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified, result.verdict
     skipped = [(s.index, s.action, s.detail) for s in result.steps if s.action in ("skipped", "noop") and s.index in (7, 11)]
     assert skipped == [

@@ -13,7 +13,6 @@ from test_cli_handoff_flags import bash
 from typer.testing import CliRunner
 
 from takeover.cli import app
-from takeover.errors import EnvironmentUnavailable
 from takeover.testing.scripted_server import ScriptedServer
 
 LIMITS = {
@@ -76,7 +75,8 @@ def test_docker_backend_needs_a_daemon(tmp_path, task_and_mirror):
             "--out-dir", str(tmp_path / "run"), "--command-backend", "docker"],
             env={"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"})
         assert srv.served == 0
-    assert isinstance(result.exception, EnvironmentUnavailable) and "Docker daemon" in str(result.exception)
+    # One line on stderr and exit status 2 (takeover.cli.failure), as at the console script.
+    assert result.exit_code == 2 and result.stderr.startswith("error: ") and "Docker daemon" in result.stderr
 
 
 def test_model_request_flags_govern_each_calls_attempts(tmp_path, task_and_mirror):

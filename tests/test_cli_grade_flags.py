@@ -103,7 +103,8 @@ def test_env_spec_file_gives_the_environment_of_a_task_without_one(calc_task, tm
     bare = {k: v for k, v in task.items() if k != "takeover_env_spec"}
     spec = tmp_path / "specs.json"
     spec.write_text(json.dumps({"acme/calc": {**SPEC, "test_cmd": "echo SPEC-FROM-FILE && " + SPEC["test_cmd"]}}))
-    (row,) = grade_cli(tmp_path, bare, "--instance-id", "acme__calc-1", "--gold", "--spec-file", str(spec))
+    # The spec file is the local backend's own option (docs/protocol.md section 6).
+    (row,) = grade_cli(tmp_path, bare, "--instance-id", "acme__calc-1", "--gold", "--backend-option", f"spec_file={spec}")
     assert row["error"] is None and row["resolved"] is True
     assert "SPEC-FROM-FILE" in Path(row["log_path"]).read_text()
 

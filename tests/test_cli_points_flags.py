@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 from takeover.agents.runs import run_predecessor
 from takeover.cli import app
-from takeover.errors import InputError
 from takeover.points import analyze_run
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
@@ -65,8 +65,7 @@ def test_replay_limits_timeout_and_memory_mb_decide_whether_the_edit_happens(mir
     assert cut["replay"]["verified"] is False and cut["points"] == []
     assert points_json(str(slow), *common, "--replay-timeout", "120")["replay"]["verified"] is True
     # The Python keyword means the same.
-    earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()),
-                          RepoSource(mirror_dir, offline=True), use_environment=False, replay_timeout=1)
+    earlier = analyze_run(read_trajectory(slow), SourceTask.model_validate(task.model_dump()), RepoSource(mirror_dir, offline=True), replay=ReplaySettings(use_environment=False, timeout=1))
     assert earlier.replay.verified is False
 
     starved = points_json(str(hungry), *common, "--memory-mb", "100")
@@ -144,17 +143,24 @@ def test_checkpoint_record_timeout_workspace_and_state(tmp_path, monkeypatch):
 
     missing = CliRunner().invoke(app, ["checkpoint", *common[:-2], "--replay-timeout", "60", "--record", "1", "--out-dir",
                                        str(tmp_path / "none")])
-    assert isinstance(missing.exception, InputError) and "has no run 1 (it holds 1)" in str(missing.exception)
+    assert missing.exit_code == 2 and "has no run 1 (it holds 1)" in missing.stderr
 
 
-@pytest.mark.parametrize("flag", [("--replay-timeout", "0"), ("--memory-mb", "0")])
-def test_limits_that_no_command_could_meet_are_refused(flag, tmp_path):
+@pytest.mark.parametrize(("flag", "bound"), [(("--replay-timeout", "0"), "greater than 0"),
+                                             (("--memory-mb", "63"), "greater than or equal to 64")])
+def test_limits_that_no_command_could_meet_are_refused(flag, bound, tmp_path):
+    """The replay record's bounds (takeover.replay_settings.ReplaySettings), refused before any work, the flag
+    named."""
     result = CliRunner().invoke(app, ["points", str(tmp_path / "runs"), "--dataset", str(tmp_path / "d.jsonl"), *flag])
-    assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output
+    assert (result.exit_code, result.stderr) == (2, f"error: {flag[0]}: Input should be {bound}\n")
 
 
-@pytest.mark.parametrize("flag", [("--raw-trace-max-chars", "0"), ("--raw-trace-max-tokens", "-5"),
-                                  ("--note-max-tokens", "0"), ("--timeout", "0")])
-def test_handoff_refuses_budgets_and_limits_below_one(flag, tmp_path):
+@pytest.mark.parametrize(("flag", "bound"), [(("--raw-trace-max-chars", "0"), "greater than or equal to 1"),
+                                             (("--raw-trace-max-tokens", "-5"), "greater than or equal to 1"),
+                                             (("--note-max-tokens", "63"), "greater than or equal to 64"),
+                                             (("--timeout", "0"), "greater than 0")])
+def test_handoff_refuses_budgets_and_limits_below_their_records_bounds(flag, bound, tmp_path):
+    """The view budgets' and the model settings' bounds, the records' own (the request flags are checked even
+    without --model), refused before the session is read."""
     result = CliRunner().invoke(app, ["handoff", str(tmp_path / "session.jsonl"), *flag])
-    assert result.exit_code == 2 and f"Invalid value for '{flag[0]}'" in result.output
+    assert (result.exit_code, result.stderr) == (2, f"error: {flag[0]}: Input should be {bound}\n")

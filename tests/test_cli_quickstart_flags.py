@@ -18,7 +18,6 @@ from test_experiment_e2e import CALC, script, synthetic  # noqa: F401  (syntheti
 from typer.testing import CliRunner
 
 from takeover.cli import app
-from takeover.errors import InputError
 from takeover.testing.scripted_server import ScriptedServer
 
 FIX = "sed -i '2s/a - b/a + b/' calc.py"
@@ -60,7 +59,7 @@ def test_quickstart_with_the_embedded_model_and_its_flags(synthetic, tmp_path): 
     assert config["predecessor"]["trajectories"] == [str(synthetic / "acme__calc-1.json")]
     assert config["views"] == ["repo_only", "summary_notes"] and config["point_types"] == ["after_first_source_edit"]
     assert (config["limits"]["step_limit"], config["limits"]["wall_time_limit_seconds"]) == (6, 200)
-    assert config["notes"]["note_max_tokens"] == 300 and config["execution"]["workers"] == 2
+    assert config["view_budgets"]["note_max_tokens"] == 300 and config["execution"]["workers"] == 2
     assert config["mirror"] == str((synthetic / "mirror").resolve()) and config["offline"] is True
     result = json.loads((out / "quickstart.json").read_text())
     assert result["ok"] is True and result["model"]["model"] == "openai/qwen2.5-coder-0.5b-instruct"
@@ -86,7 +85,15 @@ def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
         result = CliRunner().invoke(app, ["quickstart", *common_flags(synthetic), "--view", "repo_only",
                                           "--model", "openai/scripted", "--base-url", srv.base_url,
                                           "--api-key-env", "QUICKSTART_TEST_KEY", "--out-dir", str(out),
-                                          "--timeout", "42", "--retries", "2", "--max-retry-wait", "5"])
+                                          "--timeout", "42", "--retries", "2", "--max-retry-wait", "5",
+                                          # the grading option group, each setting changed: the study's record
+                                          "--grading-timeout", "900", "--no-network", "--hash-seed", "11",
+                                          "--grading-rules", "swebench-4.1", "--backend-option", "keep_workspace=false",
+                                          # and the limits and agent groups beyond the quickstart's own flags
+                                          "--command-timeout", "120", "--prompt-token-limit", "900000",
+                                          "--cost-limit", "5", "--max-consecutive-format-errors", "4",
+                                          "--protocol", "text", "--command-backend", "local",
+                                          "--raw-trace-max-chars", "200000"])
     assert result.exit_code == 0, result.output
     assert srv.served >= 2 and all(r["model"] == "scripted" for r in srv.requests)  # the successor's calls
     config = json.loads((out / "config.resolved.json").read_text())
@@ -96,6 +103,14 @@ def test_quickstart_with_an_endpoint(synthetic, monkeypatch):  # noqa: F811
     for key, value in {"timeout": 42, "retries": 2, "max_retry_wait": 5}.items():  # the successor and note writer
         assert successor[key] == config["notes"]["model"][key] == value, key
     assert json.loads((out / "quickstart.json").read_text())["model"]["model"] == "openai/scripted"
+    assert {k: config["grading"][k] for k in ("timeout", "network", "hash_seed", "grading_rules", "options")} == {
+        "timeout": 900, "network": False, "hash_seed": 11, "grading_rules": "swebench-4.1", "options": {}}
+    grades = [json.loads(p.read_text()) for p in (out / "units" / "grade").glob("*.json")]
+    assert grades and all(g["inputs"]["grading"] == {"timeout": 900.0, "hash_seed": 11, "grading_rules": "swebench-4.1"}
+                          for g in grades)  # the units' inputs hold the record in its stable form
+    assert (config["limits"]["command_timeout"], config["limits"]["prompt_token_limit"], config["limits"]["cost_limit"],
+            config["limits"]["max_consecutive_format_errors"]) == (120, 900000, 5, 4)
+    assert config["view_budgets"]["raw_trace_max_chars"] == 200000
 
 
 def test_quickstart_raw_trace_max_tokens_keeps_the_newest_events_within_the_budget(synthetic, monkeypatch):  # noqa: F811
@@ -116,7 +131,7 @@ def test_quickstart_raw_trace_max_tokens_keeps_the_newest_events_within_the_budg
         result = CliRunner().invoke(app, ["quickstart", *flags, "--base-url", srv.base_url,
                                           "--raw-trace-max-tokens", "1"])
     assert result.exit_code == 0, result.output
-    assert json.loads((synthetic / "qs" / "config.resolved.json").read_text())["raw_trace_max_tokens"] == 1
+    assert json.loads((synthetic / "qs" / "config.resolved.json").read_text())["view_budgets"]["raw_trace_max_tokens"] == 1
     (unit,) = [json.loads(p.read_text()) for p in (synthetic / "qs" / "units" / "view").glob("*.json")]
     assert unit["labels"]["view"] == "raw_trace" and unit["output"]["dropped_events"] == 4
     view = Path(unit["output"]["path"]).read_text()
@@ -125,10 +140,18 @@ def test_quickstart_raw_trace_max_tokens_keeps_the_newest_events_within_the_budg
     assert FIX in view and "cat calc.py" not in view and "grep -n" not in view
 
 
-def test_quickstart_agent_names_a_runtime_that_runs_without_a_command(tmp_path):
-    for agent in ("command", "nope"):
-        result = CliRunner().invoke(app, ["quickstart", "--agent", agent, "--out-dir", str(tmp_path / "qs")])
-        assert isinstance(result.exception, InputError)  # exit status 2 at the console script
-        assert str(result.exception) == (f"--agent: unknown agent runtime {agent!r} for the quickstart: use "
-                                         "mini-swe-agent or openhands")
+def test_quickstart_agent_is_the_agent_choice_checked_by_its_runtime(tmp_path):
+    """The quickstart's agent flags are takeover agent run's: a runtime that needs an option of its own (the
+    user's command) needs it given, one that cannot keep the quickstart's limits says which, and a command
+    backend's option it does not have is refused, each naming its flag."""
+    refusals = {("--agent", "nope"): "--agent: unknown agent runtime 'nope': use mini-swe-agent or openhands or command",
+                ("--agent", "command"): "--agent-option: the command runtime needs a command template (its option "
+                                        "agent_command) (its options: agent_command, session_glob)",
+                ("--command-backend-option", "image=x"): "--command-backend-option: unknown option (its options: none)",
+                ("--agent", "command", "--agent-option", "agent_command=my-agent < {prompt_file}"):
+                    "--step-limit: cannot enforce step_limit on the agent's own loop (its own limits apply): leave it "
+                    "at its default 500"}
+    for flags, line in refusals.items():
+        result = CliRunner().invoke(app, ["quickstart", *flags, "--out-dir", str(tmp_path / "qs")])
+        assert (result.exit_code, result.stderr) == (2, f"error: {line}\n"), result.output
         assert not (tmp_path / "qs").exists()

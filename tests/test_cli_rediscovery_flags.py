@@ -14,7 +14,7 @@ from test_cli_views_flags import widget_run  # noqa: F401  (widget_run is a fixt
 from test_rediscovery_labels import _run, _run_folder, cmd
 from typer.testing import CliRunner
 
-from takeover.cli import app, failure
+from takeover.cli import app
 
 
 def rediscovery(*args) -> dict:
@@ -26,9 +26,8 @@ def rediscovery(*args) -> dict:
 def refused(*args) -> str:
     """The one-line error of a rediscovery the command refuses (exit status 2)."""
     result = CliRunner().invoke(app, ["rediscovery", *map(str, args), "--json"])
-    code, message = failure(result.exception)
-    assert code == 2, (result.output, result.exception)
-    return message
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, (result.output, result.exception)
+    return result.stderr.rstrip("\n")
 
 
 def labels(record: dict) -> list[tuple[int, str, int | None]]:

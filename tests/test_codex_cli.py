@@ -10,6 +10,7 @@ import pytest
 from conftest import make_repo
 
 from takeover.errors import InputError
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import detect_format, read_trajectories, summarize
 from takeover.trajectories.codex_patch import heredoc, sections
@@ -451,7 +452,7 @@ def test_patch_sections_replay(tmp_path):
     )
     r.count(100, 0, 10, 0)
     (t,) = read_trajectories(r.write(tmp_path / "rollout.jsonl"))
-    result = replay_trajectory(t, workspace, base, use_sandbox=False, timeout=30)
+    result = replay_trajectory(t, workspace, base, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert [(s.action, s.detail) for s in result.steps] == [
         ("edit", "create NOTES.md"),
         ("skipped", "unknown editor verb 'apply_patch'"),

@@ -30,6 +30,7 @@ from takeover.quickstart import EMBEDDED_NOTE_MAX_TOKENS
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import task_by_id
 from takeover.trajectories import read_trajectories
+from takeover.view_budgets import ViewBudgets
 from takeover.views import build_view
 from takeover.views.structured import compute_fields
 
@@ -50,10 +51,8 @@ def test_the_embedded_model_writes_structured_notes_that_validate_at_the_first_a
         # As the quickstart builds them: summary notes first, so that the structured request finds their shared
         # opening (system prompt and issue) in the server's prompt cache. The 0.5B model's answer depends on
         # that state: from an empty cache its structured notes at this point were rejected three times.
-        build_view("summary_notes", run, point, task, points.patches[point.type], model=settings,
-                   note_max_tokens=EMBEDDED_NOTE_MAX_TOKENS)
-        result = build_view("structured_notes", run, point, task, points.patches[point.type], model=settings,
-                            note_max_tokens=EMBEDDED_NOTE_MAX_TOKENS)
+        build_view("summary_notes", run, point, task, points.patches[point.type], model=settings, view_budgets=ViewBudgets(note_max_tokens=EMBEDDED_NOTE_MAX_TOKENS))
+        result = build_view("structured_notes", run, point, task, points.patches[point.type], model=settings, view_budgets=ViewBudgets(note_max_tokens=EMBEDDED_NOTE_MAX_TOKENS))
     at = (point.event_index, point.latest_verification_result)
     assert (result.validation, result.attempts, result.rejections) == ("valid", 1, []), at
     assert [a.response_format for a in result.note_usage.attempts] == ["json_object"]

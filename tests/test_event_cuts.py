@@ -14,6 +14,7 @@ from conftest import CALC_BUGGY, CALC_TEST, git, make_repo
 from takeover.checkpoints import materialize_checkpoint
 from takeover.points import analyze_run, checkpoint_method, cut_at_event, event_states, run_events
 from takeover.points.event_cuts import cut_from_states, event_rows
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -58,7 +59,7 @@ def replayed(tmp_path_factory):
     task, source, diffs = _calc(tmp)
     run = write_1x(tmp / "run.json", "acme__calc-1", STEPS, diffs["fixed"])
     traj = read_trajectory(run)
-    return task, source, diffs, run, traj, event_states(traj, task, source, use_environment=False, timeout=30)
+    return task, source, diffs, run, traj, event_states(traj, task, source, replay=ReplaySettings(use_environment=False, timeout=30))
 
 
 def _expected(diffs: dict[str, str]) -> list[str]:
@@ -71,7 +72,7 @@ def test_a_cut_of_a_replayed_mini_swe_agent_run_is_the_state_after_that_event(re
     task, source, diffs, _, traj, states = replayed
     expected = _expected(diffs)
     assert len(traj.events) == len(expected)
-    cut = cut_at_event(traj, task, 5, source, use_environment=False, replay_timeout=30)
+    cut = cut_at_event(traj, task, 5, source, replay=ReplaySettings(use_environment=False, timeout=30))
     assert cut.reason is None and cut.replay.method == "verified_replay"
     assert (cut.patch, cut.point.type, cut.point.event_index) == (expected[5], "event", 5)
     for n, want in enumerate(expected):
@@ -129,7 +130,7 @@ def test_a_cut_inside_an_unreplayable_run_is_refused_with_the_replays_reason(cal
     task, source, diffs = calc
     wrong = diffs["fixed"].replace("a + b", "b + a")  # the run claims a patch its commands never made
     traj = read_trajectory(write_1x(tmp_path / "run.json", "acme__calc-1", STEPS, wrong))
-    cut = cut_at_event(traj, task, 3, source, use_environment=False, replay_timeout=30)
+    cut = cut_at_event(traj, task, 3, source, replay=ReplaySettings(use_environment=False, timeout=30))
     assert cut.point is None and cut.patch == ""
     assert cut.reason.startswith("run is unreplayable: ") and "calc.py" in cut.reason
     assert cut.reason == f"run is unreplayable: {cut.replay.reason}"
@@ -183,7 +184,7 @@ def test_checkpoint_and_views_of_a_cut_name_the_event(replayed, tmp_path):
 def test_a_point_type_checkpoint_record_keeps_its_fields(calc, tmp_path):
     task, source, diffs = calc
     traj = read_trajectory(write_1x(tmp_path / "run.json", "acme__calc-1", STEPS, diffs["fixed"]))
-    rp = analyze_run(traj, task, source, use_environment=False, replay_timeout=30)
+    rp = analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False, timeout=30))
     point = rp.point("after_first_source_edit")
     materialize_checkpoint(task, traj, point, rp.patches[point.type], tmp_path / "cp", "verified_replay",
                            repo_source=source, workspace=False)

@@ -10,6 +10,7 @@ import pytest
 from prerequisites import requires, shared
 
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 from takeover.sources.frozen_history import STORE_RECORD, alternates_depth, usable
 from takeover.sources.repos import RepoSource, alternates
 from takeover.sources.tasks import load_tasks
@@ -39,7 +40,6 @@ def test_twelve_sympy_reference_patches_resolve_on_stores_made_in_order(mirror_d
         borrowed = len(json.loads((store / STORE_RECORD).read_text())["borrows"])
         assert usable(store) and borrowed == (10 if instance == "sympy__sympy-23950" else i)
         assert alternates_depth(ws / ".git" / "objects") == (2 if i else 1)
-        result = grade(task, task.patch, repo_source=source, log_dir=tmp_path / "logs",
-                       grading_timeout=1800, model_name_or_path="gold")
+        result = grade(task, task.patch, grading=GradingSettings(timeout=1800), repo_source=source, log_dir=tmp_path / "logs", model_name_or_path="gold")
         verdicts[instance] = (result.resolved, result.error)
     assert verdicts == {instance: (True, None) for instance in SYMPY}

@@ -15,6 +15,7 @@ from conftest import make_repo
 from typer.testing import CliRunner
 
 from takeover.grading import grade, grade_predictions
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 
 CALC = "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -107,7 +108,7 @@ def calc_task(tmp_path, monkeypatch):
 
 def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
     task, source = calc_task
-    gold = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    gold = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     assert gold.error is None and gold.applied
     assert gold.resolved and gold.handoff_state == "resolved_preserve"
     assert gold.FAIL_TO_PASS.success == ["tests/test_calc.py::test_add"]
@@ -118,7 +119,7 @@ def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
     report = json.loads((Path(gold.log_path).parent / "report.json").read_text())
     assert report["acme__calc-1"]["resolved"] is True
 
-    empty = grade(task, "", repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    empty = grade(task, "", grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     assert not empty.resolved and empty.handoff_state == "needs_completion"
     assert empty.FAIL_TO_PASS.failure == ["tests/test_calc.py::test_add"]
     assert empty.PASS_TO_PASS.success == ["tests/test_calc.py::test_mul"]
@@ -129,7 +130,7 @@ def test_gold_resolves_and_empty_does_not(calc_task, tmp_path):
 def test_a_relative_log_dir_is_read_from_the_current_folder(calc_task, tmp_path, monkeypatch):
     task, source = calc_task
     monkeypatch.chdir(tmp_path)
-    gold = grade(task, GOLD, repo_source=source, log_dir="logs", grading_timeout=120)
+    gold = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir="logs")
     assert gold.applied and gold.resolved and gold.handoff_state == "resolved_preserve"
     assert Path(gold.log_path).is_absolute() and Path(gold.log_path).is_relative_to(tmp_path / "logs")
 
@@ -148,7 +149,7 @@ def test_patch_that_does_not_apply_is_invalid_with_the_hunk(calc_task, tmp_path)
 
 def test_patch_breaking_pass_to_pass_is_broke_existing(calc_task, tmp_path):
     task, source = calc_task
-    r = grade(task, BREAKS_MUL, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    r = grade(task, BREAKS_MUL, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     assert r.FAIL_TO_PASS.success == ["tests/test_calc.py::test_add"]
     assert r.PASS_TO_PASS.failure == ["tests/test_calc.py::test_mul"]
     assert r.handoff_state == "broke_existing" and not r.resolved
@@ -170,8 +171,7 @@ def test_hanging_test_is_killed_with_its_process_group(calc_task, tmp_path):
     task, source = calc_task
     token = f"{uuid.uuid4().int % 10**6 + 10**6}.{os.getpid()}"  # a unique sleep duration to look for
     box = {}
-    worker = threading.Thread(target=lambda: box.update(r=grade(task, _hang_patch(token), repo_source=source,
-                                                                   log_dir=tmp_path / "logs", grading_timeout=6)))
+    worker = threading.Thread(target=lambda: box.update(r=grade(task, _hang_patch(token), grading=GradingSettings(timeout=6), repo_source=source, log_dir=tmp_path / "logs")))
     worker.start()
     seen = False
     while worker.is_alive():
@@ -240,10 +240,7 @@ def test_cli_grade_json_and_docker_without_daemon(calc_task, tmp_path):
 def test_unbuildable_environment_is_reported_and_other_tasks_go_on(calc_task, tmp_path):
     task, source = calc_task
     old = {**task, "instance_id": "acme__calc-2", "takeover_env_spec": {**SPEC, "python": "2.5"}}
-    results = grade_predictions(
-        [task, old],
-        [{"instance_id": "acme__calc-2", "model_patch": GOLD}, {"instance_id": "acme__calc-1", "model_patch": GOLD}],
-        repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    results = grade_predictions([task, old], [{"instance_id": "acme__calc-2", "model_patch": GOLD}, {"instance_id": "acme__calc-1", "model_patch": GOLD}], grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     broken, fine = results
     assert broken.error is not None and "no Python 2.5" in broken.error and "pyenv install 2.5" in broken.error
     assert broken.handoff_state is None and not broken.resolved
@@ -320,7 +317,7 @@ def test_pre_install_steps_run_before_the_candidate_patch_and_never_twice(patch,
         "PASS_TO_PASS": ["tests/test_setup.py::test_true"],
         "takeover_env_spec": {**SPEC, "pre_install": PRE_INSTALL},
     }
-    result = grade(task, patch, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", grading_timeout=120)
+    result = grade(task, patch, grading=GradingSettings(timeout=120), repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs")
     assert result.error is None, result.error
     assert result.FAIL_TO_PASS.success == ["tests/test_setup.py::test_fixed_in_the_starting_state"]
     assert result.resolved
@@ -334,7 +331,7 @@ def test_an_environment_this_host_cannot_build_is_said_before_the_repository_is_
     task, _ = calc_task
     nowhere = RepoSource(tmp_path / "empty-mirror", offline=True)  # cloning would fail: no repository there
     old = {**task, "takeover_env_spec": {**SPEC, "python": "2.5"}}
-    result = grade(old, GOLD, repo_source=nowhere, log_dir=tmp_path / "logs", grading_timeout=120)
+    result = grade(old, GOLD, grading=GradingSettings(timeout=120), repo_source=nowhere, log_dir=tmp_path / "logs")
     assert result.error is not None and "cannot be built on this host" in result.error
     assert "--backend docker" in result.error and "not in the mirror" not in result.error
     log = (tmp_path / "logs" / "takeover" / "acme__calc-1" / "run_instance.log").read_text()

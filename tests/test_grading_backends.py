@@ -1,32 +1,32 @@
 """The grading backend is a type registered by name (takeover.grading.backends): every caller takes the names
 from the one mapping, an unknown name is one error listing the known ones, each backend says how its tests
-see the network, what of its environment enters the grading key and whether it writes SWE-bench's report.
-Grading keys are unchanged by the seam, so a result folder written before it is still reused."""
+see the network, what of its environment enters the grading key and whether it writes SWE-bench's report, and
+declares its own options. Grading keys compare field by field as before, so a result folder written before
+the seam is still reused; their digest is that of their stable form."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import get_args
 
 import pytest
-from pydantic import ValidationError
 
 from takeover._util import harness_version
+from takeover._util.io import sha256_text
 from takeover.cli.options import BACKEND_HELP
 from takeover.errors import InputError
 from takeover.grading import (
     BACKENDS,
-    DEFAULT_BACKEND,
     GradeResult,
     GradingBackend,
-    GradingBackendName,
+    checked_grading,
     grade,
     grading_backend,
     grading_key,
 )
+from takeover.grading.local import LocalGradingOptions
+from takeover.grading_settings import GradingSettings
 from takeover.quickstart.options import QuickstartOptions
-from takeover.results import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
@@ -61,7 +61,7 @@ def _swebench_spec_sha256(task: dict) -> str:
 
 
 def test_every_backend_is_registered_under_its_own_name_and_is_a_grading_backend():
-    assert list(BACKENDS) == ["local", "docker"] and DEFAULT_BACKEND == "local"
+    assert list(BACKENDS) == ["local", "docker"] and BACKENDS.default == GradingSettings().backend == "local"
     for name, backend in BACKENDS.items():
         assert backend.name == name and isinstance(backend, GradingBackend) and grading_backend(name) is backend
     local, docker = BACKENDS["local"], BACKENDS["docker"]
@@ -72,39 +72,50 @@ def test_every_backend_is_registered_under_its_own_name_and_is_a_grading_backend
 
 
 def test_callers_take_the_names_from_the_mapping_and_refuse_others_naming_the_known_ones():
-    assert get_args(GradingBackendName) == tuple(BACKENDS)
     for backend in BACKENDS.values():
         assert f"{backend.name} ({backend.description})" in BACKEND_HELP
     with pytest.raises(InputError) as exc:
         grading_backend("modal")
     assert (exc.value.path, exc.value.reason) == ("--backend", "unknown backend 'modal': use local or docker")
     with pytest.raises(InputError, match="unknown backend 'modal': use local or docker"):
-        grade(SourceTask.model_validate(LOCAL_TASK), GOLD, backend="modal")
-    assert GradingSettings(backend="docker").backend == "docker"
-    with pytest.raises(ValidationError, match="unknown backend 'modal': use local or docker"):
-        GradingSettings(backend="modal", timeout=1.0)
-    with pytest.raises(InputError, match="unknown backend 'modal'; choose from local, docker"):
-        QuickstartOptions(backend="modal")
+        grade(SourceTask.model_validate(LOCAL_TASK), GOLD, grading=GradingSettings(backend="modal"))
+    assert checked_grading(GradingSettings(backend="docker")).backend == "docker"
+    with pytest.raises(InputError) as exc:  # the record names a backend; the registry checks the name
+        checked_grading(GradingSettings(backend="modal", timeout=1.0))
+    assert (exc.value.field, exc.value.reason) == ("backend", "unknown backend 'modal': use local or docker")
+    with pytest.raises(InputError, match="^--backend: unknown backend 'modal': use local or docker$"):
+        QuickstartOptions(grading=GradingSettings(backend="modal"))
+
+
+def test_each_backend_declares_its_own_options_and_refuses_the_others():
+    assert BACKENDS["local"].Options is LocalGradingOptions
+    assert set(LocalGradingOptions.model_fields) == {"spec_file", "keep_workspace"}
+    assert set(BACKENDS["docker"].Options.model_fields) == set()
+    local = checked_grading(GradingSettings(options={"keep_workspace": "true", "spec_file": None}))
+    assert local.options == {"keep_workspace": True}  # in the options' own form, defaults left out
+    with pytest.raises(InputError) as exc:  # docker has no spec file: refused, not ignored
+        checked_grading(GradingSettings(backend="docker", options={"spec_file": "envs.toml"}))
+    assert (exc.value.field, exc.value.reason) == ("options.spec_file", "unknown option (its options: none)")
 
 
 def test_grading_keys_are_those_of_the_code_before_the_backend_seam():
-    local = grading_key(SourceTask.model_validate(LOCAL_TASK), GOLD, backend="local", network=False, timeout=120)
-    assert local.model_dump(exclude={"takeover", "swebench", "grading_rules"}) == LOCAL_KEY
+    local = grading_key(SourceTask.model_validate(LOCAL_TASK), GOLD, GradingSettings(timeout=120))
+    assert local.model_dump(exclude={"takeover", "swebench", "grading_rules", "image_id"}) == LOCAL_KEY
     assert local.grading_rules == harness_version.installed_rules()  # the rules decide too
-    docker = grading_key(SourceTask.model_validate(DOCKER_TASK), GOLD, backend="docker", network=True, timeout=1800)
-    assert docker.model_dump(exclude={"takeover", "swebench", "grading_rules"}) == {
+    docker = grading_key(SourceTask.model_validate(DOCKER_TASK), GOLD, GradingSettings(backend="docker"))
+    assert docker.model_dump(exclude={"takeover", "swebench", "grading_rules", "image_id"}) == {
         **DOCKER_KEY, "env_spec_sha256": _swebench_spec_sha256(DOCKER_TASK)}
-    # The digest (the docker run id) is that of the same JSON, field order included.
-    assert list(json.loads(docker.model_dump_json())) == ["patch_sha256", "task_sha256", "env_spec_sha256",
-                                                          "test_locale", "backend", "network", "timeout",
-                                                          "takeover", "swebench", "grading_rules"]
+    # The digest (the docker run id, the hash seed) is that of the key's stable form: the fields at their
+    # default (an image unknown, the rules of 4.1) are left out, so a field added later keeps the digests.
+    stable = json.loads(json.dumps(docker.model_dump(mode="json", exclude_defaults=True)))
+    assert "image_id" not in stable and list(stable)[:2] == ["patch_sha256", "task_sha256"]
+    assert docker.digest == sha256_text(json.dumps(stable, separators=(",", ":")))
 
 
 @pytest.mark.parametrize(("task", "key", "timeout"), [(LOCAL_TASK, LOCAL_KEY, 120), (DOCKER_TASK, DOCKER_KEY, 1800)])
 def test_a_result_folder_written_before_the_backend_seam_is_reused(tmp_path, task, key, timeout):
     # result.json as grading wrote it before the seam, by this installation (same takeover and swebench).
-    current = grading_key(SourceTask.model_validate(task), GOLD, backend=key["backend"], network=key["network"],
-                          timeout=timeout)
+    current = grading_key(SourceTask.model_validate(task), GOLD, GradingSettings(backend=key["backend"], network=key["network"], timeout=timeout))
     spec = {"env_spec_sha256": _swebench_spec_sha256(task)} if key["backend"] == "docker" else {}
     stored_key = {**key, **spec, "takeover": current.takeover, "swebench": current.swebench}
     if current.grading_rules != "swebench-4.1":
@@ -120,7 +131,6 @@ def test_a_result_folder_written_before_the_backend_seam_is_reused(tmp_path, tas
     folder.mkdir(parents=True)
     (folder / "result.json").write_text(json.dumps(stored))
     # No repository and no Docker daemon are needed: nothing is graded again.
-    result = grade(task, GOLD, backend=key["backend"], repo_source=RepoSource(tmp_path / "nowhere", offline=True),
-                   log_dir=tmp_path / "logs", grading_timeout=timeout)
+    result = grade(task, GOLD, grading=GradingSettings(backend=key["backend"], timeout=timeout), repo_source=RepoSource(tmp_path / "nowhere", offline=True), log_dir=tmp_path / "logs")
     assert result.reused and result.resolved and result.graded_at == "2026-01-01T00:00:00+00:00"
     assert GradeResult.model_validate(stored).grading_key == result.grading_key == current

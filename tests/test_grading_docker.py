@@ -14,7 +14,7 @@ import pytest
 from takeover._util import harness_version
 from takeover.environments.row_grading import harness_test_spec
 from takeover.errors import InputError
-from takeover.grading import Prediction, grading_key
+from takeover.grading import Prediction, grading_key, swebench_rules
 from takeover.grading.docker.docker_backend import (
     HARNESS_FILES,
     copy_harness_logs,
@@ -25,6 +25,7 @@ from takeover.grading.docker.docker_backend import (
     result_from_harness,
 )
 from takeover.grading.docker.harness_run import HARNESS_LOGS, harness_log_root
+from takeover.grading_settings import GradingSettings
 from takeover.sources.tasks import SourceTask
 
 F2P = "testing/test_x.py::test_new"
@@ -52,7 +53,7 @@ def _task(**changes) -> SourceTask:
 
 
 def _key(task: SourceTask, patch: str):
-    return grading_key(task, patch, backend="docker", network=True, timeout=1800)
+    return grading_key(task, patch, GradingSettings(backend="docker", network=True, timeout=1800))
 
 
 def _log(passed: list[str], failed: list[str]) -> str:
@@ -151,7 +152,7 @@ def test_report_about_another_instance_is_refused(tmp_path, monkeypatch):
 
 
 def test_failing_tests_a_patch_that_does_not_apply_and_a_time_out(tmp_path, monkeypatch):
-    APPLY_PATCH_FAIL = harness_version.APPLY_PATCH_FAIL
+    APPLY_PATCH_FAIL = swebench_rules.APPLY_PATCH_FAIL
 
     task = _task()
     pred = Prediction(instance_id=task.instance_id, model_name_or_path="m", model_patch=PATCH_A)

@@ -17,6 +17,7 @@ from prerequisites import requires
 
 from takeover._util import harness_version
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), requires("docker daemon", "debootstrap")]
 
@@ -45,8 +46,8 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
     made = request.getfixturevalue(docker_task)
     task, source, stand_in = made.task, made.source, made.stand_in
     logs = tmp_path / "logs"
-    gold = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
-    empty = grade(task, "", backend="docker", repo_source=source, log_dir=logs, model_name_or_path="empty")
+    gold = grade(task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs, model_name_or_path="gold")
+    empty = grade(task, "", grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs, model_name_or_path="empty")
     assert gold.error is None and gold.resolved and gold.handoff_state == "resolved_preserve"
     assert empty.error is None and not empty.resolved and empty.handoff_state == "needs_completion"
     assert statuses(gold) == {test: "pass" for test in task.FAIL_TO_PASS + task.PASS_TO_PASS}
@@ -67,10 +68,9 @@ def test_gold_resolves_empty_does_not_and_every_status_equals_the_local_backend(
     assert not [c for c in docker.from_env().containers.list(all=True, ignore_removed=True)
                 if c.labels.get("org.takeover.out-dir", "").startswith(str(tmp_path))]
 
-    again = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold")
+    again = grade(task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs, model_name_or_path="gold")
     assert again.reused and again.resolved and again.graded_at == gold.graded_at
-    forced = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="gold",
-                   force=True)
+    forced = grade(task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs, model_name_or_path="gold", force=True)
     assert not forced.reused and forced.resolved and "--force" in forced.reuse_note
 
 
@@ -86,7 +86,7 @@ def test_a_changed_image_under_the_same_name_is_graded_again_both_ways(tiny_dock
     (task, name), source, stand_in = private_name, tiny_docker_task.source, tiny_docker_task.stand_in
     client = docker.from_env()
     logs = tmp_path / "logs"
-    first = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+    first = grade(task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs)
     assert first.resolved and first.image_id == stand_in.image_id
     # a broken image under the same name: its test runner is gone
     container = client.containers.create(stand_in.image_id, ["rm", "/opt/miniconda3/envs/testbed/bin/pytest"])
@@ -95,11 +95,11 @@ def test_a_changed_image_under_the_same_name_is_graded_again_both_ways(tiny_dock
     broken = container.commit(repository=name.rsplit(":", 1)[0], tag="latest")
     container.remove()
     try:
-        bad = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+        bad = grade(task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs)
         assert not bad.reused and not bad.resolved and bad.image_id == broken.id
         assert "the image changed" in bad.reuse_note
         client.images.get(stand_in.image_id).tag(name)  # the fixed image again
-        good = grade(task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+        good = grade(task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs)
         assert not good.reused and good.resolved and good.image_id == stand_in.image_id
         assert "the image changed" in good.reuse_note
     finally:
@@ -110,18 +110,18 @@ def test_a_changed_image_under_the_same_name_is_graded_again_both_ways(tiny_dock
 def test_faults_are_one_line_each(tiny_docker_task, tmp_path):
     task, source = tiny_docker_task.task, tiny_docker_task.source
     logs = tmp_path / "logs"
-    invalid = grade(task, BROKEN_PATCH, backend="docker", repo_source=source, log_dir=logs, model_name_or_path="bad")
+    invalid = grade(task, BROKEN_PATCH, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs, model_name_or_path="bad")
     assert invalid.error is None and not invalid.applied and invalid.handoff_state == "invalid"
     assert invalid.test_seconds == 0 and "patch" in invalid.apply_error  # no test ran: no test time
 
     missing_task = task.model_copy(update={"instance_id": "pallets__flask-90004"})
-    missing = grade(missing_task, task.patch, backend="docker", repo_source=source, log_dir=logs)
+    missing = grade(missing_task, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs)
     assert missing.handoff_state is None and "\n" not in missing.error
     assert "swebench/sweb.eval.x86_64.pallets_1776_flask-90004:latest" in missing.error
     assert "cannot be pulled" in missing.error and "docker pull" in missing.error
 
     elsewhere = task.model_copy(update={"environment_setup_commit": "e" * 40})  # not in the mirror
-    unreadable = grade(elsewhere, task.patch, backend="docker", repo_source=source, log_dir=logs)
+    unreadable = grade(elsewhere, task.patch, grading=GradingSettings(backend="docker"), repo_source=source, log_dir=logs)
     if harness_version.keeps_repo_specs():  # swebench 4.1's TestSpec holds the environment script: files are read
         assert "\n" not in unreadable.error and "requirements/dev.txt" in unreadable.error
     else:  # swebench 5.x grades with the image and the eval script alone

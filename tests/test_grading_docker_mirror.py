@@ -11,6 +11,7 @@ from docker_images import stand_in_image
 from prerequisites import requires, shared
 
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks
 
@@ -36,8 +37,7 @@ def test_gold_resolves_empty_does_not_and_statuses_equal_the_local_backend(insta
     results = {}
     for backend in ("docker", "local"):
         for name, patch in (("gold", task.patch), ("empty", "")):
-            results[backend, name] = grade(task, patch, backend=backend, repo_source=source, log_dir=tmp_path / backend,
-                                           model_name_or_path=name, grading_timeout=900)
+            results[backend, name] = grade(task, patch, grading=GradingSettings(backend=backend, timeout=900), repo_source=source, log_dir=tmp_path / backend, model_name_or_path=name)
     for (backend, name), result in results.items():
         assert result.error is None, (backend, name, result.error)
         assert result.resolved is (name == "gold"), (backend, name)

@@ -23,6 +23,7 @@ from takeover.grading.local.hermetic import (
     hermetic_locale,
     host_has_locale,
 )
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask, load_tasks
 
@@ -117,9 +118,9 @@ def test_hostile_caller_environment_breaks_a_plain_pytest_run(tmp_path):
 
 def test_reference_patch_gets_the_same_report_under_a_hostile_environment(locale_task, tmp_path, monkeypatch):
     task, source = locale_task
-    clean = _grade_under({}, monkeypatch, task, GOLD, repo_source=source, log_dir=tmp_path / "clean", grading_timeout=120)
+    clean = _grade_under({}, monkeypatch, task, GOLD, repo_source=source, log_dir=tmp_path / "clean", grading=GradingSettings(timeout=120))
     hostile = _grade_under(HOSTILE_TO_TESTS, monkeypatch, task, GOLD, repo_source=source,
-                           log_dir=tmp_path / "hostile", grading_timeout=120)
+                           log_dir=tmp_path / "hostile", grading=GradingSettings(timeout=120))
     assert clean.error is None and clean.resolved, Path(clean.log_path).read_text()
     assert sorted(clean.PASS_TO_PASS.success) == sorted(task["PASS_TO_PASS"])
     assert _report(hostile) == _report(clean)
@@ -136,7 +137,7 @@ def test_reference_patch_gets_the_same_report_under_a_hostile_environment(locale
 
 def test_empty_patch_is_still_graded_as_failing_under_a_hostile_environment(locale_task, tmp_path, monkeypatch):
     task, source = locale_task
-    r = _grade_under(HOSTILE_TO_TESTS, monkeypatch, task, "", repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    r = _grade_under(HOSTILE_TO_TESTS, monkeypatch, task, "", repo_source=source, log_dir=tmp_path / "logs", grading=GradingSettings(timeout=120))
     assert r.FAIL_TO_PASS.failure == ["tests/test_calc.py::test_add"]
     assert sorted(r.PASS_TO_PASS.success) == sorted(task["PASS_TO_PASS"])
     assert r.handoff_state == "needs_completion"
@@ -167,8 +168,8 @@ def test_real_instance_gets_the_same_report_under_a_hostile_environment(mirror_d
     task = tasks["pytest-dev__pytest-5631"]
     source = RepoSource(mirror_dir, offline=True)
     clean = _grade_under({}, monkeypatch, task, task.patch, repo_source=source, log_dir=tmp_path / "clean",
-                         grading_timeout=900)
+                         grading=GradingSettings(timeout=900))
     hostile = _grade_under(HOSTILE, monkeypatch, task, task.patch, repo_source=source, log_dir=tmp_path / "hostile",
-                           grading_timeout=900)
+                           grading=GradingSettings(timeout=900))
     assert clean.error is None and clean.resolved, clean.error
     assert _report(hostile) == _report(clean)

@@ -192,10 +192,10 @@ def test_read_predictions_formats(tmp_path):
 
 @requires("shared:swebench_verified.jsonl")
 def test_eval_script_for_a_real_task_uses_swebench_command_and_directives():
-    from takeover._util.harness_version import END_TEST_OUTPUT, START_TEST_OUTPUT
     from takeover.environments import env_spec_for
     from takeover.environments.swebench_specs import repo_version_specs
     from takeover.grading import eval_script, test_directives
+    from takeover.grading.swebench_rules import END_TEST_OUTPUT, START_TEST_OUTPUT
     from takeover.sources.tasks import load_tasks
 
     task = {t.instance_id: t for t in load_tasks(DATA / "swebench_verified.jsonl")}["sympy__sympy-13480"]

@@ -7,6 +7,7 @@ import pytest
 from prerequisites import requires, shared
 
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks
 
@@ -25,13 +26,13 @@ def real_task(mirror_dir):
 
 def test_gold_resolves_and_empty_does_not_on_a_real_instance(real_task, tmp_path):
     task, source = real_task
-    gold = grade(task, task.patch, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=900, model_name_or_path="gold")
+    gold = grade(task, task.patch, grading=GradingSettings(timeout=900), repo_source=source, log_dir=tmp_path / "logs", model_name_or_path="gold")
     assert gold.error is None, gold.error
     assert gold.resolved and gold.handoff_state == "resolved_preserve"
     assert gold.FAIL_TO_PASS.success == task.FAIL_TO_PASS
     assert sorted(gold.PASS_TO_PASS.success) == sorted(task.PASS_TO_PASS)
 
-    empty = grade(task, "", repo_source=source, log_dir=tmp_path / "logs", grading_timeout=900, model_name_or_path="empty")
+    empty = grade(task, "", grading=GradingSettings(timeout=900), repo_source=source, log_dir=tmp_path / "logs", model_name_or_path="empty")
     assert empty.error is None, empty.error
     assert empty.env_cached  # the second grading of the same (repo, version) reuses the environment
     assert not empty.resolved and empty.handoff_state == "needs_completion"

@@ -12,6 +12,7 @@ from prerequisites import requires
 
 from takeover.grading import NETWORK_REPOS, grade, network_warning
 from takeover.grading.local.local_backend import PAST_HTTPBIN_WARNING
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 
 NET = "import socket\n\n\ndef has_network():\n    return len(socket.if_nameindex()) > 1\n"
@@ -57,7 +58,7 @@ def test_network_warning_only_for_known_repositories_without_network():
 @requires("bubblewrap")  # without it the tests would see the host network either way
 def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, tmp_path):
     task, source = requests_task
-    offline = grade(task, "", repo_source=source, log_dir=tmp_path / "off", grading_timeout=120)
+    offline = grade(task, "", grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "off")
     assert offline.error is None and offline.network is False
     assert offline.FAIL_TO_PASS.failure == ["tests/test_net.py::test_network"]  # only lo inside the sandbox
     assert not offline.resolved
@@ -65,7 +66,7 @@ def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, 
     assert offline.summary()["warnings"] == offline.warnings
     assert "network for the tests: off" in (Path(offline.log_path).parent / "run_instance.log").read_text()
 
-    online = grade(task, "", repo_source=source, log_dir=tmp_path / "on", grading_timeout=120, network=True)
+    online = grade(task, "", grading=GradingSettings(timeout=120, network=True), repo_source=source, log_dir=tmp_path / "on")
     assert online.error is None and online.network is True and online.warnings == []
     assert online.FAIL_TO_PASS.success == ["tests/test_net.py::test_network"]  # the host's interfaces are seen
     assert online.resolved
@@ -74,9 +75,9 @@ def test_network_flag_reaches_the_sandboxed_tests_and_the_result(requests_task, 
 def test_saved_result_is_not_reused_when_the_network_setting_differs(requests_task, tmp_path):
     task, source = requests_task
     logs = tmp_path / "logs"
-    first = grade(task, "", repo_source=source, log_dir=logs, grading_timeout=120, force=False)
+    first = grade(task, "", grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs, force=False)
     assert first.network is False and first.warnings
-    again = grade(task, "", repo_source=source, log_dir=logs, grading_timeout=120, force=False, network=True)
+    again = grade(task, "", grading=GradingSettings(timeout=120, network=True), repo_source=source, log_dir=logs, force=False)
     assert again.network is True and again.warnings == []
 
 
@@ -85,7 +86,6 @@ def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_p
 
     from takeover.experiments.stages import grade_unit, handoff_state_unit
     from takeover.experiments.units import UnitContext
-    from takeover.grading.backends import GradingSettings
 
     assert GradingSettings().network is False and GradingSettings(network=True).network is True
     task, _ = requests_task
@@ -108,8 +108,9 @@ def test_experiment_grading_stages_pass_the_network_setting(requests_task, tmp_p
             work.mkdir(parents=True)
             out = fn(inputs, UnitContext(work_dir=str(work), stage=stage, **ctx_data)).output
             assert out["network"] is network
-            assert bool(out["warnings"]) is (not network)
-            assert "psf/requests" in "".join(out["warnings"]) or network
+            warnings = out.get("warnings", [])  # an empty list, its default, is left out of the record
+            assert bool(warnings) is (not network)
+            assert "psf/requests" in "".join(warnings) or network
 
 
 def test_cli_default_log_dir_is_under_the_current_folder_and_warning_is_printed(requests_task, tmp_path,
@@ -184,14 +185,13 @@ def test_a_suite_reading_httpbin_url_is_served_a_local_httpbin_without_network(t
         "FAIL_TO_PASS": ["tests/test_http.py::test_get_with_params"], "PASS_TO_PASS": ["tests/test_http.py::test_true"],
         "takeover_env_spec": SPEC,
     }
-    result = grade(task, "", repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs", grading_timeout=120)
+    result = grade(task, "", grading=GradingSettings(timeout=120), repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs")
     assert result.error is None and result.network is False
     assert result.FAIL_TO_PASS.success == ["tests/test_http.py::test_get_with_params"]
     assert result.resolved and result.warnings == []
     assert any("local httpbin" in note for note in result.notes)
     assert "export HTTPBIN_URL=" in (tmp_path / "logs" / "takeover" / "psf__requests-2" / "eval.sh").read_text()
     # A test that calls an internet host itself still fails offline: the warning says it may be one of those.
-    past = grade(task, PAST_HTTPBIN_PATCH, repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs2",
-                 grading_timeout=120)
+    past = grade(task, PAST_HTTPBIN_PATCH, grading=GradingSettings(timeout=120), repo_source=RepoSource(mirror, offline=True), log_dir=tmp_path / "logs2")
     assert past.PASS_TO_PASS.failure == ["tests/test_http.py::test_true"] and not past.resolved
     assert past.warnings == [PAST_HTTPBIN_WARNING.format(repo="psf/requests")]

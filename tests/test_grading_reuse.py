@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from takeover.environments import EnvSpec
 from takeover.errors import EnvironmentUnavailable
 from takeover.grading import GradeResult, grade, grading_key
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
@@ -61,8 +62,8 @@ def calc(tmp_path, monkeypatch):
     return task, RepoSource(mirror, offline=True), tmp_path / "logs"
 
 
-def _first(task, source, logs, patch=GOLD, **kwargs):
-    result = grade(task, patch, repo_source=source, log_dir=logs, grading_timeout=120, **kwargs)
+def _first(task, source, logs, patch=GOLD, **options):
+    result = grade(task, patch, GradingSettings(timeout=120, options=options), repo_source=source, log_dir=logs)
     assert result.error is None and not result.reused and result.graded_at
     return result
 
@@ -72,13 +73,13 @@ def test_same_grading_is_reused_and_says_from_when(calc):
     first = _first(task, source, logs)
     saved = logs / "takeover" / "acme__calc-3" / "result.json"
     mtime = saved.stat().st_mtime_ns
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
+    again = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs)
     assert again.reused and saved.stat().st_mtime_ns == mtime
     assert again.graded_at == first.graded_at and first.graded_at in again.reuse_note
     assert "--force" in again.reuse_note and again.summary()["reused"] is True
     # the text given to people is not part of the key
     reworded = {**task, "problem_statement": "add() is wrong", "hints_text": "look at calc.py"}
-    assert grade(reworded, GOLD, repo_source=source, log_dir=logs, grading_timeout=120).reused
+    assert grade(reworded, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs).reused
 
 
 @pytest.mark.parametrize(("what", "change"), [
@@ -89,15 +90,15 @@ def test_same_grading_is_reused_and_says_from_when(calc):
     ("the dataset row", {"task": {"version": "0.2"}}),
     ("the dataset row", {"task": {"environment_setup_commit": "0" * 40}}),
     ("the environment specification", {"task": {"takeover_env_spec": {**SPEC, "test_cmd": SPEC["test_cmd"] + " -q"}}}),
-    ("the network setting", {"kwargs": {"network": True}}),
-    ("the time limit", {"kwargs": {"grading_timeout": 121}}),
+    ("the network setting", {"grading": {"network": True}}),
+    ("the time limit", {"grading": {"timeout": 121}}),
 ])
 def test_each_part_of_the_key_grades_again(calc, what, change):
     task, source, logs = calc
     first = _first(task, source, logs)
     changed_task = {**task, **change.get("task", {})}
-    kwargs = {"grading_timeout": 120, **change.get("kwargs", {})}
-    again = grade(changed_task, change.get("patch", GOLD), repo_source=source, log_dir=logs, **kwargs)
+    grading = GradingSettings(**{"timeout": 120, **change.get("grading", {})})
+    again = grade(changed_task, change.get("patch", GOLD), grading, repo_source=source, log_dir=logs)
     assert not again.reused
     assert again.reuse_note.startswith("graded again: ") and what in again.reuse_note
     assert first.graded_at in again.reuse_note
@@ -108,10 +109,9 @@ def test_spec_file_change_grades_again(calc):
     task, source, logs = calc
     plain = {k: v for k, v in task.items() if k != "takeover_env_spec"}
     _first(plain, source, logs, spec_file={"acme/calc": EnvSpec(**SPEC)})
-    same = grade(plain, GOLD, repo_source=source, log_dir=logs, grading_timeout=120, spec_file={"acme/calc": EnvSpec(**SPEC)})
+    same = grade(plain, GOLD, grading=GradingSettings(timeout=120, options={"spec_file": {"acme/calc": EnvSpec(**SPEC)}}), repo_source=source, log_dir=logs)
     assert same.reused
-    other = grade(plain, GOLD, repo_source=source, log_dir=logs, grading_timeout=120,
-                  spec_file={"acme/calc": EnvSpec(**{**SPEC, "test_cmd": SPEC["test_cmd"] + " -q"})})
+    other = grade(plain, GOLD, grading=GradingSettings(timeout=120, options={"spec_file": {"acme/calc": EnvSpec(**{**SPEC, "test_cmd": SPEC["test_cmd"] + " -q"})}}), repo_source=source, log_dir=logs)
     assert not other.reused and "the environment specification" in other.reuse_note
 
 
@@ -124,7 +124,7 @@ def test_a_result_from_other_versions_is_graded_again(calc, package, what):
     stored = json.loads(saved.read_text())
     stored["grading_key"][package] = "0.0.1"  # as an earlier installation wrote it
     saved.write_text(json.dumps(stored))
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
+    again = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs)
     assert not again.reused and what in again.reuse_note
     assert json.loads(saved.read_text())["grading_key"][package] != "0.0.1"
 
@@ -135,18 +135,18 @@ def test_a_result_without_key_or_with_an_error_is_graded_again(calc):
     saved = logs / "takeover" / "acme__calc-3" / "result.json"
     stored = json.loads(saved.read_text())
     saved.write_text(json.dumps({k: v for k, v in stored.items() if k != "grading_key"}))  # an older result.json
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
+    again = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs)
     assert not again.reused and "has none" in again.reuse_note
     stored = json.loads(saved.read_text())
     saved.write_text(json.dumps({**stored, "error": "environment: broken"}))
-    again = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120)
+    again = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs)
     assert not again.reused and "had an error" in again.reuse_note
 
 
 def test_force_grades_again(calc):
     task, source, logs = calc
     _first(task, source, logs)
-    forced = grade(task, GOLD, repo_source=source, log_dir=logs, grading_timeout=120, force=True)
+    forced = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=logs, force=True)
     assert not forced.reused and "--force" in forced.reuse_note and forced.resolved
 
 
@@ -154,18 +154,18 @@ def test_backend_is_part_of_the_key(calc):
     task, source, logs = calc
     first = _first(task, source, logs)
     source_task = SourceTask.model_validate(task)
-    docker_key = grading_key(source_task, GOLD, backend="docker", network=True, timeout=120)
+    docker_key = grading_key(source_task, GOLD, GradingSettings(backend="docker", network=True, timeout=120))
     assert docker_key.backend == "docker" and docker_key != first.grading_key
     if subprocess.run(["sh", "-c", "test -S /var/run/docker.sock"], check=False).returncode != 0:
         # the stored local result is not handed out as the docker backend's: it must grade, and cannot here
         with pytest.raises(EnvironmentUnavailable, match="no Docker daemon answers"):
-            grade(task, GOLD, backend="docker", repo_source=source, log_dir=logs, grading_timeout=120)
+            grade(task, GOLD, grading=GradingSettings(backend="docker", timeout=120), repo_source=source, log_dir=logs)
     # a stored docker result under an equal key is reused without a daemon
     saved = logs / "takeover" / "acme__calc-3" / "result.json"
     docker_result = GradeResult.model_validate_json(saved.read_text()).model_copy(
         update={"backend": "docker", "network": True, "grading_key": docker_key})
     saved.write_text(docker_result.model_dump_json())
-    reused = grade(task, GOLD, backend="docker", repo_source=source, log_dir=logs, grading_timeout=120)
+    reused = grade(task, GOLD, grading=GradingSettings(backend="docker", timeout=120), repo_source=source, log_dir=logs)
     assert reused.reused and reused.backend == "docker"
 
 

@@ -1,6 +1,7 @@
 """The verdict rules of swebench 4.1 and 5.0, one test per changed rule, each showing the verdict under both
 (docs/protocol.md section 6, extension "Grading rules"); and the rules written out in
-takeover._util.harness_version checked against the installed harness's own functions on the same logs.
+takeover.grading.swebench_rules (their one source) checked against the installed harness's own functions on the
+same logs.
 
 This file runs under whichever harness is installed (the shared venv's), and tests/test_harness_versions.py
 runs it under the other one, so each version's rendition is checked against the real one."""
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from takeover._util import harness_version
-from takeover.grading import grade_log
+from takeover.grading import grade_log, swebench_rules
 from takeover.grading.log_parsing import parser_test_spec, resolve_log_parser
 from takeover.sources.tasks import SourceTask
 
@@ -27,7 +28,7 @@ def _task(fail_to_pass: list[str] = (FIXED,), pass_to_pass: list[str] = (KEPT,))
 
 
 def _log(*lines: str, exit_code: int | None = None) -> str:
-    tail = f"\n{harness_version.TEST_EXIT_CODE}: {exit_code}" if exit_code is not None else ""
+    tail = f"\n{swebench_rules.TEST_EXIT_CODE}: {exit_code}" if exit_code is not None else ""
     return f"{START}\n" + "\n".join(lines) + f"\n{END}{tail}\n"
 
 
@@ -92,7 +93,7 @@ RULE_LOGS = {
     "truncated id": (_log(f"PASSED {FULL}", f"PASSED {KEPT}"), [TRUNCATED]),
     "exit code": (_log(f"PASSED {FIXED}", f"PASSED {KEPT}", exit_code=1), [FIXED]),
     "no test ran": (_log("collected 0 items"), [FIXED]),
-    "timed out": (_log(f"PASSED {FIXED}") + f"{harness_version.TESTS_TIMEOUT}\n", [FIXED]),
+    "timed out": (_log(f"PASSED {FIXED}") + f"{swebench_rules.TESTS_TIMEOUT}\n", [FIXED]),
 }
 
 
@@ -110,8 +111,8 @@ def test_the_rules_written_out_agree_with_the_installed_harness(case, tmp_path):
     path.write_text(log, encoding="utf-8")
     theirs = get_logs_eval(parser_test_spec(task), str(path))
     parser = resolve_log_parser(None, task.repo)
-    ours = harness_version.logs_eval(log, lambda text: parser(text, parser_test_spec(task)), rules)
+    ours = swebench_rules.logs_eval(log, lambda text: parser(text, parser_test_spec(task)), rules)
     assert ours == theirs
     gold = {"FAIL_TO_PASS": task.FAIL_TO_PASS, "PASS_TO_PASS": task.PASS_TO_PASS}
-    assert (harness_version.rules_report(ours[0], task.FAIL_TO_PASS, task.PASS_TO_PASS, "pass_and_fail", rules)
+    assert (swebench_rules.tests_report(ours[0], task.FAIL_TO_PASS, task.PASS_TO_PASS, "pass_and_fail", rules)
             == get_eval_tests_report(theirs[0], gold, eval_type=EvalType.PASS_AND_FAIL))

@@ -16,6 +16,7 @@ from takeover.grading import grade
 from takeover.grading.evaluation import grading_key
 from takeover.grading.seeds import MAX_SEED, first_seed, other_seed, printed_seed, seed_export
 from takeover.grading.verdict import FlakyVerdict
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
@@ -75,8 +76,8 @@ def _own_cache(tmp_path, monkeypatch):
 def test_seeds_are_per_key_in_range_and_the_second_differs():
     task = SourceTask(instance_id="a__b-1", repo="a/b", base_commit="0" * 40, problem_statement="p",
                       takeover_env_spec=SPEC)
-    key = grading_key(task, GOLD, backend="local", network=False, timeout=60, spec_file=None)
-    other = grading_key(task, "", backend="local", network=False, timeout=60, spec_file=None)
+    key = grading_key(task, GOLD, GradingSettings(backend="local", network=False, timeout=60, options={"spec_file": None}))
+    other = grading_key(task, "", GradingSettings(backend="local", network=False, timeout=60, options={"spec_file": None}))
     assert first_seed(key) == first_seed(key) != first_seed(other)
     assert 1 <= first_seed(key) <= MAX_SEED and other_seed(first_seed(key), key) != first_seed(key)
     assert seed_export(7) == "export PYTHONHASHSEED=7"
@@ -88,7 +89,7 @@ def test_seeds_are_per_key_in_range_and_the_second_differs():
 def test_a_test_that_fails_under_every_other_seed_is_flaky_not_failed(tmp_path):
     seed = 1535730572
     task, source = _task(tmp_path, str(seed))
-    result = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120, hash_seed=seed)
+    result = grade(task, GOLD, grading=GradingSettings(timeout=120, hash_seed=seed), repo_source=source, log_dir=tmp_path / "logs")
     second = other_seed(seed, result.grading_key)
     assert result.error is None and result.hash_seed == seed and result.hash_seeds == [seed, second]
     assert result.PASS_TO_PASS.failure == ["tests/test_mod.py::test_order"] and not result.resolved
@@ -104,20 +105,20 @@ def test_a_test_that_fails_under_every_other_seed_is_flaky_not_failed(tmp_path):
     assert stored["flaky"]["seeds"] == [seed, second] and stored["hash_seed"] == seed
 
     # The same patch under its own seed (no --hash-seed) passes at once: graded once, not flaky.
-    again = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "again", grading_timeout=120)
+    again = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "again")
     assert again.resolved and again.flaky is None and again.hash_seeds == [first_seed(again.grading_key)]
 
 
 def test_a_pass_to_pass_test_failing_under_two_seeds_gets_a_third(tmp_path):
     task, source = _task(tmp_path, "mod3")
-    key = grading_key(SourceTask.model_validate(task), GOLD, backend="local", network=False, timeout=120)
+    key = grading_key(SourceTask.model_validate(task), GOLD, GradingSettings(backend="local", network=False, timeout=120))
 
     def chain(seed: int) -> tuple[int, int, int]:
         return seed, other_seed(seed, key), other_seed(other_seed(seed, key), key)
 
     # a first seed whose first two seeds make test_order fail and whose third makes it pass
     seed, second, third = next(c for c in map(chain, range(1, 10**4)) if [s % 3 == 0 for s in c] == [False, False, True])
-    result = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120, hash_seed=seed)
+    result = grade(task, GOLD, grading=GradingSettings(timeout=120, hash_seed=seed), repo_source=source, log_dir=tmp_path / "logs")
     assert result.grading_key == key and result.hash_seeds == [seed, second, third]
     assert result.flaky is not None and result.flaky.seeds == [seed, third]
     assert result.flaky.flipped == ["tests/test_mod.py::test_order"]
@@ -125,7 +126,7 @@ def test_a_pass_to_pass_test_failing_under_two_seeds_gets_a_third(tmp_path):
 
 def test_a_test_that_fails_under_every_seed_is_a_failure_not_flaky(tmp_path):
     task, source = _task(tmp_path, "")
-    result = grade(task, "", repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    result = grade(task, "", grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     assert result.FAIL_TO_PASS.failure == ["tests/test_mod.py::test_add"] and not result.resolved
     assert result.flaky is None and len(result.hash_seeds) == 2 and result.hash_seeds[0] == result.hash_seed
     assert not any("flaky" in w for w in result.warnings)
@@ -171,18 +172,18 @@ def test_the_report_keeps_a_flaky_verdict_out_of_the_solved_rate_and_counts_it()
     assert "| ended unsubmitted | flaky |" in _table(list(summary.values()))
 
 
-def test_the_experiment_files_grading_hash_seed_is_one_setting_left_out_of_the_record_when_unset():
+def test_the_experiment_files_grading_hash_seed_is_one_setting_left_out_of_the_key_when_unset():
     from pydantic import ValidationError
 
-    from takeover.grading.backends import GradingSettings
+    from takeover._util.io import stable_form
     from takeover.results import GradeOutput
 
-    # unset: the record (and so every study's unit key) is what it was before the setting existed
-    assert GradingSettings().model_dump() == {"backend": "local", "timeout": 1800.0, "network": False}
-    assert GradingSettings.model_validate({"hash_seed": 7}).model_dump()["hash_seed"] == 7
-    with pytest.raises(ValidationError, match="hash_seed"):
+    # unset: the record's stable form (and so every study's unit key) leaves it out, as every default
+    assert stable_form(GradingSettings()) == {} and stable_form(GradingSettings(hash_seed=7)) == {"hash_seed": 7}
+    assert GradingSettings.model_validate({"hash_seed": 7}).hash_seed == 7
+    with pytest.raises(ValidationError, match="a hash seed is 1 to 4294967295, got 0"):
         GradingSettings(hash_seed=0)
     base = {"resolved": False, "handoff_state": None, "fail_to_pass_rate": None, "pass_to_pass_rate": None,
             "network": False}
-    assert "flaky" not in GradeOutput(**base).model_dump()
-    assert GradeOutput(**base, flaky="t flipped").model_dump()["flaky"] == "t flipped"
+    assert "flaky" not in stable_form(GradeOutput(**base))
+    assert stable_form(GradeOutput(**base, flaky="t flipped"))["flaky"] == "t flipped"

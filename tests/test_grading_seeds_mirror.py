@@ -10,6 +10,7 @@ import pytest
 from prerequisites import requires, shared
 
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks
 
@@ -27,8 +28,7 @@ SEEDS = (123456, 98765, 1535730572)
 def test_the_reference_patch_of_sympy_13091_is_never_unresolved_without_the_flaky_mark(mirror_dir, tmp_path):
     task = {t.instance_id: t for t in load_tasks(shared("swebench_verified.jsonl"))}[INSTANCE]
     for seed in SEEDS:
-        result = grade(task, task.patch, repo_source=RepoSource(mirror_dir, offline=True),
-                       log_dir=tmp_path / str(seed), grading_timeout=900, model_name_or_path="gold", hash_seed=seed)
+        result = grade(task, task.patch, grading=GradingSettings(timeout=900, hash_seed=seed), repo_source=RepoSource(mirror_dir, offline=True), log_dir=tmp_path / str(seed), model_name_or_path="gold")
         assert result.error is None, result.error
         log = Path(result.log_path).read_text()
         assert f"hash randomization: on (PYTHONHASHSEED={seed})" in log  # sympy's runner took the seed given

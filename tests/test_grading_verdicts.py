@@ -23,6 +23,7 @@ from takeover.environments.shared_venv import BROKEN_NOTE, LEFT_OUT_NOTE
 from takeover.grading import grade, grade_checkpoint
 from takeover.grading.local.local_backend import left_out_packages
 from takeover.grading.verdict import missing_module_skips, missing_module_warning
+from takeover.grading_settings import GradingSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV_TEST = "import os\n\n\ndef test_service():\n    assert os.environ.get('TAKEOVER_SERVICE_THAT_IS_NEVER_UP')\n"
@@ -35,7 +36,7 @@ ENV_TEST = "import os\n\n\ndef test_service():\n    assert os.environ.get('TAKEO
 def test_a_test_runner_that_does_not_start_is_an_error_never_a_verdict(calc_task, tmp_path, test_cmd, reason):  # noqa: F811
     task, source = calc_task
     task = {**task, "takeover_env_spec": {**SPEC, "test_cmd": test_cmd}}
-    result = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    result = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     assert result.error is not None and result.error.startswith(reason), result.error
     assert result.handoff_state is None and not result.resolved
     assert not result.FAIL_TO_PASS.failure and not result.PASS_TO_PASS.failure  # no verdict was made
@@ -49,22 +50,22 @@ def test_pass_to_pass_tests_the_reference_patch_fails_here_are_set_aside(calc_ta
         "+++ b/tests/test_env.py\n@@ -0,0 +1,5 @@\n" + "".join(f"+{line}\n" for line in ENV_TEST.splitlines()))
     task = {**task, "test_patch": test_patch, "PASS_TO_PASS": [*task["PASS_TO_PASS"], "tests/test_env.py::test_service"]}
 
-    plain = grade(task, GOLD, repo_source=source, log_dir=tmp_path / "plain", grading_timeout=120)
+    plain = grade(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "plain")
     assert plain.handoff_state == "broke_existing" and not plain.resolved  # SWE-bench's own verdict is kept
 
-    gold = grade_checkpoint(task, GOLD, repo_source=source, log_dir=tmp_path / "gold", grading_timeout=120)
+    gold = grade_checkpoint(task, GOLD, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "gold")
     assert gold.set_aside == ["tests/test_env.py::test_service"]
     assert gold.handoff_state == "resolved_preserve" and not gold.resolved
     assert gold.reference_note == ("the reference patch fails 1 PASS_TO_PASS test(s) here "
                                    "(tests/test_env.py::test_service); set aside from the handoff state")
 
-    broken = grade_checkpoint(task, BREAKS_MUL, repo_source=source, log_dir=tmp_path / "broken", grading_timeout=120)
+    broken = grade_checkpoint(task, BREAKS_MUL, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "broken")
     assert broken.set_aside == ["tests/test_env.py::test_service"]
     assert broken.handoff_state == "broke_existing"  # test_mul still fails: that is the checkpoint's doing
     reference = Path(os.environ["TAKEOVER_CACHE"]) / "grading" / "reference" / "acme__calc-1" / "result.json"
     assert reference.is_file()  # graded once, beside the checkpoints, and reused by its key
 
-    empty = grade_checkpoint(task, "", repo_source=source, log_dir=tmp_path / "empty", grading_timeout=120)
+    empty = grade_checkpoint(task, "", grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "empty")
     assert empty.handoff_state == "needs_completion"
 
 

@@ -105,3 +105,35 @@ def test_apply_refuses_a_repository_that_changed_since_the_handoff_and_out_insid
     with ScriptedServer([note()]) as srv, pytest.raises(InputError, match="inside the repository"):
         resume_session(session, root, settings(srv), root / "run")
     assert not (root / "run").exists()
+
+
+def test_resume_chooses_its_successor_like_agent_run(claude, tmp_path):
+    """The agent choice's flags (``--agent``, ``--command-backend``, ``--protocol`` and their options) and the
+    model's (``--temperature``) are agent run's: they reach the successor's run, and a choice the runtime or the
+    backend refuses is refused before the note writer is called."""
+    session, root, _ = claude
+    out = tmp_path / "run"
+    with ScriptedServer(SUCCESSOR) as srv:
+        result = CliRunner().invoke(app, [
+            "resume", str(session), "--repo", str(root), "--model", "scripted", "--base-url", srv.base_url,
+            "--api-key-env", "", "--out-dir", str(out), "--json", "--agent", "mini-swe-agent", "--command-backend",
+            "local", "--protocol", "text", "--temperature", "0.25"])
+    assert result.exit_code == 0, result.output
+    run = json.loads((out / "run.json").read_text())
+    assert (run["agent"], run["command_backend"], run["protocol"]) == ("mini-swe-agent", "local", "text")
+    assert run["model"]["temperature"] == 0.25 and srv.requests[-1]["temperature"] == 0.25  # the successor's calls
+    assert srv.requests[0]["temperature"] == 0.0  # the notes are written at the protocol's temperature
+    refusals = {
+        ("--agent-option", "colour=red"): "error: agent mini-swe-agent: field 'options.colour': unknown option (its "
+                                          "options: none)",
+        ("--command-backend-option", "image=x"): "error: command backend local: field 'command_backend_options.image': "
+                                                 "unknown option (its options: none)",
+        ("--command-backend", "docker"): "error: agent: field 'command_backend': the successor works on a copy of "
+                                         "the repository on this host: use command backend local",
+    }
+    with ScriptedServer([]) as srv:
+        for flags, line in refusals.items():
+            refused = CliRunner().invoke(app, ["resume", str(session), "--repo", str(root), "--model", "scripted",
+                                               "--base-url", srv.base_url, "--out-dir", str(tmp_path / "no"), *flags])
+            assert (refused.exit_code, refused.stderr) == (2, line + "\n")
+    assert srv.requests == [] and not (tmp_path / "no").exists()

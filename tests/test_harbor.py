@@ -35,6 +35,7 @@ from takeover._util import harness_version
 from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.points import cut_at_event
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectory
@@ -62,7 +63,7 @@ def _checkpoint(root: Path, task: SourceTask, source: RepoSource) -> tuple[Path,
         subprocess.run(["bash", "-c", command], cwd=clone, check=False, capture_output=True)
     final = subprocess.run(["git", "diff"], cwd=clone, capture_output=True, text=True, check=True).stdout
     run = write_1x(root / "run.json", task.instance_id, STEPS, final)
-    cut = cut_at_event(read_trajectory(run), task, 3, source, use_environment=False, replay_timeout=30)
+    cut = cut_at_event(read_trajectory(run), task, 3, source, replay=ReplaySettings(use_environment=False, timeout=30))
     assert cut.point is not None, cut.reason
     folder = root / "cps" / "event-3"
     materialize_checkpoint(task, read_trajectory(run), cut.point, cut.patch, folder, "verified_replay",

@@ -18,6 +18,7 @@ from prerequisites import requires
 
 from takeover.checkpoints import materialize_checkpoint
 from takeover.points import analyze_run, checkpoint_method, cut_at_event
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectory
@@ -70,9 +71,9 @@ def checkpoints(tmp_path, monkeypatch):
     source = RepoSource(tmp_path / "mirror", offline=True)
     run = write_1x(tmp_path / "run.json", "acme__calc-1", STEPS, gold)
     traj = read_trajectory(run)
-    rp = analyze_run(traj, task, source, use_environment=False, replay_timeout=30)
+    rp = analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False, timeout=30))
     post = rp.point("after_first_post_failure_edit")
-    cut = cut_at_event(traj, task, 3, source, use_environment=False, replay_timeout=30)
+    cut = cut_at_event(traj, task, 3, source, replay=ReplaySettings(use_environment=False, timeout=30))
     for name, point, patch in (("event-3", cut.point, cut.patch), ("post-failure", post, rp.patches[post.type])):
         folder = tmp_path / "cps" / name
         materialize_checkpoint(task, traj, point, patch, folder, checkpoint_method(rp.replay), repo_source=source,

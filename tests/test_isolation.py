@@ -16,7 +16,7 @@ from prerequisites import requires
 from test_agents import BUGGY, FIXED, SUBMIT, TEST, bash, events_of, settings
 
 from takeover._util import sandbox
-from takeover.agents.agent_choice import AgentChoice
+from takeover.agent_choice import AgentChoice
 from takeover.agents.isolation import require_confinement
 from takeover.agents.runs import run_predecessor
 from takeover.errors import InputError

@@ -303,3 +303,28 @@ def test_a_seam_whose_closure_loads_a_runtime_is_reported_and_the_closure_is_a_f
         f"importing takeover.agents.runtime loads takeover.agents.mini (under agents.mini): {must}",
         f"importing takeover.agents.runtime loads takeover.agents.mini.loop (under agents.mini): {must}",
     ]
+
+
+def test_a_default_declared_again_outside_its_settings_record_is_reported(tmp_path):
+    """Rule ``default-once``: a flag or keyword named after a settings record's field (a generic field with
+    its table's prefix: ``grading_timeout``) has no literal default of its own; None (not given) and a value
+    read from the record pass."""
+    record = ("from pydantic import BaseModel, Field\n\n\nclass GradingSettings(BaseModel):\n"
+              "    timeout: float = Field(1800.0, gt=0)\n    hash_seed: int | None = None\n"
+              "    network: bool = False\n")
+    src = _package(tmp_path, {
+        "base.py": record + "\n\nGRADING = GradingSettings()\n",
+        "top.py": ("from takeover.base import GRADING\n\nGRADING_TIMEOUT = 1800.0\n\n\n"
+                   "def grade(grading_timeout: float = GRADING_TIMEOUT, hash_seed: int | None = None,\n"
+                   "          network: bool = False) -> None:\n    pass\n\n\n"
+                   "def grade_again(*, grading_timeout: float = GRADING.timeout, hash_seed: int = 7) -> None:\n"
+                   "    pass\n"),
+    })
+    records = (check_layout.SettingsRecord("base", "GradingSettings", "grading"),)
+    found = [f"{v.where}: {v.detail}" for v in check_layout.check(src, layers=LAYERS, settings_records=records).violations
+             if v.rule == "default-once"]
+    # network says nothing alone (the sandbox's network is another setting): only --grading-network would count.
+    why = "read it from the record (or leave it None: the record's default applies)"
+    assert found == [
+        f"takeover/top.py:6: grading_timeout = GRADING_TIMEOUT is a default of its own for GradingSettings.timeout: {why}",
+        f"takeover/top.py:11: hash_seed = 7 is a default of its own for GradingSettings.hash_seed: {why}"]

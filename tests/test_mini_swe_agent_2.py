@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import git, make_repo
 
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import read_trajectories
 
@@ -143,7 +144,7 @@ def test_responses_api_run_reads_exactly_and_replays(tmp_path):
     assert traj.final_patch == doc["info"]["submission"] and traj.final_patch_files == ["a.py"]
 
     ws, sha = make_repo(tmp_path / "ws", {"a.py": "x = 1\n"})
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified, result.verdict
     assert [list(d) for d in result.diffs] == [[]] * 4 + [["a.py"]] * 6
     assert result.steps[5].action == "command" and result.steps[5].detail == "sleep 6"
@@ -212,7 +213,7 @@ def test_chat_completions_run_reads_exactly_and_replays(tmp_path):
     assert sorted(traj.final_patch_files) == ["a.py", "b.py"]
 
     ws, sha = make_repo(tmp_path / "ws", {"a.py": "x = 1\n"})
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified, result.verdict
     assert [sorted(d) for d in result.diffs] == [["a.py"]] * 6 + [["a.py", "b.py"]] * 4
     assert result.steps[8].action == "noop" and not (ws / "never.py").exists()

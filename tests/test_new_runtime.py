@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from takeover.agents.command_backend import CommandBackend
 from takeover.agents.runtime import AgentChoice, AgentRun, RuntimeOutcome
 from takeover.limits import RunLimits
 from takeover.vocabulary import ExitStatus
@@ -49,7 +50,7 @@ class EchoRuntime:
 
     Options = EchoOptions
 
-    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
+    def check(self, limits: RunLimits, choice: AgentChoice, commands: CommandBackend) -> None:
         """Nothing to refuse."""
 
     def run(self, run: AgentRun) -> RuntimeOutcome:
@@ -115,12 +116,12 @@ def test_a_runtime_with_an_option_of_its_own_touches_its_folder_and_the_registry
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
     assert record["agent"] == "echo" and record["exit_status"] == "submitted"
-    assert record["inputs"]["agent"] == {"runtime": "echo", "command_backend": "local", "protocol": "text",
-                                         "options": {"greeting": "hi there"}}
+    # The agent choice in its stable form: the fields at their default (the command backend, the protocol) left out.
+    assert record["inputs"]["agent"] == {"runtime": "echo", "options": {"greeting": "hi there"}}
     assert "+hi there" in (tmp_path / "run" / "patch.diff").read_text()
     default = agent_run("default", "--agent", "echo")  # the option's default, left out of the inputs
     assert default.returncode == 0, default.stderr
-    assert json.loads(default.stdout)["inputs"]["agent"]["options"] == {}
+    assert json.loads(default.stdout)["inputs"]["agent"] == {"runtime": "echo"}
     assert "+hello" in (tmp_path / "default" / "patch.diff").read_text()
     refused = agent_run("refused", "--agent", "echo", "--agent-option", "colour=red")
     assert refused.returncode == 2 and not (tmp_path / "refused").exists()

@@ -11,6 +11,7 @@ from prerequisites import requires, shared
 
 from takeover.checkpoints import materialize_checkpoint
 from takeover.points import analyze_run, checkpoint_method
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import patch_sha256
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks
@@ -23,7 +24,7 @@ def _run(instance_id, mirror_dir):
     traj = read_trajectories(shared(f"trajectories/mini-swe-agent/{instance_id}.json"))[0]
     task = next(t for t in load_tasks(shared("swebench_verified.jsonl")) if t.instance_id == instance_id)
     source = RepoSource(mirror_dir, offline=True)
-    return traj, task, source, analyze_run(traj, task, source, use_environment=False)
+    return traj, task, source, analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False))
 
 
 @requires("mirror", counterpart="test_checkpoints.py::test_analyze_run_by_verified_replay")

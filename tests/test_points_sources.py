@@ -12,6 +12,7 @@ from conftest import CALC_BUGGY, CALC_TEST, git, make_repo
 
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -52,7 +53,7 @@ def run_of(steps: list[str], final_patch: str, **metadata) -> Trajectory:
 def test_the_record_names_the_run_and_its_missing_points(calc):
     task, source, fix = calc
     run = run_of(["sed -i 's/a - b/a + b/' calc.py", "python -m pytest -q test_calc.py"], fix)
-    rp = analyze_run(run, task, source, use_environment=False)
+    rp = analyze_run(run, task, source, replay=ReplaySettings(use_environment=False))
     assert (rp.instance_id, rp.repo, rp.base_commit) == ("acme__calc-1", "acme/calc", task.base_commit)
     assert (rp.trajectory, rp.trajectory_record, rp.format, rp.events) == ("runs/calc.json", "2", "mini-swe-agent", 4)
     assert [p.type for p in rp.points] == ["after_first_source_edit", "after_first_verification_result"]
@@ -65,7 +66,7 @@ def test_the_record_names_the_run_and_its_missing_points(calc):
 
 def test_saved_records_are_two_space_json_and_bad_files_are_named(calc, tmp_path):
     task, source, fix = calc
-    rp = analyze_run(run_of(["sed -i 's/a - b/a + b/' calc.py"], fix), task, source, use_environment=False)
+    rp = analyze_run(run_of(["sed -i 's/a - b/a + b/' calc.py"], fix), task, source, replay=ReplaySettings(use_environment=False))
     path = rp.save(tmp_path / "calc.points.json")
     text = path.read_text(encoding="utf-8")
     assert text == json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
@@ -110,18 +111,15 @@ def test_limits_sandbox_and_work_folder_reach_the_replay(calc, tmp_path):
     run = run_of(["pwd", "sed -i 's/a - b/a + b/' calc.py"], fix)
     steps: list = []
     (tmp_path / "work").mkdir()
-    rp = analyze_run(run, task, source, work_dir=tmp_path / "work", use_environment=False, use_sandbox=False,
-                     result_out=steps)
+    rp = analyze_run(run, task, source, work_dir=tmp_path / "work", replay=ReplaySettings(use_environment=False, use_sandbox=False), result_out=steps)
     assert rp.replay.verified and (rp.replay.mode, rp.replay.sandbox) == ("rewrite", "sandbox off: commands run unconfined")
     where = steps[0].steps[0].output.strip()
     assert where.startswith(str(tmp_path / "work" / "takeover-points-")) and where.endswith("/workspace")
     assert list((tmp_path / "work").iterdir()) == []  # removed afterwards
-    slow = analyze_run(run_of(["sleep 5", "sed -i 's/a - b/a + b/' calc.py"], fix), task, source,
-                       use_environment=False, replay_timeout=1)
+    slow = analyze_run(run_of(["sleep 5", "sed -i 's/a - b/a + b/' calc.py"], fix), task, source, replay=ReplaySettings(use_environment=False, timeout=1))
     assert not slow.replay.verified and "time limit" in slow.replay.reason
     hungry = "python3 -c \"b = bytearray(600 * 1024 * 1024); print(len(b))\""
-    fat = analyze_run(run_of([hungry, "sed -i 's/a - b/a + b/' calc.py"], fix), task, source,
-                      use_environment=False, memory_mb=200)
+    fat = analyze_run(run_of([hungry, "sed -i 's/a - b/a + b/' calc.py"], fix), task, source, replay=ReplaySettings(use_environment=False, memory_mb=200))
     assert not fat.replay.verified and "memory" in fat.replay.reason
 
 
@@ -134,7 +132,7 @@ def test_the_task_environment_reaches_the_replay_or_the_verdict_says_why_not(cal
     # the spec builds nothing: the environment is this interpreter, first on the replayed commands' PATH
     assert steps[0].steps[0].output.strip() == sys.prefix
     plain: list = []
-    rp = analyze_run(run, task, source, use_environment=False, result_out=plain)
+    rp = analyze_run(run, task, source, replay=ReplaySettings(use_environment=False), result_out=plain)
     assert rp.replay.interpreter.startswith("plain interpreter on PATH (") and "no task environment" in rp.replay.interpreter
     unknown = task.model_copy(update={"repo": "acme/calc", "takeover_env_spec": None, "version": "9.9"})
     rp = analyze_run(run, unknown, source)

@@ -12,6 +12,7 @@ import pytest
 from prerequisites import requires
 
 from takeover._util.processes import run_process
+from takeover.replay_settings import ReplaySettings
 
 
 def unique_sleep() -> str:
@@ -104,7 +105,7 @@ def test_replayed_command_leaves_no_child(tmp_path):
     command = f"sleep {token} & sleep {token} & touch started; wait"
     events = [Event(index=0, kind="action", source="agent", type="command", command=command),
               Event(index=1, kind="observation", source="environment", type="command", text="", exit_code=0, cause=0)]
-    result = replay_trajectory(Trajectory(format="mini-swe-agent", events=events, final_patch=""), ws, sha, timeout=2)
+    result = replay_trajectory(Trajectory(format="mini-swe-agent", events=events, final_patch=""), ws, sha, replay=ReplaySettings(timeout=2))
     assert result.steps[0].killed == "timeout"
     assert (ws / "started").exists()
     assert processes_with(token) == []

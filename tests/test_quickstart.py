@@ -10,7 +10,10 @@ from prerequisites import requires
 
 from takeover import quickstart as qs
 from takeover.errors import InputError, TakeoverError
+from takeover.grading_settings import GradingSettings
+from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
+from takeover.view_budgets import ViewBudgets
 
 PYTEST_TRAJ = TRAJ / "mini-swe-agent" / "pytest-dev__pytest-7521.json"
 
@@ -20,7 +23,8 @@ def test_defaults_are_the_pinned_task_one_point_type_all_views():
     assert o.instance_ids == ["pytest-dev__pytest-7521"]
     assert o.point_types == ["after_first_source_edit"]
     assert o.views is None and o.embedded
-    assert o.step_limit == qs.DEFAULT_STEP_LIMIT
+    assert (o.limits.step_limit, o.limits.wall_time_limit_seconds) == (qs.DEFAULT_STEP_LIMIT,
+                                                                       qs.DEFAULT_WALL_TIME_LIMIT_SECONDS)
 
 
 @pytest.mark.parametrize(
@@ -28,7 +32,7 @@ def test_defaults_are_the_pinned_task_one_point_type_all_views():
     [
         ({"point_types": ["after_lunch"]}, "--point-type", "unknown point type 'after_lunch'"),
         ({"views": ["full_trace"]}, "--view", "unknown view 'full_trace'"),
-        ({"backend": "modal"}, "--backend", "unknown backend 'modal'"),
+        ({"grading": GradingSettings(backend="modal")}, "--backend", "unknown backend 'modal'"),
         ({"base_url": "http://127.0.0.1:8000/v1"}, "--model", "give the model name"),
         ({"model": "qwen"}, "--base-url", "needs --base-url"),
         ({"instance_ids": ["psf__requests-1766"]}, "--trajectories", "no built-in predecessor run"),
@@ -104,7 +108,8 @@ def test_download_checks_sha256(tmp_path):
           "shared:trajectories/mini-swe-agent/pytest-dev__pytest-7521.json")
 def test_experiment_config_is_built_from_the_flags(tmp_path):
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ], views=["repo_only", "raw_trace"],
-                             step_limit=5, wall_time_limit_seconds=60, out_dir=tmp_path / "out", mirror=tmp_path).checked()
+                             limits=RunLimits(step_limit=5, wall_time_limit_seconds=60), out_dir=tmp_path / "out",
+                             mirror=tmp_path, grading=GradingSettings(timeout=600, hash_seed=3)).checked()
     model = ModelSettings(model="openai/demo", base_url="http://127.0.0.1:1/v1", api_key_env=None)
     cfg = qs.build_config(o, DATASET, [PYTEST_TRAJ], model)
     assert cfg.dataset.instance_ids == ["pytest-dev__pytest-7521"]
@@ -112,6 +117,7 @@ def test_experiment_config_is_built_from_the_flags(tmp_path):
     assert cfg.views == ["repo_only", "raw_trace"]
     assert cfg.point_types == ["after_first_source_edit"]
     assert (cfg.limits.step_limit, cfg.limits.wall_time_limit_seconds) == (5, 60)
+    assert cfg.grading == GradingSettings(timeout=600, hash_seed=3)  # the study's record, whole
     assert [m.settings().model_dump() for m in cfg.successors] == [model.model_dump()]
     assert [m.agent.runtime for m in cfg.successors] == ["mini-swe-agent"]
     assert cfg.notes_model.model_dump() == model.model_dump()
@@ -120,24 +126,28 @@ def test_experiment_config_is_built_from_the_flags(tmp_path):
 
 def test_embedded_model_notes_are_capped_and_the_notice_says_so():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
-    assert o.embedded and o.notes_cap == 512
+    assert o.embedded and o.budgets.note_max_tokens == 512
     model = ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
-    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).notes.note_max_tokens == 512
+    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).view_budgets.note_max_tokens == 512
     assert "capped at 512 completion tokens" in qs.warning_text(o, model)
-    assert qs.QuickstartOptions(note_max_tokens=1600).notes_cap == 1600
+    # A budget given is kept, even the protocol's own value (the record knows it was given).
+    assert qs.QuickstartOptions(view_budgets=ViewBudgets(note_max_tokens=1600)).budgets.note_max_tokens == 1600
     real = qs.QuickstartOptions(model="openai/demo", base_url="http://127.0.0.1:1/v1")
-    assert not real.embedded and real.notes_cap == 1600  # a real endpoint keeps the protocol's cap
+    assert not real.embedded and real.budgets.note_max_tokens == 1600  # a real endpoint keeps the protocol's cap
 
 
 def test_the_embedded_models_raw_trace_keeps_the_newest_events_within_a_budget_and_the_notice_says_so():
     o = qs.QuickstartOptions(dataset=DATASET, trajectories=[PYTEST_TRAJ])
     model = ModelSettings(model="openai/qwen2.5-coder-0.5b-instruct", base_url="http://127.0.0.1:1/v1", api_key_env=None)
-    assert o.raw_trace_budget == qs.EMBEDDED_RAW_TRACE_MAX_TOKENS == 2000
-    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).raw_trace_max_tokens == 2000
+    assert o.budgets.raw_trace_max_tokens == qs.EMBEDDED_RAW_TRACE_MAX_TOKENS == 2000
+    assert qs.build_config(o, DATASET, [PYTEST_TRAJ], model).view_budgets.raw_trace_max_tokens == 2000
     assert "newest events within 2,000 estimated tokens" in qs.warning_text(o, model)
-    assert qs.QuickstartOptions(raw_trace_max_tokens=9000).raw_trace_budget == 9000
+    given = qs.QuickstartOptions(view_budgets=ViewBudgets(raw_trace_max_tokens=9000))
+    assert given.budgets.raw_trace_max_tokens == 9000
+    chars = qs.QuickstartOptions(view_budgets=ViewBudgets(raw_trace_max_chars=5000)).budgets  # one budget given: kept
+    assert (chars.raw_trace_max_chars, chars.raw_trace_max_tokens) == (5000, None)
     real = qs.QuickstartOptions(model="openai/demo", base_url="http://127.0.0.1:1/v1")
-    assert real.raw_trace_budget is None  # a real endpoint gets the whole trace, as in the paper
+    assert real.budgets.raw_trace_max_tokens is None  # a real endpoint gets the whole trace, as in the paper
     assert "estimated tokens" not in qs.warning_text(real, model)
 
 
@@ -157,7 +167,7 @@ def test_cli_rejects_bad_flags_with_one_line(tmp_path):
     from takeover.cli import app
 
     res = CliRunner().invoke(app, ["quickstart", "--point-type", "bogus", "--out-dir", str(tmp_path / "o")])
-    assert isinstance(res.exception, InputError) and "--point-type" in str(res.exception)
+    assert res.exit_code == 2 and res.stderr.startswith("error: --point-type")
     helptext = CliRunner().invoke(app, ["quickstart", "--help"], terminal_width=200).stdout
     for flag in ("--instance-id", "--dataset", "--trajectories", "--point-type", "--view", "--step-limit", "--model",
                  "--base-url", "--mirror", "--out-dir", "--offline"):

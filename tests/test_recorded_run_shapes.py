@@ -27,6 +27,7 @@ import pytest
 from conftest import make_repo
 
 from takeover.points import detect_points, verifications
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.repository_states.snapshots import top_level_names
 from takeover.trajectories import read_trajectories
@@ -78,7 +79,7 @@ def record(tmp_path: Path, turns: list[list[str]], *, files: dict[str, str] = BA
 
 def replay(tmp_path: Path, traj, files: dict[str, str] = BASE, **kwargs):
     ws, sha = make_repo(tmp_path / "replay", files)
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=60, **kwargs)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=60), **kwargs)
     return ws, sha, result
 
 

@@ -10,7 +10,7 @@ import pytest
 from test_claude_code import Log, tool, usage
 from typer.testing import CliRunner
 
-from takeover.cli import app, failure
+from takeover.cli import app
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.rediscovery import label_successor
@@ -201,9 +201,10 @@ def test_cli_json_record(tmp_path):
     assert record["figures"]["rediscovery_actions"] == 1 and record["figures"]["events_until_first_edit"] == 2
     result = CliRunner().invoke(app, ["rediscovery", str(pred), str(succ), "--point-type", "after_first_source_edit"])
     needs_task = "error: --point-type: finding a point needs the task: give --dataset (or --points-file)"
-    assert failure(result.exception) == (2, needs_task)
+    assert (result.exit_code, result.stderr) == (2, needs_task + "\n")
     result = CliRunner().invoke(app, ["rediscovery", str(pred), str(succ)])
-    assert failure(result.exception) == (2, "error: --point-type: give --point-type TYPE or --event N (one of them)")
+    assert (result.exit_code, result.stderr) == (
+        2, "error: --point-type: give --point-type TYPE or --event N (one of them)\n")
     readable = CliRunner().invoke(app, ["rediscovery", str(pred), str(succ), "--event", "3"])
     assert "1 of 3 successor actions rediscover" in readable.output
 

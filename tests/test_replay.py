@@ -12,6 +12,7 @@ from prerequisites import requires
 from takeover._util import sandbox
 from takeover._util.patches import first_difference
 from takeover.points import detect_points
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories.events import Event, Trajectory
 
@@ -57,7 +58,7 @@ def test_mini_swe_agent_style_run_replays_and_verifies(repo, tmp_path):
         ("cd /testbed && python3 reproduce.py > run.log; cat run.log", "2", 0),  # run.log is ignored
         (SUBMIT, final, None),
     ], final_patch=final)
-    result = replay_trajectory(t, ws, sha, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=30))
     assert result.verdict.verified, result.verdict
     assert result.verdict.method == "verified_replay" and result.verdict.first_mismatch is None
     assert len(result.trees) == len(result.diffs) == len(t.events)
@@ -77,7 +78,7 @@ def test_rewrite_mode_without_sandbox(repo, tmp_path):
     ws, sha = repo
     final = expected_patch(tmp_path, {"pkg/mod.py": "def f():\n    return 3\n"})
     t = traj([("sed -i 's/return 1/return 3/' /testbed/pkg/mod.py && cat /testbed/pkg/mod.py", "", 0)], final_patch=final)
-    result = replay_trajectory(t, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified and result.verdict.mode == "rewrite"
     assert "unconfined" in result.verdict.sandbox
     assert "return 3" in result.steps[0].output
@@ -89,7 +90,7 @@ def test_unreproducible_run_is_unreplayable_with_the_first_differing_file(repo, 
     # differently (e.g. the run depended on network access or on state we do not have).
     final = expected_patch(tmp_path, {"README": "changed\n", "pkg/mod.py": "def f():\n    return 9\n"})
     t = traj([("sed -i 's/return 1/return 2/' pkg/mod.py", "", 0), (SUBMIT, final, None)], final_patch=final)
-    result = replay_trajectory(t, ws, sha, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=30))
     assert not result.verdict.verified
     assert result.verdict.method == "replay"
     assert result.verdict.first_mismatch == "README"
@@ -98,7 +99,7 @@ def test_unreproducible_run_is_unreplayable_with_the_first_differing_file(repo, 
 
 def test_run_without_final_patch_is_unreplayable(repo):
     ws, sha = repo
-    result = replay_trajectory(traj([("true", "", 0)]), ws, sha, timeout=30)
+    result = replay_trajectory(traj([("true", "", 0)]), ws, sha, replay=ReplaySettings(timeout=30))
     assert not result.verdict.verified and "no final patch" in result.verdict.reason
 
 
@@ -106,7 +107,7 @@ def test_a_hanging_command_is_killed_and_the_run_is_unreplayable(repo):
     ws, sha = repo
     t = traj([("sleep 600 & sleep 600", "", 0), ("touch after.py", "", 0)], final_patch="")
     start = time.monotonic()
-    result = replay_trajectory(t, ws, sha, timeout=1)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=1))
     assert time.monotonic() - start < 20
     assert result.steps[0].killed == "timeout"
     assert not result.verdict.verified
@@ -121,7 +122,7 @@ def test_a_command_that_timed_out_in_the_recorded_run_may_time_out_again(repo, t
         ("sleep 600", "The last command <command>sleep 600</command> timed out and has been killed.", None),
         ("sed -i 's/return 1/return 2/' pkg/mod.py", "", 0),
     ], final_patch=final)
-    result = replay_trajectory(t, ws, sha, timeout=1)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=1))
     assert result.steps[0].killed == "timeout"
     assert result.verdict.verified, result.verdict
 
@@ -131,7 +132,7 @@ def test_a_command_eating_memory_is_killed(repo):
     eat = "python3 -c \"import time; b = [bytearray(8 << 20) for _ in range(200)]; [x.__setitem__(slice(None), b'x' * len(x)) for x in b]; time.sleep(30)\""
     t = traj([(eat, "", 0)], final_patch="")
     start = time.monotonic()
-    result = replay_trajectory(t, ws, sha, timeout=60, memory_mb=200)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=60, memory_mb=200))
     assert time.monotonic() - start < 30
     assert result.steps[0].killed == "memory"
     assert "200 MiB memory limit" in result.verdict.reason and not result.verdict.verified
@@ -147,7 +148,7 @@ def test_writes_outside_the_workspace_fail_in_the_sandbox(repo, tmp_path):
         (f"echo pwned > {outside}/x.txt; echo pwned > {home_target}; echo pwned > /tmp/scratch.txt; cat /tmp/scratch.txt", "", 0),
         ("cat /tmp/scratch.txt", "pwned", 0),  # /tmp persists between the commands of one replay
     ], final_patch="")
-    result = replay_trajectory(t, ws, sha, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=30))
     assert not (outside / "x.txt").exists()
     assert not __import__("os").path.exists(home_target)
     # Folders outside the task are not shown at all (docs/protocol.md section 8.6). A run without a task
@@ -162,7 +163,7 @@ def test_writes_outside_the_workspace_fail_in_the_sandbox(repo, tmp_path):
 def test_the_workspace_is_mounted_at_the_recorded_root(repo):
     ws, sha = repo
     t = traj([("pwd; ls /testbed", "", 0)], final_patch="")
-    result = replay_trajectory(t, ws, sha, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=30))
     assert result.verdict.mode == "bind"
     assert result.steps[0].output.splitlines()[0] == "/testbed"
     assert "pkg" in result.steps[0].output
@@ -193,7 +194,7 @@ def test_editor_actions_are_applied_exactly(repo, tmp_path):
         ({**edit, "path": "pkg/mod.py", "edit": "insert", "insert_line": 0, "new_text": "import os"}, "", None),
         ({**edit, "path": "/etc/passwd", "edit": "create", "file_text": "x"}, "", None),  # outside: skipped
     ], final_patch=final, fmt="openhands-v0")
-    result = replay_trajectory(t, ws, sha, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=30))
     assert result.verdict.verified, (result.verdict, result.final_patch)
     assert result.steps[4].detail == "str_replace: old_str occurs 2 times: no change"  # as the editor refuses
     assert result.steps[14].action == "skipped"
@@ -212,6 +213,6 @@ def test_swe_agent_create_and_line_edits(repo, tmp_path):
           "view_range": [2, 2]}, "File updated.", None),
         ("open pkg/mod.py", "", None),
     ], final_patch=final, fmt="swe-agent")
-    result = replay_trajectory(t, ws, sha, timeout=30)
+    result = replay_trajectory(t, ws, sha, replay=ReplaySettings(timeout=30))
     assert result.verdict.verified, (result.verdict, result.final_patch)
     assert first_difference(result.final_patch, final) is None

@@ -18,6 +18,7 @@ from takeover.checkpoints import materialize_checkpoint
 from takeover.cli import app
 from takeover.errors import RepositoryUnavailable
 from takeover.points import analyze_run, checkpoint_method
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.repository_states.snapshots import snapshot_patch, take_snapshot
 from takeover.sources.repos import RepoSource
@@ -67,7 +68,7 @@ def _recorded_patch(tmp_path, name: str, *, setup: str | None, commands: list[st
 def _analyze(path, task, source, **options):
     traj = read_trajectories(path)[0]
     results: list = []
-    rp = analyze_run(traj, task, source, use_environment=False, replay_timeout=60, result_out=results, **options)
+    rp = analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False, timeout=60), result_out=results, **options)
     return traj, rp, results[0]
 
 
@@ -118,7 +119,7 @@ def test_both_forms_give_the_same_points_and_the_task_environment_changes_nothin
     # The same run in the other image, and replayed inside the task's prepared environment (which runs the
     # setup step itself): the same points, patches and environment edits.
     traj = read_trajectories(tmp_path / "committed.json")[0]
-    with_env = analyze_run(traj, task, source, use_environment=True, replay_timeout=60)
+    with_env = analyze_run(traj, task, source, replay=ReplaySettings(use_environment=True, timeout=60))
     assert with_env.replay.verified and with_env.replay.interpreter.startswith("task environment"), with_env.replay
     for rp in (found["working_tree"], with_env):
         assert rp.points == found["committed"].points
@@ -281,7 +282,7 @@ def test_a_program_missing_where_the_run_was_recorded_is_missing_in_the_replay(t
         (FIX, "", 0),
     ], submission)
     traj = read_trajectories(path)[0]
-    result = replay_trajectory(traj, ws, sha, env_vars=env, use_sandbox=False, timeout=60)
+    result = replay_trajectory(traj, ws, sha, env_vars=env, replay=ReplaySettings(use_sandbox=False, timeout=60))
     assert result.verdict.verified, result.verdict
     assert result.steps[0].missing == ["ed"] and result.steps[0].exit_code == 127
     assert "ed: command not found" in result.steps[0].output
@@ -328,8 +329,7 @@ def test_a_damaged_mirror_is_refused_in_one_line_and_the_other_runs_go_on(tmp_pa
                         problem_statement="f must return 2")
 
     with pytest.raises(RepositoryUnavailable) as caught:
-        analyze_run(read_trajectories(write_1x(tmp_path / "b.json", broken.instance_id, [(FIX, "", 0)], ""))[0],
-                    broken, source, use_environment=False)
+        analyze_run(read_trajectories(write_1x(tmp_path / "b.json", broken.instance_id, [(FIX, "", 0)], ""))[0], broken, source, replay=ReplaySettings(use_environment=False))
     assert str(caught.value) == (f"acme/broken at {bare} lacks object {lost} needed by commit {broken_sha} "
                                  "(a partial or damaged clone: clone it again with git clone --bare)")
 

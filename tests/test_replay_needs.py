@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import make_repo
 
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import (
     Reader,
@@ -74,7 +75,7 @@ def test_replay_follows_the_editor_flavor_its_reader_declares(tmp_path, toy_read
         (toy_readers("toy-plain"), "x = 9"),
     ):
         ws, sha = make_repo(tmp_path / fmt, {"a.py": "x = 1\n"})
-        replay_trajectory(recorded.model_copy(update={"format": fmt}), ws, sha, use_sandbox=False, timeout=30)
+        replay_trajectory(recorded.model_copy(update={"format": fmt}), ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
         assert (ws / "a.py").read_text() == expected, fmt
 
 
@@ -88,7 +89,7 @@ def test_a_reader_that_declares_swe_agents_window_gets_its_windowed_edit(tmp_pat
     (recorded,) = read_trajectories(swe_agent_run(tmp_path / "run.traj", steps))
     fmt = toy_readers("toy-windowed", replay=SWE_AGENT)
     ws, sha = make_repo(tmp_path / "ws", base)
-    result = replay_trajectory(recorded.model_copy(update={"format": fmt}), ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(recorded.model_copy(update={"format": fmt}), ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert [s.action for s in result.steps[::2]] == ["noop", "edit"]
     assert result.steps[2].detail == "edit w.py (lines 3-4 shown)"
     assert (ws / "w.py").read_text() == "a = 0\nb = 0\nc = 0\nb = 1\n"  # the last b, inside the window

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from conftest import git, make_repo
 
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.replay import replay_trajectory
 from takeover.trajectories import read_trajectories
 
@@ -134,7 +135,7 @@ def test_openhands_editor_refusals_tabs_timeouts_and_process_input(tmp_path):
 
     ws, sha = make_repo(tmp_path / "ws", base)
     # The 30 s sleep is cut at the limit; echo and touch need far less than 5 s, even on a loaded machine.
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=5)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=5))
     assert result.verdict.verified, result.verdict
     assert [s.action for s in result.steps if s.index % 2 == 0] == ["noop", "noop", "edit", "edit", "command",
                                                                     "noop", "noop", "noop", "command"]
@@ -153,7 +154,7 @@ def test_openhands_command_waited_out_after_its_soft_limit_runs_to_the_end(tmp_p
     row.run("", "", 0, is_input=True)  # waited: the answer carries the command's exit code
     (traj,) = read_trajectories(row.write(tmp_path / "output.jsonl", final_patch(tmp_path, {"a": "a\n"}, {"out.txt": "built\n"})))
     ws, sha = make_repo(tmp_path / "ws", {"a": "a\n"})
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=20)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=20))
     assert result.verdict.verified, result.verdict
     assert result.steps[0].killed is None and states(result) == [["out.txt"]] * 4
 
@@ -189,7 +190,7 @@ def test_openhands_agent_skill_cells_replay_exactly(tmp_path):
     (traj,) = read_trajectories(row.write(tmp_path / "output.jsonl", patch))
     assert all(e.ipython for e in traj.events[:12:2])
     ws, sha = make_repo(tmp_path / "ws", base)
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified, result.verdict
     assert [s.action for s in result.steps[:12:2]] == ["edit", "edit", "edit", "edit", "noop", "noop"]
     assert states(result) == [["repro.py"]] * 4 + [["calc.py", "repro.py"]] * 10
@@ -202,7 +203,7 @@ def test_an_ipython_cell_that_is_not_agent_skills_makes_the_run_unreplayable(tmp
     row.run("touch after.txt", "", 0)
     (traj,) = read_trajectories(row.write(tmp_path / "output.jsonl", final_patch(tmp_path, {"a.py": "x = 1\n"}, {"a.py": "x = 2"})))
     ws, sha = make_repo(tmp_path / "ws", {"a.py": "x = 1\n"})
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert not result.verdict.verified and result.verdict.method == "replay"
     assert result.verdict.reason == ("event 0 cannot be replayed exactly: IPython cell: line 1 is not a call of an "
                                      "agent skill")
@@ -237,7 +238,7 @@ def test_openhands_message_form_expands_tabs_and_never_runs_ctrl_c(tmp_path):
     assert [e.timed_out for e in traj.events if e.kind == "observation"] == [False, False, True, False]
     assert traj.events[6].process_input
     ws, sha = make_repo(tmp_path / "ws", base)
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=1)  # the recorded timeout may recur
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=1))  # the recorded timeout may recur
     assert result.verdict.verified, result.verdict
     assert result.steps[0].detail.endswith("(exact, tabs expanded)") and result.steps[6].action == "noop"
 
@@ -286,7 +287,7 @@ def test_swe_agent_str_replace_editor_rules(tmp_path):
     (traj,) = read_trajectories(swe_agent_traj(tmp_path / "acme__calc-1.traj", steps, patch))
     assert traj.events[11].timed_out
     ws, sha = make_repo(tmp_path / "ws", base)
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=1)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=1))
     assert result.verdict.verified, result.verdict
     assert [s.action for s in result.steps[:12:2]] == ["noop", "noop", "edit", "noop", "edit", "command"]
     assert result.steps[10].killed == "timeout"  # allowed: the recorded run saw it cancelled too
@@ -307,7 +308,7 @@ def test_swe_agent_windowed_edit_works_inside_the_shown_window(tmp_path):
     patch = final_patch(tmp_path, base, {"w.py": "a = 0\nb = 0\nc = 0\nb = 1\n", "notes.txt": "\none\ntwo"})
     (traj,) = read_trajectories(swe_agent_traj(tmp_path / "acme__calc-1.traj", steps, patch))
     ws, sha = make_repo(tmp_path / "ws", base)
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified, result.verdict
     assert result.steps[2].detail == "edit w.py (lines 3-4 shown)"
 
@@ -349,7 +350,7 @@ def test_openhands_sdk_terminal_input_and_soft_timeout(tmp_path):
     (traj,) = read_trajectories(path)
     assert [e.timed_out for e in traj.events if e.kind == "observation"] == [True, False, False]
     ws, sha = make_repo(tmp_path / "ws", {"a.py": "x = 1\n"})
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=1)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=1))
     assert result.verdict.verified, result.verdict
     assert [s.action for s in result.steps[::2]] == ["command", "noop", "noop"] and result.steps[0].killed == "timeout"
     assert states(result) == [[]] * 6
@@ -385,7 +386,7 @@ def test_claude_code_rejected_bash_is_not_run_and_replace_all_replaces_all(tmp_p
     traj.final_patch = final_patch(tmp_path, base, {"calc.py": "def add(a, b):\n    return a + b  # a + b\n"})
     assert traj.events[0].not_applied and traj.events[0].type == "command"
     ws, sha = make_repo(tmp_path / "ws", base)
-    result = replay_trajectory(traj, ws, sha, use_sandbox=False, timeout=30)
+    result = replay_trajectory(traj, ws, sha, replay=ReplaySettings(use_sandbox=False, timeout=30))
     assert result.verdict.verified, result.verdict
     assert result.steps[0].action == "noop" and not (ws / "rejected.txt").exists()
     assert result.steps[2].detail == "replace_all calc.py (2 occurrences)"

@@ -95,6 +95,7 @@ def test_report_html_in_headless_chromium(synthetic):  # noqa: F811
             notes_col = columns.nth(2)
             notes_col.locator("details.fold summary:has-text('claims of the note')").click()
             box = notes_col.locator(".claims-box")
+            box.locator("mark.claim-contradicted").first.wait_for()  # the page renders the box on opening
             assert box.locator("mark.claim-contradicted").count() >= 1
             assert box.locator("mark.claim-supported").count() >= 1
             assert "no event edited it and the checkpoint leaves it unchanged" in box.inner_text()

@@ -304,4 +304,4 @@ def test_show_reports_a_bad_path_as_one_error_line(tmp_path):
     bad.write_text('{"nothing": "here"}')
     result = CliRunner().invoke(app, ["show", str(bad), "--out-dir", str(tmp_path / "pages")])
     assert result.exit_code != 0 and not (tmp_path / "pages" / "bad.html").exists()
-    assert "unknown trajectory format" in str(result.exception)
+    assert result.exit_code == 2 and "unknown trajectory format" in result.stderr

@@ -15,7 +15,9 @@ from takeover.agents import ExitStatus, RunLimits, read_run
 from takeover.agents.runs import run_predecessor, run_takeover
 from takeover.checkpoints import materialize_checkpoint
 from takeover.grading import grade
+from takeover.grading_settings import GradingSettings
 from takeover.points import analyze_run, checkpoint_method
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.testing.scripted_server import ScriptedServer
@@ -77,7 +79,7 @@ def test_runs_and_their_checkpoints_leave_the_environment_setup_out_and_grade_as
     # Recorded snapshots: checkpoints against the starting state the run recorded.
     traj = read_run(tmp_path / "run")
     assert traj.metadata["starting_state"] == record.starting_state
-    rp = analyze_run(traj, task, source, use_environment=False)
+    rp = analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False))
     assert rp.replay.method == "recorded_snapshot" and rp.replay.first_mismatch is None, rp.replay
     assert rp.replay.environment_files == ["tox.ini"] and "+    pytest -rA {posargs}" in rp.environment_patch
     point = rp.point("after_first_source_edit")
@@ -99,7 +101,7 @@ def test_runs_and_their_checkpoints_leave_the_environment_setup_out_and_grade_as
     assert '+"""Arithmetic."""' in final and "+    return a + b" in final
 
     # Grading makes the setup's edit itself, once: the successor's patch resolves the task.
-    result = grade(task, final, repo_source=source, log_dir=tmp_path / "logs", grading_timeout=120)
+    result = grade(task, final, grading=GradingSettings(timeout=120), repo_source=source, log_dir=tmp_path / "logs")
     assert result.error is None and result.applied, result
     assert result.PASS_TO_PASS.failure == [] and result.resolved, result
 

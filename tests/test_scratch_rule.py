@@ -13,6 +13,7 @@ from _mini_swe_agent import SUBMIT_1X, write_1x
 from conftest import git, make_repo
 
 from takeover.points import analyze_run, detect_points
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.file_classes import file_class, is_scratch_file
 from takeover.repository_states.snapshots import snapshot_patch, take_snapshot, top_level_names
 from takeover.results import only_source_files_changed
@@ -113,7 +114,7 @@ def test_a_replayed_run_edits_the_package_and_its_final_patch_is_all_source(tmp_
                     [(SCRATCH, "", 0), (EDIT_PANEL, "", 0), (NEW_PANEL, "", 0)], submission)
     traj = read_trajectories(path)[0]
     assert traj.events[-2].command == SUBMIT_1X
-    rp = analyze_run(traj, task, source, use_environment=False, replay_timeout=60)
+    rp = analyze_run(traj, task, source, replay=ReplaySettings(use_environment=False, timeout=60))
     assert rp.replay.verified and rp.replay.method == "verified_replay", rp.replay
     first = rp.point("after_first_source_edit")
     assert traj.events[first.event_index].command == EDIT_PANEL

@@ -18,6 +18,7 @@ from takeover.environments.row_grading import (
     row_grading,
     script_differences,
 )
+from takeover.grading import swebench_rules
 from takeover.sources.tasks import load_tasks
 
 PARQUET = "swebench5/verified_v5_52b72b3.parquet"
@@ -86,7 +87,7 @@ def test_swebench_5_make_test_spec_accepts_every_row_with_derived_fields(rows):
         spec, fields = harness_test_spec(task)
         assert (spec.image, spec.log_parser, spec.eval_type) == (fields.image, fields.log_parser, fields.eval_type)
         assert spec.eval_script.startswith("#!/bin/bash\nset -uxo pipefail\n")
-        assert f"{harness_version.TEST_EXIT_CODE}: " in spec.eval_script  # 5.x records the test exit code
+        assert f"{swebench_rules.TEST_EXIT_CODE}: " in spec.eval_script  # 5.x records the test exit code
         assert spec.FAIL_TO_PASS == task.FAIL_TO_PASS, iid
 
 

@@ -19,6 +19,7 @@ from user_commands import takeover
 
 from takeover._util.patches import split_patch
 from takeover.points import analyze_run, cut_at_event
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.unrecorded_output import output_targets
 from takeover.trajectories import read_trajectory
 
@@ -34,7 +35,7 @@ def test_output_targets_are_the_files_output_is_sent_into():
 def test_the_point_names_the_unrecorded_file_and_a_rerun_here_gives_the_same_patch(monkeypatch, tmp_path):
     task, source, path, _ = output_run(tmp_path)
     run = read_trajectory(path)
-    first = analyze_run(run, task, source, use_environment=False, replay_timeout=60)
+    first = analyze_run(run, task, source, replay=ReplaySettings(timeout=60, use_environment=False))
     assert first.replay.verified, first.replay.reason
     point = first.point("after_first_source_edit")
     assert point.event_index == 8
@@ -42,15 +43,15 @@ def test_the_point_names_the_unrecorded_file_and_a_rerun_here_gives_the_same_pat
     # check.py (a here-document) hold what the record shows.
     assert point.unrecorded_files == ["run_id.txt"]
     assert {"run_id.txt", "greeting.txt", "answer.txt", "check.py"} <= set(split_patch(first.patches[point.type]))
-    again = analyze_run(run, task, source, use_environment=False, replay_timeout=60)
+    again = analyze_run(run, task, source, replay=ReplaySettings(timeout=60, use_environment=False))
     assert again.patches == first.patches and again.point(point.type) == point
-    cut = cut_at_event(run, task, 4, source, use_environment=False, replay_timeout=60)
+    cut = cut_at_event(run, task, 4, source, replay=ReplaySettings(timeout=60, use_environment=False))
     assert cut.point.unrecorded_files == ["run_id.txt"]
     assert split_patch(cut.patch)["run_id.txt"] == split_patch(first.patches[point.type])["run_id.txt"]
-    assert cut_at_event(run, task, 0, source, use_environment=False, replay_timeout=60).point.unrecorded_files == []
+    assert cut_at_event(run, task, 0, source, replay=ReplaySettings(timeout=60, use_environment=False)).point.unrecorded_files == []
     # Elsewhere (another machine: another cache), the replay writes other bytes there, and only there.
     monkeypatch.setenv("TAKEOVER_CACHE", str(tmp_path / "elsewhere"))
-    other = analyze_run(run, task, source, use_environment=False, replay_timeout=60)
+    other = analyze_run(run, task, source, replay=ReplaySettings(timeout=60, use_environment=False))
     mine, theirs = split_patch(first.patches[point.type]), split_patch(other.patches[point.type])
     assert mine["run_id.txt"] != theirs["run_id.txt"]
     assert {p: d for p, d in mine.items() if p != "run_id.txt"} == {p: d for p, d in theirs.items() if p != "run_id.txt"}

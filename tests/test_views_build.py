@@ -10,6 +10,7 @@ from _views_support import real_run, real_task, requests_1766_points
 
 from takeover.errors import InputError
 from takeover.llm import estimate_tokens
+from takeover.view_budgets import ViewBudgets
 from takeover.views import ModelRequired, build_view, task_prompt
 from takeover.views.evidence import render_event
 
@@ -72,7 +73,7 @@ def test_raw_trace_has_every_event_up_to_and_including_the_handoff_event(run, ta
 def test_raw_trace_budget_keeps_the_newest_events_and_says_how_many_were_dropped(run, task, points, checkpoint_patch):
     point = points["after_first_post_failure_edit"]
     full = build_view("raw_trace", run, point, task, checkpoint_patch)
-    cut = build_view("raw_trace", run, point, task, checkpoint_patch, raw_trace_max_chars=4000)
+    cut = build_view("raw_trace", run, point, task, checkpoint_patch, view_budgets=ViewBudgets(raw_trace_max_chars=4000))
     steps = [int(s) for s in re.findall(r"^\[step (\d+) \|", cut.block, re.MULTILINE)]
     assert steps[-1] == point.event_index + 1 and steps == list(range(steps[0], steps[-1] + 1))
     assert cut.dropped_events == steps[0] - 1 > 0
@@ -83,7 +84,7 @@ def test_raw_trace_budget_keeps_the_newest_events_and_says_how_many_were_dropped
     entries = sum(len(render_event(e)) + 2 for e in run.events[steps[0] - 1 : point.event_index + 1])
     assert entries <= 4000
     assert cut.characters < full.characters
-    by_tokens = build_view("raw_trace", run, point, task, checkpoint_patch, raw_trace_max_tokens=500)
+    by_tokens = build_view("raw_trace", run, point, task, checkpoint_patch, view_budgets=ViewBudgets(raw_trace_max_tokens=500))
     assert by_tokens.dropped_events > 0 and "500 estimated tokens" in by_tokens.block
 
 

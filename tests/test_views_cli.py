@@ -23,7 +23,6 @@ from takeover._util.io import atomic_write_json, sha256_text
 from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.cli import app
 from takeover.llm import estimate_tokens
-from takeover.views import ViewLeakError
 
 ID = "psf__requests-1766"
 FILE = TRAJ / "mini-swe-agent" / f"{ID}.json"
@@ -160,6 +159,8 @@ def test_the_checkpoint_handoff_state_is_kept_out_of_views(tmp_path, checkpoint_
     templates = tmp_path / "templates"
     templates.mkdir()
     (templates / "preamble.md.j2").write_text("This repository needs_completion.\n")
-    with pytest.raises(ViewLeakError, match="handoff_state: needs_completion"):
-        CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint-dir", str(checkpoint_dir),
-                                 "--view", "repo_only", "--template-dir", str(templates)], catch_exceptions=False)
+    # A template that would leak it is refused (ViewLeakError, one error line and exit status 2), no view written.
+    result = CliRunner().invoke(app, ["views", str(FILE), "--dataset", str(DATASET), "--checkpoint-dir",
+                                      str(checkpoint_dir), "--view", "repo_only", "--template-dir", str(templates)])
+    assert result.exit_code == 2 and result.stderr.startswith("error: ") and "handoff_state: needs_completion" in result.stderr
+    assert not (checkpoint_dir / "views" / "repo_only.md").exists()

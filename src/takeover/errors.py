@@ -1,15 +1,23 @@
 """Errors that users see.
 
 Every error about bad input names the file, the record (line number or index) and the field, so that a
-user can find the offending bytes without reading our code. The CLI turns :class:`InputError` into one
-line on stderr and exit status 2.
+user can find the offending bytes without reading our code. The CLI turns every :class:`TakeoverError` into
+one line on stderr and its :attr:`~TakeoverError.exit_status` (2: bad input or a missing prerequisite,
+nothing was done; 1: the work ran and failed), in one place (:func:`takeover.cli.failure`).
 """
 
 from __future__ import annotations
 
 
 class TakeoverError(Exception):
-    """Base class of every error raised on purpose by ``takeover``."""
+    """Base class of every error raised on purpose by ``takeover``.
+
+    Attributes:
+        exit_status: the command line's exit status for it: 2 (bad input, a missing prerequisite: nothing
+            was done), unless a subclass says the work ran and failed (1).
+    """
+
+    exit_status = 2
 
 
 class InputError(TakeoverError):

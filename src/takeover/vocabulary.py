@@ -73,6 +73,13 @@ CHECKPOINT_METHODS: tuple[CheckpointMethod, ...] = get_args(CheckpointMethod)
 RunKind = Literal["predecessor", "takeover"]
 #: How the agent states its actions: a fenced command in text (the paper's protocol) or native tool calls.
 ActionProtocol = Literal["text", "tools"]
+#: The action protocol of a run that names none (the paper's).
+DEFAULT_PROTOCOL: ActionProtocol = "text"
+#: The agent runtime of a run that names none, and of every run folder written before runtimes had names.
+DEFAULT_AGENT = "mini-swe-agent"
+#: Where the commands of a run run when it names no command backend (``takeover.agents.command_backends``
+#: has the backends by name).
+DEFAULT_COMMAND_BACKEND = "local"
 
 
 class ExitStatus(StrEnum):

@@ -90,6 +90,26 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def stable_form(obj: Any) -> Any:
+    """The one rule of stable keys: a record (pydantic model) as its JSON object with every field at its
+    default left out, in the records inside it too (pydantic's ``exclude_defaults``); lists and dicts are
+    walked, anything else is returned unchanged.
+
+    What a key is computed over (a unit's inputs, a run folder's inputs, a grading key, a view's key) is
+    in this form, so that a setting added later, with a default, leaves the keys of everything made before
+    it as they were. Reading the form back fills the defaults in. The other side of the rule: a default
+    that changes must change the key too (the form says nothing of a field at its default), so the format
+    number of what is keyed is bumped with it (``takeover.experiments.units.UNITS_FORMAT``,
+    ``takeover.agents.run_folder.INPUTS_FORMAT``)."""
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json", exclude_defaults=True)
+    if isinstance(obj, dict):
+        return {k: stable_form(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [stable_form(v) for v in obj]
+    return obj
+
+
 def dumps(obj: Any, *, indent: int | None = 2) -> str:
     """Deterministic JSON: sorted keys are *not* used so that model field order is kept, but the same
     object always gives the same bytes."""

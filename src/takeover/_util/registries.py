@@ -6,12 +6,18 @@ does the work, the default first. It is the one place a name is looked up: an un
 one :class:`~takeover.errors.InputError` naming the flag or key and the known names, and code that needs what
 an entry does asks the entry, never compares its name (``benchmarks/check_layout.py``'s ``name-test``).
 A plug-in registers itself with :meth:`Registry.add`.
+
+An entry may have options of its own (an agent runtime's, a command backend's, a grading backend's): its
+``Options`` model declares them (:class:`NoOptions` when it has none), the record that chooses it carries
+them as JSON values, and :func:`checked_options` checks them against the model.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from takeover.errors import InputError
 
@@ -79,3 +85,31 @@ class Registry(Mapping[str, T], Generic[T]):
     def remove(self, name: str) -> None:
         """Unregister ``name`` (a plug-in that is done; nothing happens when it is not registered)."""
         self._entries.pop(name, None)
+
+
+class NoOptions(BaseModel):
+    """The options of an entry that has none: any option given is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def checked_options(model: type[BaseModel], values: Mapping[str, Any], *, where: str,
+                    field: str = "options") -> dict[str, Any]:
+    """``values`` validated by an entry's ``Options`` ``model`` and written back in its form: JSON values,
+    those at their default left out (so that choosing an option's default keeps the keys it was in).
+
+    Raises:
+        InputError: an unknown option or a bad value (``where``: the entry, e.g. ``agent command``; the
+            error's ``field`` is ``FIELD.NAME``; a typo is named before any other problem; the message lists
+            the entry's options).
+    """
+    try:
+        options = model.model_validate(dict(values))
+    except ValidationError as exc:
+        errors = exc.errors()
+        error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # a typo before its result
+        name = ".".join(str(part) for part in error["loc"]) or field
+        reason = "unknown option" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+        raise InputError(where, f"{reason} (its options: {', '.join(model.model_fields) or 'none'})",
+                         field=f"{field}.{name}") from None
+    return options.model_dump(mode="json", exclude_defaults=True)

@@ -9,10 +9,12 @@ imports every registered runtime, mini-swe-agent and litellm among them, quietly
     record = run_takeover("ckpt/", "raw_trace", settings, "runs/t1", limits=RunLimits(step_limit=500),
                           agent=AgentChoice(runtime="command", options={"agent_command": "my-agent < {prompt_file}"}))
 
+The agent choice, :class:`AgentChoice` (which runtime runs, where its commands run, the action protocol and
+their own options: one record from the CLI and the experiment file to the units), is a settings record at the
+bottom of the package tree (:mod:`takeover.agent_choice`, beside :mod:`takeover.limits`), re-exported here.
+
 Modules, the neutral ones first (none of them loads a runtime):
 
-- ``agent_choice.py``: :class:`AgentChoice`, which runtime runs, where its commands run, the action
-  protocol and the runtime's own options: one record from the CLI and the experiment file to the units.
 - ``command_backend.py``: the command-backend seam, :class:`~takeover.agents.command_backend.CommandBackend`
   (where an agent's commands run); a failure of the environment itself is
   :class:`~takeover.errors.EnvironmentFailure`.
@@ -33,19 +35,17 @@ The run folder's format and its records (:class:`RunRecord`, :class:`RunAccounti
 :class:`takeover.limits.RunLimits`; exit statuses :class:`takeover.vocabulary.ExitStatus`.
 """
 
-from takeover.agents.agent_choice import AgentChoice
+from takeover.agent_choice import AgentChoice
 from takeover.agents.run_folder import RunSpec
 from takeover.agents.runtime import AgentRun, AgentRuntime, RuntimeOutcome
 from takeover.limits import RunLimits
 from takeover.trajectories.takeover_run import (
-    DEFAULT_AGENT,
-    DEFAULT_COMMAND_BACKEND,
     RunAccounting,
     RunRecord,
     TakeoverOrigin,
     read_run,
 )
-from takeover.vocabulary import ExitStatus
+from takeover.vocabulary import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, ExitStatus
 
 __all__ = [
     "DEFAULT_AGENT",

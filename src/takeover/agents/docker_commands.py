@@ -20,6 +20,8 @@ image, on the repository exactly as the image holds it.
   that is gone or stopped while the run uses it (removed outside takeover, the daemon stopped) ends the run
   with ``environment_error``, an infrastructure failure of its unit, never an observation the agent reads.
 - Its log lines go to ``takeover.agents.docker``, never to stdout (``--json`` keeps stdout JSON Lines).
+- Its own options (:class:`DockerCommandOptions`, ``--command-backend-option NAME=VALUE``): the image
+  (default: the instance's SWE-bench image).
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from takeover._util import sandbox
 from takeover._util.containers import (
@@ -38,7 +41,7 @@ from takeover._util.containers import (
     label_args,
     remove_stale_containers,
 )
-from takeover.agents.command_backend import TESTBED
+from takeover.agents.command_backend import TESTBED, CommandSession, WorkspaceRequest
 from takeover.checkpoints import apply_patch
 from takeover.environments.official_image import workspace_from_image
 from takeover.errors import EnvironmentFailure, EnvironmentUnavailable
@@ -106,11 +109,27 @@ def _run_container(**kwargs: Any) -> Any:
     return _run_container_class()(**kwargs)
 
 
+class DockerCommandOptions(BaseModel):
+    """The ``docker`` command backend's own options (an agent choice's ``command_backend_options``;
+    ``--command-backend-option NAME=VALUE``).
+
+    Attributes:
+        image: the image whose ``/testbed`` is the run's repository and whose container runs the commands
+            (a name or id the daemon has or can pull); None: the instance's SWE-bench image
+            (:func:`takeover.environments.official_image.instance_image_name`).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str | None = None
+
+
 class DockerCommands:
     """``docker``: commands in the instance's SWE-bench image (see the module docstring)."""
 
     uses_task_environment = False
     on_host = False
+    Options = DockerCommandOptions
 
     def check(self) -> None:
         """Raises :class:`~takeover.errors.EnvironmentUnavailable` without a running Docker daemon."""
@@ -136,10 +155,10 @@ class DockerCommands:
             return []
         return [c.name for c in remove_stale_containers(out_dir)]
 
-    def workspace(self, *, instance_id: str, base_commit: str, image: str | None, dest: Path, patch: str,
-                  checkout: Callable[[Path], Path]) -> Path:
-        """The image's ``/testbed`` copied to ``dest`` (``checkout``, the mirror's, is not used), its
-        starting state snapshotted, then ``patch`` (a checkpoint's, or empty) applied.
+    def workspace(self, request: WorkspaceRequest, options: DockerCommandOptions) -> Path:
+        """The image's ``/testbed`` (``options.image``, else the instance's) copied to ``request.dest`` (the
+        mirror's checkout is not used), its starting state snapshotted, then the patch (a checkpoint's, or
+        empty) applied.
 
         Raises:
             EnvironmentUnavailable: no daemon; the image is missing and cannot be pulled, or its repository
@@ -147,8 +166,9 @@ class DockerCommands:
             InputError: ``patch`` does not apply.
         """
         self.check()
-        copied = workspace_from_image(instance_id, base_commit, dest, container_labels("agent run", dest.parent),
-                                      image=image)
+        dest = request.dest
+        copied = workspace_from_image(request.instance_id, request.base_commit, dest,
+                                      container_labels("agent run", dest.parent), image=options.image)
         # An image built before SWE-bench cleaned its history may carry the task's future (docs/protocol.md
         # section 8.6): removed before the first snapshot, whose trees a prune would take.
         frozen = freeze_in_place(dest)
@@ -158,7 +178,7 @@ class DockerCommands:
         path = snapshots.git_dir(dest) / IMAGE_RECORD
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=2), encoding="utf-8")
-        apply_patch(dest, patch)
+        apply_patch(dest, request.patch)
         return dest
 
     def prepare(self, task: SourceTask | None, base_commit: str, workspace: Path,
@@ -176,29 +196,29 @@ class DockerCommands:
         return {}, described, StartingState(base_commit=base_commit, tree=record["starting_tree"], diffs=diffs,
                                             steps=[f"the image's {TESTBED} (SWE-bench's setup commit {record['head'][:12]})"])
 
-    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable,
-                    lifetime: float | None = None):
+    def environment(self, session: CommandSession, options: DockerCommandOptions) -> Any:
         """mini-swe-agent's ``DockerEnvironment`` on the image the workspace was copied from (its content id),
-        the workspace mounted at ``/testbed``, no network, labelled, living ``lifetime`` seconds plus
-        :data:`LIFETIME_MARGIN` (default: two hours, mini-swe-agent's).
+        the workspace mounted at ``/testbed``, no network, labelled, living the session's ``lifetime`` seconds
+        plus :data:`LIFETIME_MARGIN` (default: two hours, mini-swe-agent's).
 
         Raises:
             EnvironmentUnavailable: no Docker daemon, the workspace was not copied from an image, or the
                 container cannot start (one line with docker's reason).
         """
         self.check()
+        workspace = session.workspace
         record = _image_record(workspace)
         labels = container_labels("agent run", Path(workspace).parent)
-        seconds = lifetime + LIFETIME_MARGIN if lifetime else 7200
+        seconds = session.lifetime + LIFETIME_MARGIN if session.lifetime else 7200
         try:
             environment = _run_container(
                 image=record["image_id"],
                 cwd=TESTBED,
                 # SWE-bench images activate their conda env ``testbed`` in /root/.bashrc; ``bash -c`` reads it
                 # only through BASH_ENV (mini-swe-agent's tool-call config does the same).
-                env={"BASH_ENV": "/root/.bashrc", **env},
+                env={"BASH_ENV": "/root/.bashrc", **session.env},
                 interpreter=["bash", "-c"],
-                timeout=max(1, round(command_timeout)),
+                timeout=max(1, round(session.command_timeout)),
                 container_timeout=f"{round(seconds)}s",
                 run_args=["--rm", "--network", "none", "--stop-signal", STOP_SIGNAL, *label_args(labels),
                           "-v", f"{Path(workspace).resolve()}:{TESTBED}"],

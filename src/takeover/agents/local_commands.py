@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 from takeover._util import sandbox
-from takeover.agents.command_backend import TESTBED
+from takeover._util.registries import NoOptions
+from takeover.agents.command_backend import TESTBED, CommandSession, WorkspaceRequest
 from takeover.agents.mini_swe_agent.environments import SandboxedLocalEnvironment
 from takeover.environments import prepare_environment
 from takeover.errors import TakeoverError
@@ -56,10 +57,12 @@ def _starting_state(task: SourceTask | None, base_commit: str, workspace: Path, 
 
 
 class LocalCommands:
-    """``local``: commands on this host in the workspace, inside bubblewrap when it is available."""
+    """``local``: commands on this host in the workspace, inside bubblewrap when it is available; it has no
+    options of its own."""
 
     uses_task_environment = True
     on_host = True
+    Options = NoOptions
 
     def check(self) -> None:
         """Nothing to check: without a sandbox the commands run unconfined and ``run.json`` says so."""
@@ -81,9 +84,9 @@ class LocalCommands:
         """Nothing: the commands of a killed run end with its process group."""
         return []
 
-    def workspace(self, *, instance_id, base_commit, image, dest, patch, checkout):
-        """``checkout(dest)``, the mirror's checkout, which applies ``patch`` itself."""
-        return checkout(dest)
+    def workspace(self, request: WorkspaceRequest, options: NoOptions) -> Path:
+        """``request.checkout(dest)``, the mirror's checkout, which applies the patch itself."""
+        return request.checkout(request.dest)
 
     def prepare(self, task, base_commit, workspace, out_dir):
         """The task's environment prepared on this host (:func:`takeover.environments.prepare_environment`;
@@ -91,18 +94,18 @@ class LocalCommands:
         task_env, described = _task_environment(task, workspace)
         return task_env, described, _starting_state(task, base_commit, workspace, out_dir)
 
-    def environment(self, *, workspace, tmp_dir, env, command_timeout, instance_id, image, readable, lifetime=None):
-        """:class:`SandboxedLocalEnvironment` in the workspace (``instance_id``, ``image`` and ``lifetime``
-        unused)."""
-        root = self.root(workspace)
+    def environment(self, session: CommandSession, options: NoOptions) -> SandboxedLocalEnvironment:
+        """:class:`SandboxedLocalEnvironment` in the session's workspace (its commands end with the run's
+        process group: the run's lifetime needs no enforcing here)."""
+        root = self.root(session.workspace)
         return SandboxedLocalEnvironment(
             cwd=root,
-            workspace=str(workspace),
-            mount_at=root if root != str(workspace) else None,
-            tmp_dir=str(tmp_dir) if tmp_dir else None,
-            readable=[str(p) for p in readable],
-            env=env,
-            timeout=max(1, round(command_timeout)),
+            workspace=str(session.workspace),
+            mount_at=root if root != str(session.workspace) else None,
+            tmp_dir=str(session.tmp_dir) if session.tmp_dir else None,
+            readable=[str(p) for p in session.readable],
+            env=session.env,
+            timeout=max(1, round(session.command_timeout)),
         )
 
 

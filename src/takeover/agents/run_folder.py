@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from takeover._util.io import sha256_text, stable_hash
-from takeover.agents.agent_choice import AgentChoice
+from takeover._util.io import sha256_text, stable_form, stable_hash
+from takeover.agent_choice import AgentChoice
 from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
@@ -32,11 +32,10 @@ class RunSpec(BaseModel):
         prompt: the text given to the agent (the task prompt, or a view's takeover prompt).
         model: endpoint, sampling and retry settings.
         limits: the run's limits.
-        agent: the :class:`~takeover.agents.agent_choice.AgentChoice`: the runtime, where its commands run,
+        agent: the :class:`~takeover.agent_choice.AgentChoice`: the runtime, where its commands run,
             the action protocol and the runtime's own options.
         origin: for a takeover run, the checkpoint and the view.
         task: the source task record, whose prepared environment the commands use (optional).
-        image: the docker backend's image (default: the instance's SWE-bench image).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -51,20 +50,22 @@ class RunSpec(BaseModel):
     agent: AgentChoice = Field(default_factory=AgentChoice)
     origin: TakeoverOrigin | None = None
     task: SourceTask | None = None
-    image: str | None = None
 
 
 _MODEL_INPUTS = ("model", "temperature", "max_tokens", "extra")
 #: The form of :func:`run_inputs` (its ``format``): a run folder whose inputs have another form was written
-#: by an earlier version of takeover, and is not reused (:func:`prepare_run_folder` says so).
-INPUTS_FORMAT = 2
+#: by an earlier version of takeover, and is not reused (:func:`prepare_run_folder` says so). Bumped whenever
+#: a default of the limits or the agent choice changes (their stable form leaves defaults out). 3: the limits
+#: and the agent choice in their stable form.
+INPUTS_FORMAT = 3
 
 
 def run_inputs(spec: RunSpec) -> dict[str, Any]:
     """What determines an agent run (its key is :func:`inputs_key`): the inputs' ``format``, the task,
     checkpoint patch and view, the prompt's sha256, the model settings that change answers (model,
-    temperature, max_tokens, extra), the limits and the agent choice, whole. Host paths are left out, so
-    that the same run in another folder has the same key."""
+    temperature, max_tokens, extra), the limits and the agent choice, whole, in their stable form (fields at
+    their default left out: :func:`takeover._util.io.stable_form`). Host paths are left out, so that the same
+    run in another folder has the same key."""
     return {
         "format": INPUTS_FORMAT,
         "kind": spec.kind,
@@ -76,8 +77,8 @@ def run_inputs(spec: RunSpec) -> dict[str, Any]:
         # What the model answers depends on these; the endpoint's address and its transport settings
         # (timeout, retries) do not (a local server restarted on another port is the same model).
         "model": {k: v for k, v in spec.model.public().items() if k in _MODEL_INPUTS},
-        "limits": spec.limits.model_dump(mode="json"),
-        "agent": spec.agent.model_dump(mode="json"),
+        "limits": stable_form(spec.limits),
+        "agent": stable_form(spec.agent),
     }
 
 
@@ -91,11 +92,12 @@ def _describe(inputs: dict[str, Any]) -> str:
     model = inputs.get("model") or {}
     parts = [f"view {inputs['view']}"] if inputs.get("view") else [str(inputs.get("kind"))]
     parts.append(f"model {model.get('model')}")
-    if isinstance(inputs.get("agent"), dict):
-        parts.append(f"agent {inputs['agent'].get('runtime')}")
-    limits = inputs.get("limits") or {}
-    parts.append(f"{limits.get('step_limit')} steps")
-    return ", ".join(parts)
+    try:  # in their stable form: a field at its default is left out, and read back
+        agent = AgentChoice.model_validate(inputs.get("agent") or {})
+        limits = RunLimits.model_validate(inputs.get("limits") or {})
+    except ValueError:
+        return ", ".join(parts)
+    return ", ".join([*parts, f"agent {agent.runtime}", f"{limits.step_limit} steps"])
 
 
 def prepare_run_folder(out_dir: Path, inputs: dict[str, Any]) -> RunRecord | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from takeover._util.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 from takeover._util.redact import redact, redact_obj
 from takeover._util.versions import package_versions
+from takeover.agents.command_backend import WorkspaceRequest
 from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.isolation import probe_run, task_folders
 from takeover.agents.recorder import SNAPSHOT_REF_PREFIX, RunRecorder, git
@@ -208,8 +209,9 @@ def _start(
     if done is not None:
         return done
     _new_record(spec, out_dir, out_dir / "workspace")  # an attempt that fails making the workspace is known too
-    workspace = commands.workspace(instance_id=spec.instance_id, base_commit=spec.base_commit, image=spec.image,
-                                   dest=out_dir / "workspace", patch=patch, checkout=checkout)
+    request = WorkspaceRequest(instance_id=spec.instance_id, base_commit=spec.base_commit, dest=out_dir / "workspace",
+                               patch=patch, checkout=checkout)
+    workspace = commands.workspace(request, commands.Options.model_validate(spec.agent.command_backend_options))
     return run_agent(spec, out_dir, workspace, setup_started=setup_started)
 
 
@@ -231,7 +233,7 @@ def run_predecessor(
         model: endpoint settings; ``model.public()`` goes into ``run.json``.
         out_dir: the run folder (created).
         limits: default :class:`RunLimits` (the paper's: 500 steps, 4 hours).
-        agent: the :class:`~takeover.agents.agent_choice.AgentChoice`, or a runtime's name alone (default:
+        agent: the :class:`~takeover.agent_choice.AgentChoice`, or a runtime's name alone (default:
             mini-swe-agent, commands sandboxed on this host, the text protocol); its runtime checks it
             before anything is written.
         prompt: override of the task prompt (default :func:`takeover.views.task_prompt`).

@@ -54,8 +54,9 @@ from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel
 
-from takeover.agents.agent_choice import AgentChoice, NoOptions
-from takeover.agents.command_backend import CommandBackend
+from takeover._util.registries import NoOptions
+from takeover.agent_choice import AgentChoice
+from takeover.agents.command_backend import CommandBackend, CommandSession
 from takeover.agents.recorder import RunRecorder
 from takeover.agents.run_folder import RunSpec
 from takeover.limits import RunLimits
@@ -73,7 +74,8 @@ class AgentRun:
         spec: what was asked for: the prompt (``spec.prompt``, the first user message), the model settings
             (``spec.model``: :class:`takeover.llm.ModelSettings`), the limits (``spec.limits``:
             :class:`takeover.limits.RunLimits`), the agent choice (``spec.agent``: :class:`AgentChoice`,
-            the runtime's own options in ``spec.agent.options``), the task.
+            the runtime's own options in ``spec.agent.options``, the command backend's in
+            ``spec.agent.command_backend_options``), the task.
         out_dir: the run folder (``run.json``, ``events.jsonl``, ``calls.jsonl``, ``prompt.md`` are written
             already; the runtime may add its own files, never replace these).
         workspace: host path of the repository: a git checkout whose ``HEAD`` is the starting state (the
@@ -128,16 +130,17 @@ class AgentRun:
         Raises:
             EnvironmentUnavailable: the backend cannot start (no Docker daemon).
         """
-        return self.commands.environment(
+        session = CommandSession(
             workspace=self.workspace,
             tmp_dir=self.tmp_dir,
             env={**(env or {}), **(self.task_env if self.commands.uses_task_environment else {})},
             command_timeout=self.spec.limits.command_timeout,
             instance_id=self.spec.instance_id,
-            image=self.spec.image,
             readable=self.readable,
             lifetime=self.spec.limits.wall_time_limit_seconds,
         )
+        return self.commands.environment(session, self.commands.Options.model_validate(
+            self.spec.agent.command_backend_options))
 
 
 @dataclass(frozen=True)
@@ -169,9 +172,10 @@ class AgentRuntime(Protocol):
 
     Options: ClassVar[type[BaseModel]]
 
-    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
+    def check(self, limits: RunLimits, choice: AgentChoice, commands: CommandBackend) -> None:
         """Refuse, before anything runs, settings this runtime cannot honour (``choice.options`` are already
-        valid ``Options``).
+        valid ``Options``; ``commands`` is the command backend ``choice`` names, asked what it does, e.g.
+        ``commands.on_host``).
 
         Raises:
             InputError: a limit it cannot enforce (the error's ``field`` names it: ``step_limit``...), an

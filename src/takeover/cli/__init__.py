@@ -1,15 +1,15 @@
 """The ``takeover`` command line: a thin layer over the Python API.
 
 Each concept registers its own commands from a module beside this one, so that the CLI mirrors the
-package; options several commands share are declared once in :mod:`takeover.cli.options`. Errors about
-bad input, and a file or folder that cannot be read or written, become one line on stderr and exit status
-2 (:func:`failure`). Every ``--json`` prints JSON Lines: one record per
-line, in input order.
+package; options several commands share are declared once in :mod:`takeover.cli.options`, and every record
+several flags fill is built there by an option group. Every command runs under one error mapper
+(:func:`failure`, :mod:`takeover.cli.failures`): bad input and a file or folder that cannot be read or
+written become one line on stderr and exit status 2, work that ran and failed exit status 1. Every
+``--json`` prints JSON Lines: one record per line, in input order.
 """
 
 from __future__ import annotations
 
-import errno
 import sys
 from typing import Annotated
 
@@ -35,7 +35,7 @@ from takeover.cli import (
     views,
 )
 from takeover.cli.console import PIPE_WIDTH, output_console
-from takeover.errors import TakeoverError
+from takeover.cli.failures import failure
 
 __all__ = ["PIPE_WIDTH", "app", "failure", "main", "output_console"]
 
@@ -75,25 +75,6 @@ def version() -> None:
 for _module in (tasks, inspect, grade, points, views, agent, experiment, doctor, serve_model, quickstart, show, handoff,
                 export, rediscovery, claims):
     _module.register(app)
-
-
-#: ``errno`` values of an output or input location the user named that cannot be used (exit status 2, as
-#: bad input); any other error of the file system (a full disk, an I/O error) is exit status 1.
-_LOCATION_ERRORS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR, errno.ENOENT,
-                              errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP})
-
-
-def failure(exc: BaseException) -> tuple[int, str] | None:
-    """The exit status and the one line on stderr of an error that ends a command, or ``None`` for an error
-    that is a bug (its traceback is shown). :class:`TakeoverError` (bad input, a missing prerequisite) is
-    status 2; an ``OSError`` on a named file (a folder that cannot be written, a disk that is full) is one
-    line naming the file."""
-    if isinstance(exc, TakeoverError):
-        return 2, f"error: {exc}"
-    if isinstance(exc, OSError) and exc.filename is not None:
-        where = f"{exc.filename}" + (f" -> {exc.filename2}" if exc.filename2 is not None else "")
-        return (2 if exc.errno in _LOCATION_ERRORS else 1), f"error: {where}: {exc.strerror or exc}"
-    return None
 
 
 def main() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,8 +10,8 @@ import typer
 from takeover._util.folders import check_writable
 from takeover._util.io import read_text
 from takeover.agents import AgentChoice
-from takeover.agents.command.command_runtime import AgentSessionMissing
 from takeover.agents.runs import run_predecessor, run_takeover
+from takeover.cli.failures import command
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
     OUT_DIR_HELP,
@@ -20,13 +19,12 @@ from takeover.cli.options import (
     DatasetOption,
     InstanceIdOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     VerboseOption,
     agent_choice,
     model_settings,
     one_view,
     option_groups,
+    repo_source,
     run_limits,
 )
 from takeover.errors import InputError
@@ -41,8 +39,8 @@ agent_app = typer.Typer(
 )
 
 
-@agent_app.command("run")
-@option_groups(model=model_settings, agent=agent_choice, limits=run_limits)
+@command(agent_app, "run")
+@option_groups(model=model_settings, agent=agent_choice, limits=run_limits, repo_source=repo_source)
 def run(
     dataset: DatasetOption,
     instance_id: InstanceIdOption,
@@ -57,6 +55,7 @@ def run(
     ],
     agent: AgentChoice,
     limits: RunLimits,
+    repo_source: RepoSource,
     checkpoint_dir: Annotated[
         Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} Makes this a takeover run.")
     ] = None,
@@ -65,8 +64,6 @@ def run(
         Path | None,
         typer.Option("--prompt-file", help="Prompt text to give instead of the task prompt / the view's prompt file."),
     ] = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     as_json: JsonOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -89,29 +86,25 @@ def run(
           --base-url http://127.0.0.1:8080/v1 --agent mini-swe-agent --command-backend docker --out-dir runs/d1
 
         takeover agent run ... --agent command --agent-option agent_command='claude -p < {prompt_file}'
+
+        takeover agent run ... --command-backend docker --command-backend-option image=my/image:tag
     """
     view = one_view(view, "agent run")
-    try:
-        if (checkpoint_dir is None) != (view is None):
-            raise InputError("--checkpoint-dir/--view", "a takeover run needs both --checkpoint-dir and --view")
-        prompt = read_text(prompt_file) if prompt_file else None
-        check_writable(out_dir)
-        task = task_by_id(dataset, instance_id)
-        if task is None:
-            raise InputError(dataset, f"no task with instance_id {instance_id!r}", field="instance_id")
-        source = RepoSource(mirror, offline=offline)
-        if checkpoint_dir is not None:
-            record = run_takeover(checkpoint_dir, view, model, out_dir, task=task, prompt=prompt, limits=limits,
-                                  agent=agent, repo_source=source)
-        else:
-            record = run_predecessor(task, model, out_dir, limits=limits, agent=agent, prompt=prompt,
-                                     repo_source=source)
-    except InputError as exc:  # bad options, or --out-dir holding another run: nothing was run
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
-    except AgentSessionMissing as exc:  # the user's agent ran but left nothing to read: the run failed
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(1) from None
+    if (checkpoint_dir is None) != (view is None):
+        raise InputError("--checkpoint-dir/--view", "a takeover run needs both --checkpoint-dir and --view")
+    prompt = read_text(prompt_file) if prompt_file else None
+    check_writable(out_dir)
+    task = task_by_id(dataset, instance_id)
+    if task is None:
+        raise InputError(dataset, f"no task with instance_id {instance_id!r}", field="instance_id")
+    # Bad options or an --out-dir holding another run end it here, nothing run (exit status 2); a user's agent
+    # that ran but left nothing to read is a failed run (1): takeover.cli.failure says so.
+    if checkpoint_dir is not None:
+        record = run_takeover(checkpoint_dir, view, model, out_dir, task=task, prompt=prompt, limits=limits,
+                              agent=agent, repo_source=repo_source)
+    else:
+        record = run_predecessor(task, model, out_dir, limits=limits, agent=agent, prompt=prompt,
+                                 repo_source=repo_source)
     # Agent outcomes (submitted, limits, format errors) are results: exit 0. A model endpoint or an
     # environment that failed is infrastructure: exit 1, so scripts notice.
     failed = record.exit_status in INFRA_EXIT_STATUSES

@@ -19,35 +19,16 @@ from takeover._util.folders import check_writable
 from takeover.claims import study_claims, summary_of
 from takeover.claims.unit_claims import judge_study
 from takeover.cli.console import output_console
-from takeover.cli.options import (
-    MAX_RETRY_WAIT,
-    REQUEST_TIMEOUT,
-    RETRIES,
-    ApiKeyEnvOption,
-    BaseUrlOption,
-    JsonOption,
-    MaxRetryWaitOption,
-    RequestTimeoutOption,
-    RetriesOption,
-    VerboseOption,
-)
+from takeover.cli.failures import command
+from takeover.cli.options import JsonOption, VerboseOption, claims_judge, option_groups
 from takeover.errors import InputError
 from takeover.llm import ModelSettings
 
-#: The model judge of the claims the rules leave unsupported (``takeover claims``, ``takeover views``).
-JudgeModelOption = Annotated[str | None, typer.Option(
-    "--judge-model", help="A model that judges the claims of the notes the rules leave unsupported (at --base-url; "
-                          "recorded apart, off by default).")]
 
-
+@option_groups(judge=claims_judge)
 def claims(
     out_dir: Annotated[Path, typer.Argument(help="Output folder of `takeover run` (OUT_DIR).")],
-    judge_model: JudgeModelOption = None,
-    base_url: BaseUrlOption = None,
-    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
-    timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
-    retries: RetriesOption = RETRIES,
-    max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
+    judge: ModelSettings | None,
     again: Annotated[bool, typer.Option("--again", help="Judge notes the same judge model judged before again.")] = False,
     as_json: JsonOption = False,
     verbose: VerboseOption = False,
@@ -66,10 +47,8 @@ def claims(
     if not (out_dir / "plan.json").is_file():
         raise InputError(out_dir, "has no plan.json: give the output folder of `takeover run` or `takeover quickstart`")
     check_writable(out_dir, flag="")
-    if judge_model:
-        rows = judge_study(out_dir, ModelSettings(model=judge_model, base_url=base_url, api_key_env=api_key_env,
-                                                  timeout=timeout, retries=retries, max_retry_wait=max_retry_wait),
-                           again=again)
+    if judge is not None:
+        rows = judge_study(out_dir, judge, again=again)
     else:
         rows = study_claims(out_dir)
     if as_json:
@@ -98,4 +77,4 @@ def claims(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover claims`` to ``app``."""
-    app.command("claims")(claims)
+    command(app, "claims")(claims)

@@ -10,9 +10,9 @@ import typer
 
 from takeover._util.containers import remove_stale_containers
 from takeover.cli.console import output_console
+from takeover.cli.failures import command
 from takeover.cli.options import BASE_URL_HELP, ApiKeyEnvOption, JsonOption, MirrorOption, VerboseOption
 from takeover.doctor import render, run_checks
-from takeover.errors import TakeoverError
 
 
 def doctor(
@@ -45,11 +45,7 @@ def doctor(
         takeover doctor --mirror /data/mirror --base-url http://127.0.0.1:8000/v1 --strict
     """
     if clean:
-        try:
-            removed = remove_stale_containers()
-        except TakeoverError as exc:
-            print(f"error: --clean: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
+        removed = remove_stale_containers()
         for stale in removed:
             print(f"removed container {stale.name} ({stale.purpose}, pid {stale.pid} gone): {stale.out_dir}",
                   file=sys.stderr)
@@ -67,4 +63,4 @@ def doctor(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover doctor`` to ``app``."""
-    app.command("doctor")(doctor)
+    command(app, "doctor")(doctor)

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from takeover._util.folders import check_writable
 from takeover.cli.console import output_console
+from takeover.cli.failures import command
 from takeover.cli.options import WORKERS_HELP, MirrorOption, VerboseOption
 from takeover.experiments import ExperimentConfig, ExperimentSummary, load_experiment, run_experiment
 from takeover.experiments.units import load_results
@@ -186,5 +187,5 @@ def report_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` and ``report`` to ``app``."""
-    app.command("run")(run_cmd)
-    app.command("report")(report_cmd)
+    command(app, "run")(run_cmd)
+    command(app, "report")(report_cmd)

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from takeover.cli.failures import command
 from takeover.cli.options import (
     DATASET_HELP,
     OUT_DIR_HELP,
@@ -19,16 +20,20 @@ from takeover.cli.options import (
     VIEW_HELP,
     DatasetOption,
     EventOption,
-    GradingTimeoutOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
     VerboseOption,
+    grading_settings,
+    only_flags,
+    option_groups,
+    replay_settings,
+    repo_source,
 )
 from takeover.errors import InputError
+from takeover.grading_settings import GradingSettings
 from takeover.harbor.task_folder import export_tasks
 from takeover.points import RunPoints, analyze_run
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, not_in_dataset, task_by_id, task_index
 from takeover.trajectories import read_trajectory
@@ -40,23 +45,24 @@ ATIF_FILE = "trajectory.json"
 export_app = typer.Typer(help="Write runs in other tools' formats.", no_args_is_help=True)
 
 
-@export_app.command("atif")
+@command(export_app, "atif")
+@option_groups(replay=replay_settings, repo_source=repo_source)
 def atif(
     file: Annotated[Path, typer.Argument(help="Trajectory file or run folder (any supported format).")],
+    replay: ReplaySettings,
+    repo_source: RepoSource,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the document as DIR/{ATIF_FILE}, Harbor's file name (default: print it).")] = None,
     event: EventOption = None,
     point_type: Annotated[str | None, typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Cut there instead (needs --dataset, or --points-file).")] = None,
     dataset: Annotated[Path | None, typer.Option("--dataset", help=f"{DATASET_HELP} For --point-type: the run's task, to find the point by replay.")] = None,
     points_file: PointsFileOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     record: RecordOption = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Write FILE as an ATIF trajectory (ATIF-v1.7, validated with the atif package), whole or cut.
 
     A cut keeps events 0..N (--event N) or the events up to a handoff point (--point-type, found as
-    takeover points finds it), with the tokens of the model calls that produced them. The document
+    takeover points finds it, under the replay flags), with the tokens of the model calls that produced them. The document
     carries instance_id, final_patch and the cut in its root extra; takeover reads it back as a run of
     format atif. The trace alone: the repository at the cut is takeover checkpoint --event N.
 
@@ -82,7 +88,7 @@ def atif(
             task = task_by_id(dataset, traj.instance_id or "")
             if task is None:
                 raise InputError(file, not_in_dataset(traj.instance_id, dataset), field="instance_id")
-            run_points = analyze_run(traj, task, RepoSource(mirror, offline=offline))
+            run_points = analyze_run(traj, task, repo_source, replay=replay)
         found = run_points.point(point_type)
         if found is None:
             print(f"error: no {point_type} point in this run: {run_points.missing_reason(point_type)}", file=sys.stderr)
@@ -96,16 +102,21 @@ def atif(
     print(f"wrote {out}: {kept} of {len(traj.events)} events as ATIF", file=sys.stderr)
 
 
-@export_app.command("harbor")
+#: The grading flags a Harbor task's verifier honours: its tests run in the task's own container, under Harbor, so
+#: the backend, its options and the network are not takeover's to choose there.
+verifier_grading = only_flags(grading_settings, "grading_timeout", "hash_seed", "grading_rules")
+
+
+@command(export_app, "harbor")
+@option_groups(grading=verifier_grading, repo_source=repo_source)
 def harbor(
     checkpoint_dir: Annotated[Path, typer.Argument(help="A checkpoint folder (takeover checkpoint, views built), or a folder holding many: a study's output folder.")],
     dataset: DatasetOption,
+    grading: GradingSettings,
+    repo_source: RepoSource,
     view: Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: every view built for the checkpoint.")] = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: one Harbor task folder per (point, view).")] = Path("harbor-tasks"),
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     image: Annotated[str | None, typer.Option("--image", help="Base image of every task's environment (default: SWE-bench's image of the instance).")] = None,
-    grading_timeout: GradingTimeoutOption = 1800.0,
     seed_trajectory: Annotated[bool, typer.Option("--seed-trajectory/--no-seed-trajectory", help="Ship the predecessor's run as a raw_trace task's trajectory.json, which Harbor seeds the agent's session with; only agents that can load ATIF run such a task (Claude Code, Codex CLI). The trace is in the instruction either way.")] = True,
     agent_timeout: Annotated[float | None, typer.Option("--agent-timeout", help="Seconds Harbor gives the successor agent ([agent] timeout_sec; default: Harbor's).", min=1)] = None,
     verbose: VerboseOption = False,
@@ -116,7 +127,9 @@ def harbor(
     predecessor's run up to the cut as trajectory.json (ATIF, every step marked copied context); the
     environment is the instance's SWE-bench image with the checkpoint's repository at /testbed, its history
     frozen; tests/test.sh grades the final repository with SWE-bench's tests and writes the reward and
-    report.json. Without --view, every view built for a checkpoint is exported. Then run them with
+    report.json: --grading-timeout is the verifier's timeout, --grading-rules and --hash-seed reach its
+    verdict (the tests run in the task's own container, SWE-bench's image, as Harbor runs it: where and with
+    what network is Harbor's). Without --view, every view built for a checkpoint is exported. Then run them with
     `harbor run -p OUT_DIR -a AGENT -m MODEL` and read the trials back with `takeover report JOBS_DIR`
     (docs/harbor.md).
 
@@ -127,8 +140,8 @@ def harbor(
         takeover export harbor cps/requests-1766/ --view raw_trace --dataset verified.jsonl --mirror /data/mirror
     """
     tasks = task_index(load_tasks(dataset))
-    written = export_tasks(checkpoint_dir, view, tasks, out_dir, repo_source=RepoSource(mirror, offline=offline),
-                           image=image, verifier_timeout=grading_timeout, agent_timeout=agent_timeout,
+    written = export_tasks(checkpoint_dir, view, tasks, out_dir, repo_source=repo_source,
+                           image=image, grading=grading, agent_timeout=agent_timeout,
                            seed_trajectory=seed_trajectory)
     for folder in written:
         print(folder)

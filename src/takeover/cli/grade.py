@@ -11,32 +11,30 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from takeover._util import harness_version
 from takeover._util.folders import check_writable
 from takeover._util.io import read_text
 from takeover._util.sandbox import status
 from takeover.cli.console import is_watched, output_console, progress_line
+from takeover.cli.failures import command
 from takeover.cli.options import (
     OUT_DIR_HELP,
-    BackendOption,
     DatasetOption,
-    GradingTimeoutOption,
     InstanceIdsOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     VerboseOption,
+    grading_settings,
+    option_groups,
+    repo_source,
 )
-from takeover.errors import InputError, TakeoverError
+from takeover.errors import InputError
 from takeover.grading import Prediction, grade_predictions, grading_backend, read_predictions
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
 
 # Per run, under the current folder: a shared cache folder would mix runs and users (and the gold/empty
 # logs of one run would overwrite another's).
 DEFAULT_OUT_DIR = Path("takeover-grades")
-#: Seconds per test run unless --grading-timeout says otherwise (the experiment file's default too).
-GRADING_TIMEOUT = 1800.0
 
 
 def _outcome(o, graded: bool) -> str:
@@ -44,8 +42,11 @@ def _outcome(o, graded: bool) -> str:
     return f"{len(o.success)}/{len(o.success) + len(o.failure)}" if graded else "-"
 
 
+@option_groups(grading=grading_settings, repo_source=repo_source)
 def grade_command(
     dataset: DatasetOption,
+    grading: GradingSettings,
+    repo_source: RepoSource,
     instance_id: InstanceIdsOption = None,
     patch: Annotated[Path | None, typer.Option("--patch", help="Candidate patch file (unified diff).")] = None,
     gold: Annotated[bool, typer.Option("--gold", help="Grade the task's reference patch.")] = False,
@@ -53,32 +54,14 @@ def grade_command(
     predictions: Annotated[
         Path | None, typer.Option("--predictions", help="SWE-bench predictions (preds.json or .jsonl) to grade.")
     ] = None,
-    backend: BackendOption = "local",
-    mirror: MirrorOption = None,
     out_dir: Annotated[Path | None, typer.Option(
         "--out-dir", help=f"{OUT_DIR_HELP}: logs, report.json and result.json in "
                           "DIR/<gold|empty|patch|model>/<instance_id>/ (default ./takeover-grades in the current "
                           "folder).")] = None,
-    grading_timeout: GradingTimeoutOption = GRADING_TIMEOUT,
-    spec_file: Annotated[
-        Path | None, typer.Option("--spec-file", help="Environment spec file (JSON/TOML): key 'owner/name' or "
-                                                      "'owner/name/version' -> environment spec.")
-    ] = None,
-    offline: OfflineOption = False,
-    network: Annotated[
-        bool, typer.Option("--network", help="Let the tests use the network (e.g. psf/requests calls httpbin.org).")
-    ] = False,
-    grading_rules: Annotated[str | None, typer.Option(
-        "--grading-rules", help="Whose verdict rules decide: swebench-4.1 or swebench-5.0 (default: the installed "
-                                "swebench's; docs/swebench5.md).")] = None,
     as_json: JsonOption = False,
     force: Annotated[bool, typer.Option(
         "--force", help="Grade again even when --out-dir holds a result graded under the same key (same patch, "
                         "dataset row, environment specification, backend and versions).")] = False,
-    hash_seed: Annotated[int | None, typer.Option(
-        "--hash-seed", help="PYTHONHASHSEED of the tests (1-4294967295; default: one per patch and environment). A "
-                            "test that passes with the reference patch and fails is graded again under another "
-                            "seed; a verdict that changes is reported as flaky.")] = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Grade a patch with the task's SWE-bench tests and print resolved / handoff state.
@@ -97,61 +80,53 @@ def grade_command(
 
         takeover grade --dataset swebench_verified.jsonl --predictions preds.jsonl --backend docker \\
           --grading-timeout 3600 --out-dir grades/
+
+        takeover grade --dataset tasks.jsonl --instance-id acme__calc-1 --patch fix.diff \\
+          --backend-option spec_file=envs.toml
     """
-    try:
-        chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
-        if chosen != 1:
-            raise InputError("command line", "give exactly one of --patch FILE, --gold, --empty, --predictions FILE")
-        try:
-            harness_version.grading_rules(grading_rules)
-        except ValueError as exc:
-            raise InputError("--grading-rules", str(exc)) from None
-        if predictions is None and not instance_id:
-            raise InputError("command line", "--instance-id ID is required with --patch, --gold or --empty")
-        log_dir = out_dir if out_dir is not None else Path.cwd() / DEFAULT_OUT_DIR
-        check_writable(log_dir)
-        tasks = load_tasks(dataset)
-        by_id = task_index(tasks)
+    chosen = sum(bool(x) for x in (patch, gold, empty, predictions))
+    if chosen != 1:
+        raise InputError("command line", "give exactly one of --patch FILE, --gold, --empty, --predictions FILE")
+    if predictions is None and not instance_id:
+        raise InputError("command line", "--instance-id ID is required with --patch, --gold or --empty")
+    log_dir = out_dir if out_dir is not None else Path.cwd() / DEFAULT_OUT_DIR
+    check_writable(log_dir)
+    tasks = load_tasks(dataset)
+    by_id = task_index(tasks)
+    for iid in instance_id or []:
+        if iid not in by_id:
+            raise InputError(dataset, f"no task with instance_id {iid!r}", field="instance_id")
+    if predictions is not None:
+        preds = read_predictions(predictions, instance_ids=by_id)
+        if instance_id:
+            preds = [p for p in preds if p.instance_id in set(instance_id)]
+    else:
+        preds = []
         for iid in instance_id or []:
-            if iid not in by_id:
-                raise InputError(dataset, f"no task with instance_id {iid!r}", field="instance_id")
-        if predictions is not None:
-            preds = read_predictions(predictions, instance_ids=by_id)
-            if instance_id:
-                preds = [p for p in preds if p.instance_id in set(instance_id)]
-        else:
-            preds = []
-            for iid in instance_id or []:
-                if patch is not None:
-                    text = read_text(patch)
-                    preds.append(Prediction(instance_id=iid, model_name_or_path="patch", model_patch=text))
-                elif gold:
-                    preds.append(Prediction(instance_id=iid, model_name_or_path="gold", model_patch=by_id[iid].patch))
-                else:
-                    preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
-        # One prediction at a time (grading is sequential either way), so that each shows when it is done.
-        lines = not is_watched()
-        results = []
-        for number, pred in enumerate(preds, 1):
-            results += grade_predictions(
-                tasks, [pred], backend=backend, repo_source=RepoSource(mirror, offline=offline),
-                grading_timeout=grading_timeout, log_dir=log_dir,
-                spec_file=spec_file, network=network, force=force, grading_rules=grading_rules,
-                hash_seed=hash_seed)
-            if lines:
-                r = results[-1]
-                verdict = "error" if r.error else ("flaky" if r.flaky else "resolved" if r.resolved else "not resolved")
-                progress_line(f"grade {number}/{len(preds)} {verdict} ({r.handoff_state or 'no handoff state'}), "
-                              f"environment {r.env_seconds:.1f} s, tests {r.test_seconds:.1f} s: {r.instance_id}")
-    except TakeoverError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
+            if patch is not None:
+                text = read_text(patch)
+                preds.append(Prediction(instance_id=iid, model_name_or_path="patch", model_patch=text))
+            elif gold:
+                preds.append(Prediction(instance_id=iid, model_name_or_path="gold", model_patch=by_id[iid].patch))
+            else:
+                preds.append(Prediction(instance_id=iid, model_name_or_path="empty", model_patch=""))
+    # One prediction at a time (grading is sequential either way), so that each shows when it is done.
+    lines = not is_watched()
+    results = []
+    for number, pred in enumerate(preds, 1):
+        results += grade_predictions(tasks, [pred], grading, log_dir=log_dir,
+                                     repo_source=repo_source, force=force)
+        if lines:
+            r = results[-1]
+            verdict = "error" if r.error else ("flaky" if r.flaky else "resolved" if r.resolved else "not resolved")
+            progress_line(f"grade {number}/{len(preds)} {verdict} ({r.handoff_state or 'no handoff state'}), "
+                          f"environment {r.env_seconds:.1f} s, tests {r.test_seconds:.1f} s: {r.instance_id}")
     if as_json:
         for r in results:
             print(json.dumps(r.summary(), ensure_ascii=False), flush=True)
     else:
         console = output_console()
-        table = Table(title=f"SWE-bench grading ({backend} backend)")
+        table = Table(title=f"SWE-bench grading ({grading.backend} backend)")
         for col in ("instance_id", "resolved", "handoff state", "FAIL_TO_PASS", "PASS_TO_PASS", "env s", "test s"):
             # Fold rather than cut ("59/…"): every cell stays readable on a narrow terminal.
             table.add_column(col, overflow="fold")
@@ -171,7 +146,7 @@ def grade_command(
             if r.error:
                 console.print(f"[red]{escape(r.instance_id)}: {escape(r.error)}[/red]", highlight=False)
             if r.timed_out:
-                console.print(f"[red]{escape(r.instance_id)}: tests timed out after {grading_timeout:.0f} s "
+                console.print(f"[red]{escape(r.instance_id)}: tests timed out after {grading.timeout:.0f} s "
                               "(process group killed)[/red]")
             if r.reuse_note:
                 console.print(f"{escape(r.instance_id)}: {escape(r.reuse_note)}", highlight=False)
@@ -185,4 +160,4 @@ def grade_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover grade``."""
-    app.command("grade")(grade_command)
+    command(app, "grade")(grade_command)

@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from takeover.cli.console import output_console
+from takeover.cli.failures import command
 from takeover.cli.options import JsonOption, VerboseOption
 from takeover.errors import InputError, TakeoverError
 from takeover.trajectories import CUT_LAST_LINE, read_trajectories, summarize
@@ -123,4 +124,4 @@ def inspect(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover inspect`` to ``app``."""
-    app.command("inspect")(inspect)
+    command(app, "inspect")(inspect)

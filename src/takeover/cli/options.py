@@ -11,10 +11,14 @@ The model request flags (``--timeout``, ``--retries``, ``--max-retry-wait``) hav
 :class:`takeover.llm.ModelSettings` on every command that calls a model. ``--verbose`` takes effect while
 the command line is read, before the command runs.
 
-A record that several flags fill (the agent choice, the run limits, the model settings) is one option
-group: a builder function here whose parameters are the flags and whose result is the record
-(:func:`agent_choice`, :func:`run_limits`, :func:`model_settings`). A command takes the record whole, as one
-parameter, with :func:`option_groups`; the flags stay the builder's, declared once.
+A record that several flags fill is one option group: a builder function here whose parameters are the
+flags and whose result is the record (:func:`agent_choice`, :func:`run_limits`, :func:`model_settings`,
+:func:`note_writer`, :func:`grading_settings`, :func:`replay_settings`, :func:`view_budgets`,
+:func:`repo_source`). A command takes
+the record whole, as one parameter, with :func:`option_groups`; the flags stay the builder's, declared once.
+A flag's default is read from its record (``RunLimits.model_fields``...) and its bounds are the record's: a
+value out of range is refused by the record, the error naming the flag. A command whose defaults differ (the
+quickstart's) builds its group with :func:`with_defaults`.
 """
 
 from __future__ import annotations
@@ -26,17 +30,20 @@ from pathlib import Path
 from typing import Annotated, Any, get_type_hints
 
 import typer
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from takeover._util.logs import third_party_logging
-from takeover.agents import DEFAULT_AGENT, DEFAULT_COMMAND_BACKEND, AgentChoice
+from takeover.agents import AgentChoice
 from takeover.agents.command_backends import COMMAND_BACKENDS
 from takeover.agents.runtimes import RUNTIMES
 from takeover.errors import InputError
-from takeover.grading.backends import describe_backends
+from takeover.grading.backends import checked_grading, describe_backends
+from takeover.grading_settings import GradingSettings
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.sources.repos import MIRROR_ENV
+from takeover.replay_settings import ReplaySettings
+from takeover.sources.repos import MIRROR_ENV, RepoSource
+from takeover.view_budgets import ViewBudgets
 from takeover.vocabulary import POINT_TYPES, VIEWS
 
 # --- help texts ------------------------------------------------------------------------------------
@@ -85,6 +92,20 @@ AGENT_HELP = f"Agent runtime: {', '.join(RUNTIMES)} (docs/protocol.md section 8.
 PROTOCOL_HELP = "How the agent states actions: text (one bash block per reply) or tools."
 COMMAND_BACKEND_HELP = (f"Where the agent's commands run: {' or '.join(COMMAND_BACKENDS)} (local: sandboxed on this "
                         "host; docker: the SWE-bench image).")
+COMMAND_BACKEND_OPTION_HELP = ("An option of the command backend's own, NAME=VALUE (repeatable), e.g. with "
+                               "--command-backend docker: image=IMAGE (default: the instance's SWE-bench image).")
+NETWORK_HELP = "Let the tests use the network (e.g. psf/requests calls httpbin.org; the local backend is offline otherwise)."
+HASH_SEED_HELP = ("PYTHONHASHSEED of the tests (1-4294967295; default: one per patch and environment). A test that "
+                  "passes with the reference patch and fails is graded again under another seed; a verdict that "
+                  "changes is reported as flaky.")
+GRADING_RULES_HELP = ("Whose verdict rules decide: swebench-4.1 or swebench-5.0 (default: the installed swebench's; "
+                      "docs/swebench5.md).")
+BACKEND_OPTION_HELP = ("An option of the grading backend's own, NAME=VALUE (repeatable), e.g. with --backend local: "
+                       "spec_file=FILE (environment specs, JSON/TOML: key 'owner/name' or 'owner/name/version') "
+                       "and keep_workspace=true.")
+MEMORY_MB_HELP = "Memory limit per replayed command (MiB)."
+USE_SANDBOX_HELP = "Replay the commands in the sandbox (bubblewrap, where available), or unconfined."
+USE_ENVIRONMENT_HELP = "Replay with the task's environment, or with the plain interpreter."
 AGENT_OPTION_HELP = ("An option of the agent runtime's own, NAME=VALUE (repeatable), e.g. with --agent command: "
                      "agent_command='claude -p < {prompt_file}' and session_glob='~/.claude/projects/*/*.jsonl' "
                      "(docs: src/takeover/agents/README.md).")
@@ -92,11 +113,15 @@ TEMPERATURE_HELP = "Sampling temperature."
 VERBOSE_HELP = ("Also print the INFO lines of the libraries takeover uses (httpx, litellm, matplotlib, swebench); "
                 "by default only their warnings and errors.")
 
-# --- defaults of the model request flags: those of the settings they fill ----------------------------
+# --- defaults of the flags: those of the records they fill (never declared again) --------------------
 
-REQUEST_TIMEOUT: float = ModelSettings.model_fields["timeout"].default
-RETRIES: int = ModelSettings.model_fields["retries"].default
-MAX_RETRY_WAIT: float = ModelSettings.model_fields["max_retry_wait"].default
+LIMITS = RunLimits()
+CHOICE = AgentChoice()
+MODEL = ModelSettings(model="")
+GRADING = GradingSettings()
+REPLAY = ReplaySettings()
+BUDGETS = ViewBudgets()
+MAX_RETRY_WAIT: float = MODEL.max_retry_wait
 
 
 def _verbose(ctx: typer.Context, param: typer.CallbackParam, value: bool) -> bool:
@@ -136,23 +161,29 @@ PointsFileOption = Annotated[Path | None, typer.Option("--points-file", help=POI
 SnapshotRepoOption = Annotated[Path | None, typer.Option("--snapshot-repo", help=SNAPSHOT_REPO_HELP)]
 WorkersOption = Annotated[int, typer.Option("--workers", "-w", help=WORKERS_HELP, min=1)]
 MaxRetryWaitOption = Annotated[float, typer.Option("--max-retry-wait", help=MAX_RETRY_WAIT_HELP)]
-RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP, min=1)]
+RequestTimeoutOption = Annotated[float, typer.Option("--timeout", help=REQUEST_TIMEOUT_HELP)]
 RetriesOption = Annotated[int, typer.Option("--retries", help=RETRIES_HELP)]
-RawTraceMaxCharsOption = Annotated[
-    int | None, typer.Option("--raw-trace-max-chars", help=RAW_TRACE_MAX_CHARS_HELP, min=1)
-]
-RawTraceMaxTokensOption = Annotated[
-    int | None, typer.Option("--raw-trace-max-tokens", help=RAW_TRACE_MAX_TOKENS_HELP, min=1)
-]
-NoteMaxTokensOption = Annotated[int, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP, min=1)]
+RawTraceMaxCharsOption = Annotated[int | None, typer.Option("--raw-trace-max-chars", help=RAW_TRACE_MAX_CHARS_HELP)]
+RawTraceMaxTokensOption = Annotated[int | None, typer.Option("--raw-trace-max-tokens", help=RAW_TRACE_MAX_TOKENS_HELP)]
+NoteMaxTokensOption = Annotated[int | None, typer.Option("--note-max-tokens", help=NOTE_MAX_TOKENS_HELP)]
 ProtocolOption = Annotated[str, typer.Option("--protocol", help=PROTOCOL_HELP)]
 AgentOption = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
 CommandBackendOption = Annotated[str, typer.Option("--command-backend", help=COMMAND_BACKEND_HELP)]
 AgentOptionOption = Annotated[list[str] | None, typer.Option("--agent-option", help=AGENT_OPTION_HELP)]
+CommandBackendOptionOption = Annotated[
+    list[str] | None, typer.Option("--command-backend-option", help=COMMAND_BACKEND_OPTION_HELP)
+]
 TemperatureOption = Annotated[float, typer.Option("--temperature", help=TEMPERATURE_HELP)]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help=VERBOSE_HELP, callback=_verbose)]
-ReplayTimeoutOption = Annotated[float, typer.Option("--replay-timeout", help=REPLAY_TIMEOUT_HELP, min=1)]
-GradingTimeoutOption = Annotated[float, typer.Option("--grading-timeout", help=GRADING_TIMEOUT_HELP, min=1)]
+ReplayTimeoutOption = Annotated[float, typer.Option("--replay-timeout", help=REPLAY_TIMEOUT_HELP)]
+MemoryMbOption = Annotated[int, typer.Option("--memory-mb", help=MEMORY_MB_HELP)]
+UseSandboxOption = Annotated[bool, typer.Option("--use-sandbox/--no-sandbox", help=USE_SANDBOX_HELP)]
+UseEnvironmentOption = Annotated[bool, typer.Option("--use-environment/--no-environment", help=USE_ENVIRONMENT_HELP)]
+GradingTimeoutOption = Annotated[float, typer.Option("--grading-timeout", help=GRADING_TIMEOUT_HELP)]
+NetworkOption = Annotated[bool, typer.Option("--network/--no-network", help=NETWORK_HELP)]
+HashSeedOption = Annotated[int | None, typer.Option("--hash-seed", help=HASH_SEED_HELP)]
+GradingRulesOption = Annotated[str | None, typer.Option("--grading-rules", help=GRADING_RULES_HELP)]
+BackendOptionOption = Annotated[list[str] | None, typer.Option("--backend-option", help=BACKEND_OPTION_HELP)]
 ViewsOption = Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: all four.")]
 ModelPathOption = Annotated[Path | None, typer.Option("--model-path", help=MODEL_PATH_HELP)]
 NCtxOption = Annotated[int, typer.Option("--n-ctx", help=N_CTX_HELP)]
@@ -199,11 +230,51 @@ def one_view(values: list[str] | None, command: str) -> str | None:
 # --- option groups: one record from several flags ----------------------------------------------------
 
 
-def agent_choice(agent: AgentOption = DEFAULT_AGENT, command_backend: CommandBackendOption = DEFAULT_COMMAND_BACKEND,
-                 protocol: ProtocolOption = "text", agent_option: AgentOptionOption = None) -> AgentChoice:
-    """The :class:`~takeover.agents.AgentChoice` of ``--agent``, ``--command-backend``, ``--protocol`` and the
-    repeated ``--agent-option NAME=VALUE`` (the runtime's own options, checked by the runtime when the run
-    starts: :func:`takeover.agents.runtimes.checked_choice`).
+def _name_values(items: list[str] | None, flag: str) -> dict[str, Any]:
+    """``{NAME: VALUE}`` of repeated ``NAME=VALUE`` flags (the values are text; the options' model reads them).
+
+    Raises:
+        InputError: an item that is not NAME=VALUE (``flag`` is named).
+    """
+    values: dict[str, Any] = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            raise InputError(flag, f"{item!r} is not NAME=VALUE")
+        values[name.strip()] = value
+    return values
+
+
+def _record(record: type[BaseModel], values: dict[str, Any], flags: dict[str, str]) -> Any:
+    """``record(**values)``, a value the record refuses named by its flag (``flags``: field -> flag; a field
+    not listed is ``--field-name``).
+
+    Raises:
+        InputError: a value out of the record's range.
+    """
+    try:
+        return record(**values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        raise InputError(flags.get(field, "--" + field.replace("_", "-")),
+                         error["msg"].removeprefix("Value error, ")) from None
+
+
+def repo_source(mirror: MirrorOption = None, offline: OfflineOption = False) -> RepoSource:
+    """The :class:`~takeover.sources.repos.RepoSource` of ``--mirror`` (or ``$TAKEOVER_MIRROR``) and
+    ``--offline``: where repositories come from."""
+    return RepoSource(mirror, offline=offline)
+
+
+def agent_choice(agent: AgentOption = CHOICE.runtime,
+                 command_backend: CommandBackendOption = CHOICE.command_backend,
+                 protocol: ProtocolOption = CHOICE.protocol, agent_option: AgentOptionOption = None,
+                 command_backend_option: CommandBackendOptionOption = None) -> AgentChoice:
+    """The :class:`~takeover.agents.AgentChoice` of ``--agent``, ``--command-backend``, ``--protocol``, the
+    repeated ``--agent-option NAME=VALUE`` (the runtime's own options) and ``--command-backend-option
+    NAME=VALUE`` (the command backend's), all checked by the runtime and the backend when the run starts
+    (:func:`takeover.agents.runtimes.checked_choice`).
 
     Raises:
         InputError: an unknown runtime, command backend or protocol, or an option not NAME=VALUE (the flag
@@ -211,41 +282,170 @@ def agent_choice(agent: AgentOption = DEFAULT_AGENT, command_backend: CommandBac
     """
     RUNTIMES.named(agent, where="--agent")
     COMMAND_BACKENDS.named(command_backend, where="--command-backend")
-    if protocol not in ("text", "tools"):
-        raise InputError("--protocol", f"unknown protocol {protocol!r}: use text or tools")
-    options: dict[str, Any] = {}
-    for item in agent_option or []:
-        name, eq, value = item.partition("=")
-        if not eq or not name.strip():
-            raise InputError("--agent-option", f"{item!r} is not NAME=VALUE")
-        options[name.strip()] = value
-    return AgentChoice(runtime=agent, command_backend=command_backend, protocol=protocol, options=options)
+    return _record(AgentChoice, {"runtime": agent, "command_backend": command_backend, "protocol": protocol,
+                                 "options": _name_values(agent_option, "--agent-option"),
+                                 "command_backend_options": _name_values(command_backend_option,
+                                                                         "--command-backend-option")},
+                   {"runtime": "--agent", "options": "--agent-option",
+                    "command_backend_options": "--command-backend-option"})
 
 
-def run_limits(step_limit: StepLimitOption = 500, wall_time_limit_seconds: WallTimeLimitSecondsOption = 4 * 3600.0,
-               command_timeout: CommandTimeoutOption = 600.0, prompt_token_limit: PromptTokenLimitOption = None,
-               cost_limit: CostLimitOption = None,
-               max_consecutive_format_errors: MaxConsecutiveFormatErrorsOption = 3) -> RunLimits:
+def run_limits(step_limit: StepLimitOption = LIMITS.step_limit,
+               wall_time_limit_seconds: WallTimeLimitSecondsOption = LIMITS.wall_time_limit_seconds,
+               command_timeout: CommandTimeoutOption = LIMITS.command_timeout,
+               prompt_token_limit: PromptTokenLimitOption = None, cost_limit: CostLimitOption = None,
+               max_consecutive_format_errors: MaxConsecutiveFormatErrorsOption = LIMITS.max_consecutive_format_errors) -> RunLimits:
     """The :class:`~takeover.limits.RunLimits` of the limit flags (``--step-limit`` ...).
 
     Raises:
         InputError: a limit out of range (the flag is named).
     """
+    return _record(RunLimits, {"step_limit": step_limit, "wall_time_limit_seconds": wall_time_limit_seconds,
+                               "command_timeout": command_timeout, "prompt_token_limit": prompt_token_limit,
+                               "cost_limit": cost_limit, "max_consecutive_format_errors": max_consecutive_format_errors},
+                   {})
+
+
+def model_settings(model: ModelOption, base_url: BaseUrlOption = None,
+                   api_key_env: ApiKeyEnvOption = MODEL.api_key_env,
+                   temperature: TemperatureOption = MODEL.temperature,
+                   timeout: RequestTimeoutOption = MODEL.timeout,
+                   retries: RetriesOption = MODEL.retries,
+                   max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings:
+    """The :class:`~takeover.llm.ModelSettings` of the model flags (``--model``, ``--base-url`` ...).
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    return _record(ModelSettings, {"model": model, "base_url": base_url, "api_key_env": api_key_env or None,
+                                   "temperature": temperature, "timeout": timeout, "retries": retries,
+                                   "max_retry_wait": max_retry_wait}, {})
+
+
+def note_writer(model: OptionalModelOption = None, base_url: BaseUrlOption = None,
+                api_key_env: ApiKeyEnvOption = MODEL.api_key_env,
+                timeout: RequestTimeoutOption = MODEL.timeout,
+                retries: RetriesOption = MODEL.retries,
+                max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings | None:
+    """:func:`model_settings` of a note writer, whose model is optional (a command that builds the
+    deterministic views without one: ``None`` without ``--model``; the request flags are checked all the same)
+    and whose temperature is the protocol's (notes are written at temperature 0, docs/protocol.md section 7.3:
+    no ``--temperature``).
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    settings = model_settings(model or "none", base_url, api_key_env, MODEL.temperature, timeout, retries,
+                              max_retry_wait)
+    return settings if model is not None else None
+
+
+#: The model judge of the claims the rules leave unsupported (``takeover claims``, ``takeover views``).
+JudgeModelOption = Annotated[str | None, typer.Option(
+    "--judge-model", help="A model that judges the claims of the notes the rules leave unsupported (at --base-url; "
+                          "recorded apart, off by default).")]
+
+
+def claims_judge(judge_model: JudgeModelOption = None, base_url: BaseUrlOption = None,
+                 api_key_env: ApiKeyEnvOption = MODEL.api_key_env,
+                 timeout: RequestTimeoutOption = MODEL.timeout,
+                 retries: RetriesOption = MODEL.retries,
+                 max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings | None:
+    """:func:`model_settings` of the claims' model judge (``--judge-model``; ``None`` without it, the request
+    flags checked all the same). The judge answers at temperature 0, as the note writers write
+    (docs/protocol.md section 7.6: no ``--temperature``).
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    settings = model_settings(judge_model or "none", base_url, api_key_env, MODEL.temperature, timeout, retries,
+                              max_retry_wait)
+    return settings if judge_model is not None else None
+
+
+def grading_settings(backend: BackendOption = GRADING.backend,
+                     grading_timeout: GradingTimeoutOption = GRADING.timeout,
+                     network: NetworkOption = GRADING.network,
+                     hash_seed: HashSeedOption = None, grading_rules: GradingRulesOption = None,
+                     backend_option: BackendOptionOption = None) -> GradingSettings:
+    """The :class:`~takeover.grading_settings.GradingSettings` of the grading flags (``--backend``,
+    ``--grading-timeout``, ``--network``, ``--hash-seed``, ``--grading-rules`` and the repeated
+    ``--backend-option NAME=VALUE``: the backend's own options, checked by the backend's ``Options``).
+
+    Raises:
+        InputError: an unknown backend or grading rules, a value out of range, or an option the backend
+            refuses (the flag is named).
+    """
+    flags = {"backend": "--backend", "timeout": "--grading-timeout", "options": "--backend-option"}
+    grading = _record(GradingSettings, {"backend": backend, "timeout": grading_timeout, "network": network,
+                                        "hash_seed": hash_seed, "grading_rules": grading_rules,
+                                        "options": _name_values(backend_option, "--backend-option")}, flags)
     try:
-        return RunLimits(step_limit=step_limit, wall_time_limit_seconds=wall_time_limit_seconds,
-                         command_timeout=command_timeout, prompt_token_limit=prompt_token_limit,
-                         cost_limit=cost_limit, max_consecutive_format_errors=max_consecutive_format_errors)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise InputError("--" + str(error["loc"][0]).replace("_", "-"), error["msg"]) from None
+        return checked_grading(grading)
+    except InputError as exc:
+        raise InputError(flags.get((exc.field or "").split(".")[0], "--backend"), exc.reason) from None
 
 
-def model_settings(model: ModelOption, base_url: BaseUrlOption = None, api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
-                   temperature: TemperatureOption = 0.0, timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
-                   retries: RetriesOption = RETRIES, max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT) -> ModelSettings:
-    """The :class:`~takeover.llm.ModelSettings` of the model flags (``--model``, ``--base-url`` ...)."""
-    return ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env or None, temperature=temperature,
-                         timeout=timeout, retries=retries, max_retry_wait=max_retry_wait)
+def replay_settings(replay_timeout: ReplayTimeoutOption = REPLAY.timeout,
+                    memory_mb: MemoryMbOption = REPLAY.memory_mb,
+                    use_sandbox: UseSandboxOption = REPLAY.use_sandbox,
+                    use_environment: UseEnvironmentOption = REPLAY.use_environment) -> ReplaySettings:
+    """The :class:`~takeover.replay_settings.ReplaySettings` of the replay flags (``--replay-timeout``,
+    ``--memory-mb``, ``--use-sandbox/--no-sandbox``, ``--use-environment/--no-environment``).
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    return _record(ReplaySettings, {"timeout": replay_timeout, "memory_mb": memory_mb, "use_sandbox": use_sandbox,
+                                    "use_environment": use_environment}, {"timeout": "--replay-timeout"})
+
+
+def view_budgets(raw_trace_max_chars: RawTraceMaxCharsOption = BUDGETS.raw_trace_max_chars,
+                 raw_trace_max_tokens: RawTraceMaxTokensOption = BUDGETS.raw_trace_max_tokens,
+                 note_max_tokens: NoteMaxTokensOption = BUDGETS.note_max_tokens) -> ViewBudgets:
+    """The :class:`~takeover.view_budgets.ViewBudgets` of the budget flags (``--raw-trace-max-chars``,
+    ``--raw-trace-max-tokens``, ``--note-max-tokens``). A flag left at ``None`` is not given: the record's
+    default applies, and the record's ``model_fields_set`` says which were given.
+
+    Raises:
+        InputError: a value out of range (the flag is named).
+    """
+    given = {"raw_trace_max_chars": raw_trace_max_chars, "raw_trace_max_tokens": raw_trace_max_tokens,
+             "note_max_tokens": note_max_tokens}
+    return _record(ViewBudgets, {k: v for k, v in given.items() if v is not None}, {})
+
+
+def with_defaults(builder: Callable[..., Any], **defaults: Any) -> Callable[..., Any]:
+    """``builder`` (an option group) whose flags named in ``defaults`` have those defaults instead of the
+    record's: a command whose own defaults differ (the quickstart's) declares them once, where it is."""
+
+    @functools.wraps(builder)
+    def variant(**values: Any) -> Any:
+        return builder(**values)
+
+    signature = inspect.signature(builder)
+    unknown = set(defaults) - set(signature.parameters)
+    if unknown:
+        raise TypeError(f"{builder.__name__} has no flag {sorted(unknown)}")
+    variant.__signature__ = signature.replace(parameters=[
+        p.replace(default=defaults[p.name]) if p.name in defaults else p for p in signature.parameters.values()])
+    return variant
+
+
+def only_flags(builder: Callable[..., Any], *names: str) -> Callable[..., Any]:
+    """``builder`` (an option group) with only the flags ``names``; the others keep the record's defaults (a
+    command where only some of a record's settings apply: the Harbor export's verifier)."""
+
+    @functools.wraps(builder)
+    def variant(**values: Any) -> Any:
+        return builder(**values)
+
+    signature = inspect.signature(builder)
+    unknown = set(names) - set(signature.parameters)
+    if unknown:
+        raise TypeError(f"{builder.__name__} has no flag {sorted(unknown)}")
+    variant.__signature__ = signature.replace(parameters=[p for p in signature.parameters.values() if p.name in names])
+    return variant
 
 
 def option_groups(**groups: Callable[..., Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -253,8 +453,8 @@ def option_groups(**groups: Callable[..., Any]) -> Callable[[Callable[..., Any]]
     command's parameters and the builder of its record (``@option_groups(limits=run_limits)``). The command's
     flags are the builders' parameters in its place; the command is called with the records.
 
-    A builder's :class:`~takeover.errors.InputError` (bad input: nothing was run) is printed as one line on
-    stderr, ``error: ...``, with exit status 2.
+    A builder's :class:`~takeover.errors.InputError` (bad input: nothing was run) ends the command as any
+    error does (:func:`takeover.cli.failure`: one line on stderr, exit status 2).
     """
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -265,19 +465,15 @@ def option_groups(**groups: Callable[..., Any]) -> Callable[[Callable[..., Any]]
                 params.append(param.replace(annotation=hints.get(param.name, param.annotation)))
                 continue
             builder = groups[param.name]
-            built = get_type_hints(builder, include_extras=True)
+            built = get_type_hints(inspect.unwrap(builder), include_extras=True)
             params += [p.replace(annotation=built[p.name], kind=inspect.Parameter.KEYWORD_ONLY)
                        for p in inspect.signature(builder).parameters.values()]
 
         @functools.wraps(command)
         def run(**values: Any) -> Any:
-            try:
-                for name, builder in groups.items():
-                    mine = inspect.signature(builder).parameters
-                    values[name] = builder(**{k: values.pop(k) for k in mine})
-            except InputError as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(2) from None
+            for name, builder in groups.items():
+                mine = inspect.signature(builder).parameters
+                values[name] = builder(**{k: values.pop(k) for k in mine})
             return command(**values)
 
         # Keyword-only, so that a required flag may follow one with a default.

@@ -21,31 +21,32 @@ from takeover._util import sandbox
 from takeover._util.folders import check_writable
 from takeover.checkpoints import materialize_checkpoint, refuse_other_checkpoint
 from takeover.cli.console import is_watched, output_console, progress_line
+from takeover.cli.failures import command
 from takeover.cli.options import (
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
     DatasetOption,
     EventOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
-    ReplayTimeoutOption,
     SnapshotRepoOption,
     VerboseOption,
+    grading_settings,
+    option_groups,
+    replay_settings,
+    repo_source,
 )
 from takeover.errors import InputError, RepositoryUnavailable, TakeoverError
 from takeover.grading import grade_handoff_state
+from takeover.grading_settings import GradingSettings
 from takeover.points import RunEvents, RunPoints, analyze_run, checkpoint_method, cut_at_event, run_events
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, not_in_dataset, task_index
 from takeover.trajectories import CUT_LAST_LINE, read_trajectories, read_trajectory
 from takeover.trajectories.registry import expand_paths, is_unknown_format
 from takeover.vocabulary import EVENT_CUT, POINT_TYPES
-
-#: Seconds per replayed command unless --replay-timeout says otherwise (the replay's own default).
-REPLAY_TIMEOUT = 300.0
 
 
 def _expanded(paths: list[Path]) -> list[Path]:
@@ -149,18 +150,16 @@ def _print_events(console: Console, re: RunEvents, where: str) -> None:
     console.print(table)
 
 
+@option_groups(replay=replay_settings, repo_source=repo_source)
 def points(
     files: Annotated[list[Path], typer.Argument(help="Predecessor trajectory files or folders of them (any supported format; other JSON in a folder is skipped with a note).")],
     dataset: DatasetOption,
-    mirror: MirrorOption = None,
+    replay: ReplaySettings,
+    repo_source: RepoSource,
     as_json: JsonOption = False,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: each run's full result as DIR/<instance_id>.points.json (for --points-file); another run of the same instance gets DIR/<instance_id>.2.points.json.")] = None,
     snapshot_repo: SnapshotRepoOption = None,
-    replay_timeout: ReplayTimeoutOption = REPLAY_TIMEOUT,
-    memory_mb: Annotated[int, typer.Option("--memory-mb", help="Memory limit per replayed command (MiB).", min=64)] = 4096,
-    use_environment: Annotated[bool, typer.Option("--use-environment/--no-environment", help="Replay with the task's environment, or with the plain interpreter.")] = True,
     all_events: Annotated[bool, typer.Option("--all-events", help="List every event instead (0-based index, the files it changed, source edit, verification result), to choose one for --event.")] = False,
-    offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Print each run's replay verdict and its handoff points (or why each is missing).
@@ -191,7 +190,6 @@ def points(
     if out_dir is not None:
         check_writable(out_dir)  # before the replays, which may take minutes
     tasks = task_index(load_tasks(dataset))
-    source = RepoSource(mirror, offline=offline)
     st = sandbox.status()
     if not st.available:
         err.print(f"[yellow]note:[/yellow] {escape(st.message)}")
@@ -222,12 +220,9 @@ def points(
             started = time.monotonic()
             try:
                 if all_events:
-                    listed = run_events(traj, task, source, snapshot_repo=snapshot_repo,
-                                        replay_timeout=replay_timeout, memory_mb=memory_mb,
-                                        use_environment=use_environment)
+                    listed = run_events(traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
                 else:
-                    rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout,
-                                     memory_mb=memory_mb, use_environment=use_environment)
+                    rp = analyze_run(traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
             except RepositoryUnavailable as exc:
                 print(f"skipped: {where}: {exc}", file=sys.stderr)
                 continue
@@ -267,21 +262,21 @@ def points(
         raise typer.Exit(1)
 
 
-
+@option_groups(replay=replay_settings, grading=grading_settings, repo_source=repo_source)
 def checkpoint(
     file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the checkpoint folder (checkpoint.json, checkpoint.patch, workspace/).")],
     dataset: DatasetOption,
+    replay: ReplaySettings,
+    grading: GradingSettings,
+    repo_source: RepoSource,
     point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
     event: EventOption = None,
-    mirror: MirrorOption = None,
     state: Annotated[bool, typer.Option("--state", help="Grade the checkpoint and record its handoff state (docs/protocol.md section 6).")] = False,
     record: RecordOption = None,
     points_file: PointsFileOption = None,
     snapshot_repo: SnapshotRepoOption = None,
     workspace: Annotated[bool, typer.Option("--workspace/--no-workspace", help="Also write the workspace (base_commit + the patch), or only checkpoint.json and checkpoint.patch.")] = True,
-    replay_timeout: ReplayTimeoutOption = REPLAY_TIMEOUT,
-    offline: OfflineOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Materialize one checkpoint: base_commit + the run's cumulative diff at the handoff point, or after
@@ -289,7 +284,9 @@ def checkpoint(
     the event, point type "event").
 
     A folder that holds another checkpoint is refused before any work and left as it was; the new
-    folder is built beside OUT and renamed into place whole.
+    folder is built beside OUT and renamed into place whole. The run's states come from a replay under the
+    replay flags when it records none; --state grades under the grading flags (--backend, --grading-timeout,
+    --network, --hash-seed, --grading-rules, --backend-option), as takeover grade does.
 
     Exit status: 0 when written; 1 when the run has no such point or no exact state after that event
     (the reason is printed); 2 on bad input or an OUT that holds another checkpoint.
@@ -317,16 +314,15 @@ def checkpoint(
         raise InputError(file, not_in_dataset(traj.instance_id, dataset), field="instance_id")
     # Before the replay, which may take minutes.
     refuse_other_checkpoint(out_dir, task.instance_id, point or EVENT_CUT, event_index=event)
-    source = RepoSource(mirror, offline=offline)
     if event is not None:
-        cut = cut_at_event(traj, task, event, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
+        cut = cut_at_event(traj, task, event, repo_source, snapshot_repo=snapshot_repo, replay=replay)
         if cut.point is None:
             output_console(stderr=True).print(f"[red]no exact state after event {event}:[/red] {escape(str(cut.reason))}")
             raise typer.Exit(1)
         found, patch, verdict, label = cut.point, cut.patch, cut.replay, f"event {event}"
     else:
         rp = RunPoints.load(points_file) if points_file else analyze_run(
-            traj, task, source, snapshot_repo=snapshot_repo, replay_timeout=replay_timeout)
+            traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
         found = rp.point(point)
         if found is None:
             reason = next((m.reason for m in rp.missing if m.type == point), "not found")
@@ -334,10 +330,10 @@ def checkpoint(
             raise typer.Exit(1)
         patch, verdict, label = rp.patches.get(point, ""), rp.replay, f"{point} at event {found.event_index}"
     cp = materialize_checkpoint(task, traj, found, patch, out_dir, checkpoint_method(verdict),
-                                repo_source=source, workspace=workspace,
+                                repo_source=repo_source, workspace=workspace,
                                 environment_files=verdict.environment_files)
     if state:
-        cp.handoff_state = grade_handoff_state(task, patch, repo_source=source)
+        cp.handoff_state = grade_handoff_state(task, patch, grading, repo_source=repo_source)
         cp.save(out_dir)
     console = output_console()
     console.print(f"[bold]{escape(cp.instance_id)}[/bold] {label} ({cp.method})")
@@ -351,5 +347,5 @@ def checkpoint(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover points`` and ``takeover checkpoint`` to ``app``."""
-    app.command("points")(points)
-    app.command("checkpoint")(checkpoint)
+    command(app, "points")(points)
+    command(app, "checkpoint")(checkpoint)

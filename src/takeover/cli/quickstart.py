@@ -15,22 +15,19 @@ from rich.markdown import Markdown
 from rich.table import Table
 
 from takeover._util.folders import check_writable
-from takeover.agents import DEFAULT_AGENT
+from takeover.agents import AgentChoice
 from takeover.cli.console import model_progress, output_console
+from takeover.cli.failures import command
 from takeover.cli.options import (
-    AGENT_HELP,
     BASE_URL_HELP,
     DATASET_HELP,
     MAX_RETRY_WAIT,
-    NOTE_MAX_TOKENS_HELP,
     OFFLINE_HELP,
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
-    RAW_TRACE_MAX_TOKENS_HELP,
     REQUEST_TIMEOUT_HELP,
     RETRIES_HELP,
     ApiKeyEnvOption,
-    BackendOption,
     InstanceIdsOption,
     MaxRetryWaitOption,
     MirrorOption,
@@ -38,15 +35,21 @@ from takeover.cli.options import (
     ModelPathOption,
     NCtxOption,
     OptionalModelOption,
-    StepLimitOption,
     VerboseOption,
     ViewsOption,
-    WallTimeLimitSecondsOption,
     WorkersOption,
+    agent_choice,
+    grading_settings,
+    option_groups,
     read_views,
+    run_limits,
+    view_budgets,
+    with_defaults,
 )
 from takeover.embedded_model import ProgressFn
 from takeover.experiments.progress import ProgressCallback, ProgressLines, ProgressTracker, is_watched
+from takeover.grading_settings import GradingSettings
+from takeover.limits import RunLimits
 from takeover.llm import LoggedCall
 from takeover.quickstart import (
     DEFAULT_INSTANCE,
@@ -55,7 +58,6 @@ from takeover.quickstart import (
     DEFAULT_STEP_LIMIT,
     DEFAULT_WALL_TIME_LIMIT_SECONDS,
     DEFAULT_WORKERS,
-    EMBEDDED_RAW_TRACE_MAX_TOKENS,
     QuickstartDisplay,
     QuickstartOptions,
     QuickstartResult,
@@ -65,7 +67,15 @@ from takeover.quickstart import (
     describe_call,
     run_quickstart,
 )
+from takeover.view_budgets import ViewBudgets
 from takeover.vocabulary import VIEWS
+
+#: The quickstart's limits flags: the study's, with its own step and wall-time limits.
+quickstart_limits = with_defaults(run_limits, step_limit=DEFAULT_STEP_LIMIT,
+                                  wall_time_limit_seconds=DEFAULT_WALL_TIME_LIMIT_SECONDS)
+#: The quickstart's budget flags: not given unless given, so that the embedded model's own apply
+#: (:attr:`takeover.quickstart.QuickstartOptions.budgets`).
+quickstart_budgets = with_defaults(view_budgets, note_max_tokens=None)
 
 
 class ConsoleDisplay(QuickstartDisplay):
@@ -93,7 +103,7 @@ class ConsoleDisplay(QuickstartDisplay):
         self.console.print(
             f"{len(options.instance_ids)} task(s) ({', '.join(options.instance_ids)}), point types "
             f"{', '.join(options.point_types)}, views {', '.join(views)}; successor and note writer: {who}; "
-            f"{options.step_limit} steps per takeover run.")
+            f"{options.limits.step_limit} steps per takeover run.")
         if options.embedded:
             self.console.print(
                 "The model runs on this machine's CPU: once its server is up it measures this machine's speed, "
@@ -196,7 +206,12 @@ def print_results(console: Console, result: QuickstartResult) -> None:
                   f"(also {out / 'results.csv'}, {out / 'plots'}).")
 
 
+@option_groups(limits=quickstart_limits, grading=grading_settings, agent=agent_choice, view_budgets=quickstart_budgets)
 def quickstart(
+    limits: RunLimits,
+    grading: GradingSettings,
+    agent: AgentChoice,
+    view_budgets: ViewBudgets,
     instance_id: InstanceIdsOption = None,
     dataset: Annotated[
         Path | None,
@@ -213,8 +228,6 @@ def quickstart(
         typer.Option("--point-type", help=f"{POINT_TYPE_HELP} Repeatable; default after_first_source_edit."),
     ] = None,
     view: ViewsOption = None,
-    step_limit: StepLimitOption = DEFAULT_STEP_LIMIT,
-    wall_time_limit_seconds: WallTimeLimitSecondsOption = DEFAULT_WALL_TIME_LIMIT_SECONDS,
     model: OptionalModelOption = None,
     base_url: Annotated[
         str | None,
@@ -226,24 +239,12 @@ def quickstart(
     mirror: MirrorOption = None,
     out_dir: Annotated[Path, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: the experiment's output folder, "
                                                             "with report.md and report.html.")] = Path(DEFAULT_OUT_DIR),
-    backend: BackendOption = "local",
     workers: WorkersOption = DEFAULT_WORKERS,
     model_parts: ModelPartsOption = None,
     offline: Annotated[
         bool, typer.Option("--offline", help=f"{OFFLINE_HELP} Here also no downloads: every input must be local "
                                              "or cached.")
     ] = False,
-    note_max_tokens: Annotated[
-        int | None,
-        typer.Option("--note-max-tokens", help=f"{NOTE_MAX_TOKENS_HELP} Default here: 512 with the embedded model.",
-                     min=1),
-    ] = None,
-    raw_trace_max_tokens: Annotated[
-        int | None,
-        typer.Option("--raw-trace-max-tokens", help=f"{RAW_TRACE_MAX_TOKENS_HELP.removesuffix(' (default: none).')}"
-                     f". Default here: {EMBEDDED_RAW_TRACE_MAX_TOKENS} with the embedded model (the newest events; "
-                     "the whole trace costs its first step the run's wall-time limit), none otherwise.", min=1),
-    ] = None,
     timeout: Annotated[
         float | None,
         typer.Option("--timeout", help=f"{REQUEST_TIMEOUT_HELP} Default: 300; the embedded model's server: 900 (one "
@@ -254,9 +255,6 @@ def quickstart(
         typer.Option("--retries", help=f"{RETRIES_HELP} Default: 3; the embedded model's server: 1.", min=0),
     ] = None,
     max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
-    agent: Annotated[
-        str, typer.Option("--agent", help=f"{AGENT_HELP} It runs the takeover runs; command is not offered here (it needs its option agent_command).")
-    ] = DEFAULT_AGENT,
     verbose: VerboseOption = False,
 ) -> None:
     """Run the whole protocol on one real task: handoff point, four views, one takeover per view, grading,
@@ -287,8 +285,7 @@ def quickstart(
         trajectories=list(trajectories or []),
         point_types=point_type or list(DEFAULT_POINT_TYPES),
         views=read_views(view) if view else None,
-        step_limit=step_limit,
-        wall_time_limit_seconds=wall_time_limit_seconds,
+        limits=limits,
         model=model,
         base_url=base_url,
         api_key_env=api_key_env,
@@ -296,12 +293,11 @@ def quickstart(
         n_ctx=n_ctx,
         mirror=mirror,
         out_dir=out_dir,
-        backend=backend,
+        grading=grading,
         workers=workers,
         offline=offline,
         model_parts=model_parts,
-        note_max_tokens=note_max_tokens,
-        raw_trace_max_tokens=raw_trace_max_tokens,
+        view_budgets=view_budgets,
         timeout=timeout,
         retries=retries,
         max_retry_wait=max_retry_wait,
@@ -317,4 +313,4 @@ def quickstart(
 
 def register(app: typer.Typer) -> None:
     """Add ``quickstart`` to ``app``."""
-    app.command("quickstart")(quickstart)
+    command(app, "quickstart")(quickstart)

@@ -15,21 +15,24 @@ from rich.table import Table
 
 from takeover._util.redact import redact
 from takeover.cli.console import output_console
+from takeover.cli.failures import command
 from takeover.cli.options import (
     DATASET_HELP,
     POINT_TYPE_HELP,
     EventOption,
     JsonOption,
-    MirrorOption,
-    OfflineOption,
     PointsFileOption,
     RecordOption,
     SnapshotRepoOption,
     VerboseOption,
+    option_groups,
+    replay_settings,
+    repo_source,
 )
 from takeover.errors import InputError
 from takeover.points import RunPoints, analyze_run, stored_diffs
 from takeover.rediscovery import LABELS, label_successor
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, not_in_dataset, task_index
 from takeover.trajectories import Trajectory, read_trajectories, read_trajectory
@@ -37,8 +40,8 @@ from takeover.vocabulary import POINT_TYPES
 
 
 def _cut_event(predecessor_file: Path, record: int | None, point_type: str | None, event: int | None,
-               dataset: Path | None, points_file: Path | None, mirror: Path | None, offline: bool,
-               snapshot_repo: Path | None) -> int:
+               dataset: Path | None, points_file: Path | None, source: RepoSource, snapshot_repo: Path | None,
+               replay: ReplaySettings) -> int:
     """The predecessor's event at the handoff: ``event``, or the event of its ``point_type`` point."""
     if (point_type is None) == (event is None):
         raise InputError("--point-type", "give --point-type TYPE or --event N (one of them)")
@@ -55,7 +58,7 @@ def _cut_event(predecessor_file: Path, record: int | None, point_type: str | Non
         task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
         if task is None:
             raise InputError(predecessor_file, not_in_dataset(traj.instance_id, dataset), field="instance_id")
-        rp = analyze_run(traj, task, RepoSource(mirror, offline=offline), snapshot_repo=snapshot_repo)
+        rp = analyze_run(traj, task, source, snapshot_repo=snapshot_repo, replay=replay)
     found = rp.point(point_type)
     if found is None:
         reason = next((m.reason for m in rp.missing if m.type == point_type), "not found")
@@ -75,15 +78,16 @@ def _successor_run(successor: Path, successor_record: int | None) -> Trajectory:
     return read_trajectory(successor, record=successor_record)
 
 
+@option_groups(replay=replay_settings, repo_source=repo_source)
 def rediscovery(
     predecessor: Annotated[Path, typer.Argument(help="The predecessor's trajectory (any supported format): the run or session that was cut.")],
     successor: Annotated[Path, typer.Argument(help="The successor's trajectory (any supported format): the run or session that resumed the task, or another run of it.")],
+    replay: ReplaySettings,
+    repo_source: RepoSource,
     point_type: Annotated[str | None, typer.Option("--point-type", help=f"{POINT_TYPE_HELP} The cut is that point's event.")] = None,
     event: EventOption = None,
     dataset: Annotated[Path | None, typer.Option("--dataset", help=f"{DATASET_HELP} Needed to find a --point-type point without --points-file.")] = None,
     points_file: PointsFileOption = None,
-    mirror: MirrorOption = None,
-    offline: OfflineOption = False,
     snapshot_repo: SnapshotRepoOption = None,
     record: RecordOption = None,
     successor_record: Annotated[int | None, typer.Option("--successor-record", help="0-based index of the successor's run when its file holds several.")] = None,
@@ -92,7 +96,8 @@ def rediscovery(
     verbose: VerboseOption = False,
 ) -> None:
     """Label each successor action reread, research, rerun, redo_edit or new against what the predecessor
-    knew at the cut, and print the run's rediscovery figures (docs/protocol.md section 9.1).
+    knew at the cut, and print the run's rediscovery figures (docs/protocol.md section 9.1). A --point-type
+    point is found as takeover points finds it (under the replay flags when the run must be replayed).
 
     With --json, one record: cut_event, figures, labels (event, label, repeats, kind, and for a new action
     the reason) and the unrecognised command parts of the actions left new, with counts.
@@ -108,7 +113,8 @@ def rediscovery(
     """
     if successor_start not in ("checkpoint", "base"):
         raise InputError("--successor-start", f"unknown start {successor_start!r}; expected checkpoint or base")
-    cut = _cut_event(predecessor, record, point_type, event, dataset, points_file, mirror, offline, snapshot_repo)
+    cut = _cut_event(predecessor, record, point_type, event, dataset, points_file, repo_source,
+                     snapshot_repo, replay)
     pred = read_trajectory(predecessor, record=record)
     succ = _successor_run(successor, successor_record)
     # Exact content keys when both runs store their per-event states (docs/protocol.md section 5.1 source (b)).
@@ -142,4 +148,4 @@ def rediscovery(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover rediscovery`` to ``app``."""
-    app.command("rediscovery")(rediscovery)
+    command(app, "rediscovery")(rediscovery)

@@ -12,6 +12,7 @@ import typer
 
 from takeover import embedded_model
 from takeover.cli.console import model_progress, output_console
+from takeover.cli.failures import command
 from takeover.cli.options import ModelPartsOption, ModelPathOption, NCtxOption, VerboseOption
 from takeover.embedded_model import EmbeddedModel
 
@@ -67,4 +68,4 @@ def serve_model(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover serve-model`` to ``app``."""
-    app.command("serve-model")(serve_model)
+    command(app, "serve-model")(serve_model)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from takeover._util.folders import check_writable
+from takeover.cli.failures import command
 from takeover.cli.options import OUT_DIR_HELP, VerboseOption
 from takeover.report import write_run_page
 
@@ -53,4 +54,4 @@ def show(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover show`` to ``app``."""
-    app.command("show")(show)
+    command(app, "show")(show)

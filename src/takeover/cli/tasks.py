@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from rich.table import Table
 from takeover._util.containers import image_identity
 from takeover._util.folders import check_writable
 from takeover.cli.console import output_console
+from takeover.cli.failures import command
 from takeover.cli.options import (
     OUT_DIR_HELP,
     DatasetOption,
@@ -50,7 +50,7 @@ def _counts_table(title: str, column: str, counts: Counter) -> Table:
     return table
 
 
-@tasks_app.command("select")
+@command(tasks_app, "select")
 def select(
     dataset: DatasetOption,
     out_dir: Annotated[
@@ -86,18 +86,14 @@ def select(
         raise typer.BadParameter(f"give --out-dir DIR (the selection is written as DIR/{SELECTION_FILE})",
                                  param_hint="--out-dir")
     out = out_dir / SELECTION_FILE
-    try:
-        if limit < 0:
-            raise InputError("--limit", f"must be 0 or more, got {limit}")
-        check_writable(out, file=True, flag="--out-dir" if out_dir is not None else "--out")
-        # Buckets typed by the user must exist; the paper's default set may be partly absent from a subset.
-        header, chosen = make_selection(
-            dataset, buckets, seed, limit if limit > 0 else None, check_buckets=bool(difficulty)
-        )
-        write_selection(out, chosen, header)
-    except TakeoverError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
+    if limit < 0:
+        raise InputError("--limit", f"must be 0 or more, got {limit}")
+    check_writable(out, file=True, flag="--out-dir" if out_dir is not None else "--out")
+    # Buckets typed by the user must exist; the paper's default set may be partly absent from a subset.
+    header, chosen = make_selection(
+        dataset, buckets, seed, limit if limit > 0 else None, check_buckets=bool(difficulty)
+    )
+    write_selection(out, chosen, header)
     console = output_console()
     console.print(_counts_table("Selected tasks per repository", "repo", Counter(t.repo for t in chosen)))
     console.print(
@@ -109,7 +105,7 @@ def select(
     )
 
 
-@tasks_app.command("images")
+@command(tasks_app, "images")
 def images(
     dataset: DatasetOption,
     instance_id: InstanceIdsOption = None,
@@ -130,15 +126,11 @@ def images(
 
         takeover tasks images --dataset tasks.jsonl --pull
     """
-    try:
-        tasks = load_tasks(dataset)
-        known = {t.instance_id for t in tasks}
-        unknown = sorted(set(instance_id or ()) - known)
-        if unknown:
-            raise InputError(dataset, f"no task {', '.join(unknown)}", field="instance_id")
-    except TakeoverError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
+    tasks = load_tasks(dataset)
+    known = {t.instance_id for t in tasks}
+    unknown = sorted(set(instance_id or ()) - known)
+    if unknown:
+        raise InputError(dataset, f"no task {', '.join(unknown)}", field="instance_id")
     names = list(dict.fromkeys(instance_image_name(t.instance_id) for t in tasks
                                if not instance_id or t.instance_id in instance_id))
     failed = 0

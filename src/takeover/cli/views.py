@@ -6,7 +6,6 @@ A thin layer over :func:`takeover.views.build_view` and :func:`write_views`.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -17,65 +16,51 @@ from rich.table import Table
 
 from takeover._util.folders import check_writable
 from takeover.claims.note_checks import check_views_folder
-from takeover.cli.claims import JudgeModelOption
 from takeover.cli.console import is_watched, output_console, progress_line
+from takeover.cli.failures import command
 from takeover.cli.options import (
     CHECKPOINT_DIR_HELP,
-    MAX_RETRY_WAIT,
-    MODEL_HELP,
     OUT_DIR_HELP,
     POINT_TYPE_HELP,
-    REQUEST_TIMEOUT,
-    RETRIES,
-    ApiKeyEnvOption,
-    BaseUrlOption,
     DatasetOption,
     EventOption,
     JsonOption,
-    MaxRetryWaitOption,
-    MirrorOption,
-    NoteMaxTokensOption,
-    OfflineOption,
+    JudgeModelOption,
     PointsFileOption,
-    RawTraceMaxCharsOption,
-    RawTraceMaxTokensOption,
     RecordOption,
-    RequestTimeoutOption,
-    RetriesOption,
     VerboseOption,
     ViewsOption,
+    note_writer,
+    option_groups,
     read_views,
+    replay_settings,
+    repo_source,
+    view_budgets,
 )
-from takeover.errors import TakeoverError
 from takeover.llm import ModelClient, ModelSettings
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
+from takeover.view_budgets import ViewBudgets
 from takeover.views import load_inputs, write_views
-from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import EVENT_CUT
 
 
+@option_groups(model=note_writer, view_budgets=view_budgets, replay=replay_settings, repo_source=repo_source)
 def views(
     file: Annotated[Path, typer.Argument(help="Predecessor trajectory file (any supported format).")],
     dataset: DatasetOption,
+    model: ModelSettings | None,
+    view_budgets: ViewBudgets,
+    replay: ReplaySettings,
+    repo_source: RepoSource,
     point_type: Annotated[str | None, typer.Option("--point-type", help=POINT_TYPE_HELP)] = None,
     event: EventOption = None,
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
     checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
     view: ViewsOption = None,
-    model: Annotated[str | None, typer.Option("--model", help=f"{MODEL_HELP} The note writer of the notes views.")] = None,
-    base_url: BaseUrlOption = None,
-    api_key_env: ApiKeyEnvOption = "OPENAI_API_KEY",
-    mirror: MirrorOption = None,
     points_file: PointsFileOption = None,
     record: RecordOption = None,
     template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
-    raw_trace_max_chars: RawTraceMaxCharsOption = None,
-    raw_trace_max_tokens: RawTraceMaxTokensOption = None,
-    note_max_tokens: NoteMaxTokensOption = NOTE_MAX_TOKENS,
-    timeout: RequestTimeoutOption = REQUEST_TIMEOUT,
-    retries: RetriesOption = RETRIES,
-    max_retry_wait: MaxRetryWaitOption = MAX_RETRY_WAIT,
-    offline: OfflineOption = False,
     judge_model: JudgeModelOption = None,
     as_json: JsonOption = False,
     verbose: VerboseOption = False,
@@ -84,10 +69,12 @@ def views(
 
     The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
     (replay needs the repository: --mirror); --event N cuts after event N instead (its exact state, as
-    takeover checkpoint --event; views.json then names the event). The notes views need a note-writing model (--model,
-    --base-url). With output to a file or pipe, one line per view also goes to stderr as it is written.
+    takeover checkpoint --event; views.json then names the event; the replay follows the replay flags). The notes views
+    need a note-writing model (--model, --base-url). With output to a file or pipe, one line per view also goes to
+    stderr as it is written.
     The claims of each model-written note are checked against the trace (DIR/claims.json); --json prints
-    views.json with that check as one JSON line.
+    views.json with that check as one JSON line. --judge-model asks a model at the note writer's endpoint
+    (--model, --base-url) about the claims the rules leave unsupported.
 
     Exit status: 0 when every requested view was written; 1 when one could not be built (for
     example a notes view without --model) or the run has no such point; 2 on bad input (including a
@@ -110,21 +97,12 @@ def views(
             raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
         out = checkpoint_dir / "views"
     names = read_views(view)
+    if judge_model and model is None:
+        raise typer.BadParameter("--judge-model asks a model at the note writer's endpoint: give --model (and "
+                                 "--base-url) too", param_hint="--judge-model")
     check_writable(out)
-    settings = None
-    if model:
-        settings = ModelSettings(
-            model=model, base_url=base_url, api_key_env=api_key_env, timeout=timeout, retries=retries,
-            max_retry_wait=max_retry_wait,
-        )
-    try:
-        inputs = load_inputs(
-            file, point_type, dataset, record=record, repo_source=RepoSource(mirror, offline=offline),
-            points_file=points_file, checkpoint_dir=checkpoint_dir, event=event,
-        )
-    except TakeoverError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise typer.Exit(2) from None
+    inputs = load_inputs(file, point_type, dataset, record=record, repo_source=repo_source,
+                         points_file=points_file, checkpoint_dir=checkpoint_dir, event=event, replay=replay)
     for note in inputs.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     if inputs.point is None:
@@ -135,9 +113,7 @@ def views(
     lines = not is_watched(console)
     for number, name in enumerate(names, 1):
         started = time.monotonic()
-        summary = write_views(inputs, [name], out, model=settings, template_dir=template_dir,
-                              raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
-                              note_max_tokens=note_max_tokens)
+        summary = write_views(inputs, [name], out, model=model, template_dir=template_dir, view_budgets=view_budgets)
         if lines:
             row = summary["views"].get(name) or {}
             note = row.get("note_tokens") or {}
@@ -145,8 +121,7 @@ def views(
             state = "reused" if row.get("reused") else ("written" if row.get("file") else "not built")
             progress_line(f"views {number}/{len(names)} {name} {state} ({row.get('validation')}), "
                           f"{time.monotonic() - started:.1f} s, {tokens:,} note tokens")
-    judge = ModelClient(ModelSettings(model=judge_model, base_url=base_url, api_key_env=api_key_env, timeout=timeout,
-                                      retries=retries, max_retry_wait=max_retry_wait)) if judge_model else None
+    judge = ModelClient(model.model_copy(update={"model": judge_model})) if judge_model and model else None
     try:
         claims = check_views_folder(out, summary["views"], inputs.trajectory, inputs.point.event_index,
                                     checkpoint_patch=inputs.checkpoint_patch,
@@ -189,4 +164,4 @@ def views(
 
 def register(app: typer.Typer) -> None:
     """Add ``takeover views`` to ``app``."""
-    app.command("views")(views)
+    command(app, "views")(views)

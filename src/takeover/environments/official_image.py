@@ -73,7 +73,7 @@ def _swebench_specs(task: SourceTask) -> dict[str, Any]:
     if specs is None:
         raise EnvironmentUnavailable(
             f"{task.instance_id}: {task.repo} {task.version} has no official SWE-bench image (it is not in "
-            "swebench's specifications); use the local backend with takeover_env_spec or --spec-file")
+            "swebench's specifications); use the local backend with takeover_env_spec or --backend-option spec_file=FILE")
     return specs
 
 

@@ -201,5 +201,5 @@ def env_spec_for(task: SourceTask, spec_file: Path | str | Mapping[str, EnvSpec]
     except KeyError:
         raise EnvironmentUnavailable(
             f"no environment specification for {repo} version {version}: swebench has none; give one in the task "
-            f"field {SPEC_FIELD!r} or in a spec file (--spec-file FILE, key '{repo}/{version}' or '{repo}')"
+            f"field {SPEC_FIELD!r} or in a spec file (--backend-option spec_file=FILE, key '{repo}/{version}' or '{repo}')"
         ) from None

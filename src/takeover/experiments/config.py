@@ -8,8 +8,6 @@ Example (paths are relative to the TOML file's folder)::
     views = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
     point_types = ["after_first_source_edit", "after_first_verification_result",
                    "after_first_post_failure_edit"]
-    # raw_trace_max_chars = 40000        # raw_trace budget (default: none, as in the paper)
-    # raw_trace_max_tokens = 10000
 
     [dataset]
     path = "swebench_verified.jsonl"
@@ -36,13 +34,24 @@ Example (paths are relative to the TOML file's folder)::
     step_limit = 500
     wall_time_limit_seconds = 14400
 
-    [grading]
+    [grading]                           # how patches are graded (takeover.grading_settings.GradingSettings)
     backend = "local"
     timeout = 1800                      # seconds per test run (--grading-timeout)
     network = false                     # true: tests may use the internet (psf/requests needs it)
+    # hash_seed = 1535730572            # the tests' PYTHONHASHSEED (default: one per grading key)
+    # grading_rules = "swebench-4.1"    # whose verdict rules decide (default: the installed swebench's)
+    # options = { spec_file = "envs.toml" }   # the backend's own options (--backend-option NAME=VALUE)
 
-    [replay]
+    [replay]                            # how recorded runs are replayed (takeover.replay_settings.ReplaySettings)
     # timeout = 300                     # seconds per replayed command (--replay-timeout)
+    # memory_mb = 4096                  # MiB per replayed command (--memory-mb)
+    # use_sandbox = true                # bubblewrap where available (--use-sandbox/--no-sandbox)
+    # use_environment = true            # the task's environment (--use-environment/--no-environment)
+
+    [view_budgets]                      # the views' budgets (takeover.view_budgets.ViewBudgets)
+    # raw_trace_max_chars = 40000       # raw_trace budget (default: none, as in the paper)
+    # raw_trace_max_tokens = 10000
+    # note_max_tokens = 1600            # completion tokens per note-writing call
 
     [execution]
     workers = 4
@@ -51,8 +60,10 @@ Example (paths are relative to the TOML file's folder)::
     executor = "local"
 
 Every key has one name, the same as the Python field and the command-line flag (``--step-limit``,
-``--raw-trace-max-chars``; a table's ``timeout`` is ``--grading-timeout``, ``--replay-timeout``; a model table's ``timeout``, ``retries`` and
-``max_retry_wait`` are ``--timeout``, ``--retries`` and ``--max-retry-wait``).
+``--raw-trace-max-chars``; a table's ``timeout`` is ``--grading-timeout``, ``--replay-timeout``; ``[grading]``'s
+``options`` are ``--backend-option``; a model table's ``timeout``, ``retries`` and ``max_retry_wait`` are
+``--timeout``, ``--retries`` and ``--max-retry-wait``). A relative path among the grading backend's options
+(``spec_file``) is resolved against the file's folder, as the other paths are.
 """
 
 from __future__ import annotations
@@ -68,13 +79,14 @@ from takeover._util.io import read_text
 from takeover.agents import DEFAULT_AGENT, AgentChoice
 from takeover.agents.runtimes import checked_choice
 from takeover.errors import InputError
-from takeover.grading.backends import GradingSettings
+from takeover.grading.backends import checked_grading
+from takeover.grading_settings import GradingSettings
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.repository_states.replay_settings import ReplaySettings
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
-from takeover.views.notes import NOTE_MAX_TOKENS
+from takeover.view_budgets import ViewBudgets
 from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
 
 
@@ -160,15 +172,11 @@ class SuccessorConfig(ModelSettings):
 class NotesConfig(_Strict):
     """Note writer for ``summary_notes``/``structured_notes`` (paper: the predecessor's model).
 
-    Defaults to the predecessor model when one is run, else to the first successor.
+    Defaults to the predecessor model when one is run, else to the first successor. Its completion cap per
+    call is a view budget (``[view_budgets] note_max_tokens``).
     """
 
     model: ModelSettings | None = None
-    note_max_tokens: int = Field(
-        default=NOTE_MAX_TOKENS, ge=64,
-        description="completion token cap per note-writing call (docs/protocol.md section 7: 1,600); lower it only "
-        "for small local models, and say so when reporting",
-    )
 
 
 class ExecutionConfig(_Strict):
@@ -191,9 +199,11 @@ class ExperimentConfig(_Strict):
     """A whole study. Construct it from a TOML file with :func:`load_experiment` or directly in Python.
 
     Relative paths are resolved against ``base_dir`` (the TOML file's folder; the current folder when
-    built in Python). ``raw_trace_max_chars`` / ``raw_trace_max_tokens`` are the ``raw_trace`` view's
-    budget in characters / estimated tokens (``--raw-trace-max-chars`` / ``--raw-trace-max-tokens``;
-    ``None``: no budget, as in the paper; an Extension, docs/protocol.md section 7).
+    built in Python). The settings records are whole tables: ``limits`` (:class:`takeover.limits.RunLimits`),
+    ``grading`` (:class:`takeover.grading_settings.GradingSettings`, its backend and options checked by the
+    backends' registry), ``replay`` (:class:`takeover.replay_settings.ReplaySettings`) and ``view_budgets``
+    (:class:`takeover.view_budgets.ViewBudgets`: the ``raw_trace`` budget, an Extension of docs/protocol.md
+    section 7, and the note writers' completion cap).
     """
 
     name: str = "experiment"
@@ -210,11 +220,10 @@ class ExperimentConfig(_Strict):
     successors: list[SuccessorConfig] = Field(min_length=1)
     views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
-    raw_trace_max_chars: int | None = Field(default=None, ge=1)
-    raw_trace_max_tokens: int | None = Field(default=None, ge=1)
     limits: RunLimits = Field(default_factory=RunLimits)
     grading: GradingSettings = Field(default_factory=GradingSettings)
     replay: ReplaySettings = Field(default_factory=ReplaySettings)
+    view_budgets: ViewBudgets = Field(default_factory=ViewBudgets)
     notes: NotesConfig = Field(default_factory=NotesConfig)
     execution: ExecutionConfig = Field(default_factory=ExecutionConfig)
     bootstrap_resamples: int = 5000
@@ -235,6 +244,15 @@ class ExperimentConfig(_Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"successors must differ in model or agent: {[f'{m} ({a})' for m, a in names]}")
         return value
+
+    @model_validator(mode="after")
+    def _grading_backend_accepts_its_options(self) -> ExperimentConfig:
+        try:
+            checked = checked_grading(self.grading, self.base_dir)
+        except InputError as exc:
+            raise ValueError(f"grading.{exc.field}: {exc.reason}") from None
+        self.grading = checked
+        return self
 
     @model_validator(mode="after")
     def _runtimes_accept_their_choices(self) -> ExperimentConfig:

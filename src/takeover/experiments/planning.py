@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from takeover._util.io import atomic_write_json
+from takeover._util.io import atomic_write_json, stable_form
 from takeover.experiments import stages
 from takeover.experiments.config import ExperimentConfig
 from takeover.experiments.selection import why_not_imported
@@ -37,7 +37,6 @@ from takeover.results import (
 )
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
-from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import NOTE_VIEWS
 
 #: The stages of ``takeover run`` in order (``environment`` only with ``execution.prepare_environments``).
@@ -80,7 +79,7 @@ class Plan:
                 "views": list(c.views),
                 "successors": c.successor_names,
                 "point_types": list(c.point_types),
-                "stages": {stage: [e.model_dump(mode="json") for e in entries]
+                "stages": {stage: [stable_form(e) for e in entries]
                            for stage, entries in self.stages.items()},
                 "not_imported": dict(sorted(self.not_imported.items())),
                 "import_notes": self.import_notes,
@@ -219,11 +218,8 @@ class Planner:
                 for cp in checkpoints]
 
     def views(self, checkpoints: list[DoneCheckpoint]) -> list[UnitSpec]:
-        """One unit per (checkpoint, view); notes views call the note writer, the ``raw_trace`` view has the
-        configured budget."""
-        cap = self.config.notes.note_max_tokens
-        budget = {"raw_trace_max_chars": self.config.raw_trace_max_chars,
-                  "raw_trace_max_tokens": self.config.raw_trace_max_tokens}
+        """One unit per (checkpoint, view); notes views call the note writer; each view has its own budgets
+        (:meth:`takeover.view_budgets.ViewBudgets.of_view` of the configured ones)."""
         specs = []
         for cp in checkpoints:
             for view in self.config.views:
@@ -231,9 +227,7 @@ class Planner:
                 inputs = ViewUnitInputs(
                     **self._checkpoint_inputs(cp), view=view, trajectory=cp.output.trajectory,
                     notes_model=self.config.notes_model if notes else None,
-                    # Only a cap other than the protocol's, and a budget that is set, enter the key.
-                    note_max_tokens=cap if notes and cap != NOTE_MAX_TOKENS else None,
-                    **(budget if view == "raw_trace" else {}),
+                    view_options=self.config.view_budgets.of_view(view),
                 )
                 labels = cp.labels.model_copy(update={"view": view})
                 specs.append(self._spec("view", stages.view_unit, inputs, labels, ["model"] if notes else []))

@@ -19,6 +19,7 @@ from takeover.checkpoints import Checkpoint, materialize_checkpoint
 from takeover.environments import prepare_environment
 from takeover.experiments.units import UnitContext, UnitFailure, UnitOutcome
 from takeover.grading import GradeResult, grade, grade_checkpoint
+from takeover.grading_settings import GradingSettings
 from takeover.points import HandoffPoint, RunPoints, analyze_run, checkpoint_method
 from takeover.repository_states.snapshots import SnapshotError, top_level_names
 from takeover.results import (
@@ -29,7 +30,6 @@ from takeover.results import (
     EnvironmentOutput,
     GradeInputs,
     GradeOutput,
-    GradingSettings,
     HandoffStateInputs,
     HandoffStateOutput,
     ImportInputs,
@@ -51,6 +51,7 @@ from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
 from takeover.trajectories.takeover_run import RunRecord, read_run
+from takeover.view_budgets import ViewBudgets
 from takeover.views import build_view
 from takeover.views.notes import NotesFailed
 from takeover.vocabulary import INFRA_EXIT_STATUSES
@@ -178,7 +179,7 @@ def points_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     traj = _read_trajectory(ref)
     snapshot_repo = ref.workspace if isinstance(ref, PredecessorRunOutput) else None
     rp = analyze_run(traj, _task(args.task), ctx.repo_source, snapshot_repo=snapshot_repo, work_dir=ctx.work_dir,
-                     replay_timeout=args.replay.timeout, memory_mb=args.replay.memory_mb)
+                     replay=args.replay)
     path = rp.save(Path(ctx.work_dir) / "points.json")
     return UnitOutcome(output=PointsOutput(
         run_points=str(path),
@@ -207,14 +208,12 @@ def checkpoint_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
 # --- grading: handoff state and takeover runs ------------------------------------------------------
 
 
-def _grade(task: SourceTask, patch: str, settings: GradingSettings, ctx: UnitContext, *,
+def _grade(task: SourceTask, patch: str, grading: GradingSettings, ctx: UnitContext, *,
            checkpoint: bool = False) -> GradeResult:
     log_dir = _fresh(Path(ctx.work_dir) / "grading")
     # A checkpoint is graded beside the reference patch (docs/protocol.md section 6: set-aside tests).
     grader = grade_checkpoint if checkpoint else grade
-    result = grader(task, patch, backend=settings.backend, grading_timeout=settings.timeout,
-                    repo_source=ctx.repo_source, log_dir=log_dir, network=settings.network,
-                    hash_seed=settings.hash_seed)
+    result = grader(task, patch, grading, repo_source=ctx.repo_source, log_dir=log_dir)
     if result.error:
         # Grading could not finish (environment build, test patch, repository): not the agent's doing.
         raise UnitFailure(f"grading failed: {result.error}", "infrastructure")
@@ -262,11 +261,9 @@ def view_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     checkpoint = Checkpoint.model_validate_json(_read(cp_dir / "checkpoint.json"))
     patch = _read(cp_dir / "checkpoint.patch")
     traj = _read_trajectory(args.trajectory)
-    extra = {"note_max_tokens": args.note_max_tokens} if args.note_max_tokens else {}
     try:
         result = build_view(args.view, traj, checkpoint.point, _task(args.task), patch, model=args.notes_model,
-                            raw_trace_max_chars=args.raw_trace_max_chars,
-                            raw_trace_max_tokens=args.raw_trace_max_tokens, **extra)
+                            view_budgets=ViewBudgets(**args.view_options))
     except NotesFailed as exc:
         raise UnitFailure(str(exc), "infrastructure" if exc.outcome == "model_error" else "agent",
                           prompt_tokens=exc.usage.prompt_tokens,

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
-from takeover._util.io import append_jsonl, atomic_write_json, stable_hash, to_jsonable
+from takeover._util.io import append_jsonl, atomic_write_json, stable_form, stable_hash
 from takeover._util.logs import third_party_logging
 from takeover._util.redact import redact
 from takeover.errors import EnvironmentUnavailable, InputError, RepositoryUnavailable, TakeoverError
@@ -66,8 +66,9 @@ class UnitFailure(TakeoverError):
 
 
 def _json_object(value: Any) -> Any:
-    """A record (pydantic model) as its JSON object; anything else unchanged."""
-    return to_jsonable(value)
+    """A record (pydantic model) as its JSON object in the stable form of keys
+    (:func:`takeover._util.io.stable_form`: fields at their default left out); anything else unchanged."""
+    return stable_form(value)
 
 
 def key_form(value: Any) -> Any:
@@ -76,7 +77,7 @@ def key_form(value: Any) -> Any:
     model ran on another port is resumed, not redone with new model calls. Only the key uses this form; the
     unit file stores the inputs as they are."""
     if isinstance(value, dict):
-        if {"model", "base_url", "api_key_env"} <= value.keys():
+        if {"model", "base_url", "extra"} <= value.keys():  # endpoint settings naming their model otherwise
             value = endpoint_key_form(value)
         return {k: key_form(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -90,7 +91,8 @@ class UnitSpec(BaseModel):
     Build it with the unit function itself, ``UnitSpec(stage=..., fn=points_unit, inputs=...)``: ``fn``
     becomes the function's ``"module:function"`` name (in the key and the JSON) and :attr:`function` the
     function (it travels to a worker by reference, never as JSON). ``inputs`` and ``labels`` may be
-    records (:mod:`takeover.results`); they are kept as their JSON objects. ``repo_source`` says where
+    records (:mod:`takeover.results`); they are kept as their JSON objects in the stable form of keys (fields at
+their default left out: :func:`takeover._util.io.stable_form`). ``repo_source`` says where
     repositories come from and, like ``labels`` (what progress displays and reports group by), is not
     part of the key.
     """
@@ -237,7 +239,9 @@ def read_result(out_dir: Path | str, stage: str, key: str, instance_id: str | No
 
 #: The form of unit inputs and keys, written to ``OUT/units/FORMAT``. Units of another form (an earlier
 #: version of takeover) are never mixed with today's: :func:`set_aside_earlier_units` moves them away.
-UNITS_FORMAT = 2
+#: Bumped whenever a default of a record in unit inputs changes (the stable form leaves defaults out).
+#: 3: every record in its stable form; grading, replay and view settings whole.
+UNITS_FORMAT = 3
 
 
 def set_aside_earlier_units(out_dir: Path | str) -> str | None:

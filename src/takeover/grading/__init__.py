@@ -7,8 +7,9 @@ Along the lines of SWE-bench's harness:
   :func:`grade_checkpoint`, :func:`grade_handoff_state`) and the files written per prediction;
 - :mod:`.reuse`: the :class:`GradingKey` of everything that decides a verdict; a stored result is
   reused only under an equal key;
-- :mod:`.backend`: what a grading backend is (:class:`GradingBackend`, a ``typing.Protocol``), and
-  :mod:`.backends`: the backends by name (:data:`BACKENDS`, :func:`grading_backend`), one folder each:
+- :mod:`.backend`: what a grading backend is (:class:`GradingBackend`, a ``typing.Protocol``, with its own
+  ``Options``), and :mod:`.backends`: the backends by name (:data:`BACKENDS`, :func:`grading_backend`,
+  :func:`checked_grading` for a grading record's backend and options), one folder each:
   :mod:`.local` (evaluation without Docker, in a venv and the sandbox: SWE-bench's patch fallbacks, its
   eval script, the fixed environment of the test command) and :mod:`.docker` (swebench's official
   harness, one run id per graded patch);
@@ -16,12 +17,15 @@ Along the lines of SWE-bench's harness:
 - :mod:`.verdict`: the FAIL_TO_PASS / PASS_TO_PASS report, ``resolved`` (swebench's own) and the handoff
   state, in a :class:`GradeResult`.
 
+Every entry point takes the grading record whole (:class:`takeover.grading_settings.GradingSettings`), so
+that every setting reaches every entry.
+
 Timeouts follow SWE-bench: a killed test run yields an empty status map (every listed test counts as
 failed) and ``resolved`` is false.
 """
 
-from takeover.grading.backend import GradingBackend, GradingOptions
-from takeover.grading.backends import BACKENDS, DEFAULT_BACKEND, GradingBackendName, grading_backend
+from takeover.grading.backend import GradingBackend
+from takeover.grading.backends import BACKENDS, checked_grading, grading_backend
 from takeover.grading.evaluation import (
     grade,
     grade_checkpoint,
@@ -49,22 +53,22 @@ from takeover.grading.verdict import (
     swebench_report,
     tests_report,
 )
+from takeover.grading_settings import GradingSettings
 from takeover.vocabulary import HANDOFF_STATES
 
 __all__ = [
     "BACKENDS",
-    "DEFAULT_BACKEND",
     "HANDOFF_STATES",
     "NETWORK_REPOS",
     "EnvironmentKey",
     "GradeResult",
     "GradingBackend",
-    "GradingBackendName",
     "GradingKey",
-    "GradingOptions",
+    "GradingSettings",
     "Prediction",
     "TestOutcome",
     "apply_with_fallbacks",
+    "checked_grading",
     "eval_script",
     "grade",
     "grade_checkpoint",

@@ -8,25 +8,26 @@ experiment file, the quickstart, :func:`takeover.grading.grade_predictions`)::
 
     backend = grading_backend("docker")
     backend.tests_network(False)  # True: the harness's containers have the network
+
+A grading record (:class:`~takeover.grading_settings.GradingSettings`) names its backend and carries that
+backend's own options; :func:`checked_grading` checks both here, so that the record needs no backend.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
-
-from takeover._util.registries import Registry
+from takeover._util.registries import Registry, checked_options
+from takeover.errors import InputError
 from takeover.grading.backend import GradingBackend
 from takeover.grading.docker import DockerBackend
 from takeover.grading.local import LocalBackend
-from takeover.grading.seeds import MAX_SEED
+from takeover.grading_settings import GradingSettings
 
-#: The grading backends by name, the default first.
+#: The grading backends by name, the default (:class:`GradingSettings`'s ``backend``) first.
 BACKENDS: Registry[GradingBackend] = Registry("backend", {b.name: b for b in (LocalBackend(), DockerBackend())},
                                               where="--backend")
-#: The backend used when none is named.
-DEFAULT_BACKEND = LocalBackend.name
 #: The name of a registered backend, as a field type: a record or setting holding any other name is
 #: refused, the error listing the known ones.
 GradingBackendName = Literal[tuple(BACKENDS)]  # type: ignore[valid-type]
@@ -48,42 +49,37 @@ def describe_backends() -> str:
     return ", ".join(parts[:-1]) + f" or {parts[-1]}" if len(parts) > 1 else parts[0]
 
 
-#: Seconds allowed for each test run unless a grading says otherwise (``--grading-timeout``).
-DEFAULT_TIMEOUT = 1800.0
+def checked_grading(grading: GradingSettings, base_dir: Path | str | None = None) -> GradingSettings:
+    """``grading`` once its backend is registered and its options are the backend's own: validated by the
+    backend's ``Options`` model and written back in its form (defaults left out). With ``base_dir`` (an
+    experiment file's folder), an option that is a relative path is made absolute against it.
 
-
-class GradingSettings(BaseModel):
-    """How patches are graded (docs/protocol.md sections 6 and 8): one record, the ``[grading]`` table of an
-    experiment file and the ``grading`` of handoff-state and grade unit inputs.
-
-    Attributes:
-        backend: a name of :data:`BACKENDS` (``--backend``).
-        timeout: seconds allowed for each test run (``--grading-timeout``).
-        network: let the tests use the network (``local`` backend; off by default, as the sandbox is
-            offline). SWE-bench's Docker harness runs tests with the network on, and some suites need it
-            (:data:`takeover.grading.NETWORK_REPOS`, e.g. psf/requests calls httpbin.org): without it those
-            tasks never resolve, and their results carry a warning that the report lists.
-        hash_seed: the tests' ``PYTHONHASHSEED`` (``--hash-seed``; 1 to 4294967295); None: one per grading
-            key (:mod:`takeover.grading.seeds`). A verdict that changes with the seed is flaky
-            (:mod:`takeover.grading.flaky`). Left out of the record while None, so that a study's unit keys
-            stay those written before the setting existed.
+    Raises:
+        InputError: an unknown backend (``field``: ``backend``) or an option the backend refuses
+            (``options.NAME``).
     """
+    backend = BACKENDS.get(grading.backend)
+    if backend is None:
+        raise InputError("grading", f"unknown {BACKENDS.kind} {grading.backend!r}: use {BACKENDS.choices()}",
+                         field="backend")
+    options = checked_options(backend.Options, grading.options, where=f"backend {grading.backend}")
+    if base_dir is not None:
+        fields = backend.Options.model_fields
+        options = {name: str(Path(base_dir) / value) if _is_path(fields[name].annotation) and isinstance(value, str)
+                   and not Path(value).expanduser().is_absolute() else value for name, value in options.items()}
+    return grading.model_copy(update={"options": options})
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    backend: str = DEFAULT_BACKEND
-    timeout: float = Field(DEFAULT_TIMEOUT, gt=0)
-    network: bool = False
-    hash_seed: int | None = Field(None, ge=1, le=MAX_SEED)
+def backend_options(grading: GradingSettings) -> object:
+    """The options of ``grading``'s backend as its ``Options`` model holds them.
 
-    @model_serializer(mode="wrap")
-    def _omit_unset_seed(self, handler) -> dict[str, Any]:
-        data = handler(self)
-        if self.hash_seed is None:
-            data.pop("hash_seed", None)
-        return data
+    Raises:
+        InputError: an unknown backend or an option it refuses (see :func:`checked_grading`).
+    """
+    checked = checked_grading(grading)
+    return BACKENDS[checked.backend].Options.model_validate(checked.options)
 
-    @field_validator("backend")
-    @classmethod
-    def _registered(cls, value: str) -> str:
-        return BACKENDS.check(value)
+
+def _is_path(annotation: object) -> bool:
+    """Whether a field's annotation admits a :class:`~pathlib.Path` (``Path``, ``Path | None``, ...)."""
+    return annotation is Path or Path in getattr(annotation, "__args__", ())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,14 @@ from typing import Any
 from takeover._util import harness_version
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.errors import EnvironmentUnavailable, InputError
-from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
-from takeover.grading.backends import DEFAULT_BACKEND, DEFAULT_TIMEOUT, grading_backend
+from takeover.grading.backend import LOG_FILES, GradingBackend
+from takeover.grading.backends import checked_grading, grading_backend
 from takeover.grading.flaky import grade_with_seeds
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import GradingKey
-from takeover.grading.seeds import HASH_SEED_VARIABLE, check_seed
+from takeover.grading.seeds import HASH_SEED_VARIABLE
 from takeover.grading.verdict import GradeResult, set_aside_by_reference, swebench_report
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource, cache_dir
 from takeover.sources.tasks import SourceTask
 from takeover.vocabulary import HandoffState
@@ -67,29 +68,27 @@ def _reuse(stored: GradeResult | None, key: GradingKey, path: Path, force: bool)
     return stored.model_copy(update={"reused": True, "reuse_note": note}), None
 
 
-def grading_key(task: SourceTask, patch: str | None, *, backend: str, network: bool, timeout: float,
-                spec_file: SpecFile = None, grading_rules: str | None = None) -> GradingKey:
-    """The :class:`GradingKey` of grading ``patch`` for ``task`` this way, on this machine: the backend's
-    :meth:`~takeover.grading.backend.GradingBackend.environment_key` and the rest of
-    :meth:`GradingKey.of`.
+def grading_key(task: SourceTask, patch: str | None, grading: GradingSettings | None = None) -> GradingKey:
+    """The :class:`GradingKey` of grading ``patch`` for ``task`` under ``grading``, on this machine: the
+    backend's :meth:`~takeover.grading.backend.GradingBackend.environment_key` under its own options, and the
+    rest of :meth:`GradingKey.of` (the network the tests get, the time limit, the verdict rules).
 
     Args:
         patch: the candidate patch (None and ``""`` are the empty patch).
-        backend: the backend's name (:data:`takeover.grading.backends.BACKENDS`).
-        network: the tests may use the network.
-        timeout: seconds allowed for the test run.
-        spec_file: the user's environment spec file, as for :func:`takeover.environments.env_spec_for`.
-        grading_rules: ``swebench-4.1`` or ``swebench-5.0``; None = the installed harness's.
+        grading: the grading settings (:class:`takeover.grading_settings.GradingSettings`; default: its
+            defaults).
 
     Never raises for a missing or invalid specification: the key then has no ``env_spec_sha256``, and the
     grading itself reports the error.
 
     Raises:
-        InputError: an unknown backend.
+        InputError: an unknown backend or an option it refuses.
     """
-    environment = grading_backend(backend).environment_key(task, spec_file)
-    return GradingKey.of(task, patch, environment, backend=backend, network=network, timeout=timeout,
-                         grading_rules=grading_rules)
+    grading = checked_grading(grading or GradingSettings())
+    impl = grading_backend(grading.backend)
+    environment = impl.environment_key(task, impl.Options.model_validate(grading.options))
+    return GradingKey.of(task, patch, environment, backend=impl.name, network=impl.tests_network(grading.network),
+                         timeout=grading.timeout, grading_rules=grading.grading_rules)
 
 
 def _write_files(folder: Path, result: GradeResult, model_patch: str | None, *, writes_report: bool) -> None:
@@ -114,24 +113,18 @@ def _write_files(folder: Path, result: GradeResult, model_patch: str | None, *, 
 def grade_predictions(
     tasks: Iterable[SourceTask | Mapping[str, Any]],
     predictions: Iterable[Prediction | Mapping[str, Any]],
+    grading: GradingSettings | None = None,
     *,
-    backend: str = DEFAULT_BACKEND,
-    repo_source: RepoSource | None = None,
-    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
-    spec_file: SpecFile = None,
+    repo_source: RepoSource | None = None,
     force: bool = False,
-    keep_workspace: bool = False,
-    network: bool = False,
-    grading_rules: str | None = None,
-    hash_seed: int | None = None,
 ) -> list[GradeResult]:
     """Grade SWE-bench predictions, one :class:`GradeResult` per prediction, in order.
 
     Each result goes to ``<log_dir>/<model_name_or_path>/<instance_id>/`` (``test_output.txt``,
     ``report.json``, ``result.json``, ``eval.sh``, ``run_instance.log``, ``patch.diff``) written
     atomically. A result already stored there is reused when its grading key (patch, dataset row,
-    environment specification, backend, network, time limit, takeover and swebench versions:
+    environment specification, backend, network, time limit, takeover and swebench versions, verdict rules:
     :class:`~takeover.grading.reuse.GradingKey`) equals this grading's and it has no error; the returned
     copy says so (``reused``, ``reuse_note``, ``graded_at`` of the stored grading). A failure of one
     prediction (environment, repository) is recorded in its ``error`` and the others go on.
@@ -139,44 +132,31 @@ def grade_predictions(
     Args:
         tasks: source tasks (``SourceTask`` or dicts) covering the predictions' ``instance_id``s.
         predictions: ``Prediction`` records or dicts (``instance_id``, ``model_name_or_path``, ``model_patch``).
-        backend: the backend's name (:data:`takeover.grading.backends.BACKENDS`): ``local`` (venv + sandbox)
-            or ``docker`` (swebench's official harness, one run id per patch).
-        repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
-        grading_timeout: seconds allowed for each test run (``--grading-timeout``, the experiment file's
-            ``grading.timeout``).
+        grading: how to grade (:class:`takeover.grading_settings.GradingSettings`, whole; default: its
+            defaults): the backend (:data:`takeover.grading.backends.BACKENDS`: ``local``, a venv and the
+            sandbox; ``docker``, swebench's official harness, one run id per patch) and its own options, the
+            time limit of each test run, the network (``local``: off by default; SWE-bench's Docker harness
+            always has it on, :meth:`~takeover.grading.backend.GradingBackend.tests_network`; offline, a
+            suite that reads ``HTTPBIN_URL`` gets a local httpbin: :mod:`takeover.environments.local_httpbin`),
+            the verdict rules (docs/protocol.md section 6, extension "Grading rules"; recorded in each result
+            and its key) and the hash seed (default: one per grading key, :func:`takeover.grading.seeds.first_seed`;
+            a test that passes with the reference patch and fails is graded again under another seed, and a
+            verdict that changes is flaky: :mod:`takeover.grading.flaky`, docs/protocol.md section 6,
+            extension "Hash seeds and flaky verdicts"; a stored result graded under another named seed is
+            graded again).
         log_dir: default ``cache_dir()/grading``.
-        spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
+        repo_source: where repositories come from (default ``RepoSource()``: no mirror, GitHub).
         force: grade again even when a stored result could be reused.
-        keep_workspace: keep the temporary workspaces (``local``).
-        network: let the tests use the network (``local``; off by default. SWE-bench's Docker harness
-            always has it on: :meth:`~takeover.grading.backend.GradingBackend.tests_network`. A few suites
-            need it, e.g. psf/requests calls httpbin.org; offline, a suite that reads ``HTTPBIN_URL`` gets a
-            local httpbin: :mod:`takeover.environments.local_httpbin`).
-        grading_rules: whose verdict rules decide, ``swebench-4.1`` or ``swebench-5.0`` (docs/protocol.md
-            section 6, extension "Grading rules"); None = the installed harness's. Recorded in each result and
-            its key.
-        hash_seed: the ``PYTHONHASHSEED`` of the tests (1 to 4294967295; default: one per grading key,
-            :func:`takeover.grading.seeds.first_seed`); a test that passes with the reference patch and fails
-            is graded again under another seed, and a verdict that changes is flaky
-            (:mod:`takeover.grading.flaky`, docs/protocol.md section 6, extension "Hash seeds and flaky
-            verdicts"). A stored result graded under another named seed is graded again.
 
     Raises:
-        InputError: an unknown backend, grading rules or hash seed, or a prediction names an ``instance_id`` that is not among ``tasks``.
+        InputError: an unknown backend or an option it refuses, or a prediction names an ``instance_id`` that
+            is not among ``tasks``.
         EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
             (``docker`` without a Docker daemon).
     """
-    timeout = grading_timeout  # the backends' own keyword
-    impl = grading_backend(backend)
-    try:
-        rules = harness_version.grading_rules(grading_rules)
-    except ValueError as exc:
-        raise InputError("grading_rules", str(exc)) from None
-    if hash_seed is not None:
-        try:
-            check_seed(hash_seed)
-        except ValueError as exc:
-            raise InputError("hash_seed", str(exc)) from None
+    grading = checked_grading(grading or GradingSettings())
+    impl = grading_backend(grading.backend)
+    options = impl.Options.model_validate(grading.options)
     by_id = {t.instance_id: t for t in map(_as_task, tasks)}
     preds = [p if isinstance(p, Prediction) else Prediction.model_validate(dict(p)) for p in predictions]
     for i, p in enumerate(preds):
@@ -185,18 +165,25 @@ def grade_predictions(
                              field="instance_id")
     # Absolute: the patch and logs are handed to commands that run in the task workspace, not here.
     root = Path(log_dir).resolve() if log_dir is not None else cache_dir() / "grading"
-    options = GradingOptions(repo_source=repo_source or RepoSource(), timeout=timeout, spec_file=spec_file,
-                             network=impl.tests_network(network), keep_workspace=keep_workspace)
+    source = repo_source or RepoSource()
     results = []
     for p in preds:
         task = by_id[p.instance_id]
         folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
-        key = grading_key(task, p.model_patch, backend=impl.name, network=options.network, timeout=timeout,
-                          spec_file=spec_file, grading_rules=rules)
+        key = grading_key(task, p.model_patch, grading)
         with _grading_folder_lock(folder):  # another grading of this folder finishes first; then it is reused
-            results.append(_grade_in_folder(impl, task, p, key, folder, options, force=force, rules=rules,
-                                            hash_seed=hash_seed))
+            results.append(_grade_in_folder(impl, task, p, key, folder, _Grading(grading, options, source),
+                                            force=force))
     return results
+
+
+@dataclass(frozen=True)
+class _Grading:
+    """What every prediction of one :func:`grade_predictions` call is graded with."""
+
+    settings: GradingSettings
+    options: Any
+    repo_source: RepoSource
 
 
 @contextlib.contextmanager
@@ -215,10 +202,11 @@ def _grading_folder_lock(folder: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _grade_in_folder(impl: Any, task: SourceTask, p: Prediction, key: GradingKey, folder: Path,
-                     options: GradingOptions, *, force: bool, rules: str, hash_seed: int | None) -> GradeResult:
+def _grade_in_folder(impl: GradingBackend, task: SourceTask, p: Prediction, key: GradingKey, folder: Path,
+                     how: _Grading, *, force: bool) -> GradeResult:
     """One prediction of :func:`grade_predictions`: the stored result when it may be reused, else graded now
     (under seeds, :func:`~takeover.grading.flaky.grade_with_seeds`) and stored in ``folder``."""
+    hash_seed = how.settings.hash_seed
     reused, why = _reuse(_stored_result(folder / "result.json"), key, folder / "result.json", force)
     if reused is not None and hash_seed is not None and reused.hash_seed != hash_seed:
         reused, why = None, (f"graded again under {HASH_SEED_VARIABLE}={hash_seed} (the stored result ran under "
@@ -228,10 +216,15 @@ def _grade_in_folder(impl: Any, task: SourceTask, p: Prediction, key: GradingKey
     folder.mkdir(parents=True, exist_ok=True)
     for name in LOG_FILES:  # never left over from an earlier patch
         (folder / name).unlink(missing_ok=True)
-    result = grade_with_seeds(lambda seed, where: impl.grade(task, p, key, where, replace(options, hash_seed=seed)),
-                              key, folder, hash_seed)
+    tested = how.settings.model_copy(update={"network": key.network})  # what the tests get
+
+    def grade_once(seed: int, where: Path) -> GradeResult:
+        return impl.grade(task, p, key, where, tested.model_copy(update={"hash_seed": seed}), how.options,
+                          how.repo_source)
+
+    result = grade_with_seeds(grade_once, key, folder, hash_seed)
     result.grading_key = key
-    result.grading_rules, result.harness = rules, harness_version.harness_label()
+    result.grading_rules, result.harness = key.grading_rules, harness_version.harness_label()
     result.graded_at = datetime.now(UTC).isoformat(timespec="seconds")
     result.reuse_note = why
     _write_files(folder, result, p.model_patch, writes_report=impl.writes_report)
@@ -241,103 +234,84 @@ def _grade_in_folder(impl: Any, task: SourceTask, p: Prediction, key: GradingKey
 def grade(
     task: SourceTask | Mapping[str, Any],
     patch: str | None,
+    grading: GradingSettings | None = None,
     *,
-    backend: str = DEFAULT_BACKEND,
-    repo_source: RepoSource | None = None,
-    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
-    spec_file: SpecFile = None,
+    repo_source: RepoSource | None = None,
     model_name_or_path: str = "takeover",
     force: bool = False,
-    network: bool = False,
-    grading_rules: str | None = None,
-    hash_seed: int | None = None,
 ) -> GradeResult:
     """Grade one patch for one task (same code path as :func:`grade_predictions`).
 
     Args:
         task: a :class:`SourceTask` or an instance dict.
         patch: the candidate ``model_patch`` (``""`` = the empty patch).
-        grading_timeout: seconds for the test run; at the limit the process group is killed (``timed_out``).
+        grading: how to grade (:class:`takeover.grading_settings.GradingSettings`, whole; see
+            :func:`grade_predictions`); at the time limit the test's process group is killed (``timed_out``).
         log_dir: folder for the logs (default ``cache_dir()/grading``).
         force: grade again even when a stored result could be reused (see :func:`grade_predictions`).
-        network: let the tests use the network (see :func:`grade_predictions`,
-            :data:`~takeover.grading.NETWORK_REPOS`).
-        grading_rules: ``swebench-4.1`` or ``swebench-5.0`` (see :func:`grade_predictions`).
-        hash_seed: the tests' ``PYTHONHASHSEED`` (see :func:`grade_predictions`).
     Returns:
         :class:`GradeResult`; ``handoff_state`` per docs/protocol.md section 6.
     Raises:
-        InputError: an unknown backend or grading rules.
+        InputError: an unknown backend or an option it refuses.
         EnvironmentUnavailable: the backend cannot grade on this machine (``docker`` without a daemon).
     """
     task = _as_task(task)
     pred = Prediction(instance_id=task.instance_id, model_name_or_path=model_name_or_path, model_patch=patch)
-    return grade_predictions([task], [pred], backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                             log_dir=log_dir, spec_file=spec_file, force=force, network=network,
-                             grading_rules=grading_rules, hash_seed=hash_seed)[0]
+    return grade_predictions([task], [pred], grading, log_dir=log_dir, repo_source=repo_source, force=force)[0]
 
 
 def grade_checkpoint(
     task: SourceTask | Mapping[str, Any],
     patch: str,
+    grading: GradingSettings | None = None,
     *,
-    backend: str = DEFAULT_BACKEND,
-    repo_source: RepoSource | None = None,
-    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
-    spec_file: SpecFile = None,
-    network: bool = False,
+    repo_source: RepoSource | None = None,
     force: bool = False,
-    hash_seed: int | None = None,
 ) -> GradeResult:
     """Grade a checkpoint's ``patch`` for its handoff state (docs/protocol.md section 6).
 
-    As :func:`grade`, and the task's reference patch (``task.patch``) too, the same way (backend,
-    environment, network, time limit; stored under ``cache_dir()/grading/reference`` and reused by its
-    grading key; both under ``hash_seed``, see :func:`grade_predictions`): the PASS_TO_PASS tests the reference fails here are set aside from the handoff state
-    (extension, :func:`~takeover.grading.verdict.set_aside_by_reference`), and ``set_aside`` names them.
-    No reference is graded when the checkpoint's grading did not finish or its patch does not apply.
+    As :func:`grade`, and the task's reference patch (``task.patch``) too, under the same ``grading``
+    (backend and its options, network, time limit, verdict rules, hash seed; stored under
+    ``cache_dir()/grading/reference`` and reused by its grading key): the PASS_TO_PASS tests the reference
+    fails here are set aside from the handoff state (extension,
+    :func:`~takeover.grading.verdict.set_aside_by_reference`), and ``set_aside`` names them. No reference is
+    graded when the checkpoint's grading did not finish or its patch does not apply.
 
     Raises:
-        InputError: an unknown backend.
-        EnvironmentUnavailable: ``backend="docker"`` and no Docker daemon answers.
+        InputError: an unknown backend or an option it refuses.
+        EnvironmentUnavailable: the backend cannot grade on this machine (``docker`` without a daemon).
     """
     task = _as_task(task)
-    result = grade(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                   log_dir=log_dir, spec_file=spec_file, network=network, force=force, hash_seed=hash_seed)
+    result = grade(task, patch, grading, log_dir=log_dir, repo_source=repo_source, force=force)
     if result.error is not None or not result.applied or not task.patch:
         return result
     if patch == task.patch:
         return set_aside_by_reference(result, result)
-    reference = grade(task, task.patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                      log_dir=cache_dir() / "grading", spec_file=spec_file, network=network,
-                      model_name_or_path=REFERENCE_MODEL, hash_seed=hash_seed)
+    reference = grade(task, task.patch, grading, log_dir=cache_dir() / "grading", repo_source=repo_source,
+                      model_name_or_path=REFERENCE_MODEL)
     return set_aside_by_reference(result, reference)
 
 
 def grade_handoff_state(
     task: SourceTask,
     patch: str,
+    grading: GradingSettings | None = None,
     *,
-    backend: str = DEFAULT_BACKEND,
-    repo_source: RepoSource | None = None,
-    grading_timeout: float = DEFAULT_TIMEOUT,
     log_dir: Path | str | None = None,
-    spec_file: SpecFile = None,
-    network: bool = False,
+    repo_source: RepoSource | None = None,
 ) -> HandoffState:
     """The handoff state of a checkpoint's ``patch`` (docs/protocol.md section 6), from
-    :func:`grade_checkpoint` (PASS_TO_PASS tests the reference patch fails here are set aside;
-    ``grading_timeout``: seconds per test run).
+    :func:`grade_checkpoint` under ``grading`` (PASS_TO_PASS tests the reference patch fails here are set
+    aside).
 
     Raises:
         EnvironmentUnavailable: grading did not finish (environment, repository, test patch); the
             message has the reason.
-        InputError: an unknown backend.
+        InputError: an unknown backend or an option it refuses.
     """
-    result = grade_checkpoint(task, patch, backend=backend, repo_source=repo_source, grading_timeout=grading_timeout,
-                              log_dir=log_dir, spec_file=spec_file, network=network)
+    result = grade_checkpoint(task, patch, grading, log_dir=log_dir, repo_source=repo_source)
     if result.handoff_state is None:
         raise EnvironmentUnavailable(f"grading of {task.instance_id} did not finish: {result.error or 'no result'}")
     return result.handoff_state

@@ -6,7 +6,7 @@ repository (its name from the table of swebench 4.1's specifications,
 rows) or to one named in the environment spec. A log that holds one of swebench's failure codes (patch did
 not apply, tests errored or timed out) has no status map, as in swebench's ``get_logs_eval``; under the
 ``swebench-5.0`` rules neither has a log whose recorded exit code contradicts its results
-(:func:`takeover._util.harness_version.logs_eval`).
+(:func:`takeover.grading.swebench_rules.logs_eval`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from takeover._util import harness_version
 from takeover._util.harness_version import GradingRules
 from takeover.environments.swebench_specs import eval_type, parser_name
 from takeover.errors import EnvironmentUnavailable
+from takeover.grading import swebench_rules
 from takeover.sources.tasks import SourceTask
 
 #: A swebench log parser: ``(log text, TestSpec) -> {test name: status}``.
@@ -79,7 +80,7 @@ def parse_test_log(content: str, task: SourceTask, log_parser: str | None = None
     """
     parser = resolve_log_parser(log_parser or _row_parser(task), task.repo)
     spec = parser_test_spec(task)
-    return harness_version.logs_eval(content, lambda text: parser(text, spec), harness_version.grading_rules(rules))
+    return swebench_rules.logs_eval(content, lambda text: parser(text, spec), harness_version.grading_rules(rules))
 
 
 def _row_parser(task: SourceTask) -> str | None:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, model_serializer
+from pydantic import BaseModel
 
 from takeover._util import harness_version
-from takeover._util.io import sha256_text
+from takeover._util.io import sha256_text, stable_form
 from takeover._util.versions import package_versions
 from takeover.sources.tasks import SourceTask
 
@@ -55,8 +55,8 @@ class EnvironmentKey(BaseModel):
             can point at other content tomorrow, and a verdict is the image's as much as the patch's.
 
     A backend whose verdicts depend on more adds the field here and to :class:`GradingKey` with a default of
-    None and a name in ``_FIELD_NAMES``: stored keys without it read as None, so results of the other
-    backends are still reused.
+    None and a name in ``_FIELD_NAMES``: stored keys without it read as None (and the stable form of a key
+    leaves it out while it is None), so results of the other backends are still reused.
     """
 
     env_spec_sha256: str | None = None
@@ -120,19 +120,12 @@ class GradingKey(BaseModel):
                    backend=backend, network=network, timeout=float(timeout), takeover=versions.get("takeover"),
                    swebench=versions.get("swebench"), grading_rules=harness_version.grading_rules(grading_rules))
 
-    @model_serializer(mode="wrap")
-    def _image_only_when_known(self, handler: Any) -> dict[str, Any]:
-        # A key without an image (every local key) is written, compared and digested as keys were before
-        # images were part of it.
-        data = handler(self)
-        if self.image_id is None:
-            data.pop("image_id", None)
-        return data
-
     @property
     def digest(self) -> str:
-        """sha256 of the key (hex, 64 characters)."""
-        return sha256_text(self.model_dump_json())
+        """sha256 of the key in its stable form (:func:`takeover._util.io.stable_form`: a field at its default
+        is left out, so a field added later leaves the digests of earlier keys as they were; hex, 64
+        characters)."""
+        return sha256_text(json.dumps(stable_form(self), ensure_ascii=False, separators=(",", ":")))
 
     def changes_from(self, old: GradingKey | None) -> list[str]:
         """What differs from ``old``, in words (``["the dataset row", "the swebench version"]``); every

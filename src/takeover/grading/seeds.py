@@ -25,11 +25,10 @@ import hashlib
 import re
 
 from takeover.grading.reuse import GradingKey
+from takeover.grading_settings import MAX_SEED
 
 #: The variable that seeds Python's string hashing.
 HASH_SEED_VARIABLE = "PYTHONHASHSEED"
-#: The largest seed Python accepts (``PYTHONHASHSEED`` is 0 to 4294967295; 0 turns randomization off).
-MAX_SEED = 4294967295
 # sympy's runner prints the seed it ran under: "hash randomization: on (PYTHONHASHSEED=1535730572)".
 _PRINTED = re.compile(r"PYTHONHASHSEED=(\d+)")
 

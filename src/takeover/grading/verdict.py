@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from takeover._util import harness_version
 from takeover._util.harness_version import GradingRules
+from takeover.grading import swebench_rules
 from takeover.grading.log_parsing import parse_test_log, task_eval_type
 from takeover.grading.reuse import GradingKey
 from takeover.grading.seeds import HASH_SEED_VARIABLE
@@ -208,14 +209,20 @@ def tests_report(status_map: Mapping[str, str], task: SourceTask,
                  rules: GradingRules | None = None) -> dict[str, dict[str, list[str]]]:
     """swebench ``get_eval_tests_report`` of a status map against the task's FAIL_TO_PASS/PASS_TO_PASS under
     ``rules`` (default: the installed harness's): ``{"FAIL_TO_PASS": {"success": [...], "failure": [...]},
-    "PASS_TO_PASS": ..., ...}``; the row's ``eval_type`` or the repository's."""
-    return harness_version.tests_report(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS, task_eval_type(task),
-                                        harness_version.grading_rules(rules))
+    "PASS_TO_PASS": ..., ...}``; the row's ``eval_type`` or the repository's. The installed harness's own
+    function decides under its own rules, :func:`takeover.grading.swebench_rules.tests_report` under the
+    other version's."""
+    rules = harness_version.grading_rules(rules)
+    if rules == harness_version.installed_rules():
+        return harness_version.eval_tests_report(status_map, task.FAIL_TO_PASS, task.PASS_TO_PASS,
+                                                 task_eval_type(task))
+    return swebench_rules.tests_report(dict(status_map), task.FAIL_TO_PASS, task.PASS_TO_PASS, task_eval_type(task),
+                                       rules)
 
 
 def is_resolved(report: Mapping[str, Any]) -> bool:
     """swebench ``get_resolution_status(report) == RESOLVED_FULL``."""
-    return harness_version.is_resolved(report)
+    return swebench_rules.is_resolved(report)
 
 
 def report_outcomes(status_map: Mapping[str, str], task: SourceTask,

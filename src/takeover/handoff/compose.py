@@ -26,10 +26,11 @@ from takeover.handoff.session import read_session, session_point, session_task
 from takeover.handoff.worktree import RepositoryState, repository_state
 from takeover.llm import ModelClient, ModelSettings, ModelUsage
 from takeover.points import HandoffPoint
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import patch_sha256
 from takeover.trajectories import CUT_LAST_LINE
+from takeover.view_budgets import ViewBudgets
 from takeover.views import DeterministicFields, NotesFailed, ViewResult, build_view, compute_fields
-from takeover.views.notes import NOTE_MAX_TOKENS
 from takeover.vocabulary import VIEWS, ViewName
 
 #: The task prompt template for sessions (overrides the study's SWE-bench one).
@@ -139,10 +140,9 @@ def compose_handoff(
     model: ModelSettings | ModelClient | None = None,
     view: ViewName | None = None,
     record: int | None = None,
-    raw_trace_max_chars: int | None = None,
-    raw_trace_max_tokens: int | None = None,
-    note_max_tokens: int = NOTE_MAX_TOKENS,
+    view_budgets: ViewBudgets | None = None,
     event: int | None = None,
+    replay: ReplaySettings | None = None,
 ) -> Handoff:
     """The handoff of ``session`` on the repository ``repo`` (see module docstring).
 
@@ -155,11 +155,12 @@ def compose_handoff(
         view: ``structured_notes``, ``summary_notes``, ``raw_trace`` or ``repo_only``; default
             ``structured_notes`` with a model, ``raw_trace`` without.
         record: which run, for a file holding several (0-based).
-        raw_trace_max_chars / raw_trace_max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
-        note_max_tokens: completion cap per note-writing call (tokens; docs/protocol.md section 7.3).
+        view_budgets: the view's budgets (:class:`takeover.view_budgets.ViewBudgets`: the ``raw_trace``
+            budget, the completion cap per note-writing call; docs/protocol.md section 7.3).
         event: hand over after this event (0-based) instead of the last one: the repository's state then
             is rebuilt by replaying the session in a scratch copy, verified against the repository now
-            (:func:`takeover.handoff.event_state.patch_at_event`).
+            (:func:`takeover.handoff.event_state.patch_at_event`, with ``replay``:
+            :class:`takeover.replay_settings.ReplaySettings`).
 
     Raises:
         InputError: an unreadable session, no repository to read, an unknown view, an ``event`` the session
@@ -181,7 +182,7 @@ def compose_handoff(
     task = session_task(trajectory, Path(state.root).name, state.base_commit)
     notes = list(state.notes)
     if event is not None:
-        patch, how = patch_at_event(trajectory, state, event)
+        patch, how = patch_at_event(trajectory, state, event, replay=replay)
         if patch is None:
             raise InputError("--event", how)
         files = set(split_patch(patch))
@@ -197,9 +198,7 @@ def compose_handoff(
     built = failure = None
     try:
         built = build_view(
-            name, trajectory, point, task, state.patch, model=model, template_dir=TEMPLATES,
-            raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
-            note_max_tokens=note_max_tokens,
+            name, trajectory, point, task, state.patch, model=model, template_dir=TEMPLATES, view_budgets=view_budgets,
         )
     except NotesFailed as exc:
         failure = NotesFailure(outcome=exc.outcome, reasons=exc.reasons, attempts=exc.attempts, usage=exc.usage)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from takeover.errors import InputError
 from takeover.handoff.worktree import RepositoryState
-from takeover.repository_states.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, replay_trajectory
+from takeover.replay_settings import ReplaySettings
+from takeover.repository_states.replay import replay_trajectory
 from takeover.repository_states.snapshots import EMPTY_TREE, join_diffs
 from takeover.repository_states.starting_state import StartingState
 from takeover.trajectories.events import Trajectory
@@ -39,17 +40,15 @@ def patch_at_event(
     state: RepositoryState,
     event: int,
     *,
-    replay_timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: int = DEFAULT_MEMORY_MB,
-    use_sandbox: bool = True,
+    replay: ReplaySettings | None = None,
 ) -> tuple[str | None, str]:
     """``(patch, how)``: the repository's cumulative diff after ``event`` (0-based) against
     ``state.base_commit``, and a sentence saying how it was obtained; ``(None, reason)`` when it cannot be
     rebuilt exactly (see module docstring). The last event's state is the repository as it is now.
 
     Args:
-        replay_timeout, memory_mb: per-command limits of the replay (seconds, MiB).
-        use_sandbox: confine replayed commands with bubblewrap when available.
+        replay: the replay's per-command limits and sandbox (:class:`takeover.replay_settings.ReplaySettings`;
+            default: its defaults; the session's own repository is its environment).
     """
     last = len(trajectory.events) - 1
     if not 0 <= event <= last:
@@ -63,7 +62,7 @@ def patch_at_event(
         tree = _clone(state.root, state.base_commit, ws)
         run = trajectory.model_copy(update={"final_patch": state.patch})
         result = replay_trajectory(run, ws, state.base_commit, start=StartingState(base_commit=state.base_commit, tree=tree),
-                                   timeout=replay_timeout, memory_mb=memory_mb, use_sandbox=use_sandbox)
+                                   replay=replay)
     if not result.verdict.verified:
         return None, (f"the session's state after event {event} cannot be rebuilt exactly: its replay does not "
                       f"end at the repository as it is now ({result.verdict.reason})")

@@ -1,8 +1,11 @@
 """Resume an interrupted session with a successor agent (docs/protocol.md sections 5, 7 and 8).
 
-The successor is the study's: mini-swe-agent under the text action protocol, its commands in the sandbox
-(bubblewrap: no network, writes only in its workspace, which it sees at ``/testbed``), recorded in
+The successor is an agent choice (:class:`takeover.agents.AgentChoice`, as ``takeover agent run`` takes it),
+by default the study's: mini-swe-agent under the text action protocol, its commands in the sandbox
+(bubblewrap: no network, writes only in its workspace, which it sees at ``/testbed``); it is recorded in
 takeover's own run format (:mod:`takeover.trajectories.takeover_run`), with the handoff's takeover prompt.
+Its commands run on this host (a command backend whose commands run elsewhere, in an image, has no copy of
+the user's repository to work on, and is refused).
 
 Decision: the successor works on a copy, never in the user's repository. The copy is what the study calls
 a checkpoint workspace: ``git clone --shared`` of the repository (no history copied, nothing written into
@@ -42,9 +45,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from takeover._util.io import atomic_write_bytes, atomic_write_json
 from takeover._util.patches import first_difference, patch_files
 from takeover._util.redact import redact
-from takeover.agents.agent_choice import AgentChoice
+from takeover.agent_choice import AgentChoice
+from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
 from takeover.agents.run_folder import RunSpec, prepare_run_folder, run_inputs
 from takeover.agents.runs import run_agent
+from takeover.agents.runtimes import checked_choice
 from takeover.errors import InputError, TakeoverError
 from takeover.handoff.compose import Handoff, compose_handoff
 from takeover.handoff.worktree import RepositoryState, repository_state
@@ -53,15 +58,18 @@ from takeover.llm import ModelSettings
 from takeover.repository_states.snapshots import patch_bytes, snapshot_patch, take_snapshot, worktree_patch
 from takeover.sources.repos import cache_dir
 from takeover.trajectories.takeover_run import RunRecord, TakeoverOrigin
-from takeover.views.notes import NOTE_MAX_TOKENS
-from takeover.vocabulary import SESSION_END, ActionProtocol, ViewName
+from takeover.view_budgets import ViewBudgets
+from takeover.vocabulary import SESSION_END, ViewName
 
 #: ``TakeoverOrigin.method`` of a resumed session: the state was read from the working tree itself.
 WORKING_TREE = "working_tree"
 
 
 class HandoffBlocked(TakeoverError):
-    """The handoff has no prompt: its notes were rejected or the note writer failed (the reasons say why)."""
+    """The handoff has no prompt: its notes were rejected or the note writer failed (the reasons say why);
+    nothing was run, but the note writer was."""
+
+    exit_status = 1
 
 
 class ResumeResult(BaseModel):
@@ -159,12 +167,10 @@ def resume_session(
     *,
     view: ViewName = "structured_notes",
     limits: RunLimits | None = None,
-    protocol: ActionProtocol = "text",
+    agent: AgentChoice | None = None,
     apply: bool = False,
     record: int | None = None,
-    raw_trace_max_chars: int | None = None,
-    raw_trace_max_tokens: int | None = None,
-    note_max_tokens: int = NOTE_MAX_TOKENS,
+    view_budgets: ViewBudgets | None = None,
 ) -> ResumeResult:
     """Hand ``session`` over to a successor on a copy of ``repo`` (see module docstring).
 
@@ -173,23 +179,26 @@ def resume_session(
     running again.
 
     Args:
-        session, repo, view, record, raw_trace_max_chars, raw_trace_max_tokens, note_max_tokens: as in
-            :func:`takeover.handoff.compose.compose_handoff`.
+        session, repo, view, record, view_budgets: as in :func:`takeover.handoff.compose.compose_handoff`.
         out_dir: the run folder (default :func:`default_run_dir`); it must not be inside the repository.
         limits: the run's limits (default: the study's, :class:`takeover.limits.RunLimits`).
-        protocol: ``text`` (the study's) or ``tools``.
+        agent: the successor's agent choice (runtime, command backend, action protocol, their options;
+            default: the study's), checked by its runtime before anything runs.
         apply: apply the successor's changes to the repository's working tree afterwards
             (:func:`apply_to_repository`).
 
     Raises:
         HandoffBlocked: the notes were not accepted (nothing was run).
         InputError: bad input, a repository without commits, ``out_dir`` inside the repository or holding
-            another run, a copy that does not reproduce the repository's state.
+            another run, a copy that does not reproduce the repository's state, an agent choice its runtime
+            refuses or whose commands do not run on this host.
         takeover.errors.EnvironmentUnavailable: the sandboxed environment cannot start.
     """
-    handoff = compose_handoff(session, repo, model=model, view=view, record=record,
-                              raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens,
-                              note_max_tokens=note_max_tokens)
+    agent = checked_choice(agent or AgentChoice(), limits or RunLimits())
+    if not COMMAND_BACKENDS.named(agent.command_backend).on_host:
+        raise InputError("agent", "the successor works on a copy of the repository on this host: use command "
+                         f"backend {' or '.join(host_command_backends())}", field="command_backend")
+    handoff = compose_handoff(session, repo, model=model, view=view, record=record, view_budgets=view_budgets)
     if handoff.view is None:
         reasons = "; ".join(handoff.failure.reasons[-1:]) if handoff.failure else "no view"
         raise HandoffBlocked(f"{view}: the notes were not accepted ({reasons}); nothing was run "
@@ -204,7 +213,7 @@ def resume_session(
                          "choose a folder outside it (--out-dir)")
     spec = RunSpec(
         kind="takeover", instance_id=handoff.view.instance_id, repo=str(root), base_commit=state.base_commit,
-        prompt=handoff.prompt, model=model, limits=limits or RunLimits(), agent=AgentChoice(protocol=protocol),
+        prompt=handoff.prompt, model=model, limits=limits or RunLimits(), agent=agent,
         origin=TakeoverOrigin(
             checkpoint_dir=str(out), instance_id=handoff.view.instance_id, point_type=SESSION_END,
             event_index=handoff.point.event_index, view=view, patch_sha256=state.patch_sha256, method=WORKING_TREE,

@@ -1,70 +1,53 @@
 """The verdict of an exported Harbor task, run by its ``tests/test.sh`` inside the task's container
 (docs/protocol.md section 6): SWE-bench's test log -> ``reward.txt`` and ``report.json``.
 
-This file is copied into every exported task as ``tests/swebench_verdict.py`` and runs with the container's
-system Python (3.6 or later, standard library only), never imported by takeover itself. It follows swebench's
-own grading (``swebench.harness.grading``):
+The task ships this file as ``tests/swebench_verdict.py`` with the verdict rules inlined where it imports them:
+:func:`takeover.harbor.task_folder.verdict_script` generates it from :mod:`takeover.grading.swebench_rules`,
+the one source of the rules grading applies, so the shipped script decides as ``takeover grade`` does. It
+runs with the container's system Python (3.6 or later, standard library only) and is never imported by
+takeover itself:
 
-- a log holding one of swebench's failure codes (patch apply failed, reset failed, tests errored or timed
-  out), or missing the start/end markers, has no status map: nothing passes;
-- the text between the markers goes to swebench's log parser of the repository (the task ships swebench's
-  own ``log_parsers/python.py`` beside this file; ``config.json`` names the parser function); when it finds
-  no test there, the whole log is parsed, as swebench does;
-- a FAIL_TO_PASS or PASS_TO_PASS test passes when its status is ``PASSED`` or ``XFAIL``, fails when it is
-  missing or ``FAILED``/``ERROR``; a ``SKIPPED`` one is in neither list under ``swebench-4.1`` rules, while
-  under ``swebench-5.0`` rules (``config.json``'s ``grading_rules``, those of the swebench that exported the
-  task) a skipped PASS_TO_PASS test passes and a skipped FAIL_TO_PASS test fails, and a log whose recorded
-  test exit code is non-zero while no test failed or errored has no status map. 5.0's prefix match of
-  truncated parametrized ids is not reproduced here (such an id counts as missing);
-- the task is resolved when every FAIL_TO_PASS and every PASS_TO_PASS test passes (an empty list counts as
-  all passing, swebench's rate of 1).
+- the log becomes a status map with swebench's log parser of the repository (the task ships swebench's own
+  ``log_parsers/python.py`` beside this file; ``config.json`` names the parser function), under the verdict
+  rules ``config.json`` names (``grading_rules``: those the export was asked for, by default the installed
+  swebench's);
+- the FAIL_TO_PASS and PASS_TO_PASS report follows from it (``eval_type`` from ``config.json``), and the task
+  is resolved when the test patch applied (no ``Patch Apply Failed`` marker) and every listed test passes.
 
 Usage: ``python3 swebench_verdict.py CONFIG LOG OUT_DIR``; writes ``OUT_DIR/reward.txt`` (``1`` or ``0``) and
-``OUT_DIR/report.json`` (``{instance_id: {resolved, patch_successfully_applied, tests_status: {FAIL_TO_PASS:
-{success, failure}, PASS_TO_PASS: {...}}}}``, swebench's report shape).
+``OUT_DIR/report.json`` (``{instance_id: {resolved, patch_successfully_applied, grading_rules, tests_status:
+{FAIL_TO_PASS: {success, failure}, PASS_TO_PASS: {...}}}}``, swebench's report shape).
 """
 
 import json
 import os
-import re
 import sys
 
-FAILURE_CODES = (">>>>> Patch Apply Failed", ">>>>> Reset Failed", ">>>>> Tests Errored", ">>>>> Tests Timed Out")
-START, END = ">>>>> Start Test Output", ">>>>> End Test Output"
-PASSING, FAILING, SKIPPED = ("PASSED", "XFAIL"), ("FAILED", "ERROR"), "SKIPPED"
-EXIT_CODE = re.compile(r">>>>> Test Exit Code:\s*(-?\d+)")
-
-
-def status_map(content, parser):
-    """``({test: status}, log usable)`` of a test log, as swebench's ``get_logs_eval``."""
-    if any(code in content for code in FAILURE_CODES) or not (START in content and END in content):
-        return {}, False
-    between = content.split(START)[1].split(END)[0]
-    return parser(between, None) or parser(content, None), True
-
-
-def outcomes(tests, statuses, skipped_passes=None):
-    """``{"success": [...], "failure": [...]}`` of ``tests`` under ``statuses`` (swebench's pass/fail rule);
-    ``skipped_passes``: None leaves a skipped test out of both lists (4.1), True/False counts it (5.0)."""
-    passing = PASSING + ((SKIPPED,) if skipped_passes is True else ())
-    failing = FAILING + ((SKIPPED,) if skipped_passes is False else ())
-    success = [t for t in tests if statuses.get(t) in passing]
-    failure = [t for t in tests if t not in statuses or statuses[t] in failing]
-    return {"success": success, "failure": failure}
-
-
-def exit_code_contradicts(content, statuses):
-    """5.0's rule: the log records a non-zero test exit code while no test failed or errored."""
-    match = EXIT_CODE.search(content)
-    return bool(match) and int(match.group(1)) != 0 and not any(v in FAILING for v in statuses.values())
+from takeover.grading.swebench_rules import APPLY_PATCH_FAIL, RULES_4_1, is_resolved, logs_eval, tests_report
 
 
 def _parser(name):
+    """swebench's log parser ``name`` from the parsers shipped beside this file."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     from swebench.harness.log_parsers import python as parsers  # shipped beside this file
 
     return getattr(parsers, name)
+
+
+def verdict(config, content):
+    """``(resolved, report)`` of the test log ``content`` for the task ``config`` (``config.json``)."""
+    parse = _parser(config["log_parser"])
+    rules = config.get("grading_rules", RULES_4_1)
+    applied = APPLY_PATCH_FAIL not in content
+    statuses = logs_eval(content, lambda text: parse(text, None), rules)[0] if applied else {}
+    tests = tests_report(statuses, config["FAIL_TO_PASS"], config["PASS_TO_PASS"],
+                         config.get("eval_type", "pass_and_fail"), rules)
+    resolved = applied and is_resolved(tests)
+    report = {config["instance_id"]: {"resolved": resolved, "patch_successfully_applied": applied,
+                                      "grading_rules": rules,
+                                      "tests_status": {k: tests[k] for k in ("FAIL_TO_PASS", "PASS_TO_PASS")}}}
+    return resolved, report
 
 
 def main(argv):
@@ -76,16 +59,7 @@ def main(argv):
             content = fh.read()
     except OSError:
         content = ""
-    statuses, applied = status_map(content, _parser(config["log_parser"]))
-    rules_50 = config.get("grading_rules") == "swebench-5.0"
-    if rules_50 and exit_code_contradicts(content, statuses):
-        statuses = {}
-    f2p = outcomes(config["FAIL_TO_PASS"], statuses, skipped_passes=False if rules_50 else None)
-    p2p = outcomes(config["PASS_TO_PASS"], statuses, skipped_passes=True if rules_50 else None)
-    resolved = applied and not f2p["failure"] and not p2p["failure"]
-    report = {config["instance_id"]: {"resolved": resolved, "patch_successfully_applied": applied,
-                                      "grading_rules": config.get("grading_rules", "swebench-4.1"),
-                                      "tests_status": {"FAIL_TO_PASS": f2p, "PASS_TO_PASS": p2p}}}
+    resolved, report = verdict(config, content)
     with open(os.path.join(out_dir, "report.json"), "w") as fh:
         json.dump(report, fh, indent=2)
     with open(os.path.join(out_dir, "reward.txt"), "w") as fh:

@@ -15,7 +15,8 @@ A Harbor task (Harbor 0.22 or later) is a folder::
         ├── test.sh          # final patch, SWE-bench's eval script, the verdict -> /logs/verifier
         ├── eval.sh          # swebench's eval script of the instance (test patch, test command, markers)
         ├── config.json      # instance_id, FAIL_TO_PASS, PASS_TO_PASS, the log parser's name
-        ├── swebench_verdict.py  # takeover's verdict (swebench's grading rules), stdlib only
+        ├── swebench_verdict.py  # takeover's verdict (swebench's grading rules), stdlib only: generated from
+        │                        # takeover.grading.swebench_rules (:func:`verdict_script`)
         └── swebench/...     # swebench's own Python log parsers, copied from the installed swebench
 
 The verifier writes ``/logs/verifier/reward.txt`` (``1`` resolved, ``0`` not), ``report.json`` (per-test
@@ -39,7 +40,10 @@ from takeover._util.io import atomic_write_json, atomic_write_text, read_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
-from takeover.grading.log_parsing import resolve_log_parser
+from takeover.grading import swebench_rules
+from takeover.grading.log_parsing import resolve_log_parser, task_eval_type
+from takeover.grading.seeds import seed_export
+from takeover.grading_settings import GradingSettings
 from takeover.repository_states.snapshots import DIFF_ARGS
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -47,6 +51,10 @@ from takeover.trajectories import read_trajectories
 from takeover.trajectories.atif_writer import to_atif
 from takeover.vocabulary import VIEWS
 
+#: The verdict script's name in a task's ``tests/`` (generated: :func:`verdict_script`).
+VERDICT_SCRIPT = "swebench_verdict.py"
+#: The line of the verdict script's entry point that imports the rules, replaced by the rules themselves.
+_RULES_IMPORT = "from takeover.grading.swebench_rules import"
 #: Where the verifier finds the frozen starting commit (written by ``freeze.sh`` at build time).
 STARTING_COMMIT_FILE = "/var/lib/takeover/starting_commit"
 #: The view whose task also ships the predecessor's trajectory (docs/protocol.md section 7).
@@ -121,6 +129,7 @@ start=$(cat {starting} 2>/dev/null || echo {base})
 # The final patch: the working tree, untracked files included, against the starting commit.
 git add -A >/dev/null 2>&1 && {diff} "$start" > "$out/final.patch"
 git reset -q >/dev/null 2>&1
+{seed}
 bash "$here/eval.sh" > "$out/test_output.log" 2>&1
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
@@ -245,7 +254,7 @@ def _check_view(folder: Path, view: str) -> None:
 
 def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
                 repo_source: RepoSource | None = None, image: str | None = None,
-                verifier_timeout: float = 1800.0, agent_timeout: float | None = None,
+                grading: GradingSettings | None = None, agent_timeout: float | None = None,
                 seed_trajectory: bool = True) -> Path:
     """Write the Harbor task of (``checkpoint_dir``, ``view``) under ``out_dir``; returns its folder.
 
@@ -253,7 +262,13 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         task: the checkpoint's instance (its dataset row: test patch, test lists, version).
         repo_source: where swebench's eval script reads requirement files (a mirror, or offline).
         image: the environment's base image (default: swebench's name of the instance image).
-        verifier_timeout, agent_timeout: seconds (``task.toml``); no agent limit by default.
+        grading: how the verifier grades (:class:`takeover.grading_settings.GradingSettings`, whole; default:
+            its defaults): its ``timeout`` is the verifier's (``task.toml``), its ``grading_rules`` decide the
+            verdict (``config.json``; default: the installed harness's), its ``hash_seed`` is the tests'
+            ``PYTHONHASHSEED`` (``test.sh``; default: the test runner's own). The tests run in the task's own
+            container (SWE-bench's image, as Harbor runs it): the backend, its options and ``network`` are
+            Harbor's there, not read.
+        agent_timeout: seconds (``task.toml``); no agent limit by default.
         seed_trajectory: a raw_trace task ships ``trajectory.json`` (Harbor then runs it only with agents that
             can load an ATIF trajectory: Claude Code, Codex CLI in Harbor 0.25); the trace is in the
             instruction either way.
@@ -263,6 +278,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
             not the checkpoint's, or (raw_trace) a predecessor trajectory that cannot be read.
         EnvironmentUnavailable: the task has no SWE-bench specification or no Python log parser.
     """
+    grading = grading or GradingSettings()
     folder = Path(checkpoint_dir)
     checkpoint, patch = load_checkpoint(folder)
     _check_view(folder, view)
@@ -272,7 +288,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     prompt = folder / "views" / f"{view}.md"
     instruction = read_text(prompt)  # before any work: a view that is not UTF-8 names its file
     spec = official_test_spec(task, repo_source)
-    files, parser_name = _parser_files(task)
+    verdict = verdict_files(task, grading)
     dest = Path(out_dir) / task_name(checkpoint, view)
     if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
         raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
@@ -293,29 +309,74 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
         atomic_write_text(tmp / "environment" / "freeze.sh", FREEZE_SH)
         atomic_write_text(tmp / "environment" / "checkpoint.patch", patch)
         diff = shlex.join(["git", *DIFF_ARGS, "--cached"])
+        seed = seed_export(grading.hash_seed) if grading.hash_seed is not None else "# the test runner's own hash seed"
         atomic_write_text(tmp / "tests" / "test.sh", TEST_SH.replace("{starting}", STARTING_COMMIT_FILE)
-                          .replace("{base}", checkpoint.base_commit).replace("{diff}", diff))
+                          .replace("{base}", checkpoint.base_commit).replace("{diff}", diff).replace("{seed}", seed))
         (tmp / "tests" / "test.sh").chmod(0o755)
         atomic_write_text(tmp / "tests" / "eval.sh", spec.eval_script)
-        atomic_write_json(tmp / "tests" / "config.json", {
-            "instance_id": task.instance_id, "repo": task.repo, "log_parser": parser_name,
-            "grading_rules": harness_version.installed_rules(),
-            "FAIL_TO_PASS": list(task.FAIL_TO_PASS), "PASS_TO_PASS": list(task.PASS_TO_PASS)})
-        atomic_write_text(tmp / "tests" / "swebench_verdict.py",
-                          resources.files("takeover.harbor").joinpath("swebench_verdict.py").read_text(encoding="utf-8"))
-        for rel, text in files.items():
+        for rel, text in verdict.items():
             atomic_write_text(tmp / "tests" / rel, text)
         atomic_write_text(tmp / "solution" / "solve.sh", SOLVE_SH)
         (tmp / "solution" / "solve.sh").chmod(0o755)
         atomic_write_text(tmp / "solution" / "checkpoint.patch", patch)
         atomic_write_text(tmp / "solution" / "gold.patch", task.patch or "")
         metadata = task_metadata(checkpoint, folder, view)
-        atomic_write_text(tmp / "task.toml", task_toml(metadata, verifier_timeout=verifier_timeout,
+        atomic_write_text(tmp / "task.toml", task_toml(metadata, verifier_timeout=grading.timeout,
                                                         agent_timeout=agent_timeout))
         # An earlier export of the same task is exchanged with this one in one step: a reader, Harbor or a
         # kill -9 sees one of the two whole, never a task with some of its files.
         replace_whole(tmp, dest)
     return dest
+
+
+def verdict_files(task: SourceTask, grading: GradingSettings | None = None) -> dict[str, str]:
+    """The files of a task's ``tests/`` that decide its verdict from the test log, by path: the verdict script
+    (:func:`verdict_script`), ``config.json`` (the instance, its FAIL_TO_PASS and PASS_TO_PASS tests, its log
+    parser and ``eval_type``, the verdict rules of ``grading``: by default the installed harness's) and
+    swebench's own Python log parsers.
+
+    Raises:
+        EnvironmentUnavailable: the task has no Python log parser.
+    """
+    parsers, parser_name = _parser_files(task)
+    rules = harness_version.grading_rules((grading or GradingSettings()).grading_rules)
+    config = {"instance_id": task.instance_id, "repo": task.repo, "log_parser": parser_name,
+              "eval_type": task_eval_type(task), "grading_rules": rules,
+              "FAIL_TO_PASS": list(task.FAIL_TO_PASS), "PASS_TO_PASS": list(task.PASS_TO_PASS)}
+    return {VERDICT_SCRIPT: verdict_script(), "config.json": json.dumps(config, indent=2) + "\n", **parsers}
+
+
+def verdict_script() -> str:
+    """The verdict script a task ships as ``tests/swebench_verdict.py``: :mod:`takeover.harbor.swebench_verdict`
+    (its entry point) with its import of the verdict rules replaced by their one source,
+    :mod:`takeover.grading.swebench_rules`, so that the script in the container decides as grading does
+    (both run on Python 3.6, standard library only)."""
+    rules = Path(swebench_rules.__file__).read_text(encoding="utf-8")
+    entry = resources.files("takeover.harbor").joinpath("swebench_verdict.py").read_text(encoding="utf-8")
+    doc, _, code = entry.partition('"""\n\n')
+    lines = [line for line in code.splitlines() if not line.startswith(_RULES_IMPORT)]
+    end = _imports_end(lines)
+    header = (f"{doc}\n\nGenerated by takeover {__version__} from takeover/harbor/swebench_verdict.py, the rules those "
+              "of\ntakeover/grading/swebench_rules.py (as they are, after the imports).\n\"\"\"")
+    return "\n\n".join([header, "\n".join(lines[:end]).strip("\n"), _without_docstring(rules),
+                        "\n".join(lines[end:]).strip("\n")]) + "\n"
+
+
+def _imports_end(lines: list[str]) -> int:
+    """The index of the first line after the leading imports (and blank lines) of ``lines``."""
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or lines[i].startswith(("import ", "from "))):
+        i += 1
+    return i
+
+
+def _without_docstring(source: str) -> str:
+    """``source`` without its module docstring (the generated script has one of its own)."""
+    tree = ast.parse(source)
+    first = tree.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        return "\n".join(source.splitlines()[first.end_lineno:]).strip("\n")
+    return source
 
 
 def checkpoint_folders(root: Path | str) -> list[Path]:
@@ -345,7 +406,7 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
 
     Args:
         tasks: ``{instance_id: task}`` holding every checkpoint's instance.
-        options: as :func:`export_task` (``repo_source``, ``image``, ``verifier_timeout``, ``agent_timeout``,
+        options: as :func:`export_task` (``repo_source``, ``image``, ``grading``, ``agent_timeout``,
             ``seed_trajectory``).
 
     Raises:

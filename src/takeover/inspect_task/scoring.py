@@ -4,8 +4,10 @@ run's counts (docs/protocol.md sections 6, 8.3 and 8.5).
 - The final patch is the sandbox repository's diff against ``base_commit`` in the pinned format of
   docs/protocol.md section 5.2 (untracked files included, ignored files and new generated output left out):
   the checkpoint's edits plus the agent's, as a takeover run's final patch.
-- It is graded by :func:`takeover.grading.grade` (the ``local`` backend by default) against the task's row
-  of the dataset: ``resolved``, the FAIL_TO_PASS and PASS_TO_PASS pass rates and the final patch's label.
+- It is graded by :func:`takeover.grading.grade` under the task's grading record
+  (:class:`takeover.grading_settings.GradingSettings`, whole: backend and its options, time limit, network,
+  hash seed, verdict rules) against the task's row of the dataset: ``resolved``, the FAIL_TO_PASS and
+  PASS_TO_PASS pass rates and the final patch's label.
 - ``agent_events`` (section 1): every assistant message after the input is one action per tool call (one
   when it calls none), every tool result one observation, and every later user message (a harness's
   "please continue") one observation.
@@ -35,6 +37,8 @@ from inspect_ai.util import sandbox
 
 from takeover._util.patches import split_patch
 from takeover.grading import grade
+from takeover.grading.backends import checked_grading
+from takeover.grading_settings import GradingSettings
 from takeover.repository_states.snapshots import DIFF_ARGS, join_diffs, patch_sha256, without_generated
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import load_tasks, task_index
@@ -73,9 +77,9 @@ def prompt_tokens(events: Sequence[object]) -> tuple[int | None, int | None]:
     return prompt, sum(u.output_tokens for u in used)
 
 
-def _grade(task, patch: str, backend: str, source: RepoSource, grading_timeout: float):
+def _grade(task, patch: str, grading: GradingSettings, source: RepoSource):
     with _grading:
-        return grade(task, patch, backend=backend, repo_source=source, grading_timeout=grading_timeout)
+        return grade(task, patch, grading, repo_source=source)
 
 
 def _rate(passed: list, failed: list) -> float | None:
@@ -84,16 +88,20 @@ def _rate(passed: list, failed: list) -> float | None:
 
 
 @scorer(metrics={"resolved": [mean()], "agent_events": [mean()], "prompt_tokens": [mean()]})
-def handoff_scorer(dataset: str, mirror: str | None = None, offline: bool = False, backend: str = "local",
-                   grading_timeout: float = 1800.0):
+def handoff_scorer(dataset: str, mirror: str | None = None, offline: bool = False,
+                   grading: GradingSettings | None = None):
     """Grade the sample's final repository and count its events and tokens (module docstring).
 
     Args:
         dataset: the SWE-bench dataset file (JSON Lines) holding the instances' rows.
         mirror, offline: where repositories come from (:class:`takeover.sources.repos.RepoSource`).
-        backend: ``local`` (default) or ``docker``.
-        grading_timeout: seconds for the test run (``--grading-timeout`` elsewhere).
+        grading: how it is graded (:class:`takeover.grading_settings.GradingSettings`, whole; default: its
+            defaults, the ``local`` backend).
+
+    Raises:
+        InputError: an unknown backend or an option it refuses.
     """
+    grading = checked_grading(grading or GradingSettings())
     source = RepoSource(mirror, offline=offline)
     tasks = task_index(load_tasks(Path(dataset)))
 
@@ -110,7 +118,7 @@ def handoff_scorer(dataset: str, mirror: str | None = None, offline: bool = Fals
         if task is None:
             return Score(value={"resolved": 0.0, **counts}, answer=patch, explanation="not graded",
                          metadata={"grading_error": f"instance {meta['instance_id']} is not in {dataset}"})
-        graded = await asyncio.to_thread(_grade, task, patch, backend, source, grading_timeout)
+        graded = await asyncio.to_thread(_grade, task, patch, grading, source)
         return Score(
             value={"resolved": 1.0 if graded.resolved else 0.0, **counts},
             answer=patch,

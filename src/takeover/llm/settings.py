@@ -52,7 +52,7 @@ class ModelSettings(BaseModel):
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int | None = None
-    timeout: float = 300.0
+    timeout: float = Field(300.0, gt=0)
     retries: int = Field(3, ge=0)
     backoff: float = Field(1.0, ge=0)
     max_retry_wait: float = Field(60.0, ge=0)

@@ -23,7 +23,8 @@ from takeover._util.io import atomic_write_text
 from takeover._util.patches import count_changed_lines
 from takeover.points.detection import HandoffPoint, command_of, point_at, source_edits, verifications
 from takeover.points.event_states import event_states
-from takeover.repository_states.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict
+from takeover.replay_settings import ReplaySettings
+from takeover.repository_states.replay import ReplayResult, ReplayVerdict
 from takeover.repository_states.snapshots import join_diffs
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -154,18 +155,15 @@ def cut_at_event(
     *,
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
-    use_environment: bool = True,
-    replay_timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: int = DEFAULT_MEMORY_MB,
-    use_sandbox: bool = True,
+    replay: ReplaySettings | None = None,
 ) -> EventCut:
     """The repository state after event ``event_index`` (0-based) of ``trajectory``, or why it cannot be
     rebuilt exactly (docs/protocol.md section 4.5).
 
     An index outside the run is refused before any replay. Otherwise the states come from
     :func:`takeover.points.event_states.event_states` with the same arguments as
-    :func:`takeover.points.analyze_run` (snapshot repository, work folder, task environment, per-command
-    limits ``replay_timeout`` in seconds and ``memory_mb`` in MiB, sandbox); an unreplayable run is refused with its verdict's reason.
+    :func:`takeover.points.analyze_run` (snapshot repository, work folder, ``replay``: the
+    :class:`takeover.replay_settings.ReplaySettings`); an unreplayable run is refused with its verdict's reason.
 
     Raises:
         RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
@@ -175,8 +173,7 @@ def cut_at_event(
     if why is not None:
         return EventCut(**base, event_index=event_index, reason=why)
     result = event_states(trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
-                          use_environment=use_environment, timeout=replay_timeout, memory_mb=memory_mb,
-                          use_sandbox=use_sandbox)
+                          replay=replay)
     env = result.start.patch if result.start is not None else ""
     cut = cut_from_states(trajectory, result, event_index)
     if isinstance(cut, str):
@@ -225,10 +222,7 @@ def run_events(
     *,
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
-    use_environment: bool = True,
-    replay_timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: int = DEFAULT_MEMORY_MB,
-    use_sandbox: bool = True,
+    replay: ReplaySettings | None = None,
 ) -> RunEvents:
     """Every event of ``trajectory`` with the files it changed, whether it is a source edit and its
     verification result (what ``takeover points --all-events`` prints), from the same states and with the
@@ -238,8 +232,7 @@ def run_events(
         RepositoryUnavailable: the repository or ``base_commit`` cannot be obtained (replay only).
     """
     result = event_states(trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
-                          use_environment=use_environment, timeout=replay_timeout, memory_mb=memory_mb,
-                          use_sandbox=use_sandbox)
+                          replay=replay)
     reason = None if result.verdict.verified else unexact_reason(result.verdict)
     return RunEvents(**_record(trajectory, task), replay=result.verdict, rows=event_rows(trajectory, result),
                      reason=reason)

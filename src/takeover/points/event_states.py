@@ -30,10 +30,9 @@ from typing import TypeVar
 from takeover._util.patches import first_difference, split_patch
 from takeover.environments import prepare_environment
 from takeover.errors import RepositoryUnavailable, TakeoverError
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.file_classes import SCRATCH_PREFIXES, file_class
 from takeover.repository_states.replay import (
-    DEFAULT_MEMORY_MB,
-    DEFAULT_TIMEOUT,
     ReplayResult,
     ReplayVerdict,
     replay_trajectory,
@@ -147,7 +146,7 @@ def _unknown_top_level_note(diffs: Sequence[dict[str, str]]) -> list[str]:
 
 
 def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str | None,
-                 use_sandbox: bool) -> tuple[StartingState | None, list[str]]:
+                 replay: ReplaySettings) -> tuple[StartingState | None, list[str]]:
     """The environment's edits, found in a scratch checkout, for states that were not replayed: ``(None, [])``
     when the task's environment has no setup steps, ``(None, [note])`` when they cannot be found."""
     if not setup_steps(task)[0]:
@@ -156,7 +155,7 @@ def _setup_edits(task: SourceTask, repo_source: RepoSource, work_dir: Path | str
         ws = Path(tmp) / "workspace"
         try:
             repo_source.workspace(task.repo, task.base_commit, ws)
-            return environment_edits(task, ws, use_sandbox=use_sandbox), []
+            return environment_edits(task, ws, replay=replay), []
         except (TakeoverError, OSError) as exc:
             return None, [f"the environment's setup edits could not be determined ({_reason(exc, ws)})"]
 
@@ -188,10 +187,7 @@ def event_states(
     *,
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
-    use_environment: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: int = DEFAULT_MEMORY_MB,
-    use_sandbox: bool = True,
+    replay: ReplaySettings | None = None,
 ) -> ReplayResult:
     """The per-event diffs of one run and the verdict on them, from the best source available.
 
@@ -203,11 +199,11 @@ def event_states(
     removed afterwards).
 
     Args:
-        use_environment: replay inside the task's environment
+        replay: how a replay runs (:class:`takeover.replay_settings.ReplaySettings`; default: its defaults):
+            its per-command limits, the sandbox (also for finding the environment's setup edits), and
+            ``use_environment``: replay inside the task's environment
             (:func:`takeover.environments.prepare_environment`); when it cannot be prepared, the plain
             interpreter is used and the verdict says why.
-        timeout, memory_mb: per-command limits for replay (seconds, MiB).
-        use_sandbox: confine replayed commands with bubblewrap when available.
 
     Returns:
         :class:`ReplayResult`: ``diffs[i]`` is ``{path: cumulative diff against the starting state}`` after
@@ -227,13 +223,14 @@ def event_states(
         if recorded and Path(recorded).is_dir():
             snapshot_repo = recorded
     repo_source = repo_source or RepoSource()
+    replay = replay or ReplaySettings()
     stored = any(ev.state_diff is not None for ev in trajectory.events)
     if (snapshot_repo and any(ev.snapshot for ev in trajectory.events)) or stored:
         recorded_start = trajectory.metadata.get("starting_state")
         if snapshot_repo and recorded_start:
             start, notes = _recorded_start(snapshot_repo, task.base_commit, recorded_start), []
         else:
-            start, notes = _setup_edits(task, repo_source, work_dir, use_sandbox)
+            start, notes = _setup_edits(task, repo_source, work_dir, replay)
         diffs = recorded_diffs(trajectory, snapshot_repo, task.base_commit, start) if snapshot_repo else None
         verdict = ReplayVerdict(verified=True, method="recorded_snapshot", notes=notes)
         top_level = _top_level(snapshot_repo, task.base_commit)
@@ -254,14 +251,13 @@ def event_states(
     with tempfile.TemporaryDirectory(prefix="takeover-points-", dir=work_dir) as tmp:
         ws = repo_source.workspace(task.repo, task.base_commit, Path(tmp) / "workspace")
         try:
-            start = environment_edits(task, ws, use_sandbox=use_sandbox)
-            env_vars, readable, note = _environment_vars(task, ws) if use_environment else (None, [], None)
+            start = environment_edits(task, ws, replay=replay)
+            env_vars, readable, note = _environment_vars(task, ws) if replay.use_environment else (None, [], None)
             form = recorded_form(start, trajectory.final_patch)
             apply_starting_state(ws, start, form)
             result = replay_trajectory(
                 trajectory, ws, task.base_commit, start=start, form=form, env_vars=env_vars, readable=readable,
-                interpreter_note=note,
-                timeout=timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
+                interpreter_note=note, replay=replay,
             )
         except RepositoryUnavailable:
             raise

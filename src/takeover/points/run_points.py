@@ -17,7 +17,8 @@ from takeover._util.io import atomic_write_text, read_json
 from takeover.errors import InputError, json_type
 from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
-from takeover.repository_states.replay import DEFAULT_MEMORY_MB, DEFAULT_TIMEOUT, ReplayResult, ReplayVerdict
+from takeover.replay_settings import ReplaySettings
+from takeover.repository_states.replay import ReplayResult, ReplayVerdict
 from takeover.repository_states.snapshots import join_diffs
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -102,10 +103,7 @@ def analyze_run(
     *,
     snapshot_repo: Path | str | None = None,
     work_dir: Path | str | None = None,
-    use_environment: bool = True,
-    replay_timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: int = DEFAULT_MEMORY_MB,
-    use_sandbox: bool = True,
+    replay: ReplaySettings | None = None,
     result_out: list | None = None,
 ) -> RunPoints:
     """Per-event states, verdict and handoff points of one predecessor run (docs/protocol.md sections 3-5).
@@ -118,10 +116,9 @@ def analyze_run(
     missing with the reason.
 
     Args:
-        use_environment: replay inside the task's environment when it can be prepared.
-        replay_timeout, memory_mb: per-command limits for replay (seconds, MiB; ``--replay-timeout``, the
-            experiment file's ``replay.timeout``).
-        use_sandbox: confine replayed commands with bubblewrap when available.
+        replay: how a replay runs (:class:`takeover.replay_settings.ReplaySettings`, the ``replay`` option
+            group and the experiment file's ``[replay]``; default: its defaults): per-command limits, the
+            sandbox, and whether the task's environment is used.
         result_out: when a list is given, the :class:`ReplayResult` (per-event trees and diffs) is appended.
 
     Raises:
@@ -134,7 +131,7 @@ def analyze_run(
     }
     result: ReplayResult = event_states(
         trajectory, task, repo_source, snapshot_repo=snapshot_repo, work_dir=work_dir,
-        use_environment=use_environment, timeout=replay_timeout, memory_mb=memory_mb, use_sandbox=use_sandbox,
+        replay=replay,
     )
     if result_out is not None:
         result_out.append(result)

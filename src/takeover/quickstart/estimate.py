@@ -152,9 +152,10 @@ def work_configuration(options: QuickstartOptions, model_identity: str) -> dict[
     :meth:`takeover.embedded_model.EmbeddedModel.identity`)."""
     return {
         "instance_ids": sorted(options.instance_ids), "point_types": sorted(options.point_types),
-        "views": sorted(options.views) if options.views else "all", "step_limit": options.step_limit,
-        "wall_time_limit_seconds": options.wall_time_limit_seconds, "note_max_tokens": options.notes_cap,
-        "raw_trace_max_tokens": options.raw_trace_budget, "agent": options.agent, "workers": options.workers,
+        "views": sorted(options.views) if options.views else "all", "step_limit": options.limits.step_limit,
+        "wall_time_limit_seconds": options.limits.wall_time_limit_seconds,
+        "note_max_tokens": options.budgets.note_max_tokens, "raw_trace_max_tokens": options.budgets.raw_trace_max_tokens,
+        "agent": options.agent.runtime, "workers": options.workers,
         "model": model_identity,
     }
 

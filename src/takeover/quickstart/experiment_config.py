@@ -18,12 +18,10 @@ from takeover.experiments.config import (
     NotesConfig,
     PredecessorConfig,
 )
-from takeover.grading.backends import GradingSettings
-from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.quickstart.options import QuickstartOptions
 from takeover.report.notice import ReportNotice, notice_markdown
-from takeover.views.notes import NOTE_MAX_TOKENS
+from takeover.view_budgets import NOTE_MAX_TOKENS
 from takeover.vocabulary import VIEWS
 
 
@@ -49,10 +47,10 @@ def build_config(options: QuickstartOptions, dataset: Path, trajectories: list[P
         successors=[{**endpoint, "agent": options.agent}],
         views=list(options.views or VIEWS),
         point_types=list(options.point_types),
-        raw_trace_max_tokens=options.raw_trace_budget,
-        limits=RunLimits(step_limit=options.step_limit, wall_time_limit_seconds=options.wall_time_limit_seconds),
-        grading=GradingSettings(backend=options.backend),
-        notes=NotesConfig(model=endpoint, note_max_tokens=options.notes_cap),
+        limits=options.limits,
+        grading=options.grading,
+        view_budgets=options.budgets,
+        notes=NotesConfig(model=endpoint),
         execution=ExecutionConfig(workers=options.workers, model_concurrency=1 if options.embedded else None,
                                   prepare_environments=True),
         bootstrap_resamples=1000,
@@ -107,21 +105,22 @@ def report_notice(options: QuickstartOptions, model: ModelSettings,
     if options.embedded:
         title = "This is a demonstration, not a measurement."
         text = ("The successor and the note writer were the embedded Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, on CPU) "
-                f"under a {options.step_limit}-step limit and a {options.wall_time_limit_seconds:.0f}-second "
+                f"under a {options.limits.step_limit}-step limit and a {options.limits.wall_time_limit_seconds:.0f}-second "
                 f"wall-time limit per takeover run, on {len(options.instance_ids)} task(s). A 0.5B model's solved "
                 "rates mean nothing: it almost never solves a SWE-bench task, so every number below only shows "
                 "that the pipeline ran end to end (handoff point, checkpoint, grading, four views, takeover "
                 "runs, report). The paper's measurements used 27B-31B models, 500 steps and 181 handoff points.")
-        if options.notes_cap != NOTE_MAX_TOKENS:
-            text += (f" Notes were capped at {options.notes_cap} completion tokens per call (the protocol's cap "
+        budgets = options.budgets
+        if budgets.note_max_tokens != NOTE_MAX_TOKENS:
+            text += (f" Notes were capped at {budgets.note_max_tokens} completion tokens per call (the protocol's cap "
                      "is 1,600) to keep the demonstration short on a CPU.")
-        if options.raw_trace_budget is not None:
-            text += (f" The raw_trace view kept the predecessor's newest events within {options.raw_trace_budget:,} "
+        if budgets.raw_trace_max_tokens is not None:
+            text += (f" The raw_trace view kept the predecessor's newest events within {budgets.raw_trace_max_tokens:,} "
                      "estimated tokens (its block says how many older events were left out); the paper's holds "
                      "every event.")
     else:
         title = f"Quickstart run with {model.model}."
-        text = (f"Under a {options.step_limit}-step limit on {len(options.instance_ids)} task(s): too few handoff "
+        text = (f"Under a {options.limits.step_limit}-step limit on {len(options.instance_ids)} task(s): too few handoff "
                 "points for the rates to be conclusive.")
     if handoff_states:
         text += " " + handoff_state_text(handoff_states)

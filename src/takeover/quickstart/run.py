@@ -201,9 +201,9 @@ def _estimate(options: QuickstartOptions, result: QuickstartResult, out: Path) -
     note = estimate_note(work, result.configuration, resuming=resuming)
     if note:
         return None, f"{speed} No estimate of the run's duration: {note}."
-    estimate = estimate_run(work, result.speed, step_limit=options.step_limit,
-                            wall_time_limit_seconds=options.wall_time_limit_seconds)
-    return estimate, f"{speed} {describe_estimate(estimate, work, options.wall_time_limit_seconds)}"
+    estimate = estimate_run(work, result.speed, step_limit=options.limits.step_limit,
+                            wall_time_limit_seconds=options.limits.wall_time_limit_seconds)
+    return estimate, f"{speed} {describe_estimate(estimate, work, options.limits.wall_time_limit_seconds)}"
 
 
 def run_quickstart(options: QuickstartOptions, display: QuickstartDisplay | None = None) -> QuickstartResult:

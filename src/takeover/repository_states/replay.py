@@ -68,6 +68,7 @@ from pydantic import BaseModel, Field
 
 from takeover._util import sandbox
 from takeover._util.processes import run_process
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.editors import (
     EditOutcome,
     FileEditor,
@@ -97,13 +98,9 @@ from takeover.sources.repos import alternates
 from takeover.trajectories.events import Event, Trajectory
 from takeover.trajectories.registry import replay_needs
 
-# Seconds per command. Generous on purpose: only file changes matter, and a slow machine must not turn a
-# command the recorded run finished into a kill (replays must give the same verdict on every run).
-DEFAULT_TIMEOUT = 300.0
 # Seconds for a command the recorded run itself saw time out (mini-swe-agent's default limit): it is
 # expected to hang again, so it is not given the full limit.
 RECORDED_TIMEOUT_LIMIT = 60.0
-DEFAULT_MEMORY_MB = 4096  # resident + address-space limit per command, MiB
 OUTPUT_LIMIT = 200_000  # characters of command output kept per step
 
 _RECORDED_TIMEOUT = re.compile(r"timed out and has been killed|timed out after|command timed out|TimeoutError|exit code 124|\[Command timed out", re.IGNORECASE)
@@ -220,9 +217,7 @@ def replay_trajectory(
     env_vars: dict[str, str] | None = None,
     readable: Sequence[Path] = (),
     interpreter_note: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-    memory_mb: int = DEFAULT_MEMORY_MB,
-    use_sandbox: bool = True,
+    replay: ReplaySettings | None = None,
     progress: Callable[[ReplayStep], None] | None = None,
 ) -> ReplayResult:
     """Re-execute ``trajectory``'s actions in ``workspace`` (a checkout of the task's starting state).
@@ -240,9 +235,11 @@ def replay_trajectory(
         env_vars: variables of the task's environment, e.g. ``PATH`` with its interpreter.
         readable: folders of that environment the sandbox must show again (its private ``/tmp`` hides them).
         interpreter_note: how to describe that environment in the verdict.
-        timeout: seconds per command (a command the recorded run saw time out gets at most
-            :data:`RECORDED_TIMEOUT_LIMIT`); memory_mb: memory limit per command (MiB).
-        use_sandbox: confine commands with bubblewrap when available (the verdict says when not).
+        replay: the per-command limits and the sandbox (:class:`takeover.replay_settings.ReplaySettings`;
+            default: its defaults): ``timeout`` seconds per command (a command the recorded run saw time out
+            gets at most :data:`RECORDED_TIMEOUT_LIMIT`), ``memory_mb`` MiB, ``use_sandbox`` (bubblewrap when
+            available; the verdict says when not). Its ``use_environment`` is the caller's, which passes
+            ``env_vars`` or not.
         progress: called after each replayed event.
 
     Returns:
@@ -250,10 +247,12 @@ def replay_trajectory(
         docs/protocol.md section 3.3), and the verdict: verified only if the final state reproduces
         ``trajectory.final_patch`` under one of the rules of section 5.4 (no final patch: unreplayable).
     """
+    replay = replay or ReplaySettings()
+    timeout, memory_mb = replay.timeout, replay.memory_mb
     workspace = Path(workspace).resolve()
     events = trajectory.events
     root = (trajectory.working_dir or "").rstrip("/") or None
-    st = sandbox.status() if use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="sandbox off: commands run unconfined")
+    st = sandbox.status() if replay.use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="sandbox off: commands run unconfined")
     mode = "bind" if st.available and root and sandbox.can_mount_at(root) else "rewrite"
     host = None if env_vars else sandbox.host_python()  # by its real folder: the sandbox hides a shim in HOME
     env_vars, readable = ({"PATH": host.path()}, [*readable, *host.readable]) if host else (env_vars, readable)

@@ -35,6 +35,7 @@ from takeover._util.patches import split_patch
 from takeover._util.processes import run_process
 from takeover.environments.spec import EnvSpec, env_spec_for
 from takeover.errors import TakeoverError
+from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import join_diffs, snapshot_diff, take_snapshot, without_generated
 from takeover.sources.repos import alternates
 from takeover.sources.tasks import SourceTask
@@ -103,14 +104,15 @@ def _git(workspace: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return proc.stdout
 
 
-def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: bool = True,
+def environment_edits(task: SourceTask, workspace: Path | str, *, replay: ReplaySettings | None = None,
                       spec: EnvSpec | None = None) -> StartingState:
     """Run the task environment's setup steps (:func:`setup_steps` of ``spec``, default the task's own
     specification) in ``workspace`` (a fresh checkout of ``task.base_commit``), record what they changed,
     and put the changed files back to ``base_commit``.
 
-    The steps run with ``bash -c`` in the workspace, confined by the sandbox when available (no network,
-    writes only in the workspace), each under :data:`SETUP_STEP_TIMEOUT` seconds; a failing step is noted
+    The steps run with ``bash -c`` in the workspace, confined by the sandbox when available and ``replay``
+    says so (its ``use_sandbox``; :class:`takeover.replay_settings.ReplaySettings`, default: its defaults: no
+    network, writes only in the workspace), each under :data:`SETUP_STEP_TIMEOUT` seconds; a failing step is noted
     and the next one runs (as a shell script without ``set -e`` would). Generated output the steps leave
     (docs/protocol.md section 3.3) is not part of the edits and stays in the workspace.
 
@@ -124,6 +126,7 @@ def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: b
     base_tree = _git(workspace, "rev-parse", f"{task.base_commit}^{{tree}}").strip()
     if not steps:
         return StartingState(base_commit=task.base_commit, tree=base_tree, notes=notes)
+    use_sandbox = (replay or ReplaySettings()).use_sandbox
     st = sandbox.status() if use_sandbox else sandbox.SandboxStatus(available=False, tool=None, message="off")
     env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(workspace), "LC_ALL": "C"}
     for step in steps:
@@ -144,7 +147,7 @@ def environment_edits(task: SourceTask, workspace: Path | str, *, use_sandbox: b
 
 
 def find_environment_edits(task: SourceTask, repository: Path | str, *, work_dir: Path | str | None = None,
-                           use_sandbox: bool = True) -> StartingState:
+                           replay: ReplaySettings | None = None) -> StartingState:
     """The starting state of ``task`` (docs/protocol.md section 5.2) for a repository whose working tree is
     not a fresh checkout (an agent run's workspace, where the environment has been prepared and a checkpoint
     patch may be applied): :func:`environment_edits` runs in a scratch checkout of ``task.base_commit`` that
@@ -167,7 +170,7 @@ def find_environment_edits(task: SourceTask, repository: Path | str, *, work_dir
         scratch = Path(tmp) / "checkout"
         _git(repository, "clone", "--shared", "--no-checkout", "--quiet", str(repository), str(scratch))
         _git(scratch, "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", task.base_commit)
-        state = environment_edits(task, scratch, use_sandbox=use_sandbox)
+        state = environment_edits(task, scratch, replay=replay)
     if not state.diffs:
         tree = _git(repository, "rev-parse", f"{task.base_commit}^{{tree}}").strip()
         return state.model_copy(update={"tree": tree})

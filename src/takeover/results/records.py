@@ -23,24 +23,25 @@ stage               inputs                                     output
 Every unit file also carries :class:`UnitLabels` (what progress and the report group by), and
 ``OUT/plan.json`` lists each stage's units as :class:`PlanEntry` records.
 
-The JSON written is exactly ``record.model_dump(mode="json")``: fields in the order declared here, and a
-field listed in a record's ``_OMIT_WHEN_DEFAULT`` left out while it has its default (so that an optional
-setting that is off does not enter the unit's key). Paths are absolute strings; times are seconds; token
-counts are tokens. Reading a record that does not match (a missing or unknown field, a wrong type) raises
-:class:`pydantic.ValidationError`.
+The JSON written is a record's stable form (:func:`takeover._util.io.stable_form`, the one rule of keys):
+fields in the order declared here, every field at its default left out, in the records inside it too (the
+grading, replay and view settings, the limits, the agent choice), so that a setting added later, with a
+default, does not change the keys of units made before it. Paths are absolute strings; times are seconds;
+token counts are tokens. Reading a record that does not match (a missing or unknown field, a wrong type)
+raises :class:`pydantic.ValidationError`; reading fills the defaults in.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
-from takeover.agents.agent_choice import AgentChoice
-from takeover.grading.backends import GradingSettings
+from takeover.agent_choice import AgentChoice
+from takeover.grading_settings import GradingSettings
 from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
-from takeover.repository_states.replay_settings import ReplaySettings
+from takeover.replay_settings import ReplaySettings
 from takeover.vocabulary import (
     CheckpointMethod,
     ExitStatus,
@@ -51,19 +52,9 @@ from takeover.vocabulary import (
 
 
 class _Record(BaseModel):
-    """Base of the records: unknown fields are refused; listed fields are omitted while at their default."""
+    """Base of the records: unknown fields are refused (written in their stable form, module docstring)."""
 
     model_config = ConfigDict(extra="forbid")
-    #: Fields written only when they differ from their default.
-    _OMIT_WHEN_DEFAULT: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _omit_defaults(self, handler) -> dict[str, Any]:
-        data = handler(self)
-        for name in self._OMIT_WHEN_DEFAULT:
-            if name in data and getattr(self, name) == type(self).model_fields[name].default:
-                del data[name]
-        return data
 
 
 # --- labels and the plan ---------------------------------------------------------------------------
@@ -78,8 +69,6 @@ class UnitLabels(_Record):
     unless every successor runs under the default one), ``takeover_key`` (grade).
     """
 
-    _OMIT_WHEN_DEFAULT = ("point_type", "point_key", "view", "successor", "takeover_key")
-
     instance_id: str
     point_type: PointType | None = None
     point_key: str | None = None
@@ -91,8 +80,6 @@ class UnitLabels(_Record):
 class PlanEntry(_Record):
     """One planned unit in ``OUT/plan.json``: its key, labels and, for a blocked unit, why it cannot run
     (an upstream unit failed); a blocked unit has no unit file."""
-
-    _OMIT_WHEN_DEFAULT = ("blocked",)
 
     key: str
     labels: UnitLabels
@@ -216,7 +203,7 @@ PredecessorOutput = ImportOutput | PredecessorRunOutput
 class PointsInputs(_Record):
     """Find the handoff points of one predecessor run: ``trajectory`` is the predecessor unit's output
     (``None`` only in a blocked unit: the predecessor unit failed); ``replay`` how an imported run is
-    replayed (:class:`takeover.repository_states.replay_settings.ReplaySettings`, whole)."""
+    replayed (:class:`takeover.replay_settings.ReplaySettings`, whole)."""
 
     instance_id: str
     predecessor_key: str
@@ -320,26 +307,22 @@ class HandoffStateOutput(_Record):
     set_aside: list[str] = []
     grading_rules: str | None = None
 
-    _OMIT_WHEN_DEFAULT = ("set_aside", "grading_rules")
-
 
 # --- view ------------------------------------------------------------------------------------------
 
 
 class ViewUnitInputs(CheckpointUnitInputs):
     """Build one view of a checkpoint (docs/protocol.md section 7). Notes views add the note writer
-    (``notes_model``) and, when it is not the protocol's 1,600, the completion cap per note-writing call
-    (``note_max_tokens``, tokens); the ``raw_trace`` view adds its budget when one is set
-    (``raw_trace_max_chars`` characters, ``raw_trace_max_tokens`` estimated tokens)."""
-
-    _OMIT_WHEN_DEFAULT = ("notes_model", "note_max_tokens", "raw_trace_max_chars", "raw_trace_max_tokens")
+    (``notes_model``). ``view_options`` are the view's own budgets beyond their defaults, by name
+    (:meth:`takeover.view_budgets.ViewBudgets.of_view`: ``raw_trace_max_chars``/``raw_trace_max_tokens`` of
+    ``raw_trace``, ``note_max_tokens`` of the notes views): the unit's key names the view and only what it
+    is built with, so a view whose budgets become an options record of its own (the same names and
+    defaults) keeps its key."""
 
     view: ViewName
     trajectory: PredecessorOutput
     notes_model: ModelSettings | None = None
-    note_max_tokens: int | None = None
-    raw_trace_max_chars: int | None = None
-    raw_trace_max_tokens: int | None = None
+    view_options: dict[str, Any] = Field(default_factory=dict)
 
 
 class ViewOutput(_Record):
@@ -348,8 +331,6 @@ class ViewOutput(_Record):
     ``dropped`` from ``raw_trace``. Notes views add the note writer's ``cached_tokens``,
     ``reasoning_tokens`` and ``estimated_calls`` (calls whose usage was estimated); the unit's own prompt
     and completion tokens are the note writer's."""
-
-    _OMIT_WHEN_DEFAULT = ("cached_tokens", "reasoning_tokens", "estimated_calls")
 
     path: str
     sha256: str
@@ -414,5 +395,3 @@ class GradeOutput(_Record):
     warnings: list[str] = Field(default_factory=list)
     grading_rules: str | None = None
     flaky: str | None = None
-
-    _OMIT_WHEN_DEFAULT = ("grading_rules", "flaky")

@@ -42,15 +42,17 @@ from takeover.errors import InputError
 from takeover.limits import RunLimits
 from takeover.trajectories._common import Reader, Source
 from takeover.trajectories.events import Event, LLMCall, Trajectory
-from takeover.vocabulary import ActionProtocol, ExitStatus, RunKind
+from takeover.vocabulary import (
+    DEFAULT_AGENT,
+    DEFAULT_COMMAND_BACKEND,
+    DEFAULT_PROTOCOL,
+    ActionProtocol,
+    ExitStatus,
+    RunKind,
+)
 
 FORMAT = "takeover"
 FORMAT_VERSION = "takeover-run-1"
-#: The agent runtime of a run folder that names none: every run written before runtimes had names.
-DEFAULT_AGENT = "mini-swe-agent"
-#: Where the commands of a run ran when it says nothing else (``takeover.agents.command_backends`` has the
-#: backends by name).
-DEFAULT_COMMAND_BACKEND = "local"
 #: Field names of earlier versions of ``run.json``: earlier name -> name (``backend`` named the command
 #: backend before grading backends existed beside it).
 EARLIER_FIELD_NAMES: dict[str, str] = {"backend": "command_backend"}
@@ -191,7 +193,7 @@ class RunRecord(BaseModel):
     repo: str
     base_commit: str
     agent: str = DEFAULT_AGENT
-    protocol: ActionProtocol = "text"
+    protocol: ActionProtocol = DEFAULT_PROTOCOL
     command_backend: str = DEFAULT_COMMAND_BACKEND
     sandbox: str = ""
     isolation: dict[str, Any] | None = None

@@ -9,9 +9,9 @@ Output folder:
   (``not_applicable``, ``valid``, ``repaired``, ``retried``, or, for a view that was not built,
   ``model_required``, ``rejected``, ``model_error``), ``attempts``, ``rejections``, ``sha256`` and ``key``.
 
-A re-run reuses a view whose ``key`` (inputs: point, checkpoint patch, view, model, templates, budget,
-a note cap other than 1,600) and file hash match, so note-writing tokens are not spent twice; each write
-is atomic.
+A re-run reuses a view whose ``key`` (:func:`view_key`: the point, the checkpoint patch, the view, its note
+writer, the templates and the view's own budgets) and file hash match, so note-writing tokens are not spent
+twice; each write is atomic.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from typing import Any
 
 from takeover._util.io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
+from takeover.view_budgets import ViewBudgets
 from takeover.views.inputs import ViewInputs
 from takeover.views.leak import LeakGuard
-from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed
+from takeover.views.notes import NotesFailed
 from takeover.views.view import ModelRequired, build_view
 from takeover.vocabulary import NOTE_VIEWS
 
@@ -36,6 +37,20 @@ def _templates_hash(template_dir: Path | str | None) -> str | None:
     return stable_hash({p.name: sha256_text(p.read_text(encoding="utf-8")) for p in files})
 
 
+def view_key(inputs: ViewInputs, name: str, model: ModelSettings | None, templates: str | None,
+             view_budgets: ViewBudgets) -> str:
+    """The key of view ``name`` of ``inputs.point`` in ``views.json``: the instance, the point, the
+    checkpoint patch's sha256, the view, and what is set of its note writer's name (a notes view; the
+    model's name, not its address: the same model behind another port is the same writer), the templates'
+    hash and the view's own budgets beyond their defaults (``view_options``,
+    :meth:`~takeover.view_budgets.ViewBudgets.of_view`), as a unit's key has them."""
+    parts = {"instance_id": inputs.task.instance_id, "point": inputs.point.model_dump(mode="json"),
+             "patch": sha256_text(inputs.checkpoint_patch), "view": name,
+             "model": model.model if model is not None and name in NOTE_VIEWS else None,
+             "templates": templates, "view_options": view_budgets.of_view(name)}
+    return stable_hash({k: v for k, v in parts.items() if v not in (None, {})})
+
+
 def write_views(
     inputs: ViewInputs,
     names: list[str],
@@ -43,13 +58,12 @@ def write_views(
     *,
     model: ModelSettings | None = None,
     template_dir: Path | str | None = None,
-    raw_trace_max_chars: int | None = None,
-    raw_trace_max_tokens: int | None = None,
+    view_budgets: ViewBudgets | None = None,
     handoff_state: str | None = None,
-    note_max_tokens: int = NOTE_MAX_TOKENS,
 ) -> dict[str, Any]:
     """Build ``names`` for ``inputs.point`` and write ``out/<view>.md`` and ``out/views.json``
-    (``note_max_tokens``: completion tokens per note-writing call, docs/protocol.md section 7).
+    (``view_budgets``: the views' budgets, :class:`takeover.view_budgets.ViewBudgets`; default: none for
+    ``raw_trace``, 1,600 completion tokens per note-writing call, docs/protocol.md section 7).
 
     Returns:
         the ``views.json`` content (see module docstring).
@@ -73,20 +87,11 @@ def write_views(
     guard = LeakGuard(trajectory, point.event_index, task, inputs.checkpoint_patch, handoff_state=handoff_state)
     client = ModelClient(model) if model is not None else None
     templates = _templates_hash(template_dir)
+    budgets = view_budgets or ViewBudgets()
     rows: dict[str, Any] = {}
     try:
         for name in names:
-            key = stable_hash({
-                "instance_id": task.instance_id, "point": point.model_dump(mode="json"),
-                "patch": sha256_text(inputs.checkpoint_patch), "view": name,
-                # the model's name, not its URL: the same model behind another port is the same writer
-                "model": model.model if model is not None and name in NOTE_VIEWS else None,
-                # The budget's names of earlier versions, so that views they built are still reused.
-                "templates": templates, "max_chars": raw_trace_max_chars, "max_tokens": raw_trace_max_tokens,
-                # Only a cap other than the protocol's enters the key (views written before it are reused).
-                **({"note_max_tokens": note_max_tokens}
-                   if name in NOTE_VIEWS and note_max_tokens != NOTE_MAX_TOKENS else {}),
-            })
+            key = view_key(inputs, name, model, templates, budgets)
             old = previous.get(name) or {}
             path = out / f"{name}.md"
             if old.get("key") == key and old.get("file") and path.exists() and \
@@ -96,8 +101,7 @@ def write_views(
             try:
                 result = build_view(
                     name, trajectory, point, task, inputs.checkpoint_patch, model=client, template_dir=template_dir,
-                    raw_trace_max_chars=raw_trace_max_chars, raw_trace_max_tokens=raw_trace_max_tokens, guard=guard,
-                    note_max_tokens=note_max_tokens,
+                    view_budgets=budgets, guard=guard,
                 )
             except ModelRequired as exc:
                 rows[name] = {"file": None, "validation": "model_required", "error": str(exc), "key": key}

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from takeover.checkpoints import load_checkpoint
 from takeover.errors import InputError
 from takeover.points import HandoffPoint, RunPoints, analyze_run, cut_at_event
+from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask, task_by_id
 from takeover.trajectories import Trajectory, read_trajectory
@@ -52,6 +53,7 @@ def load_inputs(
     points_file: Path | str | None = None,
     checkpoint_dir: Path | str | None = None,
     event: int | None = None,
+    replay: ReplaySettings | None = None,
 ) -> ViewInputs:
     """Read the trajectory, its task and the handoff point (from a checkpoint folder, ``points_file`` or
     :func:`takeover.points.analyze_run` on ``repo_source``'s repository, in that order).
@@ -63,7 +65,8 @@ def load_inputs(
     ``None`` or ``event``.
 
     A run whose ``instance_id`` is not in ``dataset`` (the format samples of other benchmarks) gets a
-    stand-in task whose problem statement is the trajectory's own task prompt; ``notes`` says so.
+    stand-in task whose problem statement is the trajectory's own task prompt; ``notes`` says so. A point
+    found by replay is found with ``replay`` (:class:`takeover.replay_settings.ReplaySettings`).
 
     Raises:
         InputError: unknown point type, a file holding several runs without ``record``, a record index
@@ -120,10 +123,10 @@ def load_inputs(
                 field="instance_id",
             )
         if event is not None:
-            cut = cut_at_event(trajectory, task, event, repo_source)
+            cut = cut_at_event(trajectory, task, event, repo_source, replay=replay)
             return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, point=cut.point,
                               checkpoint_patch=cut.patch, missing_reason=cut.reason, notes=notes)
-        run_points = analyze_run(trajectory, task, repo_source)
+        run_points = analyze_run(trajectory, task, repo_source, replay=replay)
     point = run_points.point(point_type)
     if point is None:
         return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, notes=notes,

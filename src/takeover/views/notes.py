@@ -46,6 +46,7 @@ from takeover.llm import CallAttempt, ModelCallError, ModelClient, ModelUsage, R
 from takeover.points import HandoffPoint
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
+from takeover.view_budgets import NOTE_MAX_TOKENS
 from takeover.views.evidence import PACKET_CLIP, evidence_packet
 from takeover.views.leak import LeakGuard
 from takeover.views.prompt import render
@@ -65,7 +66,6 @@ from takeover.views.structured import (
 from takeover.vocabulary import NoteView
 
 NOTE_TEMPERATURE = 0.0
-NOTE_MAX_TOKENS = 1600
 MAX_RETRIES = 2
 Validation = Literal["valid", "repaired", "retried", "truncated"]
 TRUNCATED = "truncated: the answer was cut at the completion token cap (finish_reason 'length')"

@@ -18,8 +18,9 @@ from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimate_tokens
 from takeover.points import HandoffPoint
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
+from takeover.view_budgets import ViewBudgets
 from takeover.views.leak import LeakGuard
-from takeover.views.notes import NOTE_MAX_TOKENS, NotesFailed, write_notes
+from takeover.views.notes import NotesFailed, write_notes
 from takeover.views.prompt import takeover_prompt
 from takeover.views.raw_trace import raw_trace_block
 from takeover.vocabulary import VIEWS, ViewName
@@ -104,11 +105,9 @@ def build_view(
     *,
     model: ModelSettings | ModelClient | None = None,
     template_dir: Path | str | None = None,
-    raw_trace_max_chars: int | None = None,
-    raw_trace_max_tokens: int | None = None,
+    view_budgets: ViewBudgets | None = None,
     handoff_state: str | None = None,
     guard: LeakGuard | None = None,
-    note_max_tokens: int = NOTE_MAX_TOKENS,
 ) -> ViewResult:
     """Build view ``name`` of ``point`` in ``trajectory``.
 
@@ -121,7 +120,9 @@ def build_view(
             treats it as visible).
         model: note writer for the notes views (settings, or a client whose usage keeps accumulating).
         template_dir: folder of user templates overriding the packaged ones.
-        raw_trace_max_chars / raw_trace_max_tokens: optional ``raw_trace`` budget (characters / estimated tokens).
+        view_budgets: the budgets (:class:`takeover.view_budgets.ViewBudgets`; default: none for
+            ``raw_trace``, the protocol's 1,600 completion tokens per note-writing call); a view reads its own
+            (:meth:`~takeover.view_budgets.ViewBudgets.of_view`).
         handoff_state: the checkpoint's grading label when known, so the guard can keep it out.
         guard: a prebuilt :class:`LeakGuard` for this point (saves work when building several views).
 
@@ -138,6 +139,7 @@ def build_view(
         raise ValueError(
             f"handoff event {point.event_index} is outside the trajectory's {len(trajectory.events)} events"
         )
+    budgets = view_budgets or ViewBudgets()
     guard = guard or LeakGuard(trajectory, point.event_index, task, checkpoint_patch, handoff_state=handoff_state)
 
     def make_prompt(block: str) -> str:
@@ -148,10 +150,7 @@ def build_view(
         guard.check(prompt, view=name)
         return _result(name, trajectory, point, task, "", prompt)
     if name == "raw_trace":
-        trace = raw_trace_block(
-            trajectory, point.event_index, raw_trace_max_chars=raw_trace_max_chars,
-            raw_trace_max_tokens=raw_trace_max_tokens, template_dir=template_dir,
-        )
+        trace = raw_trace_block(trajectory, point.event_index, template_dir=template_dir, **budgets.of_view(name))
         prompt = make_prompt(trace.block)
         guard.check(prompt, view=name)
         return _result(name, trajectory, point, task, redact(trace.block), prompt, dropped_events=trace.dropped)
@@ -161,7 +160,7 @@ def build_view(
     try:
         outcome = write_notes(
             name, client, trajectory, point, task, checkpoint_patch, guard, make_prompt,
-            template_dir=template_dir, max_tokens=note_max_tokens,
+            template_dir=template_dir, max_tokens=budgets.note_max_tokens,
         )
     finally:
         if not isinstance(model, ModelClient):

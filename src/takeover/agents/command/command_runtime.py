@@ -57,7 +57,7 @@ from takeover._util import sandbox
 from takeover._util.io import atomic_write_text
 from takeover._util.processes import run_process
 from takeover._util.redact import redact
-from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
+from takeover.agents.command_backend import CommandBackend
 from takeover.agents.runtime import AgentChoice, AgentRun, RuntimeOutcome
 from takeover.errors import InputError, TakeoverError
 from takeover.limits import RunLimits
@@ -75,7 +75,9 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class AgentSessionMissing(TakeoverError):
-    """The agent command left no session record where the run looked for one."""
+    """The agent command left no session record where the run looked for one: the run ran and failed."""
+
+    exit_status = 1
 
 
 def check_template(template: str | None, *, where: str = "agent_command") -> str:
@@ -136,7 +138,7 @@ class CommandRuntime:
 
     Options = CommandOptions
 
-    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
+    def check(self, limits: RunLimits, choice: AgentChoice, commands: CommandBackend) -> None:
         """Refuse limits the agent's own loop keeps (other than their defaults) or nobody can keep here.
 
         Raises:
@@ -150,10 +152,9 @@ class CommandRuntime:
         for name in ("prompt_token_limit", "cost_limit"):
             if getattr(limits, name) is not None:
                 raise InputError("agent command", f"cannot stop the agent at a {name}", field=name)
-        if not COMMAND_BACKENDS.named(choice.command_backend).on_host:
+        if not commands.on_host:
             raise InputError("agent command", "runs the agent command on this host (in bubblewrap when "
-                             f"available): use command_backend {' or '.join(host_command_backends())}",
-                             field="command_backend")
+                             "available)", field="command_backend")
 
     def run(self, run: AgentRun) -> RuntimeOutcome:
         """Run the agent command and record its session.

@@ -33,7 +33,7 @@ class SandboxedLocalEnvironmentConfig(LocalEnvironmentConfig):
         tmp_dir: the run's folder mounted at ``/tmp`` (kept between commands); ``None`` for a fresh tmpfs.
         readable: folders the commands must still read when they lie under the replaced ``/tmp`` (the
             mirror objects behind the workspace's git alternates, the task's shared venv).
-        use_sandbox: wrap commands with :func:`takeover._util.sandbox.wrap` (it falls back to unconfined
+        sandboxed: wrap commands with :func:`takeover._util.sandbox.wrap` (it falls back to unconfined
         itself).
         mount_at: path at which the sandbox mounts the workspace (``/testbed``); ``cwd`` is then a path
             inside the sandbox. Only set when the sandbox is available (:func:`command_root`).
@@ -42,7 +42,7 @@ class SandboxedLocalEnvironmentConfig(LocalEnvironmentConfig):
     workspace: str
     tmp_dir: str | None = None
     readable: list[str] = Field(default_factory=list)
-    use_sandbox: bool = True
+    sandboxed: bool = True
     mount_at: str | None = None
 
 
@@ -71,14 +71,14 @@ class SandboxedLocalEnvironment(LocalEnvironment):
         command = action.get("command", "")
         workspace = Path(self.config.workspace)
         cwd = cwd or self.config.cwd or str(workspace)
-        root = self.config.mount_at if self.config.use_sandbox else None
+        root = self.config.mount_at if self.config.sandboxed else None
         host_cwd = cwd
         if root and (cwd == root or cwd.startswith(root.rstrip("/") + "/")):
             host_cwd = str(workspace) + cwd[len(root.rstrip("/")) :]
         if not workspace.is_dir() or not Path(host_cwd).is_dir():
             raise EnvironmentFailure(f"working directory {cwd} does not exist")
         argv = ["bash", "-c", command]
-        if self.config.use_sandbox:
+        if self.config.sandboxed:
             argv = sandbox.wrap(
                 argv,
                 workspace,

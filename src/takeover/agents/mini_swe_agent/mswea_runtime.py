@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from takeover._util.redact import redact
+from takeover.agents.command_backend import CommandBackend
 from takeover.agents.mini_swe_agent import _mswea
 from takeover.agents.mini_swe_agent.loop import TakeoverAgent
 from takeover.agents.mini_swe_agent.messages import MessageEvents
@@ -43,7 +44,7 @@ class MiniSweAgentRuntime:
 
     Options = NoOptions
 
-    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
+    def check(self, limits: RunLimits, choice: AgentChoice, commands: CommandBackend) -> None:
         """Nothing to refuse: the loop checks every limit itself, speaks both protocols and runs its
         commands in any command backend."""
 

@@ -42,8 +42,7 @@ from takeover._util import sandbox
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover._util.processes import kill_group
 from takeover._util.redact import redact
-from takeover.agents.command_backend import clean_environ
-from takeover.agents.command_backends import COMMAND_BACKENDS, host_command_backends
+from takeover.agents.command_backend import CommandBackend, clean_environ
 from takeover.agents.openhands.model_relay import ModelRelay
 from takeover.agents.openhands.oh_env import DRIVER, openhands_environment
 from takeover.agents.openhands.oh_events import conversation_folder, record_conversation
@@ -75,7 +74,7 @@ class OpenHandsRuntime:
 
     Options = NoOptions
 
-    def check(self, limits: RunLimits, choice: AgentChoice) -> None:
+    def check(self, limits: RunLimits, choice: AgentChoice, commands: CommandBackend) -> None:
         """Refuse what OpenHands cannot honour here.
 
         Raises:
@@ -85,10 +84,9 @@ class OpenHandsRuntime:
         if choice.protocol != "text":
             raise InputError("agent openhands", "runs OpenHands' text action protocol only (native tool "
                              "calling off, as in the paper)", field="protocol")
-        if not COMMAND_BACKENDS.named(choice.command_backend).on_host:
+        if not commands.on_host:
             raise InputError("agent openhands", "runs its commands in OpenHands' own terminal on this host "
-                             f"(in bubblewrap when available): use command_backend "
-                             f"{' or '.join(host_command_backends())}", field="command_backend")
+                             "(in bubblewrap when available)", field="command_backend")
         if limits.cost_limit is not None:
             raise InputError("agent openhands", "cannot stop at a cost limit (OpenHands prices no local "
                              "model)", field="cost_limit")

@@ -53,16 +53,19 @@ from typing import Any
 from takeover._util import harness_version, sandbox
 from takeover._util.containers import container_labels, docker_client, image_identity, remove_stale_containers
 from takeover._util.io import sha256_text
+from takeover._util.registries import NoOptions
 from takeover.environments.official_image import instance_image_name
 from takeover.environments.row_grading import harness_test_spec
 from takeover.environments.swebench_specs import repo_version_specs
 from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
-from takeover.grading.backend import LOG_FILES, GradingOptions, SpecFile
+from takeover.grading import swebench_rules
+from takeover.grading.backend import LOG_FILES
 from takeover.grading.docker.harness_run import HARNESS_LOGS, harness_log_root, unique_run_id
 from takeover.grading.predictions import Prediction
 from takeover.grading.reuse import EnvironmentKey, GradingKey, value_digest
 from takeover.grading.seeds import HASH_SEED_VARIABLE
 from takeover.grading.verdict import GradeResult, TestOutcome, grade_log, handoff_state, report_outcomes
+from takeover.grading_settings import GradingSettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 
@@ -158,8 +161,8 @@ def result_from_harness(folder: Path, task: SourceTask, prediction: Prediction, 
         result.resolved = bool(entry.get("resolved"))
         if not result.applied:  # swebench's get_logs_eval found a failure code or no test output markers
             result.apply_error = f"the official harness could not apply the patch or run the tests (see {run_log})"
-    elif harness_version.APPLY_PATCH_FAIL in log_text:
-        result.apply_error = log_text.split(harness_version.APPLY_PATCH_FAIL, 1)[1].strip()[:4000] or "the patch does not apply"
+    elif swebench_rules.APPLY_PATCH_FAIL in log_text:
+        result.apply_error = log_text.split(swebench_rules.APPLY_PATCH_FAIL, 1)[1].strip()[:4000] or "the patch does not apply"
     elif test_output.exists() and "Timeout error" in test_output.read_text(encoding="utf-8", errors="replace"):
         result.applied, result.timed_out = True, True
         result.FAIL_TO_PASS, result.PASS_TO_PASS, _ = report_outcomes({}, task)
@@ -209,7 +212,7 @@ def grade_docker(task: SourceTask, prediction: Prediction, key: GradingKey, *, t
     if swebench_spec(task) is None:
         base.error = (f"the docker backend needs a SWE-bench (repo, version) or a row with its eval_script; "
                       f"{task.repo} {task.version} is not in swebench's specifications: use --backend local with "
-                      f"takeover_env_spec or --spec-file")
+                      f"takeover_env_spec or --backend-option spec_file=FILE")
         return base
     base.image = instance_image_name(task.instance_id)
     started = time.monotonic()
@@ -297,16 +300,17 @@ class DockerBackend:
     description = "the official SWE-bench images"
     writes_report = True
     uses_sandbox = False
+    Options = NoOptions
 
     def tests_network(self, asked: bool) -> bool:
         """Always asked for: the harness makes its containers in the daemon's default network (whether they
         got one is measured per grading, the result's ``network``)."""
         return True
 
-    def environment_key(self, task: SourceTask, spec_file: SpecFile) -> EnvironmentKey:
-        """The digest of swebench's specification of the task (``spec_file`` is the ``local`` backend's and
-        is not read) and the content id of its instance image, pulled first when the daemon lacks it; an
-        empty key for a (repo, version) swebench does not know, no image id without a daemon or an image."""
+    def environment_key(self, task: SourceTask, options: NoOptions) -> EnvironmentKey:
+        """The digest of swebench's specification of the task and the content id of its instance image,
+        pulled first when the daemon lacks it; an empty key for a (repo, version) swebench does not know, no
+        image id without a daemon or an image."""
         spec = swebench_spec(task)
         if spec is None:
             return EnvironmentKey()
@@ -318,11 +322,11 @@ class DockerBackend:
         return EnvironmentKey(env_spec_sha256=value_digest(spec), image_id=image_id)
 
     def grade(self, task: SourceTask, prediction: Prediction, key: GradingKey, log_dir: Path,
-              options: GradingOptions) -> GradeResult:
-        """:func:`grade_docker` under the run id of ``key``.
+              grading: GradingSettings, options: NoOptions, repo_source: RepoSource) -> GradeResult:
+        """:func:`grade_docker` under the run id of ``key``, with ``grading``'s time limit and hash seed.
 
         Raises:
             EnvironmentUnavailable: no Docker daemon answers.
         """
-        return grade_docker(task, prediction, key, timeout=options.timeout, log_dir=log_dir,
-                            repo_source=options.repo_source, hash_seed=options.hash_seed)
+        return grade_docker(task, prediction, key, timeout=grading.timeout, log_dir=log_dir,
+                            repo_source=repo_source, hash_seed=grading.hash_seed)

@@ -24,11 +24,11 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from takeover._util import sandbox
-from takeover._util.harness_version import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TESTS_TIMEOUT
 from takeover._util.patches import patch_files
 from takeover._util.processes import ProcessResult, run_process
 from takeover.environments import EnvSpec, PreparedEnvironment, swebench_specs
 from takeover.grading.local.hermetic import hermetic_environment, hermetic_eval_commands, hermetic_locale
+from takeover.grading.swebench_rules import END_TEST_OUTPUT, START_TEST_OUTPUT, TEST_EXIT_CODE, TESTS_TIMEOUT
 from takeover.sources.tasks import SourceTask
 
 # SWE-bench's own order of patch application commands (run_evaluation.GIT_APPLY_CMDS, without the

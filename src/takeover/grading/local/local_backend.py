@@ -23,8 +23,9 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
 
 from takeover._util import sandbox
 from takeover._util.folders import scratch_folder
@@ -45,7 +46,6 @@ from takeover.environments.local_httpbin import (
 )
 from takeover.environments.shared_venv import BROKEN_NOTE, LEFT_OUT_NOTE
 from takeover.errors import TakeoverError
-from takeover.grading.backend import GradingOptions, SpecFile
 from takeover.grading.local.harness import (
     apply_test_patch,
     apply_with_fallbacks,
@@ -66,6 +66,7 @@ from takeover.grading.verdict import (
     report_outcomes,
     runner_not_started,
 )
+from takeover.grading_settings import GradingSettings
 from takeover.repository_states.starting_state import apply_starting_state, environment_edits, recorded_form
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -168,42 +169,58 @@ def _local_services(workspace: Path, repo: str, network: bool, result: GradeResu
     return server_commands(venv, home_folder(workspace).parent), [venv]
 
 
-def grade_local(task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float, log_dir: Path,
-                spec_file: Path | str | Mapping[str, EnvSpec] | None = None, keep_workspace: bool = False,
-                network: bool = False, grading_rules: str | None = None,
-                hash_seed: int | None = None) -> GradeResult:
+class LocalGradingOptions(BaseModel):
+    """The ``local`` backend's own options (the grading record's ``options``; ``--backend-option NAME=VALUE``).
+
+    Attributes:
+        spec_file: the user's environment specification: a spec file (JSON/TOML: key ``owner/name`` or
+            ``owner/name/version`` -> environment spec) or its loaded mapping (see
+            :func:`takeover.environments.env_spec_for`); None: the task's own or SWE-bench's.
+        keep_workspace: keep each grading's temporary workspace, for debugging (never removed).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spec_file: Path | dict[str, EnvSpec] | None = None
+    keep_workspace: bool = False
+
+
+def grade_local(task: SourceTask, prediction: Prediction, *, log_dir: Path, grading: GradingSettings,
+                rules: str, options: LocalGradingOptions | None = None,
+                repo_source: RepoSource | None = None) -> GradeResult:
     """Grade one prediction for ``task`` in a fresh workspace; the logs go to ``log_dir``.
 
     Args:
-        timeout: seconds for the test run.
-        spec_file: user environment spec file (see :func:`takeover.environments.env_spec_for`).
-        keep_workspace: keep the temporary workspace (for debugging).
-        network: let the tests use the network.
-        grading_rules: ``swebench-4.1`` or ``swebench-5.0``; None = the installed harness's.
-        hash_seed: the ``PYTHONHASHSEED`` the eval script exports (:mod:`takeover.grading.seeds`); None: the
-            caller's choice is left to the test runner (sympy's picks a random one).
+        grading: the settings (:class:`takeover.grading_settings.GradingSettings`): ``timeout`` seconds for
+            the test run, ``network`` for the tests, ``hash_seed`` the ``PYTHONHASHSEED`` the eval script
+            exports (:mod:`takeover.grading.seeds`; None: the caller's choice is left to the test runner,
+            sympy's picks a random one).
+        rules: the verdict rules, ``swebench-4.1`` or ``swebench-5.0``.
+        options: the backend's own options (:class:`LocalGradingOptions`; default: none).
+        repo_source: where repositories come from (default ``RepoSource()``).
 
     Returns:
         The :class:`GradeResult` with its handoff state. Nothing is raised for a failure of this one
         prediction (repository, environment, test patch, or an unexpected error): it is in ``error``.
     """
+    options = options or LocalGradingOptions()
     # Named with our pid, so that the folder of a grading killed with kill -9 is removed by the next one;
     # a workspace kept for debugging is named without it and never removed.
-    tmp = (Path(tempfile.mkdtemp(prefix=f"takeover-grade-{task.instance_id}-")) if keep_workspace
+    tmp = (Path(tempfile.mkdtemp(prefix=f"takeover-grade-{task.instance_id}-")) if options.keep_workspace
            else scratch_folder(GRADE_SCRATCH, label=task.instance_id))
     try:
-        result = _grade_in(tmp / "repo", task, prediction, repo_source=repo_source, timeout=timeout, log_dir=log_dir,
-                           spec_file=spec_file, network=network, rules=grading_rules, hash_seed=hash_seed)
+        result = _grade_in(tmp / "repo", task, prediction, repo_source=repo_source or RepoSource(), log_dir=log_dir,
+                           grading=grading, options=options, rules=rules)
     finally:
-        if not keep_workspace:
+        if not options.keep_workspace:
             shutil.rmtree(tmp, ignore_errors=True)
     result.handoff_state = handoff_state(result)
     return result
 
 
-def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, timeout: float,
-              log_dir: Path, spec_file: Path | str | Mapping[str, EnvSpec] | None, network: bool,
-              rules: str | None = None, hash_seed: int | None = None) -> GradeResult:
+def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo_source: RepoSource, log_dir: Path,
+              grading: GradingSettings, options: LocalGradingOptions, rules: str) -> GradeResult:
+    timeout, network, hash_seed = grading.timeout, grading.network, grading.hash_seed
     result = GradeResult(instance_id=prediction.instance_id, model_name_or_path=prediction.model_name_or_path,
                          backend=LocalBackend.name, patch_sha256=sha256_text(prediction.model_patch or ""),
                          network=network)
@@ -218,7 +235,7 @@ def _grade_in(workspace: Path, task: SourceTask, prediction: Prediction, *, repo
             path.unlink(missing_ok=True)
         spec, spec_error = None, None
         try:
-            spec = env_spec_for(task, spec_file)  # outside the timer: the first call imports swebench
+            spec = env_spec_for(task, options.spec_file)  # outside the timer: the first call imports swebench
             resolve_log_parser(spec.log_parser, task.repo)  # a wrong parser name fails before any work
         except TakeoverError as exc:
             spec_error = exc  # reported once the patch is known to apply (a patch that does not is invalid)
@@ -315,25 +332,26 @@ class LocalBackend:
     description = "a cached venv, sandboxed"
     writes_report = False
     uses_sandbox = True
+    Options = LocalGradingOptions
 
     def tests_network(self, asked: bool) -> bool:
         """The network is on only when asked (the sandbox is offline)."""
         return asked
 
-    def environment_key(self, task: SourceTask, spec_file: SpecFile) -> EnvironmentKey:
-        """The digest of the task's environment specification and its test locale on this machine; an
-        empty key when there is no valid specification."""
+    def environment_key(self, task: SourceTask, options: LocalGradingOptions) -> EnvironmentKey:
+        """The digest of the task's environment specification (``options.spec_file``'s, else the task's own
+        or SWE-bench's) and its test locale on this machine; an empty key when there is no valid
+        specification."""
         try:
-            spec = env_spec_for(task, spec_file)
+            spec = env_spec_for(task, options.spec_file)
         except TakeoverError:
             return EnvironmentKey()
         return EnvironmentKey(env_spec_sha256=value_digest(spec.model_dump(mode="json", exclude={"notes", "source"})),
                               test_locale=hermetic_locale(spec)[0])
 
     def grade(self, task: SourceTask, prediction: Prediction, key: GradingKey, log_dir: Path,
-              options: GradingOptions) -> GradeResult:
-        """:func:`grade_local` with the caller's options (the key is not needed: the result is
-        :mod:`takeover.grading.evaluation`'s to store)."""
-        return grade_local(task, prediction, repo_source=options.repo_source, timeout=options.timeout,
-                           log_dir=log_dir, spec_file=options.spec_file, keep_workspace=options.keep_workspace,
-                           network=options.network, grading_rules=key.grading_rules, hash_seed=options.hash_seed)
+              grading: GradingSettings, options: LocalGradingOptions, repo_source: RepoSource) -> GradeResult:
+        """:func:`grade_local` under the key's verdict rules (the result is :mod:`takeover.grading.evaluation`'s
+        to store)."""
+        return grade_local(task, prediction, log_dir=log_dir, grading=grading, rules=key.grading_rules,
+                           options=options, repo_source=repo_source)
