@@ -81,7 +81,7 @@ def atif(
         if point_type not in POINT_TYPES:
             raise InputError("--point-type", f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}")
         if points_file is not None:
-            run_points = RunPoints.load(points_file)
+            run_points = RunPoints.load(points_file, run=traj)
         else:
             if dataset is None:
                 raise InputError("--dataset", "finding a point needs the run's task: give --dataset (or --points-file)")

@@ -29,21 +29,23 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from takeover import __version__
 from takeover._util import harness_version
-from takeover._util.folders import building_beside, replace_whole
-from takeover._util.io import atomic_write_json, atomic_write_text, read_text
+from takeover._util.folders import building_beside, own_output, replace_whole
+from takeover._util.io import atomic_write_json, atomic_write_text, read_json, read_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
-from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
+from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError, json_type
 from takeover.grading import swebench_rules
 from takeover.grading.log_parsing import resolve_log_parser, task_eval_type
 from takeover.grading.seeds import seed_export
 from takeover.grading_settings import GradingSettings
+from takeover.input_schemas import Cut, refuse_other
 from takeover.repository_states.snapshots import DIFF_ARGS
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
@@ -137,13 +139,6 @@ python=/usr/bin/python3
 """
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
 def task_name(checkpoint: Checkpoint, view: str) -> str:
     """The task folder's name: ``<instance_id>__<point_type>-<event_index>__<view>``."""
     return f"{checkpoint.instance_id}__{checkpoint.point.type}-{checkpoint.point.event_index}__{view}"
@@ -183,9 +178,10 @@ def task_metadata(checkpoint: Checkpoint, folder: Path, view: str) -> dict[str, 
 
 
 def predecessor_file(checkpoint: Checkpoint, folder: Path) -> Path:
-    """The predecessor's trajectory file: ``checkpoint.trajectory`` as recorded (a path relative to where
-    ``takeover checkpoint`` ran), else that relative path under the nearest folder above the checkpoint
-    folder that holds it.
+    """The predecessor's trajectory file: ``checkpoint.trajectory`` as recorded when absolute; a relative path
+    is resolved against the file that names it, ``checkpoint.json``: under the checkpoint folder or the
+    nearest folder above it that holds it (where ``takeover checkpoint`` ran), never against the current
+    folder, where the same name may be another task's run.
 
     Raises:
         InputError: the checkpoint names no trajectory, or the file is found nowhere (names the places).
@@ -194,17 +190,17 @@ def predecessor_file(checkpoint: Checkpoint, folder: Path) -> Path:
         raise InputError(folder / "checkpoint.json", "names no predecessor trajectory: the raw_trace task needs one",
                          field="trajectory")
     recorded = Path(checkpoint.trajectory)
-    if recorded.is_absolute() and not recorded.is_file():
-        raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} does not exist "
-                         "(moved or removed since the checkpoint was made)", field="trajectory")
-    if recorded.is_absolute() or recorded.exists():
+    if recorded.is_absolute():
+        if not recorded.is_file():
+            raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} does not exist "
+                             "(moved or removed since the checkpoint was made)", field="trajectory")
         return recorded
-    for parent in folder.resolve().parents:
+    for parent in (folder.resolve(), *folder.resolve().parents):
         if (parent / recorded).is_file():
             return parent / recorded
-    raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} is not found from here "
-                     "nor under any folder above the checkpoint folder; run the export where the checkpoint was made",
-                     field="trajectory")
+    raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} (a relative path) is not "
+                     f"found under the checkpoint folder {folder} nor any folder above it; move the checkpoint "
+                     "folder back below the folder the trajectory path is relative to", field="trajectory")
 
 
 def predecessor_atif(checkpoint: Checkpoint, folder: Path) -> dict[str, Any]:
@@ -212,14 +208,24 @@ def predecessor_atif(checkpoint: Checkpoint, folder: Path) -> dict[str, Any]:
     (Harbor seeds the successor's session with it; readers leave copied steps out of the successor's counts).
 
     Raises:
-        InputError: as :func:`predecessor_file`, or the file no longer holds the checkpoint's record.
+        InputError: as :func:`predecessor_file`, the file no longer holds the checkpoint's record, or its run is
+            of another task, or ends before the handoff event.
     """
-    runs = read_trajectories(predecessor_file(checkpoint, folder))
+    path = predecessor_file(checkpoint, folder)
+    runs = read_trajectories(path)
     found = [r for r in runs if r.record == checkpoint.trajectory_record] or (runs if len(runs) == 1 else [])
     if not found:
-        raise InputError(checkpoint.trajectory, "no run of this file is the checkpoint's predecessor",
+        raise InputError(path, "no run of this file is the checkpoint's predecessor",
                          record=checkpoint.trajectory_record)
-    doc = to_atif(found[0], through_event=checkpoint.point.event_index)
+    run = found[0]
+    if run.instance_id and run.instance_id != checkpoint.instance_id:
+        raise InputError(path, f"this run is of {run.instance_id}, not of the checkpoint's {checkpoint.instance_id}: "
+                         f"{folder / 'checkpoint.json'} names another task's run as its predecessor",
+                         record=run.record, field="instance_id")
+    if len(run.events) <= checkpoint.point.event_index:
+        raise InputError(path, f"this run has {len(run.events)} events, and the checkpoint's point is after event "
+                         f"{checkpoint.point.event_index}: it is not the checkpoint's predecessor", record=run.record)
+    doc = to_atif(run, through_event=checkpoint.point.event_index)
     for step in doc["steps"]:
         step["is_copied_context"] = True
     doc.setdefault("extra", {})["copied_from"] = "takeover handoff predecessor"
@@ -242,14 +248,67 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
     return {**_SHIMS, "swebench/harness/log_parsers/python.py": source}, parser.__name__
 
 
-def _check_view(folder: Path, view: str) -> None:
-    """Refuse an unknown view, or one not built for the checkpoint ``folder`` (``views/<view>.md``)."""
+def _check_view(folder: Path, view: str, checkpoint: Checkpoint) -> None:
+    """Refuse an unknown view, one not built for the checkpoint ``folder`` (``views/<view>.md``), or a views
+    folder whose ``views.json`` names another task, point or checkpoint patch (docs/protocol.md section 5.5):
+    its prompts are another checkpoint's."""
     if view not in VIEWS:
         raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
     prompt = folder / "views" / f"{view}.md"
     if not prompt.is_file():
         raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
                          f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+    index = folder / "views" / "views.json"
+    if not index.exists():
+        return  # a study's views (written by its view units, in the checkpoint's own folder)
+    doc = read_json(index)
+    if not isinstance(doc, dict) or not isinstance(doc.get("point"), dict):
+        raise InputError(index, f"not a views record (takeover views): expected an object with a point, got "
+                         f"{json_type(doc)}")
+    point = doc["point"]
+    refuse_other(index, Cut(instance_id=doc.get("instance_id"), point_type=point.get("type"),
+                            event_index=point.get("event_index"), patch_sha256=doc.get("checkpoint_patch_sha256")),
+                 checkpoint_cut(checkpoint), kind="views folder",
+                 field_names={"point_type": "point.type", "event_index": "point.event_index",
+                              "patch_sha256": "checkpoint_patch_sha256"},
+                 way_out=f"build this checkpoint's views with takeover views RUN --checkpoint-dir {folder}")
+
+
+def checkpoint_cut(checkpoint: Checkpoint) -> Cut:
+    """What ``checkpoint`` is: its task, point and patch."""
+    return Cut(instance_id=checkpoint.instance_id, point_type=checkpoint.point.type,
+               event_index=checkpoint.point.event_index, patch_sha256=checkpoint.patch_sha256)
+
+
+def _held_task(dest: Path) -> dict[str, Any] | None:
+    """The ``[metadata]`` of the task folder ``dest`` when takeover exported it, else ``None``."""
+    try:
+        metadata = tomllib.loads((dest / "task.toml").read_text(encoding="utf-8")).get("metadata")
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(metadata, dict) and str(metadata.get("exported_by", "")).startswith("takeover")
+    return metadata if ok else None
+
+
+def refuse_other_task(dest: Path, checkpoint: Checkpoint, view: str) -> dict[str, Any] | None:
+    """The ``[metadata]`` of the task folder ``dest`` when it is this (checkpoint, view)'s earlier export (the
+    same instance, point, view and checkpoint patch: replaced whole), or ``None`` for a new folder: the rule
+    every command's output follows (:func:`takeover._util.folders.own_output`).
+
+    Raises:
+        InputError: ``dest`` holds a task exported from another checkpoint, or files takeover did not export;
+            nothing has been written.
+    """
+    point = checkpoint.point
+    return own_output(
+        dest, read=_held_task, record="task.toml (takeover export harbor's)",
+        identity=lambda m: {k: m.get(k) for k in ("instance_id", "point_type", "event_index", "view",
+                                                  "checkpoint_patch_sha256")},
+        wanted={"instance_id": checkpoint.instance_id, "point_type": point.type, "event_index": point.event_index,
+                "view": view, "checkpoint_patch_sha256": checkpoint.patch_sha256},
+        describe=lambda m: f"the task exported from another checkpoint (patch "
+                           f"{str(m.get('checkpoint_patch_sha256'))[:12]}, {m.get('checkpoint_dir')})",
+        what=f"the task of the checkpoint {checkpoint.patch_sha256[:12]}")
 
 
 def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
@@ -281,7 +340,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     grading = grading or GradingSettings()
     folder = Path(checkpoint_dir)
     checkpoint, patch = load_checkpoint(folder)
-    _check_view(folder, view)
+    _check_view(folder, view, checkpoint)
     if task.instance_id != checkpoint.instance_id:
         raise InputError(folder / "checkpoint.json", f"is of {checkpoint.instance_id}, not {task.instance_id}",
                          field="instance_id")
@@ -290,8 +349,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     spec = official_test_spec(task, repo_source)
     verdict = verdict_files(task, grading)
     dest = Path(out_dir) / task_name(checkpoint, view)
-    if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
-        raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
+    refuse_other_task(dest, checkpoint, view)
     with building_beside(dest) as beside:
         # Built one level down: neither the task being built nor the earlier one it replaces, which ends up
         # here, is ever a folder of OUT that Harbor would load as a task.
@@ -425,7 +483,8 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
             raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
                              f"takeover views RUN --checkpoint-dir {folder}")
         for view in names:
-            _check_view(folder, view)
+            _check_view(folder, view, checkpoint)
+            refuse_other_task(Path(out_dir) / task_name(checkpoint, view), checkpoint, view)
         planned += [(folder, view, task) for view in names]
     written: list[Path] = []
     for folder, view, task in planned:

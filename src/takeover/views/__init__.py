@@ -17,7 +17,7 @@ The view names are :data:`takeover.vocabulary.VIEWS`. The model client and the t
 """
 
 from takeover.llm import CallAttempt, Completion, ModelCallError, ModelClient, ModelUsage
-from takeover.views.folder import write_views
+from takeover.views.folder import refuse_other_views, write_views
 from takeover.views.inputs import ViewInputs, load_inputs
 from takeover.views.leak import Leak, LeakGuard, ViewLeakError
 from takeover.views.notes import NotesFailed
@@ -44,6 +44,7 @@ __all__ = [
     "build_views",
     "compute_fields",
     "load_inputs",
+    "refuse_other_views",
     "takeover_prompt",
     "task_prompt",
     "write_views",
