@@ -86,7 +86,7 @@ class DatasetRow(BaseModel):
     @classmethod
     def _not_empty(cls, value: str) -> str:
         if not value.strip():
-            raise ValueError("empty")
+            raise ValueError("must not be empty")
         return value
 
     @field_validator("FAIL_TO_PASS", "PASS_TO_PASS", mode="before")
@@ -147,19 +147,20 @@ def checked(schema: type[BaseModel], path: object, record: str | None, row: Any)
 
 def refuse_duplicates(path: object, rows: Iterable[tuple[str, T]], key: Callable[[T], Mapping[str, Any]]) -> None:
     """Refuse two records of one identity: ``rows`` are ``(record, item)`` in file order, ``key`` an item's
-    identity by field (``{"instance_id": ...}``).
+    identity by field (``{"instance_id": ...}``; the last field is the one the message names).
 
     Raises:
-        InputError: names the file, both records and the identity.
+        InputError: names the file, the second record, the field, and the first record.
     """
     first: dict[tuple, str] = {}
     for record, item in rows:
-        identity = key(item)
+        identity = dict(key(item))
         k = tuple(identity.values())
         if k in first:
-            shown = " and ".join(f"{name} {value!r}" for name, value in identity.items())
-            raise InputError(path, f"repeats the {shown} of {first[k]}: one record each; remove one of them",
-                             record=record)
+            field, value = identity.popitem()
+            also = f" (with {', '.join(f'{name} {other!r}' for name, other in identity.items())})" if identity else ""
+            raise InputError(path, f"{value!r}{also} repeats {first[k]}: one record each; remove one of them",
+                             record=record, field=field)
         first[k] = record
 
 

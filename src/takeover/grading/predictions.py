@@ -29,7 +29,8 @@ def _unique_keys(path: Path, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise InputError(path, f"key {key!r} appears twice in one object: one prediction each; remove one")
+            raise InputError(path, f"{key!r} is given twice in one object: one prediction each; remove one",
+                             record=f"key {key!r}", field="instance_id")
         seen[key] = value
     return seen
 
