@@ -128,6 +128,24 @@ def _export_over_a_folder_of_the_user(world, tmp):  # noqa: F811
     return argv, out, task
 
 
+def _select_over_the_users_dataset(world, tmp):  # noqa: F811
+    out = tmp / "out"
+    out.mkdir()
+    shutil.copy(world["dataset"], out / "tasks.jsonl")  # the user's dataset, named as the selection file
+    return ["tasks", "select", "--dataset", out / "tasks.jsonl", "--out-dir", out], out, out / "tasks.jsonl"
+
+
+def _atif_over_another_runs_trajectory(world, tmp):  # noqa: F811
+    out = tmp / "out"
+    out.mkdir()
+    done = takeover("export", "atif", world["run"], "--out-dir", out)
+    assert done.exit_code == 0, done.stderr
+    doc = json.loads((out / "trajectory.json").read_text())
+    doc["extra"]["instance_id"] = "acme__widget-2"
+    (out / "trajectory.json").write_text(json.dumps(doc))
+    return ["export", "atif", world["run"], "--out-dir", out], out, out / "trajectory.json"
+
+
 #: (what is in the way, the command and its output folder, and the path its one error line names).
 GUARDED = {
     "views --out-dir: the user's own repo_only.md": _views_mine,
@@ -141,6 +159,8 @@ GUARDED = {
     "checkpoint --out-dir: another point's checkpoint": _checkpoint_over_another_point,
     "export harbor --out-dir: a task of the same name from another checkpoint": _export_over_a_task_of_another_checkpoint,
     "export harbor --out-dir: the user's folder named as a task": _export_over_a_folder_of_the_user,
+    "tasks select --out-dir: the user's dataset named as the selection file": _select_over_the_users_dataset,
+    "export atif --out-dir: another run's trajectory.json": _atif_over_another_runs_trajectory,
 }
 
 
@@ -187,14 +207,13 @@ def test_every_command_that_writes_an_output_folder_is_guarded():
     assert set(commands) - guarded <= SINGLE_FILES.keys(), set(commands) - guarded - SINGLE_FILES.keys()
 
 
-#: Commands whose --out-dir receives files of their own name, and the rule each follows.
+#: Commands whose --out-dir is not in the table above, and why.
 SINGLE_FILES = {
-    "points": "DIR/<instance_id>.points.json: another run of the same instance gets DIR/<instance_id>.2.points.json",
-    "show": "DIR/NAME.html: the page of the run, rewritten from the run",
-    "tasks select": "DIR/selection.jsonl: the selection file",
-    "export atif": "DIR/trajectory.json",
-    "handoff": "DIR/prompt.md",
+    "points": "DIR/<instance_id>.points.json; a file there that is not this run's points is never replaced: the run "
+              "gets DIR/<instance_id>.2.points.json (the next free name)",
+    "show": "DIR/NAME.html, the page of a run (left: a file of that name is replaced)",
+    "handoff": "DIR/prompt.md (left: a file of that name is replaced)",
     "resume": "a run folder, new for each session and time",
-    "agent run": "a run folder",
-    "quickstart": "an experiment's folder (the experiment's units: their own rule)",
+    "agent run": "a run folder: the run's own rule (a folder holding another run is refused)",
+    "quickstart": "an experiment's folder: its units' own rule (a unit's output is reused only under its key)",
 }

@@ -10,9 +10,10 @@ folders that a later run removes when the process that made them is gone.
 - :func:`replace_whole`: a folder a command may replace (an earlier export of the same task) is exchanged
   with the one built beside it in one step (``renameat2(2)`` with ``RENAME_EXCHANGE``), so that a reader,
   and a ``kill -9`` at any moment, sees the old folder whole or the new one whole, never a mix or a part.
-- :func:`own_output`: the one rule every command's output goes through: an output folder is created new (absent
-  or empty) or recognised as this command's own for these inputs (its record names the same inputs); anything
-  else (another input's output, a user's own files) is refused before any work, and nothing is written.
+- :func:`own_output` / :func:`own_file`: the one rule every command's output goes through: an output folder (a
+  file) is created new (absent or empty) or recognised as this command's own for these inputs (its record names
+  the same inputs); anything else (another input's output, a user's own files) is refused before any work, and
+  nothing is written.
 - :func:`scratch_folder` / :func:`sweep_scratch`: temporary folders named with the pid of the process that
   made them, so that the folders of a process killed with ``kill -9`` (it could not clean up) are removed
   by the next run instead of piling up in the temporary directory.
@@ -115,6 +116,21 @@ def own_output(folder: Path | str, *, read: Callable[[Path], T | None], identity
         raise InputError(folder, f"holds {describe(held)}; nothing was written: give another {flag} for {what}, "
                          "or remove this one")
     return held
+
+
+def own_file(path: Path | str, *, is_own: Callable[[Path], bool], what: str, flag: str = "--out-dir") -> bool:
+    """:func:`own_output`'s rule for a command that writes one file: ``path`` is new (``False``), or this
+    command's own for these inputs (``is_own(path)``: ``True``, it is replaced); anything else is refused.
+
+    Raises:
+        InputError: ``path`` is a folder, or a file this command did not write (names it and ``flag``).
+    """
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return False
+    if path.is_file() and is_own(path):
+        return True
+    raise InputError(path, f"is not {what} this command wrote; nothing was written: give another {flag}, or remove it")
 
 
 def _alive(pid: int) -> bool:
