@@ -983,10 +983,23 @@ def fuzz_outputs(work: Path, tally: Tally) -> None:
         (out / "empty" / row["instance_id"] / "result.json").write_text(json.dumps(
             {"instance_id": "acme__calc-2", "resolved": True}))
 
+    def users_dataset(out: Path) -> None:
+        out.mkdir(parents=True)
+        shutil.copy(world["dataset"], out / "tasks.jsonl")  # named as the selection file
+
+    def another_runs_atif(out: Path) -> None:
+        out.mkdir(parents=True)
+        (out / "trajectory.json").write_text(json.dumps({"schema_version": "ATIF-v1.7", "extra": {
+            "instance_id": "acme__widget-2", "final_patch": ""}, "steps": []}))
+
+    select = ["tasks", "select", "--dataset", "{out}/tasks.jsonl", "--limit", "0", "--out-dir"]
+    atif = ["export", "atif", str(world["run"]), "--out-dir"]
     cases = [("views --out-dir holding the user's repo_only.md", views, mine),
              ("views --out-dir holding another task's views", views, another_tasks_views),
              ("grade --out-dir over a foreign result.json", grade, foreign_result),
-             ("grade --out-dir over another instance's result.json", grade, another_instances_result)]
+             ("grade --out-dir over another instance's result.json", grade, another_instances_result),
+             ("tasks select --out-dir holding the user's tasks.jsonl", select, users_dataset),
+             ("export atif --out-dir holding another run's trajectory.json", atif, another_runs_atif)]
     for n, (label, argv, fill) in enumerate(cases):
         tally.inputs[family] += 1
         here = work / "outputs-cases" / f"{n:03d}"
@@ -995,7 +1008,7 @@ def fuzz_outputs(work: Path, tally: Tally) -> None:
         fill(out)
         extra = ["--dataset", str(_jsonl(here / "tasks.jsonl", [row]))] if argv[0] == "grade" else []
         before = _hashes(out)
-        status, _, err = tally.run(family, label, [*argv, str(out), *extra])
+        status, _, err = tally.run(family, label, [a.replace("{out}", str(out)) for a in (*argv, str(out), *extra)])
         if status == "traceback":
             outcome = "traceback"
         elif status == 0 or _hashes(out) != before:

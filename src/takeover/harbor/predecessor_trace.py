@@ -49,7 +49,8 @@ def predecessor_atif(checkpoint: Checkpoint, folder: Path) -> dict[str, Any]:
     """
     path = predecessor_file(checkpoint, folder)
     runs = read_trajectories(path)
-    found = [r for r in runs if r.record == checkpoint.trajectory_record] or (runs if len(runs) == 1 else [])
+    found = [r for r in runs if r.record == checkpoint.trajectory_record] or (
+        runs if len(runs) == 1 and checkpoint.trajectory_record is None else [])
     if not found:
         raise InputError(path, "no run of this file is the checkpoint's predecessor",
                          record=checkpoint.trajectory_record)
