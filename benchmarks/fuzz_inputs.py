@@ -30,7 +30,13 @@ family and the labels of the failures):
   folder so named), against the good export;
 - ``checkpoint`` (a replay) of a damaged run file, against the good run's checkpoint; the same run sending a
   program's output into a file, checkpointed again three times; into a folder of another checkpoint or of
-  the user's files.
+  the user's files;
+- inputs at the door: malformed dataset rows (swebench 4.x and 5.x), predictions, points files of another task
+  or run, checkpoint folders whose views or predecessor are another task's, each through ``grade``, ``views``,
+  ``checkpoint`` or ``export harbor``; a verdict, view or export from them is a failure;
+- output folders holding what the command did not write (the user's files, another task's views, a foreign
+  ``result.json``, a user's ``tasks.jsonl``, another run's ``trajectory.json``): any change is a silent
+  overwrite.
 
 Measured here (2 shared cores), the newest commands (``--only report,export,checkpoint``, 200 inputs, about
 a minute), before -> after the change that named unreadable records, exchanged export folders and pinned
@@ -38,7 +44,12 @@ unrecorded output: tracebacks 20 -> 0, silent drops 16 -> 0, verdicts from malfo
 checkpoint twice giving another patch 3 -> 0, silent overwrites 2 -> 1 (a task exported from another
 checkpoint of the same name is still replaced: the overwrite rule of every command's output is not built
 yet); clear one-line errors 87 -> 58 and 91 records marked unreadable and listed (exit 2), one interrupted
-trial a failed run with its reason, one repeated attempt listed as not counted. The full pass, 1428 inputs
+trial a failed run with its reason, one repeated attempt listed as not counted. Inputs at the door and output folders
+(``--only inputs,output``, 25 inputs: malformed dataset rows of both formats, predictions, points files and
+checkpoint folders through the command a user runs on them; output folders holding the user's files or another
+input's output), before -> after the input schemas and the output rule: verdicts from malformed input 15 -> 0,
+silent drops 2 -> 0, silent overwrites 7 -> 0 (and export's last one 1 -> 0), clear one-line errors 1 -> 25.
+The full pass, 1428 inputs
 through 3759 commands, 0 tracebacks (about 20 minutes, the machine busy); ``--quick``, 421 inputs through 1134 commands of the
 older families, 0 tracebacks (2 min 37 s).
 """
