@@ -151,8 +151,9 @@ def grade_predictions(
         force: grade again even when a stored result could be reused.
 
     Raises:
-        InputError: an unknown backend or an option it refuses, or a prediction names an ``instance_id`` that
-            is not among ``tasks``.
+        InputError: an unknown backend or an option it refuses, a prediction names an ``instance_id`` that
+            is not among ``tasks``, or a prediction's folder holds what a grading of it did not write
+            (:func:`refuse_other_result`; checked for every prediction before any is graded).
         EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
             (``docker`` without a Docker daemon).
     """
