@@ -277,3 +277,15 @@ def test_the_shared_datasets_pass_the_door_in_both_formats():
     # The same tests (17 rows list them in another order in 5.x), and every row has some.
     assert {t.instance_id: sorted(t.FAIL_TO_PASS) for t in four} == {t.instance_id: sorted(t.FAIL_TO_PASS) for t in five}
     assert all(t.FAIL_TO_PASS for t in four)
+
+
+def test_the_inspect_task_refuses_a_checkpoint_whose_views_are_another_tasks(world, tmp_path):
+    """The Inspect task reads the same checkpoint folders as ``export harbor``, through the same check."""
+    from takeover.errors import InputError
+    from takeover.inspect_task.dataset import handoff_samples
+
+    _, index, _ = _views_of_another_task(world, tmp_path)
+    with pytest.raises(InputError) as refused:
+        handoff_samples(index.parents[1], "repo_only")
+    assert (refused.value.path, refused.value.field) == (str(index), "instance_id")
+    assert len(handoff_samples(world["flask_cp"], "repo_only")) == 1

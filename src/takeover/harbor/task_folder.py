@@ -37,19 +37,19 @@ from typing import Any
 from takeover import __version__
 from takeover._util import harness_version
 from takeover._util.folders import building_beside, own_output, replace_whole
-from takeover._util.io import atomic_write_json, atomic_write_text, read_json, read_text
+from takeover._util.io import atomic_write_json, atomic_write_text, read_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
-from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError, json_type
+from takeover.errors import EnvironmentUnavailable, InputError, TakeoverError
 from takeover.grading import swebench_rules
 from takeover.grading.log_parsing import resolve_log_parser, task_eval_type
 from takeover.grading.seeds import seed_export
 from takeover.grading_settings import GradingSettings
 from takeover.harbor.predecessor_trace import predecessor_atif
-from takeover.input_schemas import Cut, refuse_other
 from takeover.repository_states.snapshots import DIFF_ARGS
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
+from takeover.views.folder import refuse_other_checkpoint_views
 from takeover.vocabulary import VIEWS
 
 #: The verdict script's name in a task's ``tests/`` (generated: :func:`verdict_script`).
@@ -202,26 +202,7 @@ def _check_view(folder: Path, view: str, checkpoint: Checkpoint) -> None:
     if not prompt.is_file():
         raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
                          f"takeover views RUN --checkpoint-dir {folder} --view {view}")
-    index = folder / "views" / "views.json"
-    if not index.exists():
-        return  # a study's views (written by its view units, in the checkpoint's own folder)
-    doc = read_json(index)
-    if not isinstance(doc, dict) or not isinstance(doc.get("point"), dict):
-        raise InputError(index, f"not a views record (takeover views): expected an object with a point, got "
-                         f"{json_type(doc)}")
-    point = doc["point"]
-    refuse_other(index, Cut(instance_id=doc.get("instance_id"), point_type=point.get("type"),
-                            event_index=point.get("event_index"), patch_sha256=doc.get("checkpoint_patch_sha256")),
-                 checkpoint_cut(checkpoint), kind="views folder",
-                 field_names={"point_type": "point.type", "event_index": "point.event_index",
-                              "patch_sha256": "checkpoint_patch_sha256"},
-                 way_out=f"build this checkpoint's views with takeover views RUN --checkpoint-dir {folder}")
-
-
-def checkpoint_cut(checkpoint: Checkpoint) -> Cut:
-    """What ``checkpoint`` is: its task, point and patch."""
-    return Cut(instance_id=checkpoint.instance_id, point_type=checkpoint.point.type,
-               event_index=checkpoint.point.event_index, patch_sha256=checkpoint.patch_sha256)
+    refuse_other_checkpoint_views(folder, checkpoint)
 
 
 def _held_task(dest: Path) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from inspect_ai.dataset import Sample
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.errors import InputError
 from takeover.report.inspect_logs import point_key
+from takeover.views.folder import refuse_other_checkpoint_views
 from takeover.vocabulary import VIEWS
 
 
@@ -71,6 +72,7 @@ def handoff_samples(checkpoints: Path | str, views: str | list[str] = "all") -> 
     samples = []
     for folder in checkpoint_folders(checkpoints):
         checkpoint, _ = load_checkpoint(folder)
+        refuse_other_checkpoint_views(folder, checkpoint)  # never another checkpoint's prompts
         for view in names:
             prompt = folder / "views" / f"{view}.md"
             if not prompt.is_file():

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from takeover._util.folders import own_output
-from takeover._util.io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
-from takeover.errors import InputError
+from takeover._util.io import atomic_write_json, atomic_write_text, read_json, sha256_text, stable_hash
+from takeover.checkpoints import Checkpoint
+from takeover.errors import InputError, json_type
+from takeover.input_schemas import Cut, refuse_other
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
 from takeover.view_budgets import ViewBudgets
 from takeover.views.inputs import ViewInputs
@@ -98,6 +100,34 @@ def refuse_other_views(out: Path | str, inputs: ViewInputs | None = None, names:
                 raise InputError(out / f"{name}.md", "is not a view takeover wrote here (views.json does not list it); "
                                  "nothing was written: give another --out-dir, or remove it")
     return held
+
+
+def refuse_other_checkpoint_views(folder: Path | str, checkpoint: Checkpoint) -> None:
+    """Refuse the views of the checkpoint folder ``folder`` (``views/``) when their ``views.json`` names another
+    task, point or checkpoint patch than ``checkpoint`` (docs/protocol.md section 5.5): their prompts are another
+    checkpoint's. A ``views/`` without ``views.json`` (a study's, written by its view units in the checkpoint's
+    own folder) is taken as it is.
+
+    Raises:
+        InputError: names ``views.json``, the field that differs and both values.
+    """
+    folder = Path(folder)
+    index = folder / "views" / "views.json"
+    if not index.exists():
+        return
+    doc = read_json(index)
+    if not isinstance(doc, dict) or not isinstance(doc.get("point"), dict):
+        raise InputError(index, f"not a views record (takeover views): expected an object with a point, got "
+                         f"{json_type(doc)}")
+    point = doc["point"]
+    refuse_other(index, Cut(instance_id=doc.get("instance_id"), point_type=point.get("type"),
+                            event_index=point.get("event_index"), patch_sha256=doc.get("checkpoint_patch_sha256")),
+                 Cut(instance_id=checkpoint.instance_id, point_type=checkpoint.point.type,
+                     event_index=checkpoint.point.event_index, patch_sha256=checkpoint.patch_sha256),
+                 kind="views folder", way_out=f"build this checkpoint's views with takeover views RUN --checkpoint-dir "
+                                              f"{folder}",
+                 field_names={"point_type": "point.type", "event_index": "point.event_index",
+                              "patch_sha256": "checkpoint_patch_sha256"})
 
 
 def write_views(
