@@ -23,15 +23,22 @@ The paper's view names are :data:`takeover.vocabulary.VIEWS` (a study's default 
 """
 
 from takeover.llm import CallAttempt, Completion, ModelCallError, ModelClient, ModelUsage
-from takeover.views.folder import write_views
+from takeover.views.folder import built_views, write_views
 from takeover.views.handoff_view import HANDOFF_INPUTS, Handoff, HandoffView, ViewBlock
 from takeover.views.inputs import ViewInputs, load_inputs
 from takeover.views.leak import Leak, LeakGuard, ViewLeakError
 from takeover.views.notes import NotesFailed
 from takeover.views.prompt import takeover_prompt, task_prompt
-from takeover.views.view_registry import HANDOFF_VIEWS, model_written, view_named, view_of, view_options
 from takeover.views.structured import DeterministicFields, ModelNotes, compute_fields
 from takeover.views.view import ModelRequired, ViewResult, build_view, build_views
+from takeover.views.view_registry import (
+    HANDOFF_VIEWS,
+    model_written,
+    view_named,
+    view_of,
+    view_options,
+    view_order,
+)
 
 __all__ = [
     "HANDOFF_INPUTS",
@@ -55,6 +62,7 @@ __all__ = [
     "ViewResult",
     "build_view",
     "build_views",
+    "built_views",
     "compute_fields",
     "load_inputs",
     "model_written",
@@ -63,5 +71,6 @@ __all__ = [
     "view_named",
     "view_of",
     "view_options",
+    "view_order",
     "write_views",
 ]

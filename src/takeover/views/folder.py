@@ -28,9 +28,9 @@ from takeover.views.handoff_view import HandoffView
 from takeover.views.inputs import ViewInputs
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NotesFailed
-from takeover.views.view_registry import view_named
-from takeover.views.view_registry import view_options as view_options_of
 from takeover.views.view import ModelRequired, build_view
+from takeover.views.view_registry import view_named, view_order
+from takeover.views.view_registry import view_options as view_options_of
 
 
 def _templates_hash(template_dir: Path | str | None) -> str | None:
@@ -160,3 +160,9 @@ def write_views(
     }
     atomic_write_json(index_path, summary)
     return summary
+
+
+def built_views(checkpoint_dir: Path | str) -> list[str]:
+    """The views built for the checkpoint folder ``checkpoint_dir`` (its ``views/<view>.md``), in table order
+    (:func:`takeover.views.view_registry.view_order`)."""
+    return view_order(p.stem for p in (Path(checkpoint_dir) / "views").glob("*.md"))

@@ -15,7 +15,7 @@ view unit's key and ``views.json``'s key carry as ``view_options``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -125,3 +125,11 @@ def view_options(view: HandoffView, budgets: ViewBudgets | None = None,
     values = budgets.within(fields) if budgets is not None else {}
     return checked_options(view.Options, {**values, **(given or {})}, where=view.where,
                            field=f"view_options.{view.name}")
+
+
+def view_order(names: Iterable[str]) -> list[str]:
+    """``names`` in the order of every table: registered views in registration order (the paper's four
+    first), then the others (a study's view files) sorted."""
+    load_entry_points()
+    known = list(HANDOFF_VIEWS)
+    return sorted(set(names), key=lambda v: (known.index(v) if v in known else len(known), v))
