@@ -128,8 +128,8 @@ def view_options(view: HandoffView, budgets: ViewBudgets | None = None,
 
 
 def view_order(names: Iterable[str]) -> list[str]:
-    """``names`` in the order of every table: registered views in registration order (the paper's four
-    first), then the others (a study's view files) sorted."""
+    """``names`` in the order of every table: the views in code in registration order (the paper's four
+    first), then the others (view files, whether read in this process or not) sorted by name."""
     load_entry_points()
-    known = list(HANDOFF_VIEWS)
+    known = [name for name, view in HANDOFF_VIEWS.items() if view.definition() is None]
     return sorted(set(names), key=lambda v: (known.index(v) if v in known else len(known), v))
