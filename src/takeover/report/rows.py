@@ -374,7 +374,8 @@ def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
         c["completion_tokens"] += unit.completion_tokens
         if unit.status == "done" and unit.output.get("characters") is not None:
             c["characters_total"] += unit.output["characters"]
-            c["estimated_tokens_total"] += unit.output.get("estimated_tokens") or 0
+            if unit.output.get("estimated_tokens"):
+                c["estimated_tokens_total"] += unit.output["estimated_tokens"]
     return {v: dict(acc[v]) for v in order_views(list(acc))}
 
 

@@ -89,7 +89,10 @@ def view_named(ref: str, *, base_dir: Path | str | None = None, where: str | Non
             path = Path(base_dir) / path
         return register_view_file(read_view_file(path))
     load_entry_points()
-    return HANDOFF_VIEWS.named(ref, where=where)
+    if ref not in HANDOFF_VIEWS:
+        raise InputError(where or HANDOFF_VIEWS.where, f"unknown view {ref!r}; the views are {', '.join(HANDOFF_VIEWS)} "
+                         "(or a view file, PATH.toml)")
+    return HANDOFF_VIEWS[ref]
 
 
 def view_of(name: str, definition: Mapping[str, Any] | None = None) -> HandoffView:
