@@ -49,8 +49,8 @@ from takeover.harbor.predecessor_trace import predecessor_atif
 from takeover.repository_states.snapshots import DIFF_ARGS
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
+from takeover.views import HANDOFF_VIEWS, built_views
 from takeover.views.folder import refuse_other_checkpoint_views
-from takeover.vocabulary import VIEWS
 
 #: The verdict script's name in a task's ``tests/`` (generated: :func:`verdict_script`).
 VERDICT_SCRIPT = "swebench_verdict.py"
@@ -195,10 +195,12 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
 def _check_view(folder: Path, view: str, checkpoint: Checkpoint) -> None:
     """Refuse an unknown view, one not built for the checkpoint ``folder`` (``views/<view>.md``), or a views
     folder whose ``views.json`` names another task, point or checkpoint patch (docs/protocol.md section 5.5):
-    its prompts are another checkpoint's."""
-    if view not in VIEWS:
-        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    its prompts are another checkpoint's. Any view that was built is exported (a view file's by the name it
+    declares)."""
     prompt = folder / "views" / f"{view}.md"
+    if not prompt.is_file() and view not in HANDOFF_VIEWS:
+        raise InputError("--view", f"unknown view {view!r}: no views/{view}.md in {folder}, and no registered view "
+                         f"has that name ({HANDOFF_VIEWS.choices()})")
     if not prompt.is_file():
         raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
                          f"takeover views RUN --checkpoint-dir {folder} --view {view}")
@@ -403,7 +405,7 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
         if task is None:
             raise InputError(folder / "checkpoint.json", f"instance {checkpoint.instance_id} is not in the dataset",
                              field="instance_id")
-        names = views or [v for v in VIEWS if (folder / "views" / f"{v}.md").is_file()]
+        names = views or built_views(folder)
         if not names:
             raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
                              f"takeover views RUN --checkpoint-dir {folder}")
