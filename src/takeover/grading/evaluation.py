@@ -217,8 +217,8 @@ def refuse_other_result(folder: Path | str, prediction: Prediction) -> dict[str,
         folder, read=_held_result, record="result.json (takeover grade's)",
         identity=lambda d: {"instance_id": d["instance_id"], "model_name_or_path": d.get("model_name_or_path") or model},
         wanted={"instance_id": prediction.instance_id, "model_name_or_path": model},
-        describe=lambda d: f"the grading of {d['instance_id']} by {d.get('model_name_or_path') or model}",
-        what=f"the grading of {prediction.instance_id} by {model}")
+        describe=lambda d: f"the grading of {d['instance_id']} (model {d.get('model_name_or_path') or model})",
+        what=f"the grading of {prediction.instance_id} (model {model})")
 
 
 @dataclass(frozen=True)
