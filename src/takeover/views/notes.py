@@ -85,7 +85,7 @@ class NotesOutcome(BaseModel):
         raw_answers: the model's reply (``content``, thinking included) of each attempt.
     """
 
-    view: NoteView
+    view: str
     block: str
     prompt: str
     validation: Validation
@@ -187,6 +187,31 @@ def write_notes(
         {"role": "system", "content": render("notes_system.md.j2", template_dir)},
         {"role": "user", "content": request},
     ]
+    return ask_for_notes(view, client, messages, checked, guard, make_prompt, facts=facts,
+                         template_dir=template_dir, max_tokens=max_tokens, max_retries=max_retries)
+
+
+def ask_for_notes(
+    view: str,
+    client: ModelClient,
+    messages: list[dict],
+    checked: DeterministicFields,
+    guard: LeakGuard,
+    make_prompt: Callable[[str], str],
+    *,
+    facts: DeterministicFields | None = None,
+    template_dir: Path | str | None = None,
+    max_tokens: int = NOTE_MAX_TOKENS,
+    max_retries: int = MAX_RETRIES,
+) -> NotesOutcome:
+    """Send ``messages`` (the writer's request) and validate the answer, retrying with the reasons (see the
+    module docstring): structured notes when ``view`` is ``structured_notes``, else summary-style notes
+    checked against ``checked``.
+
+    Raises:
+        NotesFailed: every attempt rejected, or :class:`ModelCallError` from the endpoint.
+    """
+    structured = view == "structured_notes"
     calls: list[CallAttempt] = []
     rejections: list[str] = []
     answers: list[str] = []
