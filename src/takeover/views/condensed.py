@@ -1,5 +1,5 @@
 """The ``condensed`` view: OpenHands' own compaction of the predecessor's history, as a handoff
-(**Extension**, docs/protocol.md section 7.6).
+(**Extension**, docs/protocol.md section 7.7).
 
 Every agent framework hands work over to itself when its context fills: it condenses the history into a
 summary and goes on from it. This view measures that handoff under the protocol's controls: OpenHands SDK's

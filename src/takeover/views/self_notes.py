@@ -1,5 +1,5 @@
 """The ``self_notes`` view: the predecessor's own handoff note, written from its own message history at the
-cut (**Extension**, docs/protocol.md section 7.7).
+cut (**Extension**, docs/protocol.md section 7.8).
 
 ``summary_notes`` has a separate writer read a rendered trace; here the agent is asked, at the moment it
 stops, to write its handoff: the request is the predecessor's chat exactly as its model was sent it up to
