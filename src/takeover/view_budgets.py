@@ -7,28 +7,23 @@ and given whole to :func:`takeover.views.build_view`, :func:`~takeover.views.wri
 :func:`takeover.handoff.compose_handoff` and :func:`~takeover.handoff.resume.resume_session`. Its defaults and
 bounds are declared here only.
 
-Each budget belongs to the views it limits (:data:`VIEW_BUDGETS`); what a view is built with, and what
-enters its key (a view unit's ``view_options``, ``views.json``'s key), is :meth:`ViewBudgets.of_view`: that
-view's own budgets, those at their default left out. So a view's key names the view and only the budgets it
-uses, by the same names, however the budgets are declared: a view whose budgets move into an options record
-of its own (one field per budget, the same names and defaults) keeps its key.
+A budget belongs to every view whose own options (its ``Options`` model,
+:mod:`takeover.views.handoff_view`) have a field of that name: ``raw_trace`` has ``raw_trace_max_chars`` and
+``raw_trace_max_tokens``, the model-written views ``note_max_tokens``. What a view is built with, and what
+enters its key (a view unit's ``view_options``, ``views.json``'s key), is those budgets beyond their
+defaults (:meth:`ViewBudgets.within`), with the view's own options on top
+(:func:`takeover.views.view_registry.view_options`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 #: Completion tokens per note-writing call, the protocol's (docs/protocol.md section 7.3).
 NOTE_MAX_TOKENS = 1600
-
-#: The budgets of each view that has some, by view name: the view's own options.
-VIEW_BUDGETS: dict[str, tuple[str, ...]] = {
-    "raw_trace": ("raw_trace_max_chars", "raw_trace_max_tokens"),
-    "summary_notes": ("note_max_tokens",),
-    "structured_notes": ("note_max_tokens",),
-}
 
 
 class ViewBudgets(BaseModel):
@@ -39,8 +34,8 @@ class ViewBudgets(BaseModel):
             (``--raw-trace-max-chars``); None: no budget, as in the paper.
         raw_trace_max_tokens: the same in estimated tokens (``--raw-trace-max-tokens``); None: no budget.
             With a budget the newest events that fit are kept, the handoff event always.
-        note_max_tokens: completion tokens per note-writing call of ``summary_notes`` and
-            ``structured_notes`` (``--note-max-tokens``; the protocol's 1,600). Lower it only for small
+        note_max_tokens: completion tokens per note-writing call of ``summary_notes``,
+            ``structured_notes`` and every model-written view (``--note-max-tokens``; the protocol's 1,600). Lower it only for small
             local models, and say so when reporting.
 
     Raises:
@@ -53,9 +48,9 @@ class ViewBudgets(BaseModel):
     raw_trace_max_tokens: int | None = Field(None, ge=1)
     note_max_tokens: int = Field(NOTE_MAX_TOKENS, ge=64)
 
-    def of_view(self, view: str) -> dict[str, Any]:
-        """The budgets of ``view`` (:data:`VIEW_BUDGETS`) that differ from their default, by name: what the
-        view is built with beyond its defaults, and what its key carries (``{}`` for ``repo_only``)."""
+    def within(self, names: Iterable[str]) -> dict[str, Any]:
+        """The budgets among ``names`` (a view's option names) that differ from their default, by name:
+        what the view is built with beyond its defaults (``{}`` for a view with no budget)."""
         fields = type(self).model_fields
-        return {name: getattr(self, name) for name in VIEW_BUDGETS.get(view, ())
-                if getattr(self, name) != fields[name].default}
+        return {name: getattr(self, name) for name in names
+                if name in fields and getattr(self, name) != fields[name].default}

@@ -12,14 +12,14 @@ from typing import Literal, get_args
 
 # --- handoff views (docs/protocol.md section 7) -------------------------------------------------------
 
-ViewName = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
-#: The four views, in the protocol's order (the order of every table and chart).
-VIEWS: tuple[ViewName, ...] = get_args(ViewName)
+PaperView = Literal["repo_only", "raw_trace", "summary_notes", "structured_notes"]
+#: The paper's four views, in the protocol's order: the default views of a study, first in every table and
+#: chart. Any other registered view (``takeover.views.view_registry.HANDOFF_VIEWS``) comes after them.
+VIEWS: tuple[PaperView, ...] = get_args(PaperView)
+#: A view's name: one of :data:`VIEWS` or any other registered view's (a study's view file's included).
+ViewName = str
 #: The view every other view is compared with (docs/protocol.md section 9).
-BASE_VIEW: ViewName = "repo_only"
-NoteView = Literal["summary_notes", "structured_notes"]
-#: Views whose block a note writer (a model) produces.
-NOTE_VIEWS: tuple[NoteView, ...] = get_args(NoteView)
+BASE_VIEW: PaperView = "repo_only"
 
 # --- handoff points (docs/protocol.md section 4) ------------------------------------------------------
 

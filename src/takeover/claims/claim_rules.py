@@ -18,7 +18,7 @@ from takeover.claims.extraction import CLAIM_KINDS, Claim, normalise_path, note_
 from takeover.claims.trace_facts import CommandRun, TraceFacts
 from takeover.commands import segments
 from takeover.rediscovery.actions import normalised_verification
-from takeover.vocabulary import NOTE_VIEWS
+from takeover.views.view_registry import model_written
 
 Verdict = Literal["supported", "unsupported", "contradicted"]
 #: The verdicts, in the order reports list them.
@@ -26,10 +26,10 @@ VERDICTS: tuple[str, ...] = ("supported", "unsupported", "contradicted")
 
 
 def checks_claims(view: str) -> bool:
-    """Whether the claims of ``view``'s notes are checked: every view a model writes (today the notes views
-    of :data:`takeover.vocabulary.NOTE_VIEWS`). The one place that decides it: a registry of views that
-    says which views a model writes answers here."""
-    return view in NOTE_VIEWS
+    """Whether the claims of ``view``'s notes are checked: every view a model writes (the registry's
+    ``model_written``, :func:`takeover.views.view_registry.model_written`: the paper's notes views, a model-written
+    view file or plug-in). The one place that decides it."""
+    return model_written(view)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from takeover.llm import ModelSettings
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import MIRROR_ENV, RepoSource
 from takeover.view_budgets import ViewBudgets
+from takeover.views.view_registry import view_named
 from takeover.vocabulary import POINT_TYPES, VIEWS
 
 # --- help texts ------------------------------------------------------------------------------------
@@ -57,7 +58,8 @@ API_KEY_ENV_HELP = "Name of the environment variable that holds the endpoint's A
 JSON_HELP = "Print JSON Lines instead of the readable output: one JSON record per line, in input order."
 INSTANCE_ID_HELP = "SWE-bench instance_id."
 POINT_TYPE_HELP = f"Handoff point type: {', '.join(POINT_TYPES)}."
-VIEW_HELP = f"Handoff view: {', '.join(VIEWS)}."
+VIEW_HELP = (f"Handoff view: {', '.join(VIEWS)}, trace_digest, a plug-in's, or a view file (PATH.toml, "
+             "docs/views.md).")
 BACKEND_HELP = f"Where the tests run: {describe_backends()}."
 STEP_LIMIT_HELP = "Model calls per agent run (mini-swe-agent's step_limit)."
 WALL_TIME_LIMIT_SECONDS_HELP = ("Wall-clock limit of an agent run, in seconds, checked between model calls: a call in "
@@ -184,7 +186,9 @@ NetworkOption = Annotated[bool, typer.Option("--network/--no-network", help=NETW
 HashSeedOption = Annotated[int | None, typer.Option("--hash-seed", help=HASH_SEED_HELP)]
 GradingRulesOption = Annotated[str | None, typer.Option("--grading-rules", help=GRADING_RULES_HELP)]
 BackendOptionOption = Annotated[list[str] | None, typer.Option("--backend-option", help=BACKEND_OPTION_HELP)]
-ViewsOption = Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default: all four.")]
+ViewsOption = Annotated[list[str] | None, typer.Option("--view", help=f"{VIEW_HELP} Repeatable; default (or all): the paper's four.")]
+VIEW_OPTION_HELP = "One view's own option, NAME.KEY=VALUE (its Options; repeatable), e.g. raw_trace.raw_trace_max_chars=40000."
+ViewOptionOption = Annotated[list[str] | None, typer.Option("--view-option", help=VIEW_OPTION_HELP)]
 ModelPathOption = Annotated[Path | None, typer.Option("--model-path", help=MODEL_PATH_HELP)]
 NCtxOption = Annotated[int, typer.Option("--n-ctx", help=N_CTX_HELP)]
 ModelPartsOption = Annotated[Path | None, typer.Option("--model-parts", help=MODEL_PARTS_HELP)]
@@ -193,38 +197,47 @@ ModelPartsOption = Annotated[Path | None, typer.Option("--model-parts", help=MOD
 
 
 def read_views(values: list[str] | None) -> list[str]:
-    """The views that repeated ``--view`` flags name, in order and once each (none given, or ``all``: all
-    four).
+    """The names of the views that repeated ``--view`` flags name, in order and once each (none given, or
+    ``all``: the paper's four): registered names, or view files (``*.toml``), which are read and registered.
 
     Raises:
-        typer.BadParameter: an unknown view (exit status 2, naming the known views).
+        InputError: an unknown view (naming the known views) or a broken view file (naming the file).
     """
     chosen: list[str] = []
     for name in values or ["all"]:
-        for view in (VIEWS if name == "all" else [name]):
-            if view not in VIEWS:
-                raise typer.BadParameter(f"unknown view {view!r}; the views are {', '.join(VIEWS)} (or all)",
-                                         param_hint="--view")
+        for ref in (VIEWS if name == "all" else [name]):
+            view = view_named(ref, where="--view").name
             if view not in chosen:
                 chosen.append(view)
     return chosen
 
 
 def one_view(values: list[str] | None, command: str) -> str | None:
-    """The one view a command that takes one names with ``--view`` (``None``: not given).
+    """The name of the one view a command that takes one names with ``--view`` (``None``: not given).
 
     Raises:
-        typer.BadParameter: several views, or an unknown one (exit status 2).
+        typer.BadParameter: several views (exit status 2).
+        InputError: an unknown view or a broken view file.
     """
     if not values:
         return None
-    for value in values:
-        if value not in VIEWS:
-            raise typer.BadParameter(f"unknown view {value!r}; the views are {', '.join(VIEWS)}", param_hint="--view")
-    if len(values) > 1:
+    names = [view_named(value, where="--view").name for value in values]
+    if len(names) > 1:
         raise typer.BadParameter(f"{command} takes one view; got {len(values)} ({', '.join(values)})",
                                  param_hint="--view")
-    return values[0]
+    return names[0]
+
+
+def read_view_options(items: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``{view: {KEY: VALUE}}`` of repeated ``--view-option NAME.KEY=VALUE`` (text; each view's ``Options``
+    reads them when it is built). Raises InputError: an item that is not NAME.KEY=VALUE."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in _name_values(items, "--view-option").items():
+        view, dot, option = key.rpartition(".")
+        if not dot or not view or not option:
+            raise InputError("--view-option", f"{key}={value!r} is not NAME.KEY=VALUE")
+        out.setdefault(view, {})[option] = value
+    return out
 
 
 # --- option groups: one record from several flags ----------------------------------------------------

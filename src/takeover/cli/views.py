@@ -29,9 +29,11 @@ from takeover.cli.options import (
     PointsFileOption,
     RecordOption,
     VerboseOption,
+    ViewOptionOption,
     ViewsOption,
     note_writer,
     option_groups,
+    read_view_options,
     read_views,
     replay_settings,
     repo_source,
@@ -58,6 +60,7 @@ def views(
     out_dir: Annotated[Path | None, typer.Option("--out-dir", help=f"{OUT_DIR_HELP}: <view>.md files and views.json (default with --checkpoint-dir: DIR/views).")] = None,
     checkpoint_dir: Annotated[Path | None, typer.Option("--checkpoint-dir", help=f"{CHECKPOINT_DIR_HELP} The point, patch and handoff state come from there.")] = None,
     view: ViewsOption = None,
+    view_option: ViewOptionOption = None,
     points_file: PointsFileOption = None,
     record: RecordOption = None,
     template_dir: Annotated[Path | None, typer.Option("--template-dir", help="Folder of templates overriding the packaged ones.")] = None,
@@ -70,7 +73,9 @@ def views(
     The point comes from --checkpoint-dir, --points-file (takeover points --out-dir), or detection
     (replay needs the repository: --mirror); --event N cuts after event N instead (its exact state, as
     takeover checkpoint --event; views.json then names the event; the replay follows the replay flags). The notes views
-    need a note-writing model (--model, --base-url). With output to a file or pipe, one line per view also goes to
+    need a note-writing model (--model, --base-url), as does any model-written view; --view also takes trace_digest,
+    a plug-in's view, or a view file (PATH.toml: docs/views.md); --view-option NAME.KEY=VALUE sets one view's
+    own option. With output to a file or pipe, one line per view also goes to
     stderr as it is written.
     The claims of each model-written note are checked against the trace (DIR/claims.json); --json prints
     views.json with that check as one JSON line. --judge-model asks a model at the note writer's endpoint
@@ -97,6 +102,7 @@ def views(
             raise typer.BadParameter("give --out-dir DIR (or --checkpoint-dir DIR to write DIR/views)")
         out = checkpoint_dir / "views"
     names = read_views(view)
+    options = read_view_options(view_option)
     if judge_model and model is None:
         raise typer.BadParameter("--judge-model asks a model at the note writer's endpoint: give --model (and "
                                  "--base-url) too", param_hint="--judge-model")
@@ -113,7 +119,8 @@ def views(
     lines = not is_watched(console)
     for number, name in enumerate(names, 1):
         started = time.monotonic()
-        summary = write_views(inputs, [name], out, model=model, template_dir=template_dir, view_budgets=view_budgets)
+        summary = write_views(inputs, [name], out, model=model, template_dir=template_dir, view_budgets=view_budgets,
+                              view_options=options)
         if lines:
             row = summary["views"].get(name) or {}
             note = row.get("note_tokens") or {}

@@ -5,7 +5,8 @@ Example (paths are relative to the TOML file's folder)::
     out_dir = "out/pilot"
     mirror = "/data/mirror"            # folder of bare repositories owner__name.git
     offline = false                    # true: never clone from GitHub
-    views = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]
+    views = ["repo_only", "raw_trace", "summary_notes", "structured_notes"]   # the default; also any
+                                       # registered view ("trace_digest") or a view file ("./my_view.toml")
     point_types = ["after_first_source_edit", "after_first_verification_result",
                    "after_first_post_failure_edit"]
 
@@ -51,7 +52,9 @@ Example (paths are relative to the TOML file's folder)::
     [view_budgets]                      # the views' budgets (takeover.view_budgets.ViewBudgets)
     # raw_trace_max_chars = 40000       # raw_trace budget (default: none, as in the paper)
     # raw_trace_max_tokens = 10000
-    # note_max_tokens = 1600            # completion tokens per note-writing call
+    # note_max_tokens = 1600            # completion tokens per note-writing call (every model-written view)
+
+    # [view_options.NAME]               # one view's own options (its Options; --view-option NAME.KEY=VALUE)
 
     [execution]
     workers = 4
@@ -73,7 +76,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from takeover._util.io import read_text
 from takeover.agents import DEFAULT_AGENT, AgentChoice
@@ -87,7 +98,9 @@ from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
 from takeover.view_budgets import ViewBudgets
-from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
+from takeover.views.handoff_view import HandoffView
+from takeover.views.view_registry import view_named, view_options
+from takeover.vocabulary import POINT_TYPES, VIEWS, PointType
 
 
 class _Strict(BaseModel):
@@ -218,7 +231,8 @@ class ExperimentConfig(_Strict):
     dataset: DatasetConfig
     predecessor: PredecessorConfig
     successors: list[SuccessorConfig] = Field(min_length=1)
-    views: list[ViewName] = Field(default_factory=lambda: list(VIEWS))
+    views: list[str] = Field(default_factory=lambda: list(VIEWS))
+    view_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
     limits: RunLimits = Field(default_factory=RunLimits)
     grading: GradingSettings = Field(default_factory=GradingSettings)
@@ -230,12 +244,44 @@ class ExperimentConfig(_Strict):
     bootstrap_seed: int = PAPER_SEED
     base_dir: str | None = Field(default=None, description="folder that relative paths are resolved against")
 
-    @field_validator("views")
-    @classmethod
-    def _views_unique(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("views are listed twice")
-        return value
+    _handoff_views: dict[str, HandoffView] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _views_are_registered(self) -> ExperimentConfig:
+        # Every view is resolved once, here: a registered name or a view file (relative to the file's folder),
+        # and each view's own options are checked by its Options model before any unit runs.
+        found: dict[str, HandoffView] = {}
+        for i, ref in enumerate(self.views):
+            try:
+                view = view_named(ref, base_dir=self.base_dir, where=f"views[{i}]")
+            except InputError as exc:
+                raise ValueError(f"views[{i}] = {ref!r}: {exc.reason if exc.path == f'views[{i}]' else exc}") from None
+            if view.name in found:
+                raise ValueError(f"views[{i}] = {ref!r}: the view {view.name} is listed twice")
+            found[view.name] = view
+        for name, given in self.view_options.items():
+            if name not in found:
+                raise ValueError(f"view_options.{name}: not a view of this study (its views: {', '.join(found)})")
+            try:
+                view_options(found[name], self.view_budgets, given)
+            except InputError as exc:
+                raise ValueError(f"{exc.field}: {exc.reason}") from None
+        self._handoff_views = found
+        return self
+
+    @property
+    def view_names(self) -> list[str]:
+        """The study's views by name, in the order given (a view file's by the name it declares)."""
+        return list(self._handoff_views)
+
+    def handoff_view(self, name: str) -> HandoffView:
+        """The study's view ``name`` (:attr:`view_names`)."""
+        return self._handoff_views[name]
+
+    def options_of(self, name: str) -> dict[str, Any]:
+        """What view ``name`` is built with beyond its defaults: the budgets its options name, then its
+        ``[view_options.NAME]`` table (:func:`takeover.views.view_registry.view_options`)."""
+        return view_options(self._handoff_views[name], self.view_budgets, self.view_options.get(name))
 
     @field_validator("successors")
     @classmethod

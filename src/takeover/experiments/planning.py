@@ -37,7 +37,6 @@ from takeover.results import (
 )
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
-from takeover.vocabulary import NOTE_VIEWS
 
 #: The stages of ``takeover run`` in order (``environment`` only with ``execution.prepare_environments``).
 STAGES = ("environment", "predecessor", "points", "checkpoint", "handoff_state", "view", "takeover", "grade")
@@ -76,7 +75,7 @@ class Plan:
             {
                 "name": c.name,
                 "bootstrap": {"resamples": c.bootstrap_resamples, "seed": c.bootstrap_seed},
-                "views": list(c.views),
+                "views": c.view_names,
                 "successors": c.successor_names,
                 "point_types": list(c.point_types),
                 "stages": {stage: [stable_form(e) for e in entries]
@@ -218,19 +217,21 @@ class Planner:
                 for cp in checkpoints]
 
     def views(self, checkpoints: list[DoneCheckpoint]) -> list[UnitSpec]:
-        """One unit per (checkpoint, view); notes views call the note writer; each view has its own budgets
-        (:meth:`takeover.view_budgets.ViewBudgets.of_view` of the configured ones)."""
+        """One unit per (checkpoint, view); a model-written view calls the note writer; each view is built
+        with its own options (:meth:`ExperimentConfig.options_of`), and a view file's unit carries the file's
+        content (its identity: an edited file is a new view)."""
         specs = []
         for cp in checkpoints:
-            for view in self.config.views:
-                notes = view in NOTE_VIEWS
+            for name in self.config.view_names:
+                view = self.config.handoff_view(name)
                 inputs = ViewUnitInputs(
-                    **self._checkpoint_inputs(cp), view=view, trajectory=cp.output.trajectory,
-                    notes_model=self.config.notes_model if notes else None,
-                    view_options=self.config.view_budgets.of_view(view),
+                    **self._checkpoint_inputs(cp), view=name, trajectory=cp.output.trajectory,
+                    notes_model=self.config.notes_model if view.model_written else None,
+                    view_options=self.config.options_of(name), view_file=view.definition(),
                 )
-                labels = cp.labels.model_copy(update={"view": view})
-                specs.append(self._spec("view", stages.view_unit, inputs, labels, ["model"] if notes else []))
+                labels = cp.labels.model_copy(update={"view": name})
+                specs.append(self._spec("view", stages.view_unit, inputs, labels,
+                                        ["model"] if view.model_written else []))
         return specs
 
     def takeovers(self, checkpoints: list[DoneCheckpoint], views: list[UnitSpec],
@@ -240,7 +241,7 @@ class Planner:
         view_by = {(s.labels["point_key"], s.labels["view"]): (s, results.get(s.key)) for s in views}
         specs, blocked = [], []
         for cp in checkpoints:
-            for view in self.config.views:
+            for view in self.config.view_names:
                 if (cp.key, view) not in view_by:
                     continue
                 vspec, vres = view_by[(cp.key, view)]

@@ -51,8 +51,7 @@ from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.events import Trajectory
 from takeover.trajectories.takeover_run import RunRecord, read_run
-from takeover.view_budgets import ViewBudgets
-from takeover.views import build_view
+from takeover.views import build_view, view_of
 from takeover.views.notes import NotesFailed
 from takeover.vocabulary import INFRA_EXIT_STATUSES
 
@@ -262,8 +261,8 @@ def view_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
     patch = _read(cp_dir / "checkpoint.patch")
     traj = _read_trajectory(args.trajectory)
     try:
-        result = build_view(args.view, traj, checkpoint.point, _task(args.task), patch, model=args.notes_model,
-                            view_budgets=ViewBudgets(**args.view_options))
+        result = build_view(view_of(args.view, args.view_file), traj, checkpoint.point, _task(args.task), patch,
+                            model=args.notes_model, view_options=args.view_options)
     except NotesFailed as exc:
         raise UnitFailure(str(exc), "infrastructure" if exc.outcome == "model_error" else "agent",
                           prompt_tokens=exc.usage.prompt_tokens,

@@ -30,8 +30,15 @@ from takeover.replay_settings import ReplaySettings
 from takeover.repository_states.snapshots import patch_sha256
 from takeover.trajectories import CUT_LAST_LINE
 from takeover.view_budgets import ViewBudgets
-from takeover.views import DeterministicFields, NotesFailed, ViewResult, build_view, compute_fields
-from takeover.vocabulary import VIEWS, ViewName
+from takeover.views import (
+    DeterministicFields,
+    NotesFailed,
+    ViewResult,
+    build_view,
+    compute_fields,
+    view_named,
+)
+from takeover.vocabulary import ViewName
 
 #: The task prompt template for sessions (overrides the study's SWE-bench one).
 TEMPLATES = Path(__file__).with_name("templates")
@@ -168,8 +175,8 @@ def compose_handoff(
         takeover.views.ModelRequired: a notes view without ``model``.
         takeover.views.ViewLeakError: a deterministic view leaks (a bug or bad input).
     """
-    if view is not None and view not in VIEWS:
-        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    if view is not None:
+        view = view_named(view, where="--view").name
     trajectory = read_session(session, record=record)
     meta = trajectory.metadata
     start = meta.get("git_commit") or meta.get("base_commit")

@@ -49,7 +49,7 @@ from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.atif_writer import to_atif
-from takeover.vocabulary import VIEWS
+from takeover.views import HANDOFF_VIEWS, built_views
 
 #: The verdict script's name in a task's ``tests/`` (generated: :func:`verdict_script`).
 VERDICT_SCRIPT = "swebench_verdict.py"
@@ -243,10 +243,12 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
 
 
 def _check_view(folder: Path, view: str) -> None:
-    """Refuse an unknown view, or one not built for the checkpoint ``folder`` (``views/<view>.md``)."""
-    if view not in VIEWS:
-        raise InputError("--view", f"unknown view {view!r}; expected one of {', '.join(VIEWS)}")
+    """Refuse an unknown view, or one not built for the checkpoint ``folder`` (``views/<view>.md``). Any view
+    that was built is exported (a view file's by the name it declares)."""
     prompt = folder / "views" / f"{view}.md"
+    if not prompt.is_file() and view not in HANDOFF_VIEWS:
+        raise InputError("--view", f"unknown view {view!r}: no views/{view}.md in {folder}, and no registered view "
+                         f"has that name ({HANDOFF_VIEWS.choices()})")
     if not prompt.is_file():
         raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
                          f"takeover views RUN --checkpoint-dir {folder} --view {view}")
@@ -420,7 +422,7 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
         if task is None:
             raise InputError(folder / "checkpoint.json", f"instance {checkpoint.instance_id} is not in the dataset",
                              field="instance_id")
-        names = views or [v for v in VIEWS if (folder / "views" / f"{v}.md").is_file()]
+        names = views or built_views(folder)
         if not names:
             raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
                              f"takeover views RUN --checkpoint-dir {folder}")

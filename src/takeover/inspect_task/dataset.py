@@ -17,6 +17,7 @@ from inspect_ai.dataset import Sample
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.errors import InputError
 from takeover.report.inspect_logs import point_key
+from takeover.views import HANDOFF_VIEWS
 from takeover.vocabulary import VIEWS
 
 
@@ -38,16 +39,10 @@ def checkpoint_folders(root: Path | str) -> list[Path]:
 
 
 def parse_views(views: str | list[str]) -> list[str]:
-    """View names from ``repo_only,raw_trace``, a list, or ``all`` (protocol order kept as given).
-
-    Raises:
-        InputError: an unknown view name.
-    """
-    names = list(VIEWS) if views == "all" else [v.strip() for v in (views.split(",") if isinstance(views, str) else views)]
-    unknown = [n for n in names if n not in VIEWS]
-    if unknown:
-        raise InputError("views", f"unknown view {unknown[0]!r}; expected all or one of {', '.join(VIEWS)}")
-    return names
+    """View names from ``repo_only,raw_trace``, a list, or ``all`` (the paper's four; order kept as given).
+    Any view that was built is accepted (a view file's by the name it declares); :func:`handoff_samples` names
+    one that is neither registered nor built."""
+    return list(VIEWS) if views == "all" else [v.strip() for v in (views.split(",") if isinstance(views, str) else views)]
 
 
 def sample_metadata(checkpoint: Checkpoint, folder: Path, view: str) -> dict:
@@ -73,6 +68,9 @@ def handoff_samples(checkpoints: Path | str, views: str | list[str] = "all") -> 
         checkpoint, _ = load_checkpoint(folder)
         for view in names:
             prompt = folder / "views" / f"{view}.md"
+            if not prompt.is_file() and view not in HANDOFF_VIEWS:
+                raise InputError("views", f"unknown view {view!r}: no views/{view}.md in {folder}, and no registered "
+                                 f"view has that name ({HANDOFF_VIEWS.choices()})")
             if not prompt.is_file():
                 raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
                                  f"takeover views RUN --checkpoint-dir {folder} --view {view}")

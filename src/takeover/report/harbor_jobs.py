@@ -50,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from takeover._util.io import read_json, read_text
 from takeover.errors import InputError, json_type
 from takeover.trajectories import read_trajectory
-from takeover.vocabulary import VIEWS
+from takeover.views import HANDOFF_VIEWS
 
 _NAME = re.compile(r"^(?P<instance_id>.+)__(?P<point_type>[a-z_]+)-(?P<event_index>\d+)__(?P<view>[a-z_]+)$")
 #: The exception types Harbor records, with an empty message, for a trial stopped from outside (the user
@@ -223,7 +223,7 @@ def _point(task_name: str, folder: Path | None) -> dict[str, Any] | None:
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) for k in ("instance_id", "point_type", "view")) \
             or not isinstance(meta.get("event_index"), int):
         match = _NAME.match(task_name)
-        if match is None or match["view"] not in VIEWS:
+        if match is None or match["view"] not in HANDOFF_VIEWS:
             return None  # not a task takeover exported
         meta = {**match.groupdict(), "event_index": int(match["event_index"])}
     meta.setdefault("point_key", f"{meta['instance_id']}@{meta['point_type']}:{meta['event_index']}")

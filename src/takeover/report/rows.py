@@ -31,7 +31,8 @@ from takeover.errors import InputError
 from takeover.report.harbor_jobs import harbor_rows, harbor_trial_folders
 from takeover.report.inspect_logs import eval_log_files, inspect_rows
 from takeover.results import GRADE_OUTPUT_COLUMNS, LABEL_COLUMNS, RESULT_COLUMNS, RUN_OUTPUT_COLUMNS
-from takeover.vocabulary import HANDOFF_STATES, VIEWS
+from takeover.views import view_order
+from takeover.vocabulary import HANDOFF_STATES
 
 #: Input fields kept per stage (the rest of ``inputs`` is dropped after reading): a checkpoint unit's task
 #: file and handoff point, which the drill-down shows.
@@ -39,8 +40,9 @@ _KEPT_INPUTS = {"checkpoint": ("task", "point")}
 
 
 def order_views(views: list[str]) -> list[str]:
-    """``views`` in the protocol's order (:data:`takeover.vocabulary.VIEWS`); unknown names after, sorted."""
-    return sorted(views, key=lambda v: (VIEWS.index(v) if v in VIEWS else len(VIEWS), v))
+    """``views`` in table order: the registered views' (the paper's four first), then the others, sorted
+    (:func:`takeover.views.view_order`)."""
+    return view_order(views)
 
 
 def order_states(states: list[str]) -> list[str]:
@@ -378,9 +380,10 @@ def write_csv(path: Path, rows: list[dict]) -> None:
     """Write ``results.csv`` atomically: the :data:`~takeover.results.RESULT_COLUMNS` of ``rows``, sorted by
     successor, instance, point type and view (protocol order); written in pieces of 1,000 rows."""
 
+    ranks = {view: rank for rank, view in enumerate(order_views([r["view"] for r in rows]))}
+
     def order(r: dict) -> tuple:
-        rank = VIEWS.index(r["view"]) if r["view"] in VIEWS else len(VIEWS)
-        return (r["successor"], r["instance_id"], r["point_type"], rank, r["view"])
+        return (r["successor"], r["instance_id"], r["point_type"], ranks[r["view"]], r["view"])
 
     def chunks() -> Iterator[str]:
         buf = io.StringIO()

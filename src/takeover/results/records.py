@@ -312,17 +312,18 @@ class HandoffStateOutput(_Record):
 
 
 class ViewUnitInputs(CheckpointUnitInputs):
-    """Build one view of a checkpoint (docs/protocol.md section 7). Notes views add the note writer
-    (``notes_model``). ``view_options`` are the view's own budgets beyond their defaults, by name
-    (:meth:`takeover.view_budgets.ViewBudgets.of_view`: ``raw_trace_max_chars``/``raw_trace_max_tokens`` of
-    ``raw_trace``, ``note_max_tokens`` of the notes views): the unit's key names the view and only what it
-    is built with, so a view whose budgets become an options record of its own (the same names and
-    defaults) keeps its key."""
+    """Build one view of a checkpoint (docs/protocol.md section 7). A model-written view adds the note writer
+    (``notes_model``). ``view_options`` are the view's own options beyond their defaults, by name
+    (:func:`takeover.views.view_registry.view_options`: ``raw_trace_max_chars``/``raw_trace_max_tokens`` of
+    ``raw_trace``, ``note_max_tokens`` of the model-written views): the unit's key names the view and only
+    what it is built with. ``view_file`` is a view file's content (``None`` for a view in code): its identity,
+    so that editing the file builds the view again, and what a worker rebuilds the view from."""
 
     view: ViewName
     trajectory: PredecessorOutput
     notes_model: ModelSettings | None = None
     view_options: dict[str, Any] = Field(default_factory=dict)
+    view_file: dict[str, Any] | None = None
 
 
 class ViewOutput(_Record):

@@ -17,17 +17,20 @@ twice; each write is atomic.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from takeover._util.io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
 from takeover.view_budgets import ViewBudgets
+from takeover.views.handoff_view import HandoffView
 from takeover.views.inputs import ViewInputs
 from takeover.views.leak import LeakGuard
 from takeover.views.notes import NotesFailed
 from takeover.views.view import ModelRequired, build_view
-from takeover.vocabulary import NOTE_VIEWS
+from takeover.views.view_registry import view_named, view_order
+from takeover.views.view_registry import view_options as view_options_of
 
 
 def _templates_hash(template_dir: Path | str | None) -> str | None:
@@ -37,17 +40,18 @@ def _templates_hash(template_dir: Path | str | None) -> str | None:
     return stable_hash({p.name: sha256_text(p.read_text(encoding="utf-8")) for p in files})
 
 
-def view_key(inputs: ViewInputs, name: str, model: ModelSettings | None, templates: str | None,
-             view_budgets: ViewBudgets) -> str:
-    """The key of view ``name`` of ``inputs.point`` in ``views.json``: the instance, the point, the
-    checkpoint patch's sha256, the view, and what is set of its note writer's name (a notes view; the
-    model's name, not its address: the same model behind another port is the same writer), the templates'
-    hash and the view's own budgets beyond their defaults (``view_options``,
-    :meth:`~takeover.view_budgets.ViewBudgets.of_view`), as a unit's key has them."""
+def view_key(inputs: ViewInputs, view: HandoffView, model: ModelSettings | None, templates: str | None,
+             options: dict[str, Any]) -> str:
+    """The key of ``view`` of ``inputs.point`` in ``views.json``: the instance, the point, the
+    checkpoint patch's sha256, the view's name, and what is set of its note writer's name (a model-written
+    view; the model's name, not its address: the same model behind another port is the same writer), the
+    templates' hash, the view's options beyond their defaults (``view_options``,
+    :func:`takeover.views.view_registry.view_options`) and a view file's content (``definition``), as a unit's key
+    has them."""
     parts = {"instance_id": inputs.task.instance_id, "point": inputs.point.model_dump(mode="json"),
-             "patch": sha256_text(inputs.checkpoint_patch), "view": name,
-             "model": model.model if model is not None and name in NOTE_VIEWS else None,
-             "templates": templates, "view_options": view_budgets.of_view(name)}
+             "patch": sha256_text(inputs.checkpoint_patch), "view": view.name,
+             "model": model.model if model is not None and view.model_written else None,
+             "templates": templates, "view_options": options, "definition": view.definition()}
     return stable_hash({k: v for k, v in parts.items() if v not in (None, {})})
 
 
@@ -59,11 +63,13 @@ def write_views(
     model: ModelSettings | None = None,
     template_dir: Path | str | None = None,
     view_budgets: ViewBudgets | None = None,
+    view_options: Mapping[str, Mapping[str, Any]] | None = None,
     handoff_state: str | None = None,
 ) -> dict[str, Any]:
-    """Build ``names`` for ``inputs.point`` and write ``out/<view>.md`` and ``out/views.json``
-    (``view_budgets``: the views' budgets, :class:`takeover.view_budgets.ViewBudgets`; default: none for
-    ``raw_trace``, 1,600 completion tokens per note-writing call, docs/protocol.md section 7).
+    """Build ``names`` (registered views, or view files' paths) for ``inputs.point`` and write
+    ``out/<view>.md`` and ``out/views.json`` (``view_budgets``: the views' budgets,
+    :class:`takeover.view_budgets.ViewBudgets`; default: none for ``raw_trace``, 1,600 completion tokens per
+    note-writing call, docs/protocol.md section 7; ``view_options``: each view's own options by view name).
 
     Returns:
         the ``views.json`` content (see module docstring).
@@ -90,8 +96,11 @@ def write_views(
     budgets = view_budgets or ViewBudgets()
     rows: dict[str, Any] = {}
     try:
-        for name in names:
-            key = view_key(inputs, name, model, templates, budgets)
+        for ref in names:
+            view = view_named(ref)
+            name = view.name
+            options = view_options_of(view, budgets, (view_options or {}).get(name))
+            key = view_key(inputs, view, model, templates, options)
             old = previous.get(name) or {}
             path = out / f"{name}.md"
             if old.get("key") == key and old.get("file") and path.exists() and \
@@ -100,8 +109,8 @@ def write_views(
                 continue
             try:
                 result = build_view(
-                    name, trajectory, point, task, inputs.checkpoint_patch, model=client, template_dir=template_dir,
-                    view_budgets=budgets, guard=guard,
+                    view, trajectory, point, task, inputs.checkpoint_patch, model=client, template_dir=template_dir,
+                    view_options=options, guard=guard,
                 )
             except ModelRequired as exc:
                 rows[name] = {"file": None, "validation": "model_required", "error": str(exc), "key": key}
@@ -151,3 +160,9 @@ def write_views(
     }
     atomic_write_json(index_path, summary)
     return summary
+
+
+def built_views(checkpoint_dir: Path | str) -> list[str]:
+    """The views built for the checkpoint folder ``checkpoint_dir`` (its ``views/<view>.md``), in table order
+    (:func:`takeover.views.view_registry.view_order`)."""
+    return view_order(p.stem for p in (Path(checkpoint_dir) / "views").glob("*.md"))

@@ -63,7 +63,6 @@ from takeover.views.structured import (
     parse_model_notes,
     summary_problems,
 )
-from takeover.vocabulary import NoteView
 
 NOTE_TEMPERATURE = 0.0
 MAX_RETRIES = 2
@@ -132,7 +131,8 @@ def _unwrap_fence(text: str) -> tuple[str, bool]:
     return (m.group(1).strip(), True) if m else (text.strip(), False)
 
 
-def _feedback_reason(kind: str, detail: str) -> str:
+def feedback_reason(kind: str, detail: str) -> str:
+    """What the note writer is told about a rejected answer's leak of ``kind`` (never the hidden text)."""
     # Never echo hidden text back to the writer: that would hand it the very information we keep out.
     if kind == "grading_vocabulary":
         return f"it uses the term {detail!r}, which does not belong in the notes"
@@ -142,7 +142,7 @@ def _feedback_reason(kind: str, detail: str) -> str:
 
 
 def write_notes(
-    view: NoteView,
+    view: str,
     client: ModelClient,
     trajectory: Trajectory,
     point: HandoffPoint,
@@ -258,7 +258,7 @@ def ask_for_notes(
             prompt = make_prompt(block)
             for leak in guard.find(prompt):
                 reasons.append(f"leak ({leak.kind}): {leak.detail}")
-                feedback.append(_feedback_reason(leak.kind, leak.detail))
+                feedback.append(feedback_reason(leak.kind, leak.detail))
         if completion.truncated and (reasons or not last):
             reasons.insert(0, TRUNCATED)
             feedback.append("it was cut off at the length limit, so write a shorter answer")

@@ -7,8 +7,9 @@ checkpoint patch text) so it works for any point from any detector. Every view p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -19,14 +20,11 @@ from takeover.points import HandoffPoint
 from takeover.sources.tasks import SourceTask
 from takeover.trajectories.events import Trajectory
 from takeover.view_budgets import ViewBudgets
-from takeover.views.leak import LeakGuard
-from takeover.views.notes import NotesFailed, write_notes
-from takeover.views.prompt import takeover_prompt
-from takeover.views.raw_trace import raw_trace_block
-from takeover.vocabulary import VIEWS, ViewName
-
-#: How a view's notes were accepted (``not_applicable`` for the deterministic views).
-ValidationOutcome = Literal["not_applicable", "valid", "repaired", "retried", "truncated"]
+from takeover.views.handoff_view import Handoff, HandoffView, ValidationOutcome
+from takeover.views.leak import LeakGuard, ViewLeakError
+from takeover.views.notes import NotesFailed
+from takeover.views.view_registry import view_named
+from takeover.views.view_registry import view_options as view_options_of
 
 
 class ModelRequired(TakeoverError):
@@ -60,7 +58,7 @@ class ViewResult(BaseModel):
             200-500 words (recorded, not enforced: the protocol's wording is "about").
     """
 
-    view: ViewName
+    view: str
     instance_id: str
     point_type: str
     event_index: int
@@ -97,7 +95,7 @@ def _result(view, trajectory, point, task, block, prompt, **extra) -> ViewResult
 
 
 def build_view(
-    name: ViewName,
+    name: str | HandoffView,
     trajectory: Trajectory,
     point: HandoffPoint,
     task: SourceTask,
@@ -106,86 +104,70 @@ def build_view(
     model: ModelSettings | ModelClient | None = None,
     template_dir: Path | str | None = None,
     view_budgets: ViewBudgets | None = None,
+    view_options: Mapping[str, Any] | None = None,
     handoff_state: str | None = None,
     guard: LeakGuard | None = None,
 ) -> ViewResult:
     """Build view ``name`` of ``point`` in ``trajectory``.
 
     Args:
-        name: ``repo_only``, ``raw_trace``, ``summary_notes`` or ``structured_notes``.
+        name: a registered view's name (:data:`takeover.views.view_registry.HANDOFF_VIEWS`; the paper's
+            ``repo_only``, ``raw_trace``, ``summary_notes``, ``structured_notes``, ``trace_digest``, a plug-in's),
+            the path of a view file (``*.toml``), or a view.
         trajectory: the predecessor run (normalized events).
         point: the handoff point; events after ``point.event_index`` are never used.
         task: the source task (its problem statement is the original task prompt).
         checkpoint_patch: cumulative diff at the point (structured notes' change state; the leak guard
             treats it as visible).
-        model: note writer for the notes views (settings, or a client whose usage keeps accumulating).
+        model: note writer for a model-written view (settings, or a client whose usage keeps accumulating).
         template_dir: folder of user templates overriding the packaged ones.
         view_budgets: the budgets (:class:`takeover.view_budgets.ViewBudgets`; default: none for
-            ``raw_trace``, the protocol's 1,600 completion tokens per note-writing call); a view reads its own
-            (:meth:`~takeover.view_budgets.ViewBudgets.of_view`).
+            ``raw_trace``, the protocol's 1,600 completion tokens per note-writing call); a view reads those its
+            options name (:func:`takeover.views.view_registry.view_options`).
+        view_options: the view's own options (its ``Options``' fields), over the budgets.
         handoff_state: the checkpoint's grading label when known, so the guard can keep it out.
         guard: a prebuilt :class:`LeakGuard` for this point (saves work when building several views).
 
     Raises:
-        ValueError: unknown view name or an event index outside the trajectory.
-        ModelRequired: a notes view without ``model``.
+        ValueError: an event index outside the trajectory.
+        takeover.errors.InputError: an unknown view, a broken view file or user template, options the view
+            refuses.
+        ModelRequired: a model-written view without ``model``.
         NotesFailed: the note writer gave no acceptable answer (carries the usage spent).
-        takeover.views.leak.ViewLeakError: a deterministic view would leak (a bug or bad input).
-        takeover.errors.InputError: a broken user template.
+        takeover.views.leak.ViewLeakError: the view would leak (a bug, bad input, or a view file that shows
+            what the predecessor never saw: the error names the file).
     """
-    if name not in VIEWS:
-        raise ValueError(f"unknown view {name!r}; expected one of {', '.join(VIEWS)}")
+    view = name if isinstance(name, HandoffView) else view_named(name)
     if not 0 <= point.event_index < len(trajectory.events):
         raise ValueError(
             f"handoff event {point.event_index} is outside the trajectory's {len(trajectory.events)} events"
         )
-    budgets = view_budgets or ViewBudgets()
+    options = view.Options.model_validate(view_options_of(view, view_budgets, view_options))
     guard = guard or LeakGuard(trajectory, point.event_index, task, checkpoint_patch, handoff_state=handoff_state)
-
-    def make_prompt(block: str) -> str:
-        return redact(takeover_prompt(name, block, task, template_dir=template_dir))
-
-    if name == "repo_only":
-        prompt = make_prompt("")
-        guard.check(prompt, view=name)
-        return _result(name, trajectory, point, task, "", prompt)
-    if name == "raw_trace":
-        trace = raw_trace_block(trajectory, point.event_index, template_dir=template_dir, **budgets.of_view(name))
-        prompt = make_prompt(trace.block)
-        guard.check(prompt, view=name)
-        return _result(name, trajectory, point, task, redact(trace.block), prompt, dropped_events=trace.dropped)
-    if model is None:
-        raise ModelRequired(name)
-    client = model if isinstance(model, ModelClient) else ModelClient(model)
+    handoff = Handoff(view.name, trajectory, point, task, checkpoint_patch, handoff_state, template_dir, guard)
+    if view.model_written and model is None:
+        raise ModelRequired(view.name)
+    client = model if isinstance(model, ModelClient) or model is None else ModelClient(model)
     try:
-        outcome = write_notes(
-            name, client, trajectory, point, task, checkpoint_patch, guard, make_prompt,
-            template_dir=template_dir, max_tokens=budgets.note_max_tokens,
-        )
+        built = view.build(handoff, options, client if view.model_written else None)
     finally:
-        if not isinstance(model, ModelClient):
+        if client is not None and not isinstance(model, ModelClient):
             client.close()
-    structured = shape = None
-    if outcome.notes is not None:
-        structured = {"facts": outcome.facts.model_dump(), "notes": outcome.notes.model_dump()}
-    else:
-        lines = outcome.block.splitlines()
-        shape = {"bullets": sum(1 for ln in lines if ln.lstrip().startswith(("- ", "* ", "• "))),
-                 "words": len(outcome.block.split())}
+    prompt = built.prompt if built.prompt is not None else handoff.prompt(built.block)
+    leaks = guard.find(prompt)
+    if leaks:
+        raise ViewLeakError(view.where if view.definition() is not None else view.name, leaks)
     return _result(
-        name, trajectory, point, task, redact(outcome.block), outcome.prompt,
-        note_usage=outcome.usage,
-        note_model=client.settings.public(),
-        validation=outcome.validation,
-        attempts=outcome.attempts,
-        rejections=outcome.rejections,
-        structured=structured,
-        summary_shape=shape,
+        view.name, trajectory, point, task, redact(built.block), prompt,
+        note_usage=built.note_usage,
+        note_model=client.settings.public() if view.model_written else None,
+        **built.model_dump(include={"validation", "attempts", "rejections", "dropped_events", "structured",
+                                    "summary_shape"}),
     )
 
 
 def build_views(
-    names: list[ViewName] | tuple[ViewName, ...],
+    names: list[str] | tuple[str, ...],
     trajectory: Trajectory,
     point: HandoffPoint,
     task: SourceTask,
