@@ -1,5 +1,5 @@
 """The ``self_notes`` view: the predecessor's own message history up to the cut, then the handoff question,
-sent to the note writer; nothing after the cut (docs/protocol.md section 7.8)."""
+sent to the note writer; nothing after the cut (docs/protocol.md section 7.10)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from takeover.llm import ModelClient, ModelSettings
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.trajectories import read_trajectories
 from takeover.trajectories.histories import message_history
-from takeover.views import LeakGuard
+from takeover.views import LeakGuard, build_view
 from takeover.views.prompt import takeover_prompt
 from takeover.views.self_notes import write_self_notes, writer_record
 
@@ -75,3 +75,30 @@ def test_a_format_without_the_models_messages_is_refused_naming_it(relative):
     run = read_trajectories(shared(f"trajectories/{relative}"))[0]
     with pytest.raises(InputError, match=f"a {run.format} run keeps no message history.*only mini-swe-agent"):
         message_history(run, 0)
+
+
+def test_the_registered_view_records_who_wrote_the_note():
+    run, task = real_run(ID), real_task(ID)
+    point = requests_1766_points()["after_first_source_edit"]
+    patch = requests_1766_patches()["after_first_source_edit"]
+    with ScriptedServer([{"content": NOTE}]) as server:
+        writer = ModelSettings(model="scripted-model", base_url=server.base_url, api_key_env=None)
+        result = build_view("self_notes", run, point, task, patch, model=writer)
+        [request] = server.requests
+    assert result.block == NOTE and '<previous_agent view="self_notes">' in result.prompt
+    assert result.structured == {"writer": {"writer": "scripted-model", "predecessor_model": run.model,
+                                            "predecessor_wrote": False}}
+    assert result.summary_shape == {"bullets": 3, "words": len(NOTE.split())}
+    assert result.note_usage.calls == 1 and len(request["messages"]) == len(message_history(run, 14)) + 1
+
+
+def test_a_note_that_leaks_a_later_event_is_rejected_and_asked_again():
+    run, task = real_run(ID), real_task(ID)
+    point = requests_1766_points()["after_first_source_edit"]
+    patch = requests_1766_patches()["after_first_source_edit"]
+    leaking = NOTE + "\n- Running test_requests.py later fails: TypeError: 'requests.post(url, data=\\'[{\"some\": \"data\"}]\\', files={\\'some\\': f})' object (type: <class 'str'>) must be callable"
+    with ScriptedServer([{"content": leaking}, {"content": NOTE}]) as server:
+        writer = ModelSettings(model="scripted-model", base_url=server.base_url, api_key_env=None)
+        result = build_view("self_notes", run, point, task, patch, model=writer)
+        assert len(server.requests) == 2
+    assert result.block == NOTE and result.validation == "retried" and "leak" in result.rejections[0]

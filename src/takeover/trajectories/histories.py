@@ -1,5 +1,5 @@
 """The predecessor's own message history at a cut: the chat messages its model was sent, where the
-recording format keeps them (docs/protocol.md section 7.8, the ``self_notes`` view).
+recording format keeps them (docs/protocol.md section 7.10, the ``self_notes`` view).
 
 A format keeps them when its file holds the chat as the model saw it: mini-swe-agent's ``messages``
 (:func:`takeover.trajectories.mini_swe_agent.chat_history`). The other formats record events (OpenHands'

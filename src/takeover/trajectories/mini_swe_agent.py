@@ -359,7 +359,7 @@ def _walk(doc: dict, ctx: Ctx, info: dict, cwd: str | None) -> tuple[_Run, str |
 def chat_history(trajectory: Trajectory, event_index: int) -> list[dict]:
     """The chat messages of ``trajectory`` (read from its ``source_path``) that hold events
     ``0..event_index`` and nothing later: the system message, the task, and every later message whose events
-    all lie at or before the cut, as the model was sent them (docs/protocol.md section 7.8).
+    all lie at or before the cut, as the model was sent them (docs/protocol.md section 7.10).
 
     Raises:
         InputError: the file is gone or damaged, or the cut falls inside one message (an assistant turn with

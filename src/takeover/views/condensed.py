@@ -1,5 +1,5 @@
 """The ``condensed`` view: OpenHands' own compaction of the predecessor's history, as a handoff
-(**Extension**, docs/protocol.md section 7.7).
+(**Extension**, docs/protocol.md section 7.9).
 
 Every agent framework hands work over to itself when its context fills: it condenses the history into a
 summary and goes on from it. This view measures that handoff under the protocol's controls: OpenHands SDK's
@@ -25,11 +25,13 @@ import time
 from pydantic import BaseModel, ConfigDict, Field
 
 from takeover.environments.openhands_venv import litellm_model, openhands_environment
-from takeover.llm import ModelSettings, ModelUsage
+from takeover.llm import ModelClient, ModelSettings, ModelUsage
 from takeover.trajectories.events import Trajectory
 from takeover.view_budgets import NOTE_MAX_TOKENS
 from takeover.views.evidence import render_event, visible_events
-from takeover.views.prompt import render
+from takeover.views.handoff_view import Handoff, HandoffView, ViewBlock
+from takeover.views.notes import NotesFailed
+from takeover.views.prompt import render, task_prompt
 
 #: The script OpenHands' Python runs.
 CONDENSE_SCRIPT = os.path.join(os.path.dirname(__file__), "oh_condense.py")
@@ -51,7 +53,7 @@ class CondenserOptions(BaseModel):
         note_max_tokens: the condenser LLM's ``max_output_tokens`` (the protocol's note cap, section 7.3).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_size: int = Field(240, gt=0)
     keep_first: int = Field(2, ge=0)
@@ -161,3 +163,38 @@ def _entries(events, kept: list[int], summary: str, offset: int) -> list[str]:
                for i in kept]
     entries.insert(min(offset, len(entries)), f"[summary | condenser | summary of earlier events]\n{summary}")
     return [entry for entry in entries if not entry.startswith("[task |")]
+
+
+class Condensed(HandoffView):
+    """OpenHands' ``LLMSummarizingCondenser`` over the predecessor's history, forced at the cut."""
+
+    name = "condensed"
+    description = "OpenHands' LLMSummarizingCondenser's compaction of the history at the cut (summary + kept events)"
+    inputs = ("task", "events")
+    model_written = True
+    Options = CondenserOptions
+
+    def build(self, handoff: Handoff, options: CondenserOptions, writer: ModelClient | None) -> ViewBlock:
+        """The condensation as the view block (see the module docstring).
+
+        Raises:
+            NotesFailed: ``model_error`` when the condenser made no condensation, ``rejected`` when its
+                summary leaks (carries the tokens spent).
+            takeover.errors.EnvironmentUnavailable: OpenHands' environment cannot be built.
+        """
+        trajectory = handoff.trajectory
+        task_message = trajectory.task_prompt or task_prompt(handoff.task, template_dir=handoff.template_dir)
+        try:
+            result = condense(trajectory, handoff.point.event_index, task_message, writer.settings, options,
+                              template_dir=handoff.template_dir)
+        except CondenserFailed as exc:
+            raise NotesFailed(self.name, "model_error", [exc.reason], exc.usage, 1) from None
+        prompt = handoff.prompt(result.block)
+        leaks = handoff.guard.find(prompt)
+        if leaks:
+            raise NotesFailed(self.name, "rejected", [f"leak ({leak.kind}): {leak.detail}" for leak in leaks],
+                              result.usage, 1)
+        return ViewBlock(block=result.block, prompt=prompt, note_usage=result.usage, validation="valid", attempts=1,
+                         structured={"condenser": result.condenser, "summary": result.summary,
+                                     "kept_events": [i for i in result.kept if i >= 0],
+                                     "forgotten_events": result.forgotten})

@@ -110,6 +110,13 @@ class NotesFailed(TakeoverError):
         super().__init__(f"{view}: no acceptable notes after {attempts} attempt(s) ({outcome}): {last}")
 
 
+def summary_shape(block: str) -> dict:
+    """``{"bullets", "words"}`` of a summary-style note (recorded against the asked 5-10 bullets and
+    200-500 words, never enforced: the protocol says "about")."""
+    lines = block.splitlines()
+    return {"bullets": sum(1 for ln in lines if ln.lstrip().startswith(("- ", "* ", "• "))), "words": len(block.split())}
+
+
 def summary_words(max_tokens: int) -> tuple[int, int]:
     """The length summary notes are asked for (words): the protocol's 200 to 500, shortened so that the
     answer fits ``max_tokens`` (about 0.55 words per token of English prose, room left for the bullets), so

@@ -1,5 +1,5 @@
 """The ``self_notes`` view: the predecessor's own handoff note, written from its own message history at the
-cut (**Extension**, docs/protocol.md section 7.8).
+cut (**Extension**, docs/protocol.md section 7.10).
 
 ``summary_notes`` has a separate writer read a rendered trace; here the agent is asked, at the moment it
 stops, to write its handoff: the request is the predecessor's chat exactly as its model was sent it up to
@@ -26,8 +26,10 @@ from takeover.points import HandoffPoint
 from takeover.trajectories.events import Trajectory
 from takeover.trajectories.histories import message_history
 from takeover.view_budgets import NOTE_MAX_TOKENS
+from takeover.views.handoff_view import Handoff, HandoffView, ViewBlock
 from takeover.views.leak import LeakGuard
-from takeover.views.notes import NotesOutcome, ask_for_notes, summary_words
+from takeover.views.notes import NotesOutcome, ask_for_notes, summary_shape, summary_words
+from takeover.views.paper_views import NoteOptions
 from takeover.views.prompt import render
 from takeover.views.structured import compute_fields
 
@@ -103,3 +105,28 @@ def write_self_notes(
     return ask_for_notes(VIEW, client, messages, compute_fields(point, checkpoint_patch), guard, make_prompt,
                          template_dir=template_dir, max_tokens=max_tokens)
 
+
+
+class SelfNotes(HandoffView):
+    """The predecessor's own handoff note, from its own message history at the cut."""
+
+    name = VIEW
+    description = "the predecessor's own handoff note, written from its own message history at the cut"
+    inputs = ("task", "events", "checkpoint")
+    model_written = True
+    Options = NoteOptions
+
+    def build(self, handoff: Handoff, options: NoteOptions, writer: ModelClient | None) -> ViewBlock:
+        """The note as the view block; the record (``structured``) says who wrote it (:func:`writer_record`).
+
+        Raises:
+            takeover.errors.InputError: the run's format keeps no message history (names the format).
+            takeover.views.notes.NotesFailed: no acceptable note.
+        """
+        outcome = write_self_notes(writer, handoff.trajectory, handoff.point, handoff.checkpoint_patch,
+                                   handoff.guard, handoff.prompt, template_dir=handoff.template_dir,
+                                   max_tokens=options.note_max_tokens)
+        return ViewBlock(block=outcome.block, prompt=outcome.prompt, note_usage=outcome.usage,
+                         validation=outcome.validation, attempts=outcome.attempts, rejections=outcome.rejections,
+                         structured={"writer": writer_record(handoff.trajectory, writer)},
+                         summary_shape=summary_shape(outcome.block))
