@@ -9,6 +9,7 @@ import pytest
 from _views_support import real_run, real_task, requests_1766_points
 from prerequisites import requires
 
+from takeover.claims.note_checks import note_block
 from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.views import build_view
@@ -61,6 +62,8 @@ def test_the_registered_view_carries_the_condensation_its_record_and_its_tokens(
     assert result.structured["summary"] == SUMMARY and max(result.structured["kept_events"]) < point.event_index
     assert result.note_usage.calls == 1 and result.note_model["model"] == "scripted-model"
     assert result.validation == "valid"
+    # The claims check reads the summary alone: the kept events are the trace itself.
+    assert note_block(result.prompt, "condensed") == SUMMARY
 
 
 @needs_openhands

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -37,6 +38,9 @@ from takeover.views.prompt import render, task_prompt
 CONDENSE_SCRIPT = os.path.join(os.path.dirname(__file__), "oh_condense.py")
 #: Seconds OpenHands may take to import and start, on top of the model calls' own time.
 STARTUP_SECONDS = 300.0
+#: The header of the summary's entry in the block (the kept events' entries start ``[step N | ``).
+SUMMARY_ENTRY = "[summary | condenser | summary of earlier events]"
+_NEXT_ENTRY = re.compile(r"\n\n\[step \d+ \| ")
 #: The environment variable that hands the endpoint's key to the script (never written to a file).
 KEY_VARIABLE = "TAKEOVER_CONDENSER_API_KEY"
 
@@ -161,7 +165,7 @@ def _entries(events, kept: list[int], summary: str, offset: int) -> list[str]:
     by_index = {e.index: e for e in events}
     entries = ["[task | user | message] (the task, given in full below)" if i < 0 else render_event(by_index[i])
                for i in kept]
-    entries.insert(min(offset, len(entries)), f"[summary | condenser | summary of earlier events]\n{summary}")
+    entries.insert(min(offset, len(entries)), f"{SUMMARY_ENTRY}\n{summary}")
     return [entry for entry in entries if not entry.startswith("[task |")]
 
 
@@ -198,3 +202,10 @@ class Condensed(HandoffView):
                          structured={"condenser": result.condenser, "summary": result.summary,
                                      "kept_events": [i for i in result.kept if i >= 0],
                                      "forgotten_events": result.forgotten})
+
+    def written_part(self, block: str) -> str:
+        """The condenser's summary alone: the kept events are the trace itself, not the writer's claims."""
+        if SUMMARY_ENTRY not in block:
+            return block
+        summary = block.split(SUMMARY_ENTRY, 1)[1]
+        return _NEXT_ENTRY.split(summary, 1)[0].strip()

@@ -114,6 +114,14 @@ def model_written(name: str) -> bool:
     return bool(view is not None and view.model_written)
 
 
+def written_part(name: str, block: str) -> str:
+    """The part of view ``name``'s ``block`` that a model wrote (:meth:`HandoffView.written_part`; the whole
+    block for a name no registered view has)."""
+    load_entry_points()
+    view = HANDOFF_VIEWS.get(name)
+    return block if view is None else view.written_part(block)
+
+
 def view_options(view: HandoffView, budgets: ViewBudgets | None = None,
                  given: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The options ``view`` is built with, beyond their defaults (JSON values): its ``Options`` fields named
