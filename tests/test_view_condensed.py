@@ -10,12 +10,14 @@ from _views_support import real_run, real_task, requests_1766_points
 from prerequisites import requires
 
 from takeover.claims.note_checks import note_block
+from takeover.errors import InputError
 from takeover.llm import ModelSettings
 from takeover.testing.scripted_server import ScriptedServer
 from takeover.views import build_view
 from takeover.views.condensed import CondenserOptions, condense
 from takeover.views.evidence import render_event
 from takeover.views.notes import NotesFailed
+from takeover.views.view_registry import HANDOFF_VIEWS, view_options
 
 ID = "psf__requests-1766"
 SUMMARY = "USER_CONTEXT: quote qop in the digest header\nCOMPLETED: reproduced with reproduce_issue.py\nPENDING: run tests"
@@ -74,3 +76,10 @@ def test_a_failing_condenser_fails_the_view_as_an_endpoint_failure(checkpoint_pa
         writer = ModelSettings(model="scripted-model", base_url=server.base_url, api_key_env=None, retries=0)
         with pytest.raises(NotesFailed, match="condensed: .*model_error.*Summarization LLM call failed"):
             build_view("condensed", run, point, task, checkpoint_patch, model=writer)
+
+
+def test_options_openhands_would_refuse_are_refused_before_any_work():
+    with pytest.raises(InputError, match=r"keep_first \(4\) must be below max_size // 2 - 1 \(4\)"):
+        view_options(HANDOFF_VIEWS.named("condensed"), None, {"max_size": 10, "keep_first": 4})
+    assert view_options(HANDOFF_VIEWS.named("condensed"), None, {"max_size": 10, "keep_first": 3}) == {
+        "max_size": 10, "keep_first": 3}

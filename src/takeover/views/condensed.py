@@ -23,7 +23,7 @@ import re
 import subprocess
 import time
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from takeover.environments.openhands_venv import litellm_model, openhands_environment
 from takeover.llm import ModelClient, ModelSettings, ModelUsage
@@ -53,7 +53,7 @@ class CondenserOptions(BaseModel):
             240). The forced condensation keeps about half of the history whatever it is; a smaller
             ``max_size`` than the history keeps less.
         keep_first: OpenHands' ``keep_first`` (events at the start never condensed; the SDK's default, 2:
-            the task message and the first action). Must stay below ``max_size // 2``.
+            the task message and the first action). Must stay below ``max_size // 2 - 1`` (OpenHands' rule).
         note_max_tokens: the condenser LLM's ``max_output_tokens`` (the protocol's note cap, section 7.3).
     """
 
@@ -62,6 +62,14 @@ class CondenserOptions(BaseModel):
     max_size: int = Field(240, gt=0)
     keep_first: int = Field(2, ge=0)
     note_max_tokens: int = Field(NOTE_MAX_TOKENS, ge=64)
+
+    @model_validator(mode="after")
+    def _room_to_condense(self) -> CondenserOptions:
+        # OpenHands' own rule (its condenser refuses otherwise), said before any work.
+        if self.max_size // 2 - self.keep_first - 1 <= 0:
+            raise ValueError(f"keep_first ({self.keep_first}) must be below max_size // 2 - 1 "
+                             f"({self.max_size // 2 - 1}), as OpenHands' condenser requires")
+        return self
 
 
 class Condensation(BaseModel):
