@@ -255,7 +255,7 @@ def test_trace_digest_holds_the_diff_the_files_and_the_last_verification():
 
 
 def test_unknown_views_and_options_are_refused_by_name(tmp_path):
-    with pytest.raises(InputError, match="unknown view 'diary': use repo_only or raw_trace"):
+    with pytest.raises(InputError, match="unknown view 'diary'; the views are repo_only, raw_trace, summary_notes, structured_notes, trace_digest"):
         view_named("diary")
     point = requests_1766_points()["after_first_source_edit"]
     with pytest.raises(InputError, match=r"view_options.raw_trace.max_chars.*unknown option"):

@@ -20,7 +20,7 @@ from takeover.claims.claim_rules import checks_claims
 from takeover.claims.claims_judge import judge_unsupported
 from takeover.claims.note_checks import check_prompt
 from takeover.claims.trace_facts import trace_facts
-from takeover.errors import TakeoverError
+from takeover.errors import InputError, TakeoverError
 from takeover.llm import ModelClient, ModelSettings
 from takeover.rediscovery.study import (
     cached_predecessor,
@@ -29,6 +29,7 @@ from takeover.rediscovery.study import (
     point_cut,
     relocated,
 )
+from takeover.views import view_of
 
 #: File name of a view unit's stored check, in the unit's work folder.
 CLAIMS_FILE = "claims.json"
@@ -157,6 +158,17 @@ def save(out: Path, row: ViewClaims, prompt_sha256: str) -> None:
         row.reason = f"not stored: {exc}"
 
 
+def _register_view_file(unit: dict) -> None:
+    """Register the view file a view unit was built from (its inputs carry the file's content), so that the
+    one predicate of which views are checked knows whether a model wrote it."""
+    definition = (unit.get("inputs") or {}).get("view_file")
+    if isinstance(definition, dict):
+        try:
+            view_of(str(unit["labels"].get("view")), definition)
+        except InputError:
+            pass  # another view holds the name in this process: its own flag answers
+
+
 def study_claims(out: Path | str, *, store: bool = True) -> list[ViewClaims]:
     """The checks of every done view unit of the study folder ``out`` whose view is checked
     (:func:`takeover.claims.checks_claims`), point by point (the views of a point share one read of the
@@ -169,6 +181,7 @@ def study_claims(out: Path | str, *, store: bool = True) -> list[ViewClaims]:
         unit = load_record(path)
         if unit and unit.get("status") == "done" and unit.get("key") == path.stem:
             unit["labels"] = {**planned.get(path.stem, {}), **(unit.get("labels") or {})}
+            _register_view_file(unit)
             if checks_claims(str(unit["labels"].get("view"))):
                 units.append(unit)
     cache: dict[str, Any] = {}

@@ -27,7 +27,8 @@ from takeover.limits import RunLimits
 from takeover.llm import ModelSettings
 from takeover.quickstart.pinned import PINNED
 from takeover.view_budgets import ViewBudgets
-from takeover.vocabulary import POINT_TYPES, VIEWS, PointType, ViewName
+from takeover.views import view_named
+from takeover.vocabulary import POINT_TYPES, PointType, ViewName
 
 DEFAULT_INSTANCE = "pytest-dev__pytest-7521"
 DEFAULT_POINT_TYPES: list[PointType] = ["after_first_source_edit"]
@@ -58,7 +59,6 @@ FLAGS = {"instance_ids": "--instance-id", "point_types": "--point-type", "views"
 #: What the values of a vocabulary field are called, and the values allowed.
 CHOICES: dict[str, tuple[str, tuple[str, ...]]] = {
     "point_types": ("point type", POINT_TYPES),
-    "views": ("view", VIEWS),
 }
 
 
@@ -143,6 +143,16 @@ class QuickstartOptions(BaseModel):
     retries: int | None = Field(default=None, ge=0)
     max_retry_wait: float = Field(default=ModelSettings.model_fields["max_retry_wait"].default, ge=0)
     agent: AgentChoice = Field(default_factory=AgentChoice)
+
+    @field_validator("views")
+    @classmethod
+    def _views_registered(cls, value: list[str] | None) -> list[str] | None:
+        for name in value or []:
+            try:
+                view_named(name)
+            except InputError as exc:
+                raise ValueError(exc.reason) from None
+        return value
 
     @field_validator("grading")
     @classmethod

@@ -179,13 +179,21 @@ def render_markdown(data: dict) -> str:
             for w in ws:
                 md.write(f"- {iid}: {w}\n")
         md.write("\n")
-    md.write("## Note-writing tokens (not included in the successors' tokens)\n\n")
-    md.write("| view | views built | prompt tokens | completion tokens |\n|---|---|---|---|\n")
+    md.write("## Views: sizes and note-writing tokens (not included in the successors' tokens)\n\n")
+    md.write("| view | views built | mean characters | mean estimated tokens | note prompt tokens | note completion tokens |"
+             "\n|---|---|---|---|---|---|\n")
     for view, c in data["note_writing"].items():
-        md.write(f"| {view} | {c.get('units', 0)} | {c.get('prompt_tokens', 0)} | {c.get('completion_tokens', 0)} |\n")
+        built = c.get("units", 0)
+        md.write(f"| {view} | {built} | {_mean(c.get('characters_total', 0), built)} | "
+                 f"{_mean(c.get('estimated_tokens_total', 0), built)} | {c.get('prompt_tokens', 0)} | "
+                 f"{c.get('completion_tokens', 0)} |\n")
     md.write("\n## Units of work\n\n| stage | done | failed (infrastructure) | failed (agent) | missing | blocked |\n")
     md.write("|---|---|---|---|---|---|\n")
     for stage, c in data["units"].items():
         md.write(f"| {stage} | {c.get('done', 0)} | {c.get('failed_infrastructure', 0)} | {c.get('failed_agent', 0)} "
                  f"| {c.get('missing', 0)} | {c.get('blocked', 0)} |\n")
     return md.getvalue()
+
+
+def _mean(total: int, units: int) -> str:
+    return f"{total / units:,.0f}" if units and total else "-"

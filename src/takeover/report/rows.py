@@ -357,11 +357,12 @@ def grading_rules_used(units: ExperimentUnits) -> dict[str, int]:
 
 
 def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
-    """Tokens spent writing notes, per view, reported apart from the successors' tokens
-    (docs/protocol.md section 9).
+    """Every view of the study side by side: its size and the tokens spent writing it, reported apart from
+    the successors' tokens (docs/protocol.md section 9).
 
-    Returns ``{view: {"units", "prompt_tokens", "completion_tokens", "characters_total"}}`` (tokens;
-    characters of the finished views), views in protocol order; counters that stayed 0 are absent."""
+    Returns ``{view: {"units", "prompt_tokens", "completion_tokens", "characters_total",
+    "estimated_tokens_total"}}`` (note-writing tokens; characters and estimated tokens of the finished views'
+    prompts), views in table order; counters that stayed 0 are absent."""
     acc: dict[str, Counter] = defaultdict(Counter)
     for entry in units.entries("view"):
         unit = units.get("view", entry["key"])
@@ -373,6 +374,8 @@ def note_tokens(units: ExperimentUnits) -> dict[str, dict[str, int]]:
         c["completion_tokens"] += unit.completion_tokens
         if unit.status == "done" and unit.output.get("characters") is not None:
             c["characters_total"] += unit.output["characters"]
+            if unit.output.get("estimated_tokens"):
+                c["estimated_tokens_total"] += unit.output["estimated_tokens"]
     return {v: dict(acc[v]) for v in order_views(list(acc))}
 
 

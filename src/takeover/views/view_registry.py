@@ -91,7 +91,10 @@ def view_named(ref: str, *, base_dir: Path | str | None = None, where: str | Non
             path = Path(base_dir) / path
         return register_view_file(read_view_file(path))
     load_entry_points()
-    return HANDOFF_VIEWS.named(ref, where=where)
+    if ref not in HANDOFF_VIEWS:
+        raise InputError(where or HANDOFF_VIEWS.where, f"unknown view {ref!r}; the views are {', '.join(HANDOFF_VIEWS)} "
+                         "(or a view file, PATH.toml)")
+    return HANDOFF_VIEWS[ref]
 
 
 def view_of(name: str, definition: Mapping[str, Any] | None = None) -> HandoffView:
@@ -138,8 +141,8 @@ def view_options(view: HandoffView, budgets: ViewBudgets | None = None,
 
 
 def view_order(names: Iterable[str]) -> list[str]:
-    """``names`` in the order of every table: registered views in registration order (the paper's four
-    first), then the others (a study's view files) sorted."""
+    """``names`` in the order of every table: the views in code in registration order (the paper's four
+    first), then the others (view files, whether read in this process or not) sorted by name."""
     load_entry_points()
-    known = list(HANDOFF_VIEWS)
+    known = [name for name, view in HANDOFF_VIEWS.items() if view.definition() is None]
     return sorted(set(names), key=lambda v: (known.index(v) if v in known else len(known), v))
