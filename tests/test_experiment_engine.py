@@ -165,7 +165,7 @@ def test_load_experiment_resolves_paths_and_writes_defaults(tmp_path):
     [
         (GOOD.replace("workers = 2", "workers = 0"), "execution.workers", "greater than or equal to 1"),
         (GOOD.replace('base_url = "http', 'base_ur = "http'), "successors[0].base_ur", "unknown key"),
-        (GOOD.replace('"raw_trace"', '"raw_trail"'), "views[1]", "Input should be"),
+        (GOOD.replace('"raw_trace"', '"raw_trail"'), "views[1]", "unknown view 'raw_trail'; the views are"),
         (GOOD.replace('trajectories = ["trajs/"]', ""), "predecessor", "exactly one of"),
         (GOOD.replace('out_dir = "out"', ""), "out_dir", "required key is missing"),
     ],

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from takeover.claims.claim_rules import checks_claims
 from takeover.cli import app
 from takeover.errors import InputError
+from takeover.experiments import load_experiment
 from takeover.llm import ModelSettings, estimate_tokens
 from takeover.views import HANDOFF_VIEWS, build_view, view_named, view_registry
 from takeover.vocabulary import VIEWS
@@ -260,3 +261,25 @@ def test_unknown_views_and_options_are_refused_by_name(tmp_path):
     point = requests_1766_points()["after_first_source_edit"]
     with pytest.raises(InputError, match=r"view_options.raw_trace.max_chars.*unknown option"):
         build_view("raw_trace", real_run(ID), point, real_task(ID), view_options={"max_chars": 3})
+
+
+def test_each_view_takes_its_own_options_from_the_experiment_file_and_the_command_line(tmp_path):
+    (tmp_path / "progress.toml").write_text(PROGRESS)
+    base = 'out_dir = "o"\nviews = ["raw_trace", "./progress.toml"]\n[dataset]\npath = "d.jsonl"\n' \
+           '[predecessor]\ntrajectories = ["runs"]\n[[successors]]\nmodel = "m"\nbase_url = "http://127.0.0.1:9/v1"\n'
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(base + "[view_budgets]\nnote_max_tokens = 900\n[view_options.raw_trace]\nraw_trace_max_chars = 5000\n")
+    config = load_experiment(experiment)
+    assert config.view_names == ["raw_trace", "progress_file"]
+    assert config.options_of("raw_trace") == {"raw_trace_max_chars": 5000} and config.options_of("progress_file") == {}
+    for table, words in (("[view_options.raw_trace]\nmax_chars = 5\n", "view_options.raw_trace.max_chars: unknown option"),
+                         ("[view_options.summary_notes]\nnote_max_tokens = 500\n", "not a view of this study")):
+        experiment.write_text(base + table)
+        with pytest.raises(InputError, match=words):
+            load_experiment(experiment)
+    points_file = requests_1766_points_file(tmp_path)
+    out = tmp_path / "views"
+    result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(out),
+                    "--view", "raw_trace", "--view-option", "raw_trace.raw_trace_max_chars=3000")
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "views.json").read_text())["views"]["raw_trace"]["dropped_events"] > 0

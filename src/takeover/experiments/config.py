@@ -74,9 +74,10 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -99,8 +100,20 @@ from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import PAPER_DIFFICULTIES, PAPER_LIMIT, PAPER_SEED
 from takeover.view_budgets import ViewBudgets
 from takeover.views.handoff_view import HandoffView
+from takeover.views.view_files import is_view_file
 from takeover.views.view_registry import view_named, view_options
 from takeover.vocabulary import POINT_TYPES, VIEWS, PointType
+
+
+def _registered_or_file(ref: str) -> str:
+    """``ref`` when it names a registered view or a view file (read with the other paths, once ``base_dir``
+    is known)."""
+    if not is_view_file(ref):
+        try:
+            view_named(ref)
+        except InputError as exc:
+            raise ValueError(exc.reason) from None
+    return ref
 
 
 class _Strict(BaseModel):
@@ -231,7 +244,7 @@ class ExperimentConfig(_Strict):
     dataset: DatasetConfig
     predecessor: PredecessorConfig
     successors: list[SuccessorConfig] = Field(min_length=1)
-    views: list[str] = Field(default_factory=lambda: list(VIEWS))
+    views: list[Annotated[str, AfterValidator(_registered_or_file)]] = Field(default_factory=lambda: list(VIEWS))
     view_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
     point_types: list[PointType] = Field(default_factory=lambda: list(POINT_TYPES))
     limits: RunLimits = Field(default_factory=RunLimits)
