@@ -102,3 +102,15 @@ def test_a_note_that_leaks_a_later_event_is_rejected_and_asked_again():
         result = build_view("self_notes", run, point, task, patch, model=writer)
         assert len(server.requests) == 2
     assert result.block == NOTE and result.validation == "retried" and "leak" in result.rejections[0]
+
+
+def test_a_takeover_run_without_mini_swe_agents_record_is_refused(tmp_path):
+    run = real_run(ID).model_copy(update={"format": "takeover", "metadata": {"run_dir": str(tmp_path)}})
+    with pytest.raises(InputError, match="this takeover run keeps no message history"):
+        message_history(run, 14)
+    # A record whose events are not the run's is not cut with the run's index.
+    (tmp_path / f"{ID}.traj.json").write_text(real_run_path(ID).read_text(encoding="utf-8"), encoding="utf-8")
+    shifted = run.model_copy(update={"events": run.events[1:]})
+    with pytest.raises(InputError, match="its events differ from the run's events up to the cut"):
+        message_history(shifted, 14)
+    assert len(message_history(run, 14)) == len(message_history(real_run(ID), 14))
