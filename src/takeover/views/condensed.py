@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -103,7 +104,8 @@ class CondenserFailed(Exception):
 
 
 def condense(trajectory: Trajectory, event_index: int, task_message: str, writer: ModelSettings,
-             options: CondenserOptions | None = None, *, template_dir=None) -> Condensation:
+             options: CondenserOptions | None = None, *,
+             template_dir: Path | str | None = None) -> Condensation:
     """Condense events ``0..event_index`` of ``trajectory`` with OpenHands' ``LLMSummarizingCondenser``.
 
     Args:
