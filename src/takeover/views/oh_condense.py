@@ -86,7 +86,10 @@ def openhands_events(task: str, events: list[dict]) -> list:
     for event in events:
         index, event_id = event["index"], f"t{event['index']}"
         if event["kind"] == "action":
-            made = None if event.get("format_error") or event.get("not_applied") else tool_action(event)
+            try:
+                made = None if event.get("format_error") or event.get("not_applied") else tool_action(event)
+            except ValueError:  # arguments OpenHands' tool would refuse (pydantic's errors are ValueErrors)
+                made = None
             if made is None:
                 out.append(message("agent", event.get("text") or "", event_id))
                 continue
