@@ -21,14 +21,25 @@ from _views_support import (
     requests_1766_points_file,
 )
 from conftest import DATASET, TRAJ
+from prerequisites import requires
 from typer.testing import CliRunner
 
+from takeover.checkpoints import materialize_checkpoint
 from takeover.claims.claim_rules import checks_claims
 from takeover.cli import app
 from takeover.errors import InputError
 from takeover.experiments import load_experiment
 from takeover.llm import ModelSettings, estimate_tokens
-from takeover.views import HANDOFF_VIEWS, build_view, view_named, view_registry
+from takeover.sources.repos import RepoSource
+from takeover.views import (
+    HANDOFF_VIEWS,
+    build_view,
+    built_views,
+    load_inputs,
+    view_named,
+    view_registry,
+    write_views,
+)
 from takeover.vocabulary import VIEWS
 
 ID = "psf__requests-1766"
@@ -283,3 +294,30 @@ def test_each_view_takes_its_own_options_from_the_experiment_file_and_the_comman
                     "--view", "raw_trace", "--view-option", "raw_trace.raw_trace_max_chars=3000")
     assert result.exit_code == 0, result.output
     assert json.loads((out / "views.json").read_text())["views"]["raw_trace"]["dropped_events"] > 0
+
+
+@requires("inspect_ai")
+def test_the_exports_take_any_view_that_was_built(tmp_path):
+    """Harbor and Inspect export a view file's view from the checkpoint folder alone (in their own process the
+    file is not registered); a name neither built nor registered is refused."""
+    from takeover.harbor.task_folder import export_task
+    from takeover.inspect_task.dataset import handoff_samples
+
+    task, point = real_task(ID), requests_1766_points()["after_first_source_edit"]
+    folder = tmp_path / "cps" / "cp"
+    materialize_checkpoint(task, real_run(ID), point, requests_1766_patches()[point.type], folder, "verified_replay",
+                           workspace=False)
+    (tmp_path / "progress.toml").write_text(PROGRESS)
+    write_views(load_inputs(FILE, None, DATASET, checkpoint_dir=folder),
+                ["repo_only", "trace_digest", str(tmp_path / "progress.toml")], folder / "views")
+    HANDOFF_VIEWS.remove("progress_file")
+    assert built_views(folder) == ["repo_only", "trace_digest", "progress_file"]
+    samples = handoff_samples(tmp_path / "cps", ["trace_digest", "progress_file"])
+    assert [s.id.rsplit("/", 1)[1] for s in samples] == ["trace_digest", "progress_file"]
+    assert samples[1].input == (folder / "views" / "progress_file.md").read_text()
+    exported = export_task(folder, "progress_file", task, tmp_path / "harbor", repo_source=RepoSource(None, offline=True))
+    assert exported.name.endswith("__progress_file")
+    with pytest.raises(InputError, match="unknown view 'nope'"):
+        handoff_samples(tmp_path / "cps", ["nope"])
+    with pytest.raises(InputError, match="unknown view 'nope'"):
+        export_task(folder, "nope", task, tmp_path / "harbor")

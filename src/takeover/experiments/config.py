@@ -381,6 +381,7 @@ class ExperimentConfig(_Strict):
         data["out_dir"] = str(self.out)
         data["mirror"] = str(self.mirror_path) if self.mirror_path else None
         data["dataset"]["path"] = str(self.dataset_path)
+        data["views"] = [str(self._resolve(v)) if is_view_file(v) else v for v in self.views]
         if self.predecessor.trajectories:
             data["predecessor"]["trajectories"] = [str(p) for p in self.trajectory_paths]
         data["notes"]["model"] = self.notes_model.public()
