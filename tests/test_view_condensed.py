@@ -79,7 +79,8 @@ def test_a_failing_condenser_fails_the_view_as_an_endpoint_failure(checkpoint_pa
 
 
 def test_options_openhands_would_refuse_are_refused_before_any_work():
-    with pytest.raises(InputError, match=r"keep_first \(4\) must be below max_size // 2 - 1 \(4\)"):
+    with pytest.raises(InputError, match=r"keep_first \(4\) must be below max_size // 2 - 1 \(4\)") as refused:
         view_options(HANDOFF_VIEWS.named("condensed"), None, {"max_size": 10, "keep_first": 4})
+    assert refused.value.field == "view_options.condensed"
     assert view_options(HANDOFF_VIEWS.named("condensed"), None, {"max_size": 10, "keep_first": 3}) == {
         "max_size": 10, "keep_first": 3}
