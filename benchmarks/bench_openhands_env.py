@@ -1,4 +1,4 @@
-"""Build time of the OpenHands runtime's environment (its own Python 3.12 venv of ``requirements.lock``).
+"""Build time of the OpenHands runtime's environment (its own Python 3.12 venv of ``openhands_requirements.lock``).
 
     .venv/bin/python benchmarks/bench_openhands_env.py [--cold]
 
@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from takeover.agents.openhands.oh_env import openhands_environment
+from takeover.environments.openhands_venv import openhands_environment
 
 
 def _size_mb(path: str) -> float:

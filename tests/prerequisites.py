@@ -253,7 +253,7 @@ PREREQUISITES: dict[str, Prerequisite] = {p.name: p for p in [
                  "python -c 'from takeover.environments.local_httpbin import httpbin_venv; httpbin_venv()' "
                  "(once, with access to the package index; .ci/run does it)"),
     Prerequisite("openhands environment", _openhands_environment,
-                 "python -c 'from takeover.agents.openhands.oh_env import openhands_environment; "
+                 "python -c 'from takeover.environments.openhands_venv import openhands_environment; "
                  "openhands_environment()' (once, with Python 3.12 and the package index; .ci/run does it)"),
     Prerequisite("other swebench venv", _other_swebench_venv,
                  "python3 -m venv ~/.cache/takeover/swebench-<4.1 beside 5.x, 5.0 beside 4.1> && its bin/pip install "

@@ -108,8 +108,9 @@ def checked_options(model: type[BaseModel], values: Mapping[str, Any], *, where:
     except ValidationError as exc:
         errors = exc.errors()
         error = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # a typo before its result
-        name = ".".join(str(part) for part in error["loc"]) or field
+        name = ".".join(str(part) for part in error["loc"])
         reason = "unknown option" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+        # An error of the options together (a rule across two of them) has no option's name: the table's.
         raise InputError(where, f"{reason} (its options: {', '.join(model.model_fields) or 'none'})",
-                         field=f"{field}.{name}") from None
+                         field=f"{field}.{name}" if name else field) from None
     return options.model_dump(mode="json", exclude_defaults=True)

@@ -21,6 +21,7 @@ from takeover.llm import ModelClient
 from takeover.trajectories.events import Trajectory
 from takeover.views.evidence import event_body, event_header
 from takeover.views.structured import MODEL_FIELDS
+from takeover.views.view_registry import written_part
 
 #: Characters of an event shown beside the claims it supports or contradicts.
 EXCERPT = 600
@@ -41,12 +42,13 @@ _MODEL_HALF = "Notes written from the event log:"
 
 def note_block(prompt: str, view: str) -> str | None:
     """The view block of ``prompt`` (between ``<previous_agent view="VIEW">`` and ``</previous_agent>``),
-    without the packaged summary header; ``None`` when the prompt has none."""
+    without the packaged summary header, and only the part a model wrote
+    (:func:`takeover.views.view_registry.written_part`); ``None`` when the prompt has none."""
     m = re.search(rf'<previous_agent view="{re.escape(view)}">\n?(.*?)\n?</previous_agent>', prompt, re.DOTALL)
     if m is None:
         return None
     block = m.group(1)
-    return block.split(SUMMARY_HEADER, 1)[1].strip() if SUMMARY_HEADER in block else block.strip()
+    return written_part(view, block.split(SUMMARY_HEADER, 1)[1].strip() if SUMMARY_HEADER in block else block.strip())
 
 
 def structured_fields(block: str) -> dict[str, str] | None:

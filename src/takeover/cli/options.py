@@ -58,8 +58,8 @@ API_KEY_ENV_HELP = "Name of the environment variable that holds the endpoint's A
 JSON_HELP = "Print JSON Lines instead of the readable output: one JSON record per line, in input order."
 INSTANCE_ID_HELP = "SWE-bench instance_id."
 POINT_TYPE_HELP = f"Handoff point type: {', '.join(POINT_TYPES)}."
-VIEW_HELP = (f"Handoff view: {', '.join(VIEWS)}, trace_digest, a plug-in's, or a view file (PATH.toml, "
-             "docs/views.md).")
+VIEW_HELP = (f"Handoff view: {', '.join(VIEWS)}, trace_digest, condensed, self_notes, a plug-in's, or a view file "
+             "(PATH.toml, docs/views.md).")
 BACKEND_HELP = f"Where the tests run: {describe_backends()}."
 STEP_LIMIT_HELP = "Model calls per agent run (mini-swe-agent's step_limit)."
 WALL_TIME_LIMIT_SECONDS_HELP = ("Wall-clock limit of an agent run, in seconds, checked between model calls: a call in "

@@ -74,6 +74,7 @@ def views(
     (replay needs the repository: --mirror); --event N cuts after event N instead (its exact state, as
     takeover checkpoint --event; views.json then names the event; the replay follows the replay flags). The notes views
     need a note-writing model (--model, --base-url), as does any model-written view; --view also takes trace_digest,
+    condensed, self_notes (docs/protocol.md sections 7.9, 7.10),
     a plug-in's view, or a view file (PATH.toml: docs/views.md); --view-option NAME.KEY=VALUE sets one view's
     own option. With output to a file or pipe, one line per view also goes to
     stderr as it is written.

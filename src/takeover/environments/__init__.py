@@ -18,7 +18,8 @@ Docker takeover builds the same thing as Python virtual environments, from the s
 - :mod:`.local_httpbin`: a local httpbin for test suites that read ``HTTPBIN_URL`` (psf/requests before 2.9);
 - :mod:`.build_steps` and :mod:`.hints`: the build's logged, time-limited commands and what a failed
   one lacks;
-- :mod:`.prepared`: :func:`prepare_environment`, the entry point, and :class:`PreparedEnvironment`.
+- :mod:`.prepared`: :func:`prepare_environment`, the entry point, and :class:`PreparedEnvironment`;
+- :mod:`.openhands_venv`: OpenHands' own Python 3.12 venv (its agent runtime and its condenser run there).
 
 With Docker, the environment is the task's official SWE-bench image instead: :mod:`.official_image` names it
 and makes swebench's ``TestSpec`` of the task without the network (:func:`official_test_spec`).

@@ -273,6 +273,7 @@ def view_unit(inputs: dict, ctx: UnitContext) -> UnitOutcome:
         output=ViewOutput(path=str(path), sha256=sha256_text(result.prompt), characters=result.characters,
                           estimated_tokens=result.estimated_tokens, validation=result.validation,
                           attempts=result.attempts, dropped_events=result.dropped_events,
+                          structured=result.structured,
                           **({"cached_tokens": usage.cached_tokens, "reasoning_tokens": usage.reasoning_tokens,
                               "estimated_calls": usage.estimated_calls} if usage else {})),
         prompt_tokens=usage.prompt_tokens if usage else 0,

@@ -331,7 +331,9 @@ class ViewOutput(_Record):
     ``estimated_tokens``), how its notes were validated, note-writing ``attempts`` and the events a budget
     ``dropped`` from ``raw_trace``. Notes views add the note writer's ``cached_tokens``,
     ``reasoning_tokens`` and ``estimated_calls`` (calls whose usage was estimated); the unit's own prompt
-    and completion tokens are the note writer's."""
+    and completion tokens are the note writer's. ``structured``: the view's own record, as
+    :class:`takeover.views.ViewResult` has it (a structured record's two halves; the ``condensed`` view's
+    condenser, settings and versions; who wrote a ``self_notes`` note)."""
 
     path: str
     sha256: str
@@ -343,6 +345,7 @@ class ViewOutput(_Record):
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
     estimated_calls: int | None = None
+    structured: dict | None = None
 
 
 # --- takeover and grade ----------------------------------------------------------------------------

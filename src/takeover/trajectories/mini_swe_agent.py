@@ -59,8 +59,10 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+from takeover.errors import InputError
 from takeover.llm.usage import usage_from_payload
 from takeover.trajectories._common import (
     Ctx,
@@ -325,40 +327,74 @@ class _Run:
                                  text=content_text(msg.get("content")), cause=cause))
 
 
+def _walk(doc: dict, ctx: Ctx, info: dict, cwd: str | None) -> tuple[_Run, str | None, list[tuple[dict, int]]]:
+    """Read the messages in order: the run's events and calls, the task prompt, and each chat message the
+    model was sent (an ``exit`` message is none) with the number of events read once it was read."""
+    messages = ctx.list_of_objects(doc, "messages")
+    run = _Run(cwd, _config_regex(info))
+    task_prompt: str | None = None
+    chat: list[tuple[dict, int]] = []  # the messages so far, as the model was sent them
+    for i, msg in enumerate(messages):
+        mctx = ctx.item("messages", i)
+        role = _role(msg, mctx)
+        prompt = [m for m, _ in chat]
+        if role == "system":
+            chat.append((_chat(msg, role), len(run.events)))
+            continue
+        if role == "user" and task_prompt is None:
+            task_prompt = content_text(msg.get("content"))
+        elif role == "assistant":
+            run.assistant(msg, prompt)
+        elif role in ("user", "tool"):
+            run.reply(msg, role, prompt)
+        elif role == "exit":
+            run.exit(msg)
+            continue
+        else:
+            raise mctx.error(f"unknown role {role!r} (expected system, user, assistant, tool or exit)", "role")
+        chat.append((_chat(msg, role), len(run.events)))
+    return run, task_prompt, chat
+
+
+def chat_history(trajectory: Trajectory, event_index: int) -> list[dict]:
+    """The chat messages of ``trajectory`` (read from its ``source_path``) that hold events
+    ``0..event_index`` and nothing later: the system message, the task, and every later message whose events
+    all lie at or before the cut, as the model was sent them (docs/protocol.md section 7.10).
+
+    Raises:
+        InputError: the file is gone or damaged, or the cut falls inside one message (an assistant turn with
+            several tool calls, a reply that also rebuilds a rejected turn): part of it lies after the cut.
+    """
+    path = Path(trajectory.source_path or "")
+    source = Source(path)
+    doc = source.parsed[1]
+    ctx = Ctx(path, None)
+    _, _, chat = _walk(doc, ctx, ctx.optional(doc, "info", dict) or {}, None)
+    history: list[dict] = []
+    before = 0
+    for message, after in chat:
+        if after > event_index + 1:
+            if before <= event_index:
+                raise InputError(path, f"the cut after event {event_index} falls inside one message (events "
+                                 f"{before}..{after - 1}): part of it lies after the cut", field="messages")
+            break
+        history.append(message)
+        before = after
+    return history
+
+
 def read(source: Source) -> list[Trajectory]:
     """Read one mini-swe-agent run (see the module docstring for the mapping)."""
     doc = source.parsed[1]
     ctx = Ctx(source.path, None)
-    messages = ctx.list_of_objects(doc, "messages")
     info = ctx.optional(doc, "info", dict) or {}
     submission = ctx.key("info").optional(info, "submission", str)
     config = info.get("config") if isinstance(info.get("config"), dict) else {}
     env = config.get("environment") if isinstance(config.get("environment"), dict) else {}
     # mini-swe-agent runs every command in a fresh shell started in the configured cwd.
     cwd = env.get("cwd") if isinstance(env.get("cwd"), str) and env.get("cwd") else None
-    run = _Run(cwd, _config_regex(info))
-    task_prompt: str | None = None
-    chat: list[dict] = []  # the messages so far, as the model was sent them
-    for i, msg in enumerate(messages):
-        mctx = ctx.item("messages", i)
-        role = _role(msg, mctx)
-        prompt = list(chat)
-        if role != "exit":
-            chat.append(_chat(msg, role))
-        if role == "system":
-            continue
-        if role == "user" and task_prompt is None:
-            task_prompt = content_text(msg.get("content"))
-            continue
-        if role == "assistant":
-            run.assistant(msg, prompt)
-        elif role in ("user", "tool"):
-            run.reply(msg, role, prompt)
-        elif role == "exit":
-            run.exit(msg)
-        else:
-            raise mctx.error(f"unknown role {role!r} (expected system, user, assistant, tool or exit)", "role")
 
+    run, task_prompt, _ = _walk(doc, ctx, info, cwd)
     model_cfg = config.get("model") if isinstance(config.get("model"), dict) else {}
     instance_id = doc.get("instance_id") or info.get("instance_id")
     exit_status = info.get("exit_status") if isinstance(info.get("exit_status"), str) else None

@@ -7,6 +7,9 @@ Files:
 - ``view_registry.py``: :data:`HANDOFF_VIEWS` by name (the paper's four, ``trace_digest``, the ``takeover.views``
   entry point group, view files), :func:`view_named`, :func:`view_options`.
 - ``paper_views.py``: the paper's four views; ``trace_digest.py``: the model-free digest (Extension).
+- ``condensed.py``: OpenHands' own condenser's compaction of the history at the cut (Extension), run by the
+  script ``oh_condense.py`` in OpenHands' environment; ``self_notes.py``: the predecessor's own handoff note,
+  from its own message history up to the cut (Extension).
 - ``view_files.py``: a user's view in a TOML file (templates over the handoff inputs, optional writer).
 - ``view.py``: :func:`build_view` / :func:`build_views` and the :class:`ViewResult` record.
 - ``prompt.py``: Jinja templates (``templates/``, overridable): :func:`takeover_prompt`, :func:`task_prompt`.

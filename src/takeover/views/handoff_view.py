@@ -141,6 +141,12 @@ class HandoffView:
         """
         raise NotImplementedError
 
+    def written_part(self, block: str) -> str:
+        """The part of a built ``block`` that a model wrote: what the claims check reads
+        (:mod:`takeover.claims`). The whole block, unless the view shows more than its writer's text (the
+        ``condensed`` view's kept events are the trace itself, not claims)."""
+        return block
+
     def definition(self) -> dict[str, Any] | None:
         """What defines the view beyond its name, for a unit's key and for a worker process to rebuild it: a
         view file's content (:class:`takeover.views.view_files.FileView`); ``None`` for a view in code (its

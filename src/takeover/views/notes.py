@@ -110,6 +110,13 @@ class NotesFailed(TakeoverError):
         super().__init__(f"{view}: no acceptable notes after {attempts} attempt(s) ({outcome}): {last}")
 
 
+def summary_shape(block: str) -> dict:
+    """``{"bullets", "words"}`` of a summary-style note (recorded against the asked 5-10 bullets and
+    200-500 words, never enforced: the protocol says "about")."""
+    lines = block.splitlines()
+    return {"bullets": sum(1 for ln in lines if ln.lstrip().startswith(("- ", "* ", "• "))), "words": len(block.split())}
+
+
 def summary_words(max_tokens: int) -> tuple[int, int]:
     """The length summary notes are asked for (words): the protocol's 200 to 500, shortened so that the
     answer fits ``max_tokens`` (about 0.55 words per token of English prose, room left for the bullets), so
@@ -187,6 +194,31 @@ def write_notes(
         {"role": "system", "content": render("notes_system.md.j2", template_dir)},
         {"role": "user", "content": request},
     ]
+    return ask_for_notes(view, client, messages, checked, guard, make_prompt, facts=facts,
+                         template_dir=template_dir, max_tokens=max_tokens, max_retries=max_retries)
+
+
+def ask_for_notes(
+    view: str,
+    client: ModelClient,
+    messages: list[dict],
+    checked: DeterministicFields,
+    guard: LeakGuard,
+    make_prompt: Callable[[str], str],
+    *,
+    facts: DeterministicFields | None = None,
+    template_dir: Path | str | None = None,
+    max_tokens: int = NOTE_MAX_TOKENS,
+    max_retries: int = MAX_RETRIES,
+) -> NotesOutcome:
+    """Send ``messages`` (the writer's request) and validate the answer, retrying with the reasons (see the
+    module docstring): structured notes when ``view`` is ``structured_notes``, else summary-style notes
+    checked against ``checked``.
+
+    Raises:
+        NotesFailed: every attempt rejected, or :class:`ModelCallError` from the endpoint.
+    """
+    structured = view == "structured_notes"
     calls: list[CallAttempt] = []
     rejections: list[str] = []
     answers: list[str] = []

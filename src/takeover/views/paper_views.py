@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from takeover.llm import ModelClient
 from takeover.view_budgets import NOTE_MAX_TOKENS
 from takeover.views.handoff_view import Handoff, HandoffView, ViewBlock
-from takeover.views.notes import write_notes
+from takeover.views.notes import summary_shape, write_notes
 from takeover.views.raw_trace import raw_trace_block
 
 
@@ -73,9 +73,7 @@ class _PaperNotes(HandoffView):
         if outcome.notes is not None:
             structured = {"facts": outcome.facts.model_dump(), "notes": outcome.notes.model_dump()}
         else:
-            lines = outcome.block.splitlines()
-            shape = {"bullets": sum(1 for ln in lines if ln.lstrip().startswith(("- ", "* ", "• "))),
-                     "words": len(outcome.block.split())}
+            shape = summary_shape(outcome.block)
         return ViewBlock(block=outcome.block, prompt=outcome.prompt, note_usage=outcome.usage,
                          validation=outcome.validation, attempts=outcome.attempts, rejections=outcome.rejections,
                          structured=structured, summary_shape=shape)

@@ -1,7 +1,7 @@
 """The handoff views by name: a study's ``views``, ``--view``, a unit's ``view`` (docs/protocol.md section 7).
 
 :data:`HANDOFF_VIEWS` holds the paper's four views (the default set of a study, :data:`takeover.vocabulary.VIEWS`),
-then ``trace_digest`` (an Extension), then every view of the ``takeover.views`` entry point group (a package
+then the Extensions ``trace_digest``, ``condensed`` and ``self_notes``, then every view of the ``takeover.views`` entry point group (a package
 that ships a :class:`~takeover.views.handoff_view.HandoffView` subclass or instance declares
 ``[project.entry-points."takeover.views"] NAME = "package.module:ViewClass"``). A view file (TOML, no code:
 :mod:`takeover.views.view_files`) is named by its path and registered when it is read (:func:`view_named`).
@@ -23,8 +23,10 @@ from typing import Any
 from takeover._util.registries import Registry, checked_options
 from takeover.errors import InputError
 from takeover.view_budgets import ViewBudgets
+from takeover.views.condensed import Condensed
 from takeover.views.handoff_view import HandoffView
 from takeover.views.paper_views import PAPER_VIEWS
+from takeover.views.self_notes import SelfNotes
 from takeover.views.trace_digest import TraceDigest
 from takeover.views.view_files import FileView, is_view_file, read_view_file
 
@@ -33,7 +35,7 @@ ENTRY_POINT_GROUP = "takeover.views"
 
 #: Every registered view by name (the first, ``repo_only``, is the base every view is compared with).
 HANDOFF_VIEWS: Registry[HandoffView] = Registry(
-    "view", {view.name: view for view in (*PAPER_VIEWS, TraceDigest())}, where="--view")
+    "view", {view.name: view for view in (*PAPER_VIEWS, TraceDigest(), Condensed(), SelfNotes())}, where="--view")
 
 _loaded_entry_points: set[str] = set()
 
@@ -113,6 +115,14 @@ def model_written(name: str) -> bool:
     load_entry_points()
     view = HANDOFF_VIEWS.get(name)
     return bool(view is not None and view.model_written)
+
+
+def written_part(name: str, block: str) -> str:
+    """The part of view ``name``'s ``block`` that a model wrote (:meth:`HandoffView.written_part`; the whole
+    block for a name no registered view has)."""
+    load_entry_points()
+    view = HANDOFF_VIEWS.get(name)
+    return block if view is None else view.written_part(block)
 
 
 def view_options(view: HandoffView, budgets: ViewBudgets | None = None,

@@ -7,6 +7,6 @@ Modules:
   after every event the driver reports, and records the events and calls from OpenHands' own record.
 - ``oh_events.py``: OpenHands' persisted conversation as the recorder's events and calls.
 - ``oh_driver.py``: the script OpenHands' Python runs (never imported here).
-- ``oh_env.py``: OpenHands' own venv (Python 3.12, ``requirements.lock``), built once into the cache.
+- OpenHands' own venv (Python 3.12) is :mod:`takeover.environments.openhands_venv`, built once into the cache.
 - ``model_relay.py``: the model endpoint behind a Unix socket, for the sandboxed OpenHands process.
 """

@@ -2,7 +2,7 @@
 
 It is never imported by takeover: :mod:`takeover.agents.openhands.oh_runtime` runs it as
 ``python -I oh_driver.py CONFIG`` with the interpreter of the OpenHands environment
-(:mod:`takeover.agents.openhands.oh_env`), usually inside bubblewrap. It imports only the standard library
+(:mod:`takeover.environments.openhands_venv`), usually inside bubblewrap. It imports only the standard library
 and ``openhands-sdk``/``openhands-tools``.
 
 ``CONFIG`` is a JSON file: ``workspace`` (as the agent sees it), ``persistence_dir``, ``prompt_file``,

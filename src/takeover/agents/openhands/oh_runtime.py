@@ -1,7 +1,7 @@
 """OpenHands as an agent runtime (``--agent openhands``; docs/protocol.md section 8.4): the paper's agent.
 
-OpenHands (``openhands-sdk``/``openhands-tools``, pinned in ``requirements.lock``) runs in its own Python
-(:mod:`takeover.agents.openhands.oh_env`) as a subprocess, the driver
+OpenHands (``openhands-sdk``/``openhands-tools``, pinned in ``environments/openhands_requirements.lock``) runs in its own Python
+(:mod:`takeover.environments.openhands_venv`) as a subprocess, the driver
 (:mod:`takeover.agents.openhands.oh_driver`): a local conversation on the workspace with the terminal and
 file-editor tools (no browser, no condenser), OpenHands' text action protocol (``native_tool_calling=False``),
 ``max_iteration_per_run`` = ``step_limit``, ``persistence_dir`` = ``<run folder>/openhands``.
@@ -44,9 +44,9 @@ from takeover._util.processes import kill_group
 from takeover._util.redact import redact
 from takeover.agents.command_backend import CommandBackend, clean_environ
 from takeover.agents.openhands.model_relay import ModelRelay
-from takeover.agents.openhands.oh_env import DRIVER, openhands_environment
 from takeover.agents.openhands.oh_events import conversation_folder, record_conversation
 from takeover.agents.runtime import AgentChoice, AgentRun, NoOptions, RuntimeOutcome
+from takeover.environments.openhands_venv import litellm_model, openhands_environment
 from takeover.errors import EnvironmentFailure, EnvironmentUnavailable, InputError
 from takeover.limits import RunLimits
 from takeover.vocabulary import ExitStatus
@@ -55,18 +55,12 @@ from takeover.vocabulary import ExitStatus
 GRACE_SECONDS = 20.0
 #: Seconds OpenHands may take to start (import, tools) before its first event.
 STARTUP_SECONDS = 600.0
+#: The script the environment's Python runs (:mod:`takeover.agents.openhands.oh_driver`).
+DRIVER = Path(__file__).with_name("oh_driver.py")
 #: OpenHands' record of the run, inside the run folder (its ``persistence_dir``).
 RECORD_DIR = "openhands"
 _MODEL_ERRORS = ("LLM", "API", "RateLimit", "Timeout", "ServiceUnavailable", "BadRequest", "Authentication",
                  "ContextWindow", "InternalServer", "NotFound")
-
-
-def litellm_model(model: str, base_url: str | None) -> str:
-    """The model name as OpenHands' litellm routes it: a model behind an OpenAI-compatible ``base_url``
-    without a provider prefix of litellm's (``openai/``, ``hosted_vllm/``...) gets ``openai/``."""
-    if base_url and "/" not in model:
-        return f"openai/{model}"
-    return model
 
 
 class OpenHandsRuntime:

@@ -1,9 +1,11 @@
-"""The OpenHands runtime's own Python environment, built once into takeover's cache.
+"""OpenHands' own Python environment, built once into takeover's cache: the OpenHands runtime
+(:mod:`takeover.agents.openhands`) runs its agent there, and the ``condensed`` view
+(:mod:`takeover.views.condensed`) its condenser.
 
 ``openhands-sdk`` and ``openhands-tools`` need Python >= 3.12 and pull heavy packages (``browser-use``,
-``litellm``...), while takeover runs on 3.11 and stays light. So the runtime runs OpenHands in a venv of
+``litellm``...), while takeover runs on 3.11 and stays light. So OpenHands runs in a venv of
 its own: Python :data:`PYTHON` (3.13 when no 3.12 is found; never downloaded), with exactly the packages of
-``requirements.lock`` beside this file (``uv pip compile --universal`` of :data:`PACKAGES`, installed with
+``openhands_requirements.lock`` beside this file (``uv pip compile --universal`` of :data:`PACKAGES`, installed with
 ``--no-deps``), under ``cache_dir()/openhands/<key>`` (``TAKEOVER_CACHE``; the key hashes the lock and the
 interpreter's version). The first build takes about half a minute with uv's cache warm (it downloads
 ~200 MB otherwise) and writes ``environment.json`` (interpreter, seconds, every installed version), which
@@ -30,9 +32,7 @@ from takeover.sources.repos import cache_dir
 PACKAGES = ("openhands-sdk==1.58.2", "openhands-tools==1.58.2")
 #: The interpreters it may use, best first (the SDK needs >= 3.12).
 PYTHON = ("3.12", "3.13")
-LOCK = Path(__file__).with_name("requirements.lock")
-#: The script the environment's Python runs (:mod:`takeover.agents.openhands.oh_driver`).
-DRIVER = Path(__file__).with_name("oh_driver.py")
+LOCK = Path(__file__).with_name("openhands_requirements.lock")
 _DONE = "environment.json"
 
 
@@ -65,7 +65,7 @@ def _interpreter() -> Path:
             return find_interpreter(version)
         except EnvironmentUnavailable as exc:
             errors.append(str(exc))
-    raise EnvironmentUnavailable("the openhands runtime needs Python 3.12 or 3.13: " + errors[0])
+    raise EnvironmentUnavailable("OpenHands needs Python 3.12 or 3.13: " + errors[0])
 
 
 def _installed(python: Path) -> dict[str, str]:
@@ -98,7 +98,7 @@ def openhands_environment() -> OpenHandsEnvironment:
             t0 = time.perf_counter()
             python = make_venv(log, interpreter, venv, seed=False)
             pip_install(log, python, ["--no-deps", "-r", str(LOCK)],
-                        what="installing OpenHands (openhands-sdk, openhands-tools) for the openhands runtime")
+                        what="installing OpenHands (openhands-sdk, openhands-tools)")
             atomic_write_json(done, {
                 "python": version,
                 "interpreter": str(interpreter),
@@ -108,3 +108,11 @@ def openhands_environment() -> OpenHandsEnvironment:
             })
     description = json.loads(done.read_text(encoding="utf-8"))
     return OpenHandsEnvironment(python=venv / "bin" / "python", root=venv, description=description)
+
+
+def litellm_model(model: str, base_url: str | None) -> str:
+    """The model name as OpenHands' litellm routes it: a model behind an OpenAI-compatible ``base_url``
+    without a provider prefix of litellm's (``openai/``, ``hosted_vllm/``...) gets ``openai/``."""
+    if base_url and "/" not in model:
+        return f"openai/{model}"
+    return model
