@@ -88,11 +88,11 @@ PENDING_FLAG_CLASHES: dict[tuple[str, str], str] = {}
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0 foundation: the package root (the version), the vocabulary, errors, the settings records (run limits,
     # the agent choice, grading, replay and view settings: records at the bottom, which import none of their
-    # implementations),
+    # implementations) and beside them the input schemas (what every reader checks at the door),
     # the machinery behind ``_util`` (files, processes, the sandbox, secrets, diffs, package versions, loggers)
     # and the model endpoint (``llm``: settings, the one client, the token estimator)
     ("", "vocabulary", "errors", "_util", "limits", "agent_choice", "grading_settings", "replay_settings", "view_budgets",
-     "llm"),
+     "input_schemas", "llm"),
     ("sources",),  # 1: source tasks and where repositories come from (docs/protocol.md section 2)
     # 2: the event model and every format's reader, takeover's own run format included; the shell-command
     # grammar (what a command an agent ran reads, searches, runs, writes)

@@ -30,7 +30,13 @@ family and the labels of the failures):
   folder so named), against the good export;
 - ``checkpoint`` (a replay) of a damaged run file, against the good run's checkpoint; the same run sending a
   program's output into a file, checkpointed again three times; into a folder of another checkpoint or of
-  the user's files.
+  the user's files;
+- inputs at the door: malformed dataset rows (swebench 4.x and 5.x), predictions, points files of another task
+  or run, checkpoint folders whose views or predecessor are another task's, each through ``grade``, ``views``,
+  ``checkpoint`` or ``export harbor``; a verdict, view or export from them is a failure;
+- output folders holding what the command did not write (the user's files, another task's views, a foreign
+  ``result.json``, a user's ``tasks.jsonl``, another run's ``trajectory.json``): any change is a silent
+  overwrite.
 
 Measured here (2 shared cores), the newest commands (``--only report,export,checkpoint``, 200 inputs, about
 a minute), before -> after the change that named unreadable records, exchanged export folders and pinned
@@ -38,7 +44,12 @@ unrecorded output: tracebacks 20 -> 0, silent drops 16 -> 0, verdicts from malfo
 checkpoint twice giving another patch 3 -> 0, silent overwrites 2 -> 1 (a task exported from another
 checkpoint of the same name is still replaced: the overwrite rule of every command's output is not built
 yet); clear one-line errors 87 -> 58 and 91 records marked unreadable and listed (exit 2), one interrupted
-trial a failed run with its reason, one repeated attempt listed as not counted. The full pass, 1428 inputs
+trial a failed run with its reason, one repeated attempt listed as not counted. Inputs at the door and output folders
+(``--only inputs,output``, 25 inputs: malformed dataset rows of both formats, predictions, points files and
+checkpoint folders through the command a user runs on them; output folders holding the user's files or another
+input's output), before -> after the input schemas and the output rule: verdicts from malformed input 15 -> 0,
+silent drops 2 -> 0, silent overwrites 7 -> 0 (and export's last one 1 -> 0), clear one-line errors 1 -> 25.
+The full pass, 1428 inputs
 through 3759 commands, 0 tracebacks (about 20 minutes, the machine busy); ``--quick``, 421 inputs through 1134 commands of the
 older families, 0 tracebacks (2 min 37 s).
 """
@@ -461,6 +472,8 @@ def run_all(args: argparse.Namespace, rng: random.Random, work: Path, tally: Tal
     fuzz_report(args, rng, work, tally)
     fuzz_export(args, rng, work, tally)
     fuzz_checkpoint(args, rng, work, tally)
+    fuzz_door(work, tally)
+    fuzz_outputs(work, tally)
 
 
 
@@ -751,6 +764,272 @@ def fuzz_checkpoint(args: argparse.Namespace, rng: random.Random, work: Path, ta
         else:
             outcome = "other"
         tally.outcome(family, label, outcome)
+
+
+# --- inputs at the door and output folders: malformed rows, predictions, points files, checkpoint folders ---
+
+
+_DOOR_WORLDS: dict[Path, dict[str, Any]] = {}
+
+
+def _door_world(work: Path) -> dict[str, Any]:
+    """The inputs the door family damages (built once): a calculator task that grades in seconds (its dataset
+    row, its mirror), a run of another small task with its points file and checkpoint (views built), and a
+    checkpoint of the tiny flask task with its views (for ``export harbor``)."""
+    if work in _DOOR_WORLDS:
+        return _DOOR_WORLDS[work]
+    from _output_runs import output_run
+    from conftest import CALC_BUGGY, CALC_ENV_SPEC, CALC_TEST, make_repo
+    from docker_images import tiny_task
+    from test_harbor import _checkpoint
+
+    root = work / "door-base"
+    _, sha = make_repo(root / "src" / "calc", {"calc.py": CALC_BUGGY, "test_calc.py": CALC_TEST},
+                       bare_mirror=root / "mirror" / "acme__calc.git")
+    row = {"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": sha, "version": "0.1",
+           "problem_statement": "add() subtracts instead of adding", "FAIL_TO_PASS": ["test_calc.py::test_add"],
+           "PASS_TO_PASS": [], "patch": "", "test_patch": "", "takeover_env_spec": CALC_ENV_SPEC}
+    task, source, run, dataset = output_run(root / "widget")
+    common = ["--dataset", str(dataset), "--mirror", str(source.mirror), "--offline"]
+    world = {"root": root, "row": row, "calc_mirror": root / "mirror", "run": run, "dataset": dataset,
+             "points": root / "points" / f"{task.instance_id}.points.json", "cp": root / "cp"}
+    for argv in (["points", str(run), *common, "--out-dir", str(root / "points")],
+                 ["checkpoint", str(run), *common, "--point-type", "after_first_source_edit", "--no-workspace",
+                  "--out-dir", str(root / "cp")],
+                 ["views", str(run), "--checkpoint-dir", str(root / "cp"), "--dataset", str(dataset), "--view",
+                  "repo_only"]):
+        _quiet(argv)
+    flask, flask_source = tiny_task(root / "flask" / "repo")
+    cps, flask_dataset = _checkpoint(root / "flask", flask, flask_source)
+    world.update(flask_cp=cps / "event-3", flask_dataset=flask_dataset, flask_mirror=flask_source.mirror)
+    _DOOR_WORLDS[work] = world
+    return world
+
+
+def _quiet(argv: list[str]) -> None:
+    """Run ``takeover ARGV`` to build an input (not counted); it must succeed."""
+    from takeover.cli import main
+
+    saved, sys.argv = sys.argv, ["takeover", *argv]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            main()
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise RuntimeError(f"building the fuzz's inputs: takeover {' '.join(argv)} exited {exc.code}") from None
+    finally:
+        sys.argv = saved
+
+
+def _jsonl(path: Path, rows: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def door_variants(world: dict[str, Any]) -> Iterator[tuple[str, str, Callable[[Path], tuple[list[str], Path]]]]:
+    """``(label, what exit 0 means, build)``: ``build(folder)`` writes the damaged input and returns the command
+    and the file its error must name."""
+    row, f2p = world["row"], "FAIL_TO_PASS"
+    calc = ["--mirror", str(world["calc_mirror"]), "--offline"]
+
+    def grade_rows(rows: list) -> Callable[[Path], tuple[list[str], Path]]:
+        def build(here: Path) -> tuple[list[str], Path]:
+            data = _jsonl(here / "tasks.jsonl", rows)
+            return ["grade", "--dataset", str(data), "--instance-id", "acme__calc-1", "--empty", *calc,
+                    "--out-dir", str(here / "out")], data
+        return build
+
+    def without(field: str) -> dict:
+        return {k: v for k, v in row.items() if k != field}
+
+    five = {**row, "FAIL_TO_PASS": json.dumps(row[f2p]), "PASS_TO_PASS": "[]", "image": "x:latest",
+            "eval_script": "#!/bin/bash\n", "log_parser": "parse_log_pytest", "eval_type": "pass_and_fail"}
+    verdict = "verdict from malformed input"
+    yield "4.x row without FAIL_TO_PASS", verdict, grade_rows([without(f2p)])
+    yield "4.x row with FAIL_TO_PASS null", verdict, grade_rows([{**row, f2p: None}])
+    yield "4.x row with FAIL_TO_PASS an empty string", verdict, grade_rows([{**row, f2p: ""}])
+    yield "4.x row without PASS_TO_PASS", verdict, grade_rows([without("PASS_TO_PASS")])
+    yield "4.x row with test_patch null", verdict, grade_rows([{**row, "test_patch": None}])
+    yield "4.x rows, one instance_id twice (the second without its test)", "silent drop", grade_rows(
+        [row, {**row, f2p: []}])
+    yield "5.x row without FAIL_TO_PASS", verdict, grade_rows([{k: v for k, v in five.items() if k != f2p}])
+    yield "5.x row with an unknown eval_type", verdict, grade_rows([{**five, "eval_type": "fail_and_pass"}])
+    yield "5.x row with log_parser a number", verdict, grade_rows([{**five, "log_parser": 7}])
+
+    def grade_predictions(preds: Any, suffix: str = ".jsonl") -> Callable[[Path], tuple[list[str], Path]]:
+        def build(here: Path) -> tuple[list[str], Path]:
+            data = _jsonl(here / "tasks.jsonl", [row])
+            path = here / f"preds{suffix}"
+            if suffix == ".jsonl":
+                _jsonl(path, preds)
+            else:
+                path.write_text(preds)
+            return ["grade", "--dataset", str(data), "--predictions", str(path), *calc, "--out-dir",
+                    str(here / "out")], path
+        return build
+
+    iid = row["instance_id"]
+    yield "prediction without model_patch", verdict, grade_predictions([{"instance_id": iid, "model_name_or_path": "m"}])
+    yield "prediction with model_patch null", verdict, grade_predictions(
+        [{"instance_id": iid, "model_name_or_path": "m", "model_patch": None}])
+    yield "two predictions for one model and instance", "silent overwrite", grade_predictions(
+        [{"instance_id": iid, "model_name_or_path": "m", "model_patch": p} for p in ("", "diff --git a/x b/x\n")])
+    yield "preds.json naming one instance twice", "silent drop", grade_predictions(
+        f'{{"{iid}": {{"model_patch": ""}}, "{iid}": {{"model_patch": ""}}}}', ".json")
+
+    def views_with_points(change: Callable[[dict], dict], command: str) -> Callable[[Path], tuple[list[str], Path]]:
+        def build(here: Path) -> tuple[list[str], Path]:
+            here.mkdir(parents=True, exist_ok=True)
+            path = here / "points.json"
+            path.write_text(json.dumps(change(json.loads(world["points"].read_text()))))
+            return [command, str(world["run"]), "--dataset", str(world["dataset"]), "--points-file", str(path),
+                    "--point-type", "after_first_source_edit", "--no-workspace" if command == "checkpoint" else
+                    "--view=repo_only", "--out-dir", str(here / "out")], path
+        return build
+
+    yield "points file of another task (views)", verdict, views_with_points(
+        lambda d: {**d, "instance_id": "acme__widget-2"}, "views")
+    yield "points file of another task (checkpoint)", verdict, views_with_points(
+        lambda d: {**d, "instance_id": "acme__widget-2"}, "checkpoint")
+    yield "points file of another run of the task", verdict, views_with_points(
+        lambda d: {**d, "events": d["events"] + 2}, "checkpoint")
+
+    def export(change: Callable[[Path, Path], Path], view: str) -> Callable[[Path], tuple[list[str], Path]]:
+        def build(here: Path) -> tuple[list[str], Path]:
+            cp = here / "elsewhere" / "cps" / "event-3"
+            shutil.copytree(world["flask_cp"], cp, ignore=shutil.ignore_patterns("workspace"))
+            named = change(cp, here)
+            return ["export", "harbor", str(cp), "--dataset", str(world["flask_dataset"]), "--mirror",
+                    str(world["flask_mirror"]), "--offline", "--image", "example/tiny:1", "--view", view,
+                    "--out-dir", str(here / "out")], named
+        return build
+
+    def views_of_another_task(cp: Path, here: Path) -> Path:
+        index = json.loads((cp / "views" / "views.json").read_text())
+        (cp / "views" / "views.json").write_text(json.dumps({**index, "instance_id": "pallets__flask-1"}))
+        shutil.copy(world["cp"] / "views" / "repo_only.md", cp / "views" / "repo_only.md")  # its prompt
+        return cp / "views" / "views.json"
+
+    def relative_predecessor(cp: Path, here: Path) -> Path:
+        record = json.loads((cp / "checkpoint.json").read_text())
+        (cp / "checkpoint.json").write_text(json.dumps({**record, "trajectory": "run.json"}))
+        (here / "cwd").mkdir()
+        shutil.copy(world["run"], here / "cwd" / "run.json")  # another task's run, in the current folder
+        return cp / "checkpoint.json"
+
+    def predecessor_of_another_task(cp: Path, here: Path) -> Path:
+        record = json.loads((cp / "checkpoint.json").read_text())
+        (cp / "checkpoint.json").write_text(json.dumps({**record, "trajectory": str(world["run"])}))
+        return world["run"]
+
+    yield "checkpoint folder whose views are another task's", verdict, export(views_of_another_task, "repo_only")
+    yield "relative predecessor path, another task's run in the current folder", verdict, export(
+        relative_predecessor, "raw_trace")
+    yield "predecessor of another task", verdict, export(predecessor_of_another_task, "raw_trace")
+
+
+def fuzz_door(work: Path, tally: Tally) -> None:
+    """Malformed rows, predictions, points files and checkpoint folders, through the command a user runs on
+    them: each must be refused at the door (exit 2, one line naming the file), never graded, viewed or
+    exported."""
+    import os
+
+    family = "inputs at the door"
+    if tally.only and not family.startswith(tuple(tally.only.split(","))):
+        return
+    world = _door_world(work)
+    for n, (label, if_done, build) in enumerate(door_variants(world)):
+        tally.inputs[family] += 1
+        here = work / "door" / f"{n:03d}"
+        here.mkdir(parents=True)
+        argv, named = build(here)
+        cwd = os.getcwd()
+        os.chdir(here / "cwd" if (here / "cwd").is_dir() else here)
+        try:
+            status, _, err = tally.run(family, label, argv)
+        finally:
+            os.chdir(cwd)
+        out = here / "out"
+        written = out.exists() and any(out.rglob("*"))
+        if status == "traceback":
+            outcome = "traceback"
+        elif status == 0:
+            outcome = if_done
+        elif len(_errors(err)) == 1 and _errors(err)[0].startswith(f"error: {named}") and not written:
+            outcome = "clear one-line error"
+        else:
+            outcome = "other"
+        tally.outcome(family, label, outcome)
+
+
+def fuzz_outputs(work: Path, tally: Tally) -> None:
+    """Output folders holding what the command did not write: the user's own files, another task's views,
+    a foreign grading result. Each must be refused with one line, every file left as it was."""
+    family = "output folders"
+    if tally.only and not family.startswith(tuple(tally.only.split(","))):
+        return
+    world = _door_world(work)
+    row = world["row"]
+    views = ["views", str(world["run"]), "--checkpoint-dir", str(world["cp"]), "--dataset", str(world["dataset"]),
+             "--view", "repo_only", "--out-dir"]
+    grade = ["grade", "--instance-id", row["instance_id"], "--empty", "--mirror", str(world["calc_mirror"]),
+             "--offline", "--out-dir"]
+
+    def mine(out: Path) -> None:
+        out.mkdir(parents=True)
+        (out / "repo_only.md").write_text("my own notes on this handoff\n")
+
+    def another_tasks_views(out: Path) -> None:
+        shutil.copytree(world["cp"] / "views", out)
+        index = json.loads((out / "views.json").read_text())
+        (out / "views.json").write_text(json.dumps({**index, "instance_id": "acme__widget-2"}))
+
+    def foreign_result(out: Path) -> None:
+        (out / "empty" / row["instance_id"]).mkdir(parents=True)
+        (out / "empty" / row["instance_id"] / "result.json").write_text("my own results\n")
+
+    def another_instances_result(out: Path) -> None:
+        (out / "empty" / row["instance_id"]).mkdir(parents=True)
+        (out / "empty" / row["instance_id"] / "result.json").write_text(json.dumps(
+            {"instance_id": "acme__calc-2", "resolved": True}))
+
+    def users_dataset(out: Path) -> None:
+        out.mkdir(parents=True)
+        shutil.copy(world["dataset"], out / "tasks.jsonl")  # named as the selection file
+
+    def another_runs_atif(out: Path) -> None:
+        out.mkdir(parents=True)
+        (out / "trajectory.json").write_text(json.dumps({"schema_version": "ATIF-v1.7", "extra": {
+            "instance_id": "acme__widget-2", "final_patch": ""}, "steps": []}))
+
+    select = ["tasks", "select", "--dataset", "{out}/tasks.jsonl", "--limit", "0", "--out-dir"]
+    atif = ["export", "atif", str(world["run"]), "--out-dir"]
+    cases = [("views --out-dir holding the user's repo_only.md", views, mine),
+             ("views --out-dir holding another task's views", views, another_tasks_views),
+             ("grade --out-dir over a foreign result.json", grade, foreign_result),
+             ("grade --out-dir over another instance's result.json", grade, another_instances_result),
+             ("tasks select --out-dir holding the user's tasks.jsonl", select, users_dataset),
+             ("export atif --out-dir holding another run's trajectory.json", atif, another_runs_atif)]
+    for n, (label, argv, fill) in enumerate(cases):
+        tally.inputs[family] += 1
+        here = work / "outputs-cases" / f"{n:03d}"
+        here.mkdir(parents=True)
+        out = here / "out"
+        fill(out)
+        extra = ["--dataset", str(_jsonl(here / "tasks.jsonl", [row]))] if argv[0] == "grade" else []
+        before = _hashes(out)
+        status, _, err = tally.run(family, label, [a.replace("{out}", str(out)) for a in (*argv, str(out), *extra)])
+        if status == "traceback":
+            outcome = "traceback"
+        elif status == 0 or _hashes(out) != before:
+            outcome = "silent overwrite"
+        elif len(_errors(err)) == 1 and str(out) in _errors(err)[0]:
+            outcome = "clear one-line error"
+        else:
+            outcome = "other"
+        tally.outcome(family, label, outcome)
+
 
 if __name__ == "__main__":
     main()

@@ -13,7 +13,8 @@ from test_claude_code import Log, tool, usage
 from user_commands import files_under, takeover
 
 HERE_TASK = {"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": "0" * 40,
-             "problem_statement": "sub adds", "difficulty": "15 min - 1 hour"}
+             "problem_statement": "sub adds", "difficulty": "15 min - 1 hour", "FAIL_TO_PASS": [],
+             "PASS_TO_PASS": []}
 
 
 def _write_dataset(folder, name="tasks.jsonl", tasks=(HERE_TASK,)):

@@ -118,7 +118,7 @@ def test_an_unknown_view_is_one_error_naming_the_known_views(argv, tmp_path, mon
 
 def test_tasks_select_writes_its_selection_into_out_dir(tmp_path):
     rows = [{"instance_id": f"acme__calc-{i}", "repo": "acme/calc", "base_commit": "0" * 40, "problem_statement": "x",
-             "difficulty": "1-4 hours"} for i in range(3)]
+             "difficulty": "1-4 hours", "FAIL_TO_PASS": [], "PASS_TO_PASS": []} for i in range(3)]
     dataset = tmp_path / "d.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
     new = runner().invoke(app, ["tasks", "select", "--dataset", str(dataset), "--limit", "2", "--out-dir",
@@ -135,7 +135,7 @@ def test_output_to_a_pipe_is_not_wrapped_at_80_columns(tmp_path):
     width instead (a subprocess with a pipe, no COLUMNS)."""
     owner, name = "an_organisation_with_a_rather_long_name", "a_repository_whose_name_is_longer_still"
     rows = [{"instance_id": f"{owner}__{name}-12345", "repo": f"{owner}/{name}", "base_commit": "0" * 40,
-             "problem_statement": "x", "difficulty": "1-4 hours"}]
+             "problem_statement": "x", "difficulty": "1-4 hours", "FAIL_TO_PASS": [], "PASS_TO_PASS": []}]
     dataset = tmp_path / "d.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / ("a-folder-with-a-name-long-enough-to-push-the-summary-line-past-eighty-columns" * 2)

@@ -84,7 +84,7 @@ def test_grade_json_prints_one_line_per_prediction_in_input_order(tmp_path, monk
     _, sha = make_repo(tmp_path / "src" / "calc", {"calc.py": "def add(a, b):\n    return a - b\n"},
                        bare_mirror=tmp_path / "mirror" / "acme__calc.git")
     tasks = [{"instance_id": f"acme__calc-{i}", "repo": "acme/calc", "base_commit": sha, "problem_statement": "x",
-              "version": "0.1", "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA",
+              "version": "0.1", "FAIL_TO_PASS": [], "PASS_TO_PASS": [], "takeover_env_spec": {"python": None, "test_cmd": "pytest -rA",
                                                       "log_parser": "pytest"}} for i in (2, 1)]
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text("".join(json.dumps(t) + "\n" for t in tasks))

@@ -31,7 +31,7 @@ def test_a_checkpoint_folder_holding_another_point_is_refused_and_left_unchanged
     other = takeover("checkpoint", *common, "--point-type", "after_first_post_failure_edit", "--out-dir", cp)
     assert other.exit_code == 2
     assert other.errors == [(f"error: {cp}: holds the checkpoint of acme__widget-1 after_first_source_edit "
-                            "(event 4); nothing was written: give another folder for acme__widget-1 "
+                            "(event 4); nothing was written: give another --out-dir for acme__widget-1 "
                             "after_first_post_failure_edit, or remove this one")]
     assert files_under(tmp_path) == before
 
@@ -53,7 +53,7 @@ def test_a_checkpoint_folder_holding_another_point_is_refused_and_left_unchanged
     refused = takeover("checkpoint", *common, "--point-type", "after_first_source_edit", "--out-dir", stray)
     assert refused.exit_code == 2
     assert refused.errors == [(f"error: {stray}: is not empty and holds no readable checkpoint.json; nothing was "
-                              "written: give a new or empty folder")]
+                              "written: give a new or empty --out-dir")]
     assert files_under(tmp_path) == kept
 
 

@@ -331,6 +331,9 @@ def _study(checkpoint: Path, root: Path, events: range) -> Path:
         record = json.loads((folder / "checkpoint.json").read_text())
         record["point"]["event_index"], record["workspace"] = n, None
         (folder / "checkpoint.json").write_text(json.dumps(record))
+        index = json.loads((folder / "views" / "views.json").read_text())  # the views name their point too
+        index["point"]["event_index"] = n
+        (folder / "views" / "views.json").write_text(json.dumps(index))
         for view in ("summary_notes", "structured_notes"):
             shutil.copy(folder / "views" / "repo_only.md", folder / "views" / f"{view}.md")
     return root
@@ -399,18 +402,29 @@ def test_an_export_that_stops_at_a_bad_checkpoint_says_which_tasks_it_wrote(expo
     _, checkpoint, _ = exported
     root = checkpoint.parents[1]
     study = _study(checkpoint, tmp_path / "study", range(5, 7))
-    record = json.loads((study / "event-6" / "checkpoint.json").read_text())
-    record["trajectory"] = str(tmp_path / "gone.json")  # the raw_trace task cannot ship the predecessor's run
-    (study / "event-6" / "checkpoint.json").write_text(json.dumps(record))
     out = tmp_path / "out"
-    done = takeover("export", "harbor", study, "--dataset", root / "tasks.jsonl", "--mirror", root / "repo" / "mirror",
-                    "--offline", "--view", "repo_only", "--view", "raw_trace", "--out-dir", out)
-    assert done.exit_code == 2
+    export = ["export", "harbor", study, "--dataset", root / "tasks.jsonl", "--mirror", root / "repo" / "mirror",
+              "--offline", "--view", "repo_only", "--view", "raw_trace", "--out-dir", out]
+    # A predecessor that moved is found before any task is written.
+    record = json.loads((study / "event-6" / "checkpoint.json").read_text())
+    gone = {**record, "trajectory": str(tmp_path / "gone.json")}  # the raw_trace task cannot ship the predecessor's run
+    (study / "event-6" / "checkpoint.json").write_text(json.dumps(gone))
+    done = takeover(*export)
     assert done.errors == [(
         f"error: {study / 'event-6' / 'checkpoint.json'}: field 'trajectory': the predecessor's trajectory "
-        f"{tmp_path / 'gone.json'} does not exist (moved or removed since the checkpoint was made); stopped there: "
+        f"{tmp_path / 'gone.json'} does not exist (moved or removed since the checkpoint was made)")]
+    assert done.exit_code == 2 and not out.exists()
+    # A view that cannot be read is found when its task is written: the export says what it wrote before.
+    (study / "event-6" / "checkpoint.json").write_text(json.dumps(record))
+    prompt = study / "event-6" / "views" / "raw_trace.md"
+    prompt.write_bytes(b"\xff" + prompt.read_bytes())
+    done = takeover(*export)
+    assert done.exit_code == 2
+    assert done.errors == [(
+        f"error: {prompt}: line 1: not UTF-8 text (byte 0, column 1); stopped there: "
         f"3 task(s) were written before, each whole, in {out}: pallets__flask-90001__event-5__repo_only, "
         "pallets__flask-90001__event-5__raw_trace, pallets__flask-90001__event-6__repo_only")]
     assert sorted(p.name for p in out.iterdir()) == ["pallets__flask-90001__event-5__raw_trace",
                                                      "pallets__flask-90001__event-5__repo_only",
                                                      "pallets__flask-90001__event-6__repo_only"]
+

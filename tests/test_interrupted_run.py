@@ -101,7 +101,7 @@ def test_grading_folders_left_by_a_killed_process_are_removed_by_the_next_gradin
     kept.mkdir()
     dataset = tmp_path / "tasks.jsonl"
     dataset.write_text(json.dumps({"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": "0" * 40,
-                                   "problem_statement": "x"}) + "\n")
+                                   "problem_statement": "x", "FAIL_TO_PASS": [], "PASS_TO_PASS": []}) + "\n")
     done = subprocess.run([sys.executable, "-m", "takeover", "grade", "--dataset", str(dataset), "--empty",
                            "--instance-id", "acme__calc-1", "--mirror", str(tmp_path / "mirror"), "--offline",
                            "--out-dir", str(tmp_path / "logs")],

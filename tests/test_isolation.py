@@ -45,7 +45,8 @@ def _history_with_a_future(tmp_path):
     dataset = tmp_path / "data" / "tasks.jsonl"
     dataset.parent.mkdir()
     row = {"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": base,
-           "problem_statement": "add() subtracts", "patch": "the reference patch", "takeover_env_spec": CALC_ENV_SPEC}
+           "problem_statement": "add() subtracts", "patch": "the reference patch", "FAIL_TO_PASS": [],
+           "PASS_TO_PASS": [], "takeover_env_spec": CALC_ENV_SPEC}
     dataset.write_text(json.dumps(row) + "\n")
     return dataset, mirror, base, fix
 

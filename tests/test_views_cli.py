@@ -104,14 +104,15 @@ def test_one_view_with_a_budget(tmp_path, points_file):
 
 
 def test_a_missing_point_exits_1_with_the_reason(tmp_path, points_file):
-    result = invoke("--point-type", "after_first_post_failure_edit", "--points-file", str(points_file), "--out-dir", str(tmp_path))
+    result = invoke("--point-type", "after_first_post_failure_edit", "--points-file", str(points_file), "--out-dir",
+                    str(tmp_path / "views"))
     assert result.exit_code == 1
     assert "no after_first_post_failure_edit point" in result.output
 
 
 def test_unknown_view_is_a_usage_error(tmp_path, points_file):
-    result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir", str(tmp_path),
-                    "--view", "diary")
+    result = invoke("--point-type", "after_first_source_edit", "--points-file", str(points_file), "--out-dir",
+                    str(tmp_path / "views"), "--view", "diary")
     assert result.exit_code == 2 and "unknown view 'diary'" in result.output
 
 

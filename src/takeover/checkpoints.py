@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from takeover._util.folders import building_beside, swap_in
+from takeover._util.folders import building_beside, own_output, swap_in
 from takeover._util.io import atomic_write_bytes, atomic_write_json, read_json, sha256_bytes
 from takeover._util.patches import first_difference, split_patch
 from takeover.errors import InputError, json_type
@@ -141,48 +141,39 @@ def checkpoint_workspace(checkpoint_dir: Path | str, dest: Path, *, repo_source:
     return workspace
 
 
-def existing_checkpoint(folder: Path | str) -> Checkpoint | None:
-    """The checkpoint a folder already holds (``None``: the folder is absent or empty), so that a command
-    can refuse before any work to write another checkpoint over it.
-
-    Raises:
-        InputError: the folder holds files but no readable ``checkpoint.json`` (nothing is written over
-            files that are not a checkpoint).
-    """
-    folder = Path(folder)
-    if not folder.is_dir() or not any(folder.iterdir()):
-        if folder.exists() and not folder.is_dir():
-            raise InputError(folder, "is a file, not a checkpoint folder; give another --out-dir")
-        return None
-    record = folder / "checkpoint.json"
+def _held_checkpoint(folder: Path) -> Checkpoint | None:
     try:
-        return Checkpoint.model_validate_json(record.read_bytes())
+        return Checkpoint.model_validate_json((folder / "checkpoint.json").read_bytes())
     except (OSError, ValueError):
-        raise InputError(folder, "is not empty and holds no readable checkpoint.json; nothing was written: "
-                         "give a new or empty folder") from None
+        return None
 
 
 def refuse_other_checkpoint(folder: Path | str, instance_id: str, point_type: str,
                             patch_sha256: str | None = None, *, event_index: int | None = None) -> Checkpoint | None:
     """The checkpoint ``folder`` holds when it is the same one (same instance, point type and, when given,
     patch and event: a cut at an event, point type ``event``, is the same only at the same event), or
-    ``None`` for an absent or empty folder.
+    ``None`` for an absent or empty folder: the rule every command's output follows
+    (:func:`takeover._util.folders.own_output`).
 
     Raises:
-        InputError: ``folder`` holds another checkpoint (or files that are not one); the message names it,
-            and nothing has been written.
+        InputError: ``folder`` holds another checkpoint, or files that are not one, or is a file; the message
+            names it, and nothing has been written.
     """
-    held = existing_checkpoint(folder)
-    if held is None:
-        return None
-    if (held.instance_id, held.point.type) != (instance_id, point_type) or (
-            patch_sha256 is not None and held.patch_sha256 != patch_sha256) or (
-            event_index is not None and held.point.event_index != event_index):
-        wanted = f"{point_type} (event {event_index})" if event_index is not None else point_type
-        raise InputError(folder, f"holds the checkpoint of {held.instance_id} {held.point.type} (event "
-                         f"{held.point.event_index}); nothing was written: give another folder for "
-                         f"{instance_id} {wanted}, or remove this one")
-    return held
+    wanted = f"{point_type} (event {event_index})" if event_index is not None else point_type
+    return own_output(
+        folder, read=_held_checkpoint, record="checkpoint.json",
+        identity=lambda c: {"instance_id": c.instance_id, "point_type": c.point.type, "patch_sha256": c.patch_sha256,
+                            "event_index": c.point.event_index},
+        wanted={"instance_id": instance_id, "point_type": point_type, "patch_sha256": patch_sha256,
+                "event_index": event_index},
+        describe=lambda c: f"the checkpoint of {c.instance_id} {c.point.type} (event {c.point.event_index})",
+        what=f"{instance_id} {wanted}")
+
+
+def _trajectory_path(path: str | None) -> str | None:
+    """The predecessor's path as ``checkpoint.json`` records it: absolute when the file is here, so that a
+    reader elsewhere never resolves it against another folder (where the same name may be another run)."""
+    return str(Path(path).resolve()) if path and Path(path).is_file() else path
 
 
 def _verified_workspace(ws: Path, task: SourceTask, patch: str, repo_source: RepoSource | None) -> None:
@@ -236,7 +227,7 @@ def materialize_checkpoint(
     checkpoint = Checkpoint(
         instance_id=task.instance_id, repo=task.repo, base_commit=task.base_commit, point=point,
         files=sorted(split_patch(patch)) if patch.strip() else [], patch_sha256=patch_sha256(patch),
-        method=method, trajectory=trajectory.source_path if trajectory else None,
+        method=method, trajectory=_trajectory_path(trajectory.source_path) if trajectory else None,
         trajectory_record=trajectory.record if trajectory else None, workspace=str(ws) if workspace else None,
         environment_files=sorted(environment_files), unrecorded_files=list(point.unrecorded_files),
         recorded_patch_sha256=patch_sha256(join_diffs({p: d for p, d in split_patch(patch).items()

@@ -10,6 +10,10 @@ folders that a later run removes when the process that made them is gone.
 - :func:`replace_whole`: a folder a command may replace (an earlier export of the same task) is exchanged
   with the one built beside it in one step (``renameat2(2)`` with ``RENAME_EXCHANGE``), so that a reader,
   and a ``kill -9`` at any moment, sees the old folder whole or the new one whole, never a mix or a part.
+- :func:`own_output` / :func:`own_file`: the one rule every command's output goes through: an output folder (a
+  file) is created new (absent or empty) or recognised as this command's own for these inputs (its record names
+  the same inputs); anything else (another input's output, a user's own files) is refused before any work, and
+  nothing is written.
 - :func:`scratch_folder` / :func:`sweep_scratch`: temporary folders named with the pid of the process that
   made them, so that the folders of a process killed with ``kill -9`` (it could not clean up) are removed
   by the next run instead of piling up in the temporary directory.
@@ -24,10 +28,13 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from takeover.errors import InputError
+
+T = TypeVar("T")
 
 #: Infix of a folder being built beside its destination: ``.<name>.partial-<pid>-<random>``.
 PARTIAL = ".partial-"
@@ -69,6 +76,61 @@ def check_writable(path: Path | str, *, flag: str = "--out-dir", file: bool = Fa
     os.close(fd)
     os.unlink(probe)
     return path
+
+
+def own_output(folder: Path | str, *, read: Callable[[Path], T | None], identity: Callable[[T], Mapping[str, Any]],
+               wanted: Mapping[str, Any], record: str, describe: Callable[[T], str], what: str,
+               flag: str = "--out-dir", ignore: Callable[[str], bool] | None = None) -> T | None:
+    """The rule every command's output goes through: ``folder`` is this command's to write when it is new
+    (absent, or an empty folder: returns ``None``) or holds this command's own output for these inputs (returns
+    what ``read`` found). Anything else is refused before any work, and nothing is written.
+
+    Args:
+        read: the record of the output ``folder`` holds (its file ``record``: ``checkpoint.json``,
+            ``views.json``, ``result.json``, ``task.toml``), or ``None`` when it holds no readable one.
+        identity: the fields of a record that say which inputs it was made for.
+        wanted: those fields for this command's inputs; a field whose wanted value is ``None`` is not compared.
+        describe: a record in words, for the message (``the checkpoint of acme__calc-1 ... (event 4)``).
+        what: what this command would write there, in words (``acme__calc-1 after_first_source_edit``).
+        ignore: names of entries that do not make a folder non-empty (a lock file beside the results).
+
+    Raises:
+        InputError: ``folder`` is a file, holds files but no readable ``record``, or holds this command's output
+            for other inputs; the message names what it holds and ``flag``, and nothing was written.
+    """
+    folder = Path(folder)
+    if folder.is_symlink() and not folder.exists():
+        raise InputError(folder, f"is a broken symbolic link; nothing was written: give another {flag}")
+    if not folder.exists():
+        return None
+    if not folder.is_dir():
+        raise InputError(folder, f"is a file, not a folder of {what}; nothing was written: give another {flag}")
+    if not any(not (ignore and ignore(p.name)) for p in folder.iterdir()):
+        return None
+    held = read(folder)
+    if held is None:
+        raise InputError(folder, f"is not empty and holds no readable {record}; nothing was written: give a new "
+                         f"or empty {flag}")
+    found = identity(held)
+    if any(v is not None and found.get(k) != v for k, v in wanted.items()):
+        raise InputError(folder, f"holds {describe(held)}; nothing was written: give another {flag} for {what}, "
+                         "or remove this one")
+    return held
+
+
+def own_file(path: Path | str, *, is_own: Callable[[Path], bool], what: str, flag: str = "--out-dir") -> bool:
+    """:func:`own_output`'s rule for a command that writes one file: ``path`` is new (``False``), or this
+    command's own for these inputs (``is_own(path)``: ``True``, it is replaced); anything else is refused.
+
+    Raises:
+        InputError: ``path`` is a folder, or a file this command did not write (names it and ``flag``).
+    """
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return False
+    if path.is_file() and is_own(path):
+        return True
+    raise InputError(path, f"is not {what} this command wrote; nothing was written: give another {flag}, or remove it")
 
 
 def _alive(pid: int) -> bool:

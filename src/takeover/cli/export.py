@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from takeover._util.folders import own_file
 from takeover.cli.failures import command
 from takeover.cli.options import (
     DATASET_HELP,
@@ -81,7 +82,7 @@ def atif(
         if point_type not in POINT_TYPES:
             raise InputError("--point-type", f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}")
         if points_file is not None:
-            run_points = RunPoints.load(points_file)
+            run_points = RunPoints.load(points_file, run=traj)
         else:
             if dataset is None:
                 raise InputError("--dataset", "finding a point needs the run's task: give --dataset (or --points-file)")
@@ -97,9 +98,23 @@ def atif(
     if out_dir is None:
         print(json.dumps(to_atif(traj, through_event=through), indent=2, ensure_ascii=False))
         return
+    own_file(out_dir / ATIF_FILE, is_own=lambda path: _atif_of(path) == traj.instance_id, what="an ATIF trajectory of "
+             f"{traj.instance_id or 'this run'}")
     out = write_atif(traj, out_dir / ATIF_FILE, through_event=through)
     kept = len(traj.events) if through is None else through + 1
     print(f"wrote {out}: {kept} of {len(traj.events)} events as ATIF", file=sys.stderr)
+
+
+def _atif_of(path: Path) -> str | None | bool:
+    """The instance of the ATIF document takeover wrote at ``path`` (``None``: it names none), or ``False`` when
+    the file is not one."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    ours = isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("ATIF") and \
+        isinstance(doc.get("extra"), dict) and "final_patch" in doc["extra"]
+    return doc["extra"].get("instance_id") if ours else False
 
 
 #: The grading flags a Harbor task's verifier honours: its tests run in the task's own container, under Harbor, so

@@ -321,7 +321,7 @@ def checkpoint(
             raise typer.Exit(1)
         found, patch, verdict, label = cut.point, cut.patch, cut.replay, f"event {event}"
     else:
-        rp = RunPoints.load(points_file) if points_file else analyze_run(
+        rp = RunPoints.load(points_file, run=traj) if points_file else analyze_run(
             traj, task, repo_source, snapshot_repo=snapshot_repo, replay=replay)
         found = rp.point(point)
         if found is None:

@@ -49,12 +49,12 @@ def _cut_event(predecessor_file: Path, record: int | None, point_type: str | Non
         return event
     if point_type not in POINT_TYPES:
         raise InputError("--point-type", f"unknown point type {point_type!r}; expected one of {', '.join(POINT_TYPES)}")
+    traj = read_trajectory(predecessor_file, record=record)
     if points_file is not None:
-        rp = RunPoints.load(points_file)
+        rp = RunPoints.load(points_file, run=traj)
     else:
         if dataset is None:
             raise InputError("--point-type", "finding a point needs the task: give --dataset (or --points-file)")
-        traj = read_trajectory(predecessor_file, record=record)
         task = task_index(load_tasks(dataset)).get(traj.instance_id or "")
         if task is None:
             raise InputError(predecessor_file, not_in_dataset(traj.instance_id, dataset), field="instance_id")

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from takeover._util.containers import image_identity
-from takeover._util.folders import check_writable
+from takeover._util.folders import check_writable, own_file
 from takeover.cli.console import output_console
 from takeover.cli.failures import command
 from takeover.cli.options import (
@@ -29,6 +29,7 @@ from takeover.sources.tasks import (
     PAPER_SEED,
     load_tasks,
     make_selection,
+    read_selection_header,
     write_selection,
 )
 
@@ -89,6 +90,7 @@ def select(
     if limit < 0:
         raise InputError("--limit", f"must be 0 or more, got {limit}")
     check_writable(out, file=True, flag="--out-dir" if out_dir is not None else "--out")
+    own_file(out, is_own=_is_selection, what="a selection file")  # a selection is replaced, nothing else
     # Buckets typed by the user must exist; the paper's default set may be partly absent from a subset.
     header, chosen = make_selection(
         dataset, buckets, seed, limit if limit > 0 else None, check_buckets=bool(difficulty)
@@ -103,6 +105,13 @@ def select(
         f"selected {header.count} of {header.candidates} tasks in {len(buckets)} bucket(s); "
         f"seed {seed}; dataset sha256 {header.dataset_sha256[:12]}...; wrote {out}"
     )
+
+
+def _is_selection(path: Path) -> bool:
+    try:
+        return read_selection_header(path) is not None
+    except TakeoverError:
+        return False
 
 
 @command(tasks_app, "images")

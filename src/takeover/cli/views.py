@@ -43,7 +43,7 @@ from takeover.llm import ModelClient, ModelSettings
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
 from takeover.view_budgets import ViewBudgets
-from takeover.views import load_inputs, write_views
+from takeover.views import load_inputs, refuse_other_views, write_views
 from takeover.vocabulary import EVENT_CUT
 
 
@@ -108,6 +108,7 @@ def views(
         raise typer.BadParameter("--judge-model asks a model at the note writer's endpoint: give --model (and "
                                  "--base-url) too", param_hint="--judge-model")
     check_writable(out)
+    refuse_other_views(out)  # before the replay and the notes: a folder of the user's files is never written
     inputs = load_inputs(file, point_type, dataset, record=record, repo_source=repo_source,
                          points_file=points_file, checkpoint_dir=checkpoint_dir, event=event, replay=replay)
     for note in inputs.notes:
@@ -116,6 +117,7 @@ def views(
         what = f"exact state after event {event}" if event is not None else f"{inputs.point_type} point in this run"
         console.print(f"[red]no {what}:[/red] {escape(str(inputs.missing_reason))}")
         raise typer.Exit(1)
+    refuse_other_views(out, inputs, names)  # the point is known: another point's views are refused too
     # One view at a time (write_views keeps the others in views.json), so that each shows when it is done.
     lines = not is_watched(console)
     for number, name in enumerate(names, 1):

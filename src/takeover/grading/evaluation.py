@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from takeover._util import harness_version
+from takeover._util.folders import own_output
 from takeover._util.io import atomic_write_json, atomic_write_text
 from takeover.errors import EnvironmentUnavailable, InputError
 from takeover.grading.backend import LOG_FILES, GradingBackend
@@ -149,8 +151,9 @@ def grade_predictions(
         force: grade again even when a stored result could be reused.
 
     Raises:
-        InputError: an unknown backend or an option it refuses, or a prediction names an ``instance_id`` that
-            is not among ``tasks``.
+        InputError: an unknown backend or an option it refuses, a prediction names an ``instance_id`` that
+            is not among ``tasks``, or a prediction's folder holds what a grading of it did not write
+            (:func:`refuse_other_result`; checked for every prediction before any is graded).
         EnvironmentUnavailable: the backend cannot grade on this machine and a prediction is to be graded
             (``docker`` without a Docker daemon).
     """
@@ -166,15 +169,56 @@ def grade_predictions(
     # Absolute: the patch and logs are handed to commands that run in the task workspace, not here.
     root = Path(log_dir).resolve() if log_dir is not None else cache_dir() / "grading"
     source = repo_source or RepoSource()
+    folders = [root / p.model_name_or_path.replace("/", "__") / p.instance_id for p in preds]
+    for p, folder in zip(preds, folders, strict=True):  # before any grading: nothing is written over a foreign file
+        refuse_other_result(folder, p)
     results = []
-    for p in preds:
+    for p, folder in zip(preds, folders, strict=True):
         task = by_id[p.instance_id]
-        folder = root / p.model_name_or_path.replace("/", "__") / p.instance_id
         key = grading_key(task, p.model_patch, grading)
         with _grading_folder_lock(folder):  # another grading of this folder finishes first; then it is reused
             results.append(_grade_in_folder(impl, task, p, key, folder, _Grading(grading, options, source),
                                             force=force))
     return results
+
+
+#: What a grading writes in its folder before ``result.json``, its last file: the logs, the Docker harness's own
+#: log folder, and the folders of a second seed's grading (``seed-<N>``, :mod:`takeover.grading.flaky`).
+_GRADING_FILES = (*LOG_FILES, "run_evaluation")
+
+
+def _held_result(folder: Path) -> dict[str, Any] | None:
+    """What ``folder`` holds of a grading: its ``result.json`` when that is an object naming its instance; for a
+    grading stopped before its result, only the files a grading writes (the instance is the folder's name);
+    else ``None``."""
+    path = folder / "result.json"
+    if not path.exists():
+        own = all(p.name in _GRADING_FILES or p.name.startswith("seed-") for p in folder.iterdir())
+        return {"instance_id": folder.name} if own else None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("instance_id"), str) else None
+
+
+def refuse_other_result(folder: Path | str, prediction: Prediction) -> dict[str, Any] | None:
+    """The grading ``folder`` holds when it is of ``prediction``'s instance and model (graded again or reused
+    by its key), or ``None`` for a new folder: the rule every command's output follows
+    (:func:`takeover._util.folders.own_output`).
+
+    Raises:
+        InputError: ``folder`` holds a ``result.json`` that is not a grading's (unreadable, or naming no
+            instance), another instance's or model's result, or files a grading does not write; nothing has
+            been written.
+    """
+    model = prediction.model_name_or_path
+    return own_output(
+        folder, read=_held_result, record="result.json (takeover grade's)",
+        identity=lambda d: {"instance_id": d["instance_id"], "model_name_or_path": d.get("model_name_or_path") or model},
+        wanted={"instance_id": prediction.instance_id, "model_name_or_path": model},
+        describe=lambda d: f"the grading of {d['instance_id']} (model {d.get('model_name_or_path') or model})",
+        what=f"the grading of {prediction.instance_id} (model {model})")
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,14 @@ from __future__ import annotations
 import ast
 import json
 import shlex
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from takeover import __version__
 from takeover._util import harness_version
-from takeover._util.folders import building_beside, replace_whole
+from takeover._util.folders import building_beside, own_output, replace_whole
 from takeover._util.io import atomic_write_json, atomic_write_text, read_text
 from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.environments.official_image import instance_image_name, official_test_spec
@@ -44,12 +45,12 @@ from takeover.grading import swebench_rules
 from takeover.grading.log_parsing import resolve_log_parser, task_eval_type
 from takeover.grading.seeds import seed_export
 from takeover.grading_settings import GradingSettings
+from takeover.harbor.predecessor_trace import predecessor_atif
 from takeover.repository_states.snapshots import DIFF_ARGS
 from takeover.sources.repos import RepoSource
 from takeover.sources.tasks import SourceTask
-from takeover.trajectories import read_trajectories
-from takeover.trajectories.atif_writer import to_atif
 from takeover.views import HANDOFF_VIEWS, built_views
+from takeover.views.folder import refuse_other_checkpoint_views
 
 #: The verdict script's name in a task's ``tests/`` (generated: :func:`verdict_script`).
 VERDICT_SCRIPT = "swebench_verdict.py"
@@ -137,13 +138,6 @@ python=/usr/bin/python3
 """
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
 def task_name(checkpoint: Checkpoint, view: str) -> str:
     """The task folder's name: ``<instance_id>__<point_type>-<event_index>__<view>``."""
     return f"{checkpoint.instance_id}__{checkpoint.point.type}-{checkpoint.point.event_index}__{view}"
@@ -182,50 +176,6 @@ def task_metadata(checkpoint: Checkpoint, folder: Path, view: str) -> dict[str, 
     }
 
 
-def predecessor_file(checkpoint: Checkpoint, folder: Path) -> Path:
-    """The predecessor's trajectory file: ``checkpoint.trajectory`` as recorded (a path relative to where
-    ``takeover checkpoint`` ran), else that relative path under the nearest folder above the checkpoint
-    folder that holds it.
-
-    Raises:
-        InputError: the checkpoint names no trajectory, or the file is found nowhere (names the places).
-    """
-    if not checkpoint.trajectory:
-        raise InputError(folder / "checkpoint.json", "names no predecessor trajectory: the raw_trace task needs one",
-                         field="trajectory")
-    recorded = Path(checkpoint.trajectory)
-    if recorded.is_absolute() and not recorded.is_file():
-        raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} does not exist "
-                         "(moved or removed since the checkpoint was made)", field="trajectory")
-    if recorded.is_absolute() or recorded.exists():
-        return recorded
-    for parent in folder.resolve().parents:
-        if (parent / recorded).is_file():
-            return parent / recorded
-    raise InputError(folder / "checkpoint.json", f"the predecessor's trajectory {recorded} is not found from here "
-                     "nor under any folder above the checkpoint folder; run the export where the checkpoint was made",
-                     field="trajectory")
-
-
-def predecessor_atif(checkpoint: Checkpoint, folder: Path) -> dict[str, Any]:
-    """The predecessor's run up to the handoff event as an ATIF document, every step ``is_copied_context``
-    (Harbor seeds the successor's session with it; readers leave copied steps out of the successor's counts).
-
-    Raises:
-        InputError: as :func:`predecessor_file`, or the file no longer holds the checkpoint's record.
-    """
-    runs = read_trajectories(predecessor_file(checkpoint, folder))
-    found = [r for r in runs if r.record == checkpoint.trajectory_record] or (runs if len(runs) == 1 else [])
-    if not found:
-        raise InputError(checkpoint.trajectory, "no run of this file is the checkpoint's predecessor",
-                         record=checkpoint.trajectory_record)
-    doc = to_atif(found[0], through_event=checkpoint.point.event_index)
-    for step in doc["steps"]:
-        step["is_copied_context"] = True
-    doc.setdefault("extra", {})["copied_from"] = "takeover handoff predecessor"
-    return doc
-
-
 def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
     parser = resolve_log_parser(None, task.repo)
     if parser.__module__ != f"{_SWEBENCH_PARSERS}.python":
@@ -242,9 +192,11 @@ def _parser_files(task: SourceTask) -> tuple[dict[str, str], str]:
     return {**_SHIMS, "swebench/harness/log_parsers/python.py": source}, parser.__name__
 
 
-def _check_view(folder: Path, view: str) -> None:
-    """Refuse an unknown view, or one not built for the checkpoint ``folder`` (``views/<view>.md``). Any view
-    that was built is exported (a view file's by the name it declares)."""
+def _check_view(folder: Path, view: str, checkpoint: Checkpoint) -> None:
+    """Refuse an unknown view, one not built for the checkpoint ``folder`` (``views/<view>.md``), or a views
+    folder whose ``views.json`` names another task, point or checkpoint patch (docs/protocol.md section 5.5):
+    its prompts are another checkpoint's. Any view that was built is exported (a view file's by the name it
+    declares)."""
     prompt = folder / "views" / f"{view}.md"
     if not prompt.is_file() and view not in HANDOFF_VIEWS:
         raise InputError("--view", f"unknown view {view!r}: no views/{view}.md in {folder}, and no registered view "
@@ -252,6 +204,38 @@ def _check_view(folder: Path, view: str) -> None:
     if not prompt.is_file():
         raise InputError(prompt, f"view {view} was not built for this checkpoint; build it with "
                          f"takeover views RUN --checkpoint-dir {folder} --view {view}")
+    refuse_other_checkpoint_views(folder, checkpoint)
+
+
+def _held_task(dest: Path) -> dict[str, Any] | None:
+    """The ``[metadata]`` of the task folder ``dest`` when takeover exported it, else ``None``."""
+    try:
+        metadata = tomllib.loads((dest / "task.toml").read_text(encoding="utf-8")).get("metadata")
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(metadata, dict) and str(metadata.get("exported_by", "")).startswith("takeover")
+    return metadata if ok else None
+
+
+def refuse_other_task(dest: Path, checkpoint: Checkpoint, view: str) -> dict[str, Any] | None:
+    """The ``[metadata]`` of the task folder ``dest`` when it is this (checkpoint, view)'s earlier export (the
+    same instance, point, view and checkpoint patch: replaced whole), or ``None`` for a new folder: the rule
+    every command's output follows (:func:`takeover._util.folders.own_output`).
+
+    Raises:
+        InputError: ``dest`` holds a task exported from another checkpoint, or files takeover did not export;
+            nothing has been written.
+    """
+    point = checkpoint.point
+    return own_output(
+        dest, read=_held_task, record="task.toml (takeover export harbor's)",
+        identity=lambda m: {k: m.get(k) for k in ("instance_id", "point_type", "event_index", "view",
+                                                  "checkpoint_patch_sha256")},
+        wanted={"instance_id": checkpoint.instance_id, "point_type": point.type, "event_index": point.event_index,
+                "view": view, "checkpoint_patch_sha256": checkpoint.patch_sha256},
+        describe=lambda m: f"the task exported from another checkpoint (patch "
+                           f"{str(m.get('checkpoint_patch_sha256'))[:12]}, {m.get('checkpoint_dir')})",
+        what=f"the task of the checkpoint {checkpoint.patch_sha256[:12]}")
 
 
 def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir: Path | str, *,
@@ -283,7 +267,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     grading = grading or GradingSettings()
     folder = Path(checkpoint_dir)
     checkpoint, patch = load_checkpoint(folder)
-    _check_view(folder, view)
+    _check_view(folder, view, checkpoint)
     if task.instance_id != checkpoint.instance_id:
         raise InputError(folder / "checkpoint.json", f"is of {checkpoint.instance_id}, not {task.instance_id}",
                          field="instance_id")
@@ -292,8 +276,7 @@ def export_task(checkpoint_dir: Path | str, view: str, task: SourceTask, out_dir
     spec = official_test_spec(task, repo_source)
     verdict = verdict_files(task, grading)
     dest = Path(out_dir) / task_name(checkpoint, view)
-    if dest.exists() and 'exported_by = "takeover' not in _read(dest / "task.toml"):
-        raise InputError(dest, "exists and is not a task takeover exported: choose another --out-dir")
+    refuse_other_task(dest, checkpoint, view)
     with building_beside(dest) as beside:
         # Built one level down: neither the task being built nor the earlier one it replaces, which ends up
         # here, is ever a folder of OUT that Harbor would load as a task.
@@ -427,7 +410,10 @@ def export_tasks(root: Path | str, views: list[str] | None, tasks: dict[str, Sou
             raise InputError(folder / "views", "no view was built for this checkpoint; build them with "
                              f"takeover views RUN --checkpoint-dir {folder}")
         for view in names:
-            _check_view(folder, view)
+            _check_view(folder, view, checkpoint)
+            refuse_other_task(Path(out_dir) / task_name(checkpoint, view), checkpoint, view)
+            if view == RAW_TRACE and options.get("seed_trajectory", True):
+                predecessor_atif(checkpoint, folder)  # its predecessor is this checkpoint's, before any task
         planned += [(folder, view, task) for view in names]
     written: list[Path] = []
     for folder, view, task in planned:

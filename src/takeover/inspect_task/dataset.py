@@ -18,6 +18,7 @@ from takeover.checkpoints import Checkpoint, load_checkpoint
 from takeover.errors import InputError
 from takeover.report.inspect_logs import point_key
 from takeover.views import HANDOFF_VIEWS
+from takeover.views.folder import refuse_other_checkpoint_views
 from takeover.vocabulary import VIEWS
 
 
@@ -66,6 +67,7 @@ def handoff_samples(checkpoints: Path | str, views: str | list[str] = "all") -> 
     samples = []
     for folder in checkpoint_folders(checkpoints):
         checkpoint, _ = load_checkpoint(folder)
+        refuse_other_checkpoint_views(folder, checkpoint)  # never another checkpoint's prompts
         for view in names:
             prompt = folder / "views" / f"{view}.md"
             if not prompt.is_file() and view not in HANDOFF_VIEWS:

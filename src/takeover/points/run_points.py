@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from takeover._util.io import atomic_write_text, read_json
 from takeover.errors import InputError, json_type
+from takeover.input_schemas import Cut, refuse_other
 from takeover.points.detection import HandoffPoint, MissingPoint, detect_points
 from takeover.points.event_states import event_states
 from takeover.replay_settings import ReplaySettings
@@ -72,23 +73,37 @@ class RunPoints(BaseModel):
         """Write this record as JSON, atomically."""
         return atomic_write_text(path, self.model_dump_json(indent=2) + "\n")
 
+    def made_for(self) -> Cut:
+        """The run this record was made for: its task, its record in the file, its format and length."""
+        return Cut(instance_id=self.instance_id, trajectory_record=self.trajectory_record, format=self.format,
+                   events=self.events)
+
     @classmethod
-    def load(cls, path: Path | str) -> RunPoints:
-        """Read a record written by :meth:`save`.
+    def load(cls, path: Path | str, *, run: Trajectory | None = None) -> RunPoints:
+        """Read a record written by :meth:`save`; with ``run``, check that it was made for that run (its task,
+        record, format and number of events, docs/protocol.md section 5.5): a points file of another task or
+        run is refused, never applied.
 
         Raises:
-            InputError: the file is not such a record.
+            InputError: the file is not such a record, or it was made for another run than ``run`` (names the
+                file and the field that differs).
         """
         doc = read_json(path)
         if not isinstance(doc, dict):
             raise InputError(path, f"not a points file (takeover points --out-dir): expected a JSON object, got "
                              f"{json_type(doc)}")
         try:
-            return cls.model_validate(doc)
+            points = cls.model_validate(doc)
         except ValidationError as exc:
             error = InputError.from_validation(path, exc)
             raise InputError(path, f"not a points file (takeover points --out-dir): {error.reason}",
                              field=error.field) from None
+        if run is not None:
+            refuse_other(path, points.made_for(), Cut(instance_id=run.instance_id, trajectory_record=run.record,
+                                                      format=run.format, events=len(run.events)),
+                         kind="points file",
+                         way_out=f"give the points file of this run (takeover points {run.source_path} --out-dir DIR)")
+        return points
 
 
 def _unqualified(verdict: ReplayVerdict) -> list[MissingPoint]:

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from takeover._util import sandbox
 from takeover._util.io import atomic_write_text, iter_jsonl, read_text, sha256_file
 from takeover.errors import EnvironmentUnavailable, InputError
+from takeover.input_schemas import DatasetRow, checked, refuse_duplicates, test_names
 
 #: Difficulty buckets of the paper's selection (docs/protocol.md section 2).
 PAPER_DIFFICULTIES: tuple[str, ...] = ("15 min - 1 hour", "1-4 hours")
@@ -41,17 +42,9 @@ SELECTION_HEADER_KEY = "takeover_selection"
 
 
 def _as_test_list(value: Any) -> list[str]:
-    """FAIL_TO_PASS / PASS_TO_PASS arrive as JSON lists or as JSON-encoded strings (Hugging Face)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = value.strip()
-        if not value:
-            return []
-        value = json.loads(value)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError("expected a list of test names or a JSON-encoded list of strings")
-    return list(value)
+    """FAIL_TO_PASS / PASS_TO_PASS arrive as JSON lists or as JSON-encoded strings (Hugging Face); ``None``
+    (a task built in Python without them) is no test. A dataset file's rows have both, checked at the door."""
+    return [] if value is None else test_names(value)
 
 
 class SourceTask(BaseModel):
@@ -110,23 +103,20 @@ class SelectionHeader(BaseModel):
     count: int
 
 
-def _task_from_row(row: Any, path: Path | str, record: str) -> SourceTask:
-    if not isinstance(row, dict):
-        raise InputError(path, f"expected a JSON object, got {type(row).__name__}", record=record)
+def _task_from_row(row: Any, path: Path | str, record: str) -> tuple[str, SourceTask]:
+    """``(record, task)`` of one dataset row, checked at the door (:class:`takeover.input_schemas.DatasetRow`)."""
+    checked(DatasetRow, path, record, row)
     try:
-        return SourceTask.model_validate(row)
+        return record, SourceTask.model_validate(row)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(part) for part in err["loc"]) or None
-        reason = "missing" if err["type"] == "missing" else err["msg"]
-        raise InputError(path, reason, record=record, field=field) from None
+        raise InputError.from_validation(path, exc, record=record) from None
 
 
 def _is_header(row: Any) -> bool:
     return isinstance(row, dict) and SELECTION_HEADER_KEY in row
 
 
-def _load_jsonl(path: Path) -> list[SourceTask]:
+def _load_jsonl(path: Path) -> list[tuple[str, SourceTask]]:
     tasks = []
     for lineno, row in iter_jsonl(path):
         if _is_header(row):
@@ -135,7 +125,7 @@ def _load_jsonl(path: Path) -> list[SourceTask]:
     return tasks
 
 
-def _load_json(path: Path) -> list[SourceTask]:
+def _load_json(path: Path) -> list[tuple[str, SourceTask]]:
     try:
         data = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
@@ -153,7 +143,7 @@ def _load_json(path: Path) -> list[SourceTask]:
     return [_task_from_row(row, path, f"index {i}") for i, row in enumerate(data) if not _is_header(row)]
 
 
-def _load_parquet(path: Path) -> list[SourceTask]:
+def _load_parquet(path: Path) -> list[tuple[str, SourceTask]]:
     import pyarrow.parquet as pq
 
     try:
@@ -163,7 +153,7 @@ def _load_parquet(path: Path) -> list[SourceTask]:
     return [_task_from_row(row, path, f"row {i}") for i, row in enumerate(rows)]
 
 
-def _load_hf(name: str, split: str) -> list[SourceTask]:
+def _load_hf(name: str, split: str) -> list[tuple[str, SourceTask]]:
     import datasets  # a dependency of mini-swe-agent; imported here because it is slow to import
 
     try:
@@ -185,13 +175,17 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
             Hugging Face dataset name such as ``princeton-nlp/SWE-bench_Verified``.
         split: dataset split for Hugging Face names.
 
+    Every row is checked at the door (:class:`takeover.input_schemas.DatasetRow`, either swebench format):
+    the task's identity, problem statement and both test lists are required and typed.
+
     Returns:
         The instances in file order. ``FAIL_TO_PASS``/``PASS_TO_PASS`` are lists whichever encoding the
         file used (JSON lists or JSON-encoded strings).
 
     Raises:
-        InputError: unreadable file, a bad row (names file, ``line N``/``index N``/``row N`` and field), or a
-            file that holds no task.
+        InputError: unreadable file, a bad row (names file, ``line N``/``index N``/``row N`` and field: a
+            required field missing, such as ``FAIL_TO_PASS``, or of another type), two rows with one
+            ``instance_id`` (names both), or a file that holds no task.
         EnvironmentUnavailable: a dataset name that cannot be loaded (offline and not cached, unknown name).
     """
     path = Path(source)
@@ -201,15 +195,18 @@ def load_tasks(source: Path | str, *, split: str = "test") -> list[SourceTask]:
         loaders = {".jsonl": _load_jsonl, ".json": _load_json, ".parquet": _load_parquet}
         if suffix not in loaders:
             raise InputError(path, f"unknown dataset file type {suffix!r} (expected .jsonl, .json or .parquet)")
-        tasks = loaders[suffix](path)
-        if not tasks:
+        rows = loaders[suffix](path)
+        if not rows:
             raise InputError(path, "holds no tasks (an empty dataset)")
-        return tasks
+        refuse_duplicates(path, rows, lambda t: {"instance_id": t.instance_id})
+        return [task for _, task in rows]
     if path.exists():
         raise InputError(path, "is not a file")
     name = str(source)
     if "/" in name and not name.startswith((".", "/")) and name.count("/") == 1 and not path.suffix:
-        return _load_hf(name, split)
+        rows = _load_hf(name, split)
+        refuse_duplicates(name, rows, lambda t: {"instance_id": t.instance_id})
+        return [task for _, task in rows]
     raise InputError(path, "no such file")
 
 
@@ -224,8 +221,8 @@ def task_by_id(source: Path | str, instance_id: str) -> SourceTask | None:
 
 
 def task_index(tasks: Iterable[SourceTask]) -> dict[str, SourceTask]:
-    """``{instance_id: task}`` over many tasks, for looking up many ids (a later duplicate id replaces an
-    earlier one)."""
+    """``{instance_id: task}`` over many tasks, for looking up many ids (:func:`load_tasks` refuses a dataset
+    with two rows of one id)."""
     return {t.instance_id: t for t in tasks}
 
 

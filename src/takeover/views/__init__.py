@@ -26,7 +26,7 @@ The paper's view names are :data:`takeover.vocabulary.VIEWS` (a study's default 
 """
 
 from takeover.llm import CallAttempt, Completion, ModelCallError, ModelClient, ModelUsage
-from takeover.views.folder import built_views, write_views
+from takeover.views.folder import built_views, refuse_other_views, write_views
 from takeover.views.handoff_view import HANDOFF_INPUTS, Handoff, HandoffView, ViewBlock
 from takeover.views.inputs import ViewInputs, load_inputs
 from takeover.views.leak import Leak, LeakGuard, ViewLeakError
@@ -69,6 +69,7 @@ __all__ = [
     "compute_fields",
     "load_inputs",
     "model_written",
+    "refuse_other_views",
     "takeover_prompt",
     "task_prompt",
     "view_named",

@@ -21,7 +21,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from takeover._util.io import atomic_write_json, atomic_write_text, sha256_text, stable_hash
+from takeover._util.folders import own_output
+from takeover._util.io import atomic_write_json, atomic_write_text, read_json, sha256_text, stable_hash
+from takeover.checkpoints import Checkpoint
+from takeover.errors import InputError, json_type
+from takeover.input_schemas import Cut, refuse_other
 from takeover.llm import ModelClient, ModelSettings, ModelUsage, estimator_name
 from takeover.view_budgets import ViewBudgets
 from takeover.views.handoff_view import HandoffView
@@ -55,6 +59,81 @@ def view_key(inputs: ViewInputs, view: HandoffView, model: ModelSettings | None,
     return stable_hash({k: v for k, v in parts.items() if v not in (None, {})})
 
 
+def _held_views(folder: Path) -> dict[str, Any] | None:
+    """``views.json`` of ``folder`` when it is one ``takeover views`` wrote (an object naming its instance and
+    point), else ``None``."""
+    try:
+        doc = json.loads((folder / "views.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(doc, dict) and isinstance(doc.get("instance_id"), str) and isinstance(doc.get("point"), dict) \
+        and isinstance(doc.get("views"), dict)
+    return doc if ok else None
+
+
+def refuse_other_views(out: Path | str, inputs: ViewInputs | None = None, names: list[str] = ()) -> dict[str, Any] | None:
+    """The ``views.json`` of ``out`` when ``out`` is this point's views folder (the same instance, point and
+    checkpoint patch; with ``inputs`` ``None``, any views folder: the check before the point is known), or
+    ``None`` for a new or empty folder (:func:`takeover._util.folders.own_output`, the rule every command's
+    output follows). A ``<view>.md`` of ``names`` (registered views, or view files' paths) that is in the folder
+    but not in its ``views.json`` is the user's, and refused too.
+
+    Raises:
+        InputError: ``out`` holds files but no ``views.json``, the views of another point, or a ``<view>.md``
+            that ``views.json`` does not list; nothing has been written.
+    """
+    out = Path(out)
+    point = inputs.point if inputs is not None else None
+    wanted = {} if inputs is None or point is None else {
+        "instance_id": inputs.task.instance_id, "point_type": point.type, "event_index": point.event_index,
+        "patch_sha256": sha256_text(inputs.checkpoint_patch)}
+    what = "the views of this point" if not wanted else (
+        f"the views of {wanted['instance_id']} {wanted['point_type']} (event {wanted['event_index']}, checkpoint "
+        f"patch {wanted['patch_sha256'][:12]})")
+    held = own_output(
+        out, read=_held_views, record="views.json", wanted=wanted, what=what,
+        identity=lambda d: {"instance_id": d.get("instance_id"), "point_type": d["point"].get("type"),
+                            "event_index": d["point"].get("event_index"), "patch_sha256": d.get("checkpoint_patch_sha256")},
+        describe=lambda d: f"the views of {d.get('instance_id')} {d['point'].get('type')} (event "
+                           f"{d['point'].get('event_index')}, checkpoint patch "
+                           f"{str(d.get('checkpoint_patch_sha256'))[:12]})")
+    if held is not None:
+        listed = {row.get("file") for row in held["views"].values() if isinstance(row, dict)}
+        for name in (view_named(ref).name for ref in names):
+            if (out / f"{name}.md").exists() and f"{name}.md" not in listed:
+                raise InputError(out / f"{name}.md", "is not a view takeover wrote here (views.json does not list it); "
+                                 "nothing was written: give another --out-dir, or remove it")
+    return held
+
+
+def refuse_other_checkpoint_views(folder: Path | str, checkpoint: Checkpoint) -> None:
+    """Refuse the views of the checkpoint folder ``folder`` (``views/``) when their ``views.json`` names another
+    task, point or checkpoint patch than ``checkpoint`` (docs/protocol.md section 5.5): their prompts are another
+    checkpoint's. A ``views/`` without ``views.json`` (a study's, written by its view units in the checkpoint's
+    own folder) is taken as it is.
+
+    Raises:
+        InputError: names ``views.json``, the field that differs and both values.
+    """
+    folder = Path(folder)
+    index = folder / "views" / "views.json"
+    if not index.exists():
+        return
+    doc = read_json(index)
+    if not isinstance(doc, dict) or not isinstance(doc.get("point"), dict):
+        raise InputError(index, f"not a views record (takeover views): expected an object with a point, got "
+                         f"{json_type(doc)}")
+    point = doc["point"]
+    refuse_other(index, Cut(instance_id=doc.get("instance_id"), point_type=point.get("type"),
+                            event_index=point.get("event_index"), patch_sha256=doc.get("checkpoint_patch_sha256")),
+                 Cut(instance_id=checkpoint.instance_id, point_type=checkpoint.point.type,
+                     event_index=checkpoint.point.event_index, patch_sha256=checkpoint.patch_sha256),
+                 kind="views folder", way_out=f"build this checkpoint's views with takeover views RUN --checkpoint-dir "
+                                              f"{folder}",
+                 field_names={"point_type": "point.type", "event_index": "point.event_index",
+                              "patch_sha256": "checkpoint_patch_sha256"})
+
+
 def write_views(
     inputs: ViewInputs,
     names: list[str],
@@ -74,20 +153,20 @@ def write_views(
     Returns:
         the ``views.json`` content (see module docstring).
 
+    ``out`` is new, or this point's views folder (:func:`refuse_other_views`): a folder of another point, or
+    of the user's own files, is refused before anything is built.
+
     Raises:
         ValueError: ``inputs`` has no point (``inputs.missing_reason`` says why).
+        InputError: ``out`` is not this point's views folder (nothing was written).
     """
     if inputs.point is None:
         raise ValueError(f"no {inputs.point_type} point: {inputs.missing_reason}")
     out = Path(out)
+    held = refuse_other_views(out, inputs, names)
     out.mkdir(parents=True, exist_ok=True)
     index_path = out / "views.json"
-    previous: dict[str, Any] = {}
-    if index_path.exists():
-        try:
-            previous = json.loads(index_path.read_text(encoding="utf-8")).get("views", {})
-        except (json.JSONDecodeError, AttributeError):
-            previous = {}
+    previous: dict[str, Any] = held["views"] if held is not None else {}
     point, task, trajectory = inputs.point, inputs.task, inputs.trajectory
     handoff_state = handoff_state or inputs.handoff_state
     guard = LeakGuard(trajectory, point.event_index, task, inputs.checkpoint_patch, handoff_state=handoff_state)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from takeover.checkpoints import load_checkpoint
 from takeover.errors import InputError
+from takeover.input_schemas import Cut, refuse_other
 from takeover.points import HandoffPoint, RunPoints, analyze_run, cut_at_event
 from takeover.replay_settings import ReplaySettings
 from takeover.sources.repos import RepoSource
@@ -106,12 +107,18 @@ def load_inputs(
             problem_statement=trajectory.task_prompt or "",
         )
     if checkpoint is not None:
-        if trajectory.instance_id and trajectory.instance_id != checkpoint.instance_id:
-            raise InputError(file, f"run is {trajectory.instance_id}, the checkpoint is for {checkpoint.instance_id}")
+        refuse_other(Path(checkpoint_dir) / "checkpoint.json",
+                     Cut(instance_id=checkpoint.instance_id, trajectory_record=checkpoint.trajectory_record),
+                     Cut(instance_id=trajectory.instance_id, trajectory_record=trajectory.record),
+                     kind="checkpoint", way_out=f"give the checkpoint folder of this run ({file})")
+        if len(trajectory.events) <= checkpoint.point.event_index:
+            raise InputError(file, f"this run has {len(trajectory.events)} events and the checkpoint's point is after "
+                             f"event {checkpoint.point.event_index}: the checkpoint was made from another run",
+                             field="point.event_index")
         return ViewInputs(trajectory=trajectory, task=task, point_type=point_type, point=checkpoint.point,
                           checkpoint_patch=patch_text, handoff_state=checkpoint.handoff_state, notes=notes)
     if points_file is not None:
-        run_points = RunPoints.load(points_file)
+        run_points = RunPoints.load(points_file, run=trajectory)
     else:
         if not (task.repo and task.base_commit):
             # Detection replays the run on the task's repository; a stand-in task has none to clone.
