@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from _output_runs import output_run
 from docker_images import tiny_task
+from prerequisites import shared
 from test_harbor import _checkpoint
 from user_commands import takeover
 
@@ -270,9 +271,8 @@ def test_the_shared_datasets_pass_the_door_in_both_formats():
     fields) all pass the schema: the door refuses malformed rows, not a format."""
     from takeover.sources.tasks import load_tasks
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data"
-    four = load_tasks(data / "swebench_verified.jsonl")
-    five = load_tasks(next((data / "swebench5").glob("*.parquet")))
+    four = load_tasks(shared("swebench_verified.jsonl"))
+    five = load_tasks(next(shared("swebench5").glob("*.parquet")))
     assert len(four) == len(five) == 500
     # The same tests (17 rows list them in another order in 5.x), and every row has some.
     assert {t.instance_id: sorted(t.FAIL_TO_PASS) for t in four} == {t.instance_id: sorted(t.FAIL_TO_PASS) for t in five}

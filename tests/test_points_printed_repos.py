@@ -258,7 +258,7 @@ def test_views_from_detection_equal_the_views_from_the_hand_checked_point(printe
     detection on the printed repository or from the hand-checked record the view tests use."""
     detected_file = tmp_path / "detected.points.json"
     detected[ID_1766].save(detected_file)
-    hand_file = requests_1766_points_file(tmp_path / "hand")
+    hand_file = requests_1766_points_file(tmp_path / "hand-points")  # not the views' --out-dir
     replay = Replay()
     built = {}
     with replay.server:
