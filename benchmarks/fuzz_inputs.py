@@ -871,8 +871,6 @@ def door_variants(world: dict[str, Any]) -> Iterator[tuple[str, str, Callable[[P
 
     iid = row["instance_id"]
     yield "prediction without model_patch", verdict, grade_predictions([{"instance_id": iid, "model_name_or_path": "m"}])
-    yield "prediction with model_patch null", verdict, grade_predictions(
-        [{"instance_id": iid, "model_name_or_path": "m", "model_patch": None}])
     yield "two predictions for one model and instance", "silent overwrite", grade_predictions(
         [{"instance_id": iid, "model_name_or_path": "m", "model_patch": p} for p in ("", "diff --git a/x b/x\n")])
     yield "preds.json naming one instance twice", "silent drop", grade_predictions(

@@ -199,8 +199,6 @@ CASES = {
                                                 "instance_id"),
     "prediction without model_patch": (_predictions_case(
         lambda iid: [{"instance_id": iid, "model_name_or_path": "m"}], "line 1"), "model_patch"),
-    "prediction with model_patch null": (_predictions_case(
-        lambda iid: [{"instance_id": iid, "model_name_or_path": "m", "model_patch": None}], "line 1"), "model_patch"),
     "prediction with model_patch a number": (_predictions_case(
         lambda iid: [{"instance_id": iid, "model_name_or_path": "m", "model_patch": 0}], "line 1"), "model_patch"),
     "prediction with model_name_or_path a list": (_predictions_case(

@@ -9,7 +9,8 @@ and the field (exit status 2).
   statement and both test lists are required and typed (docs/protocol.md section 2). A row without
   ``FAIL_TO_PASS`` is refused: read as an empty list, it made the empty patch "resolved".
 - :class:`PredictionRow`: a SWE-bench prediction: ``instance_id`` and ``model_patch`` required (a prediction
-  without a patch is refused, never graded as the empty patch; ``""`` is the empty patch, said explicitly).
+  without the field is refused, never graded as the empty patch; ``""`` and ``null`` are the empty patch, said
+  explicitly, as SWE-bench's harness reads them).
 - :func:`refuse_duplicates`: two records of one identity (two rows with one ``instance_id``, two predictions
   for one model and instance) are refused, naming both records: the last no longer wins silently.
 - :class:`Cut` and :func:`refuse_other`: what a points file, a checkpoint folder and a views folder say they
@@ -102,17 +103,20 @@ class DatasetRow(BaseModel):
 
 
 class PredictionRow(BaseModel):
-    """One SWE-bench prediction as read from a file: ``instance_id`` and ``model_patch`` (a string: ``""`` is
-    the empty patch) required; ``model_name_or_path`` a string when present. Other fields are kept.
+    """One SWE-bench prediction as read from a file: ``instance_id`` and ``model_patch`` required;
+    ``model_patch`` is a string or ``null`` (``""`` and ``null`` are the empty patch: SWE-bench's harness counts
+    both as an empty-patch instance, ``run_evaluation.get_dataset_from_preds``); ``model_name_or_path`` a
+    string when present. Other fields are kept.
 
     Raises:
-        pydantic.ValidationError: a required field is missing or ``null``, or a field has another type.
+        pydantic.ValidationError: a required field is missing, ``instance_id`` is ``null``, or a field has
+            another type.
     """
 
     model_config = ConfigDict(extra="allow", strict=True)
 
     instance_id: str
-    model_patch: str
+    model_patch: str | None  # required all the same: a record without the field is refused
     model_name_or_path: str | None = None
 
 
@@ -121,7 +125,7 @@ MISSING_HINTS = {
     "FAIL_TO_PASS": "the tests a fix must make pass; without them any patch, even the empty one, would be graded "
                     "resolved",
     "PASS_TO_PASS": "the tests that must keep passing; [] when there are none",
-    "model_patch": 'the patch to grade; "" is the empty patch, said explicitly',
+    "model_patch": 'the patch to grade; "" (or null, as SWE-bench reads it) is the empty patch, said explicitly',
 }
 
 

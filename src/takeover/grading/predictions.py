@@ -43,7 +43,8 @@ def read_predictions(path: Path | str, instance_ids: Collection[str] | None = No
             found here before anything is graded.
 
     Every record is checked at the door (:class:`takeover.input_schemas.PredictionRow`): a prediction
-    without ``model_patch`` (or with ``null``) is refused, never graded as the empty patch (``""`` is).
+    without ``model_patch`` is refused, never graded as the empty patch (``""`` and ``null`` are, as SWE-bench's
+    harness reads them).
 
     Raises:
         InputError: an unreadable file, bad JSON or bytes that are not UTF-8, a record without
