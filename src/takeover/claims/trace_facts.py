@@ -18,7 +18,7 @@ from takeover.commands import is_verification_command, repo_path, searches, segm
 from takeover.commands.runners import python_script
 from takeover.points.verification import verification_result
 from takeover.rediscovery import event_effects
-from takeover.trajectories.events import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory, answers_by_action
 
 #: Folders that stand for the repository's top folder in SWE-bench runs, tried after the run's own.
 DEFAULT_ROOTS = ("/testbed",)
@@ -102,14 +102,6 @@ class TraceFacts:
         return out
 
 
-def _observations(events: Sequence[Event]) -> dict[int, Event]:
-    out: dict[int, Event] = {}
-    for ev in events:
-        if ev.kind == "observation" and ev.cause is not None and ev.cause not in out:
-            out[ev.cause] = ev
-    return out
-
-
 def _answer(events: Sequence[Event], index: int, answers: dict[int, Event]) -> Event | None:
     """The observation that answers action ``index``: the one naming it, else the next event when it is an
     observation without a cause."""
@@ -189,7 +181,7 @@ def trace_facts(trajectory: Trajectory, cut_event: int, *, checkpoint_patch: str
     if checkpoint_patch is not None:
         facts.changed = set(patch_files(checkpoint_patch))
         facts.created = {p for p, part in split_patch(checkpoint_patch).items() if "\nnew file mode" in part}
-    answers = _observations(events)
+    answers = answers_by_action(events)
     for ev in events[: cut_event + 1]:
         if ev.kind == "observation":
             if ev.text:

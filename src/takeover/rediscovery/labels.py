@@ -20,7 +20,7 @@ from takeover.commands.repeats import varying_output
 from takeover.errors import InputError
 from takeover.rediscovery.actions import ActionEffects, Read, command_form, event_effects, script_keys
 from takeover.rediscovery.contents import Contents, signature
-from takeover.trajectories.events import Event, Trajectory
+from takeover.trajectories.events import Event, Trajectory, answers_by_action
 
 Label = Literal["reread", "research", "rerun", "redo_edit", "new"]
 #: Every label, rediscovery first (docs/protocol.md section 9.1).
@@ -166,14 +166,6 @@ class Knowledge:
     contents: Contents = field(default_factory=Contents)
 
 
-def _observations(events: Sequence[Event]) -> dict[int, Event]:
-    out: dict[int, Event] = {}
-    for ev in events:
-        if ev.kind == "observation" and ev.cause is not None and ev.cause not in out:
-            out[ev.cause] = ev
-    return out
-
-
 def _roots(trajectory: Trajectory, extra: Sequence[str]) -> list[str]:
     return [r for r in (trajectory.working_dir, *extra, *_DEFAULT_ROOTS) if r]
 
@@ -193,7 +185,7 @@ def knowledge_at(trajectory: Trajectory, cut_event: int, *, states: Sequence[dic
         raise InputError(trajectory.source_path or "predecessor", f"event {cut_event} is not an event of the run "
                          f"(it has {len(trajectory.events)})", field="cut_event")
     k = Knowledge(contents=Contents(states=states))
-    answers = _observations(trajectory.events)
+    answers = answers_by_action(trajectory.events)
     top = _roots(trajectory, roots)
     for ev in trajectory.events[: cut_event + 1]:
         fx = event_effects(ev, answers.get(ev.index), top, trajectory.working_dir)
@@ -324,7 +316,7 @@ def label_successor(predecessor: Trajectory, cut_event: int, successor: Trajecto
     k = knowledge_at(predecessor, cut_event, states=predecessor_states if use_states else None, roots=roots)
     states = successor_states if use_states else None
     c = k.contents.resumed(states) if start == "checkpoint" else Contents(states=states)
-    answers = _observations(successor.events)
+    answers = answers_by_action(successor.events)
     top = _roots(successor, roots)
     labels: list[LabelledAction] = []
     unrecognised: dict[str, int] = {}
@@ -392,7 +384,7 @@ def event_derived_states(trajectory: Trajectory, roots: Sequence[str] = ()) -> l
     at which event (the detection rules of docs/protocol.md section 4 read nothing else) where a run has no
     exact states; never a checkpoint's content."""
     c = Contents()
-    answers = _observations(trajectory.events)
+    answers = answers_by_action(trajectory.events)
     top = _roots(trajectory, roots)
     out: list[dict[str, str]] = []
     for ev in trajectory.events:

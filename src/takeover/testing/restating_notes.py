@@ -14,24 +14,16 @@ import json
 from takeover._util.patches import patch_files
 from takeover.commands import file_reads, is_verification_command, repo_path, written_files
 from takeover.points.verification import verification_result
-from takeover.trajectories.events import Event, Trajectory
+from takeover.trajectories.events import Trajectory, answers_by_action
 
 #: Commands longer than this are not restated (a note quotes commands, not scripts).
 MAX_COMMAND = 160
 
 
-def _answers(events: list[Event]) -> dict[int, Event]:
-    out: dict[int, Event] = {}
-    for ev in events:
-        if ev.kind == "observation" and ev.cause is not None:
-            out.setdefault(ev.cause, ev)
-    return out
-
-
 def restated(trajectory: Trajectory, cut: int, checkpoint_patch: str | None) -> tuple[list[str], list[str], list[str]]:
     """``(what it ran and viewed, the files it edited, the verifications that failed)`` as sentences."""
     roots = [r for r in (trajectory.working_dir, "/testbed") if r]
-    answers = _answers(trajectory.events)
+    answers = answers_by_action(trajectory.events)
     done: list[str] = []
     failed: list[str] = []
     edited: list[str] = []

@@ -7,6 +7,7 @@ terminal result). *Agent events* = number of action + observation events.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,6 +104,16 @@ class Event(BaseModel):
     timed_out: bool = False
     state_diff: str | None = None
     snapshot: str | None = None
+
+
+def answers_by_action(events: Sequence[Event]) -> dict[int, Event]:
+    """``{action index: the first observation whose cause names it}`` over ``events`` (only those given: pass
+    the events up to a cut to read nothing after it). An observation without a cause answers nothing here."""
+    out: dict[int, Event] = {}
+    for ev in events:
+        if ev.kind == "observation" and ev.cause is not None:
+            out.setdefault(ev.cause, ev)
+    return out
 
 
 class Trajectory(BaseModel):
